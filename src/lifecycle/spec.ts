@@ -1,0 +1,30 @@
+// What a user asks for when creating a sandbox, and the rules on names. Pure.
+
+export interface Resources {
+  /** Memory limit in MiB. */
+  memoryMb: number;
+  /** CPU limit in cores (fractions allowed). */
+  cpus: number;
+  /** Maximum number of processes. */
+  pids: number;
+}
+
+export interface SandboxSpec {
+  /** Workload image; undefined means the locally built default workload image. */
+  image?: string;
+  /** The workload's main process; undefined means an idle process that keeps the sandbox up. */
+  command?: string[];
+  env: Record<string, string>;
+  resources: Resources;
+}
+
+export const DEFAULT_RESOURCES: Resources = { memoryMb: 512, cpus: 1, pids: 256 };
+
+export const NAME_RULE = "1-63 characters: lowercase letters, digits and '-', starting and ending with a letter or digit";
+const NAME_RE = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** Returns null when valid, else a message naming the problem. */
+export function checkSandboxName(name: string): string | null {
+  if (NAME_RE.test(name)) return null;
+  return `invalid sandbox name ${JSON.stringify(name)}: ${NAME_RULE}`;
+}
