@@ -1,0 +1,53 @@
+// Versioned schema migrations, tracked in SQLite's `user_version`. Append only:
+// a released migration is never edited, a change is a new entry.
+
+import type Database from "better-sqlite3";
+
+const MIGRATIONS: readonly string[] = [
+  // 1: sandboxes and their append-only event log
+  `
+  CREATE TABLE sandboxes (
+    id          TEXT PRIMARY KEY,
+    name        TEXT NOT NULL UNIQUE,
+    phase       TEXT NOT NULL,
+    reason      TEXT,              -- JSON ErrorReason, set only in Error
+    generation  INTEGER NOT NULL,
+    spec        TEXT NOT NULL,     -- JSON SandboxSpec
+    runtime     TEXT,              -- JSON RuntimeRecord of the current generation
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL
+  );
+  CREATE TABLE events (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    sandbox_id   TEXT NOT NULL,
+    sandbox_name TEXT NOT NULL,
+    generation   INTEGER NOT NULL,
+    kind         TEXT NOT NULL,    -- phase | deleted | info | audit
+    old_phase    TEXT,
+    new_phase    TEXT,
+    reason       TEXT,
+    message      TEXT,
+    data         TEXT,
+    time         TEXT NOT NULL
+  );
+  CREATE INDEX events_by_sandbox ON events (sandbox_id, seq);
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+export function migrate(db: Database.Database): { from: number; to: number } {
+  const from = db.pragma("user_version", { simple: true }) as number;
+  if (from > MIGRATIONS.length) {
+    throw new Error(
+      `state database is at schema version ${from}, newer than this sandgate (${MIGRATIONS.length}); upgrade sandgate`,
+    );
+  }
+  for (let v = from; v < MIGRATIONS.length; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]!);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+  return { from, to: MIGRATIONS.length };
+}

@@ -1,0 +1,320 @@
+// The gateway's state on SQLite (WAL). Every phase change is a compare-and-set on
+// (id, generation, phase) written in the same transaction as its event, so two
+// writers can never both win and no change goes unrecorded.
+
+import Database from "better-sqlite3";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import type { RuntimeRecord } from "../driver/compute-driver.js";
+import type { LifecycleState } from "../lifecycle/machine.js";
+import type { ErrorReason, Phase } from "../lifecycle/phases.js";
+import type { SandboxSpec } from "../lifecycle/spec.js";
+import { migrate } from "./migrations.js";
+
+export interface SandboxRecord {
+  id: string;
+  name: string;
+  phase: Phase;
+  reason: ErrorReason | null;
+  generation: number;
+  spec: SandboxSpec;
+  runtime: RuntimeRecord | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type EventKind = "phase" | "deleted" | "info" | "audit";
+
+export interface EventRecord {
+  seq: number;
+  sandboxId: string;
+  sandboxName: string;
+  generation: number;
+  kind: EventKind;
+  oldPhase: Phase | null;
+  newPhase: Phase | null;
+  reason: ErrorReason | null;
+  message: string | null;
+  data: unknown;
+  time: string;
+}
+
+export class DuplicateNameError extends Error {
+  override readonly name = "DuplicateNameError";
+}
+
+interface SandboxRow {
+  id: string;
+  name: string;
+  phase: string;
+  reason: string | null;
+  generation: number;
+  spec: string;
+  runtime: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+interface EventRow {
+  seq: number;
+  sandbox_id: string;
+  sandbox_name: string;
+  generation: number;
+  kind: string;
+  old_phase: string | null;
+  new_phase: string | null;
+  reason: string | null;
+  message: string | null;
+  data: string | null;
+  time: string;
+}
+
+const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
+
+function toSandbox(row: SandboxRow): SandboxRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    phase: row.phase as Phase,
+    reason: parse<ErrorReason>(row.reason),
+    generation: row.generation,
+    spec: JSON.parse(row.spec) as SandboxSpec,
+    runtime: parse<RuntimeRecord>(row.runtime),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function toEvent(row: EventRow): EventRecord {
+  return {
+    seq: row.seq,
+    sandboxId: row.sandbox_id,
+    sandboxName: row.sandbox_name,
+    generation: row.generation,
+    kind: row.kind as EventKind,
+    oldPhase: row.old_phase as Phase | null,
+    newPhase: row.new_phase as Phase | null,
+    reason: parse<ErrorReason>(row.reason),
+    message: row.message,
+    data: parse<unknown>(row.data),
+    time: row.time,
+  };
+}
+
+export interface TransitionWrite {
+  expect: { phase: Phase; generation: number };
+  next: LifecycleState;
+  message?: string;
+  /** undefined keeps the recorded runtime; null clears it. */
+  runtime?: RuntimeRecord | null;
+}
+
+export class Store {
+  readonly db: Database.Database;
+  private readonly listeners = new Set<(e: EventRecord) => void>();
+  private readonly now: () => Date;
+
+  private constructor(db: Database.Database, now: () => Date) {
+    this.db = db;
+    this.now = now;
+  }
+
+  static open(path: string, opts: { now?: () => Date } = {}): Store {
+    if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+    const db = new Database(path);
+    db.pragma("journal_mode = WAL");
+    // FULL: a committed transition survives power loss, not only a process crash.
+    db.pragma("synchronous = FULL");
+    db.pragma("busy_timeout = 5000");
+    migrate(db);
+    return new Store(db, opts.now ?? (() => new Date()));
+  }
+
+  close(): void {
+    this.listeners.clear();
+    if (this.db.open) this.db.close();
+  }
+
+  /** Called after every committed event; used for watch streams. */
+  onEvent(listener: (e: EventRecord) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private emit(e: EventRecord): void {
+    for (const l of this.listeners) l(e);
+  }
+
+  private stamp(): string {
+    return this.now().toISOString();
+  }
+
+  createSandbox(input: { id: string; name: string; spec: SandboxSpec }): SandboxRecord {
+    const time = this.stamp();
+    let event: EventRecord | undefined;
+    try {
+      this.db.transaction(() => {
+        this.db
+          .prepare(
+            `INSERT INTO sandboxes (id, name, phase, reason, generation, spec, runtime, created_at, updated_at)
+             VALUES (?, ?, 'Provisioning', NULL, 1, ?, NULL, ?, ?)`,
+          )
+          .run(input.id, input.name, JSON.stringify(input.spec), time, time);
+        event = this.insertEvent({
+          sandboxId: input.id,
+          sandboxName: input.name,
+          generation: 1,
+          kind: "phase",
+          oldPhase: null,
+          newPhase: "Provisioning",
+          reason: null,
+          message: "created",
+          data: null,
+          time,
+        });
+      })();
+    } catch (err) {
+      if (err instanceof Error && "code" in err && err.code === "SQLITE_CONSTRAINT_UNIQUE") {
+        throw new DuplicateNameError(`a sandbox named "${input.name}" already exists`);
+      }
+      throw err;
+    }
+    if (event) this.emit(event);
+    return this.get(input.id)!;
+  }
+
+  /** Look up by id or by name. */
+  get(idOrName: string): SandboxRecord | null {
+    const row = this.db.prepare(`SELECT * FROM sandboxes WHERE id = ? OR name = ?`).get(idOrName, idOrName) as
+      | SandboxRow
+      | undefined;
+    return row ? toSandbox(row) : null;
+  }
+
+  list(): SandboxRecord[] {
+    const rows = this.db.prepare(`SELECT * FROM sandboxes ORDER BY created_at, name`).all() as SandboxRow[];
+    return rows.map(toSandbox);
+  }
+
+  /**
+   * Compare-and-set a phase change. Returns the updated record, or null when the
+   * sandbox is no longer at the expected (phase, generation): somebody else won.
+   */
+  transition(id: string, write: TransitionWrite): SandboxRecord | null {
+    const time = this.stamp();
+    let event: EventRecord | undefined;
+    this.db.transaction(() => {
+      const runtimeSql = write.runtime === undefined ? "runtime" : "?";
+      const params: unknown[] = [write.next.phase, write.next.reason ? JSON.stringify(write.next.reason) : null];
+      params.push(write.next.generation);
+      if (write.runtime !== undefined) params.push(write.runtime === null ? null : JSON.stringify(write.runtime));
+      params.push(time, id, write.expect.generation, write.expect.phase);
+      const info = this.db
+        .prepare(
+          `UPDATE sandboxes SET phase = ?, reason = ?, generation = ?, runtime = ${runtimeSql}, updated_at = ?
+           WHERE id = ? AND generation = ? AND phase = ?`,
+        )
+        .run(...params);
+      if (info.changes !== 1) return;
+      const name = (this.db.prepare(`SELECT name FROM sandboxes WHERE id = ?`).get(id) as { name: string }).name;
+      event = this.insertEvent({
+        sandboxId: id,
+        sandboxName: name,
+        generation: write.next.generation,
+        kind: "phase",
+        oldPhase: write.expect.phase,
+        newPhase: write.next.phase,
+        reason: write.next.reason,
+        message: write.message ?? null,
+        data: null,
+        time,
+      });
+    })();
+    if (!event) return null;
+    this.emit(event);
+    return this.get(id);
+  }
+
+  /** Record the runtime of a generation, only while it is still that generation and phase. */
+  setRuntime(id: string, expect: { phase: Phase; generation: number }, runtime: RuntimeRecord | null): boolean {
+    const info = this.db
+      .prepare(`UPDATE sandboxes SET runtime = ?, updated_at = ? WHERE id = ? AND generation = ? AND phase = ?`)
+      .run(runtime === null ? null : JSON.stringify(runtime), this.stamp(), id, expect.generation, expect.phase);
+    return info.changes === 1;
+  }
+
+  /** Remove a sandbox that is Deleting; its events stay in the log. */
+  deleteSandbox(id: string, expect: { generation: number }): boolean {
+    const time = this.stamp();
+    let event: EventRecord | undefined;
+    this.db.transaction(() => {
+      const row = this.db.prepare(`SELECT name FROM sandboxes WHERE id = ? AND generation = ? AND phase = 'Deleting'`).get(
+        id,
+        expect.generation,
+      ) as { name: string } | undefined;
+      if (!row) return;
+      this.db.prepare(`DELETE FROM sandboxes WHERE id = ?`).run(id);
+      event = this.insertEvent({
+        sandboxId: id,
+        sandboxName: row.name,
+        generation: expect.generation,
+        kind: "deleted",
+        oldPhase: "Deleting",
+        newPhase: null,
+        reason: null,
+        message: "deleted",
+        data: null,
+        time,
+      });
+    })();
+    if (!event) return false;
+    this.emit(event);
+    return true;
+  }
+
+  /** Append a non-phase event (info, audit) for a sandbox. */
+  appendEvent(sandbox: { id: string; name: string; generation: number }, kind: "info" | "audit", message: string, data?: unknown): EventRecord {
+    const event = this.insertEvent({
+      sandboxId: sandbox.id,
+      sandboxName: sandbox.name,
+      generation: sandbox.generation,
+      kind,
+      oldPhase: null,
+      newPhase: null,
+      reason: null,
+      message,
+      data: data ?? null,
+      time: this.stamp(),
+    });
+    this.emit(event);
+    return event;
+  }
+
+  events(sandboxId: string, opts: { afterSeq?: number; limit?: number } = {}): EventRecord[] {
+    const rows = this.db
+      .prepare(`SELECT * FROM events WHERE sandbox_id = ? AND seq > ? ORDER BY seq LIMIT ?`)
+      .all(sandboxId, opts.afterSeq ?? 0, opts.limit ?? 1000) as EventRow[];
+    return rows.map(toEvent);
+  }
+
+  private insertEvent(e: Omit<EventRecord, "seq">): EventRecord {
+    const info = this.db
+      .prepare(
+        `INSERT INTO events (sandbox_id, sandbox_name, generation, kind, old_phase, new_phase, reason, message, data, time)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        e.sandboxId,
+        e.sandboxName,
+        e.generation,
+        e.kind,
+        e.oldPhase,
+        e.newPhase,
+        e.reason ? JSON.stringify(e.reason) : null,
+        e.message,
+        e.data === null || e.data === undefined ? null : JSON.stringify(e.data),
+        e.time,
+      );
+    return { ...e, seq: Number(info.lastInsertRowid) };
+  }
+}

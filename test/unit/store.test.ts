@@ -1,0 +1,160 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SCHEMA_VERSION } from "../../src/store/migrations.js";
+import { DuplicateNameError, Store } from "../../src/store/store.js";
+
+const spec = { env: {}, resources: { memoryMb: 64, cpus: 1, pids: 64 } };
+const WRITER = join(import.meta.dirname, "../support/store-writer.ts");
+// `node --import tsx` rather than the tsx CLI: the CLI forks a child, and a
+// SIGKILL must hit the writer itself.
+const NODE_TSX = [process.execPath, "--import", "tsx"] as const;
+
+let dir: string;
+let db: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "sg-store-"));
+  db = join(dir, "state.db");
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("store", () => {
+  it("migrates a new file to the current schema version and reopens it unchanged", () => {
+    const s = Store.open(db);
+    expect(s.db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
+    expect(s.db.pragma("journal_mode", { simple: true })).toBe("wal");
+    s.createSandbox({ id: "a", name: "demo", spec });
+    s.close();
+    const again = Store.open(db);
+    expect(again.get("demo")?.id).toBe("a");
+    again.close();
+  });
+
+  it("refuses a database from a newer sandgate", () => {
+    const raw = new Database(db);
+    raw.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+    raw.close();
+    expect(() => Store.open(db)).toThrow(/newer than this sandgate/);
+  });
+
+  it("keeps names unique and records creation in the event log", () => {
+    const s = Store.open(db);
+    s.createSandbox({ id: "a", name: "demo", spec });
+    expect(() => s.createSandbox({ id: "b", name: "demo", spec })).toThrow(DuplicateNameError);
+    expect(s.list().map((x) => x.id)).toEqual(["a"]);
+    expect(s.events("a").map((e) => [e.kind, e.oldPhase, e.newPhase])).toEqual([["phase", null, "Provisioning"]]);
+    expect(s.events("b")).toEqual([]);
+    s.close();
+  });
+
+  it("compare-and-set: a transition against a stale phase or generation changes nothing", () => {
+    const s = Store.open(db);
+    s.createSandbox({ id: "a", name: "demo", spec });
+    const ready = { phase: "Ready" as const, generation: 1, reason: null };
+    expect(s.transition("a", { expect: { phase: "Provisioning", generation: 1 }, next: ready })).not.toBeNull();
+    // Same write again: the expected phase no longer holds.
+    expect(s.transition("a", { expect: { phase: "Provisioning", generation: 1 }, next: ready })).toBeNull();
+    // Right phase, wrong generation.
+    expect(s.transition("a", { expect: { phase: "Ready", generation: 2 }, next: { ...ready, phase: "Stopping" } })).toBeNull();
+    expect(s.get("a")?.phase).toBe("Ready");
+    expect(s.events("a")).toHaveLength(2);
+    s.close();
+  });
+
+  it("stores the reason and runtime with the phase, and clears runtime on request", () => {
+    const s = Store.open(db);
+    s.createSandbox({ id: "a", name: "demo", spec });
+    const runtime = {
+      generation: 1,
+      nonce: "n",
+      proxyUrl: "http://p:3128",
+      workload: { id: "w", name: "w", imageId: "i", startedAt: "t", pid: 1 },
+      supervisor: { id: "s", name: "s", imageId: "i", startedAt: "t", pid: 2 },
+    };
+    expect(s.setRuntime("a", { phase: "Provisioning", generation: 1 }, runtime)).toBe(true);
+    expect(s.setRuntime("a", { phase: "Provisioning", generation: 2 }, null)).toBe(false);
+    const err = s.transition("a", {
+      expect: { phase: "Provisioning", generation: 1 },
+      next: { phase: "Error", generation: 1, reason: { code: "SupervisorExited", exitCode: 137 } },
+    });
+    expect(err?.reason).toEqual({ code: "SupervisorExited", exitCode: 137 });
+    expect(err?.runtime).toEqual(runtime);
+    const restarted = s.transition("a", { expect: { phase: "Error", generation: 1 }, next: { phase: "Provisioning", generation: 2, reason: null }, runtime: null });
+    expect(restarted?.runtime).toBeNull();
+    expect(s.events("a").at(-1)?.reason).toBeNull();
+    expect(s.events("a").at(-2)?.reason).toEqual({ code: "SupervisorExited", exitCode: 137 });
+    s.close();
+  });
+
+  it("deletes only a Deleting sandbox and keeps its events", () => {
+    const s = Store.open(db);
+    s.createSandbox({ id: "a", name: "demo", spec });
+    expect(s.deleteSandbox("a", { generation: 1 })).toBe(false);
+    s.transition("a", { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Deleting", generation: 1, reason: null } });
+    expect(s.deleteSandbox("a", { generation: 1 })).toBe(true);
+    expect(s.get("a")).toBeNull();
+    expect(s.events("a").map((e) => e.kind)).toEqual(["phase", "phase", "deleted"]);
+    // The name is free again.
+    s.createSandbox({ id: "b", name: "demo", spec });
+    s.close();
+  });
+
+  it("two processes racing the same compare-and-set: exactly one wins each time", async () => {
+    const n = 300;
+    const s = Store.open(db);
+    for (let i = 0; i < n; i++) {
+      s.createSandbox({ id: `race-${i}`, name: `race-${i}`, spec });
+      s.transition(`race-${i}`, { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Ready", generation: 1, reason: null } });
+    }
+    const at = Date.now() + 2500;
+    const run = (): Promise<string[]> =>
+      new Promise((resolve, reject) => {
+        const p = spawn(NODE_TSX[0], [...NODE_TSX.slice(1), WRITER, "race", db, String(n), String(at)], { stdio: ["ignore", "pipe", "inherit"] });
+        let out = "";
+        p.stdout.on("data", (b: Buffer) => (out += b.toString()));
+        p.on("error", reject);
+        p.on("exit", (code) => (code === 0 ? resolve(out.split("\n").filter(Boolean)) : reject(new Error(`writer exited ${code}`))));
+      });
+    const [a, b] = await Promise.all([run(), run()]);
+    const wins = [...a!, ...b!].map((l) => l.replace("won ", ""));
+    expect(wins).toHaveLength(n);
+    expect(new Set(wins).size).toBe(n);
+    for (let i = 0; i < n; i++) {
+      expect(s.get(`race-${i}`)?.phase).toBe("Stopping");
+      expect(s.events(`race-${i}`).filter((e) => e.newPhase === "Stopping")).toHaveLength(1);
+    }
+    s.close();
+  }, 60_000);
+
+  it("SIGKILL of a writer mid-stream loses nothing it committed and leaves the file intact", async () => {
+    Store.open(db).close();
+    const committed: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const p = spawn(NODE_TSX[0], [...NODE_TSX.slice(1), WRITER, "churn", db], { stdio: ["ignore", "pipe", "inherit"] });
+      let buf = "";
+      p.stdout.on("data", (b: Buffer) => {
+        buf += b.toString();
+        const lines = buf.split("\n");
+        buf = lines.pop()!;
+        committed.push(...lines.filter(Boolean));
+        if (committed.length >= 400 && !p.killed) p.kill("SIGKILL");
+      });
+      p.on("error", reject);
+      p.on("exit", (_code, signal) => (signal === "SIGKILL" ? resolve() : reject(new Error(`writer ended without SIGKILL: ${signal}`))));
+    });
+    expect(committed.length).toBeGreaterThanOrEqual(400);
+    const s = Store.open(db);
+    expect(s.db.pragma("integrity_check", { simple: true })).toBe("ok");
+    for (const line of committed) {
+      const [, name, phase] = line.split(" ");
+      const rec = s.get(name!);
+      expect(rec, `${name} was reported committed`).not.toBeNull();
+      if (phase === "Ready") expect(rec!.phase).toBe("Ready");
+      expect(s.events(rec!.id).some((e) => e.newPhase === phase)).toBe(true);
+    }
+    s.close();
+  }, 60_000);
+});
