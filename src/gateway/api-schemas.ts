@@ -1,0 +1,54 @@
+// Request schemas of the gateway API, and the one place that turns a schema
+// failure into a message naming the field and the problem.
+
+import { z } from "zod";
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export const CreateSandboxBody = z
+  .object({
+    name: z.string(),
+    image: z.string().min(1).max(512).optional(),
+    command: z.array(z.string().min(1)).min(1).max(256).optional(),
+    env: z
+      .record(z.string().regex(ENV_NAME, "environment variable names are letters, digits and '_'"), z.string().max(32_768))
+      .optional(),
+    resources: z
+      .object({
+        memoryMb: z.number().int().min(16).max(1_048_576).optional(),
+        cpus: z.number().min(0.01).max(256).optional(),
+        pids: z.number().int().min(16).max(1_000_000).optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+export type CreateSandboxBody = z.infer<typeof CreateSandboxBody>;
+
+export const EventsQuery = z
+  .object({
+    after: z.coerce.number().int().min(0).optional(),
+    limit: z.coerce.number().int().min(1).max(10_000).optional(),
+  })
+  .strict();
+
+export const WatchQuery = z.object({ sandbox: z.string().min(1).optional() }).strict();
+
+export const ExecQuery = z
+  .object({
+    cmd: z.union([z.string(), z.array(z.string())]).optional(),
+    tty: z.enum(["0", "1"]).optional(),
+    cols: z.coerce.number().int().min(1).max(1000).optional(),
+    rows: z.coerce.number().int().min(1).max(1000).optional(),
+  })
+  .strict();
+
+/** `resources.memoryMb: Too small: expected number to be >=16` style, one issue per line. */
+export function formatZodError(err: z.ZodError): string {
+  return err.issues
+    .map((issue) => {
+      const path = issue.path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join("");
+      return path ? `${path}: ${issue.message}` : issue.message;
+    })
+    .join("; ");
+}

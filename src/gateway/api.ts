@@ -1,0 +1,151 @@
+// The gateway's REST/JSON API under /v1, on loopback, behind a bearer token.
+
+import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
+import { timingSafeEqual } from "node:crypto";
+import type { ServerResponse } from "node:http";
+import type { Logger } from "pino";
+import type { z } from "zod";
+import { describeReason } from "../lifecycle/phases.js";
+import type { EventRecord, SandboxRecord } from "../store/store.js";
+import { CreateSandboxBody, EventsQuery, WatchQuery, formatZodError } from "./api-schemas.js";
+import { ApiError } from "./errors.js";
+import type { SandboxService } from "./sandbox-service.js";
+
+export interface ApiContext {
+  service: SandboxService;
+  token: string;
+  log: Logger;
+  status: () => Record<string, unknown>;
+}
+
+export function sandboxView(s: SandboxRecord) {
+  return {
+    id: s.id,
+    name: s.name,
+    phase: s.phase,
+    generation: s.generation,
+    reason: s.reason,
+    reasonText: s.reason ? describeReason(s.reason) : null,
+    spec: s.spec,
+    runtime: s.runtime,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+  };
+}
+
+export function eventView(e: EventRecord) {
+  return { ...e, reasonText: e.reason ? describeReason(e.reason) : null };
+}
+
+function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
+  const r = schema.safeParse(value ?? {});
+  if (!r.success) throw new ApiError("invalid_request", formatZodError(r.error));
+  return r.data;
+}
+
+function tokenMatches(header: string | undefined, token: string): boolean {
+  const m = /^Bearer (.+)$/.exec(header ?? "");
+  if (!m) return false;
+  const given = Buffer.from(m[1]!);
+  const want = Buffer.from(token);
+  return given.length === want.length && timingSafeEqual(given, want);
+}
+
+const nameParam = (req: FastifyRequest): string => (req.params as { name: string }).name;
+
+export function buildApi(ctx: ApiContext) {
+  const { service } = ctx;
+  const app = Fastify({
+    loggerInstance: ctx.log,
+    // Our own one-line request log (below) replaces fastify's two lines per request.
+    logController: new Fastify.LogController({ disableRequestLogging: true }),
+    bodyLimit: 1 << 20,
+  });
+  app.addHook("onResponse", async (req, reply) => {
+    req.log.debug({ method: req.method, url: req.url.replace(/\?.*/, ""), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, "request");
+  });
+
+  app.addHook("onRequest", async (req) => {
+    if (!tokenMatches(req.headers.authorization, ctx.token)) {
+      throw new ApiError("unauthorized", "missing or wrong bearer token");
+    }
+  });
+
+  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
+    if (err instanceof ApiError) {
+      return reply.code(err.status).send({ error: { code: err.code, message: err.message } });
+    }
+    // Fastify's own 4xx (malformed JSON, wrong content type, body too large).
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+      return reply.code(err.statusCode).send({ error: { code: "invalid_request", message: err.message } });
+    }
+    req.log.error({ err }, "request failed");
+    return reply.code(500).send({ error: { code: "internal", message: "internal error; see the gateway log" } });
+  });
+
+  app.setNotFoundHandler((req, reply) =>
+    reply.code(404).send({ error: { code: "not_found", message: `no route ${req.method} ${req.url}` } }),
+  );
+
+  app.get("/v1/status", async () => ctx.status());
+
+  app.get("/v1/sandboxes", async () => ({ sandboxes: service.list().map(sandboxView) }));
+
+  app.post("/v1/sandboxes", async (req, reply) => {
+    const body = parse(CreateSandboxBody, req.body);
+    const s = service.create(body);
+    return reply.code(201).send(sandboxView(s));
+  });
+
+  app.get("/v1/sandboxes/:name", async (req) => sandboxView(service.get(nameParam(req))));
+
+  for (const intent of ["start", "stop"] as const) {
+    app.post(`/v1/sandboxes/:name/${intent}`, async (req, reply) =>
+      reply.code(202).send(sandboxView(service.request(nameParam(req), intent))),
+    );
+  }
+
+  app.delete("/v1/sandboxes/:name", async (req, reply) =>
+    reply.code(202).send(sandboxView(service.request(nameParam(req), "delete"))),
+  );
+
+  app.get("/v1/sandboxes/:name/events", async (req) => {
+    const q = parse(EventsQuery, req.query);
+    const s = service.get(nameParam(req));
+    return { events: service.store.events(s.id, { afterSeq: q.after, limit: q.limit }).map(eventView) };
+  });
+
+  // Watch streams are hijacked from fastify: end them ourselves on close.
+  const streams = new Set<ServerResponse>();
+  app.addHook("preClose", async () => {
+    for (const res of streams) res.end();
+  });
+  app.get("/v1/watch", (req, reply) => watch(ctx, req, reply, streams));
+
+  return app;
+}
+
+/** Server-Sent Events: one `event: sandbox` per committed event, optionally for one sandbox. */
+function watch(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, streams: Set<ServerResponse>): void {
+  const q = parse(WatchQuery, req.query);
+  const only = q.sandbox === undefined ? undefined : ctx.service.get(q.sandbox).id;
+  reply.hijack();
+  const res = reply.raw;
+  streams.add(res);
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" });
+  res.write(": sandgate watch\n\n");
+  const off = ctx.service.store.onEvent((e) => {
+    if (only !== undefined && e.sandboxId !== only) return;
+    const s = ctx.service.store.get(e.sandboxId);
+    res.write(`event: sandbox\nid: ${e.seq}\ndata: ${JSON.stringify({ event: eventView(e), sandbox: s ? sandboxView(s) : null })}\n\n`);
+  });
+  // Comments keep idle proxies and clients from timing the stream out.
+  const beat = setInterval(() => res.write(": keep-alive\n\n"), 15_000);
+  const stop = (): void => {
+    clearInterval(beat);
+    off();
+    streams.delete(res);
+  };
+  res.on("close", stop);
+  req.raw.on("close", stop);
+}

@@ -1,0 +1,80 @@
+// The long-running gateway process: state store, lifecycle service, API server.
+
+import { rmSync } from "node:fs";
+import type { Logger } from "pino";
+import type { ComputeDriver } from "../driver/compute-driver.js";
+import { Store } from "../store/store.js";
+import { VERSION } from "../version.js";
+import { buildApi } from "./api.js";
+import { ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
+import { SandboxService, type ServiceOptions } from "./sandbox-service.js";
+
+export interface GatewayOptions {
+  home: HomePaths;
+  driver: ComputeDriver;
+  log: Logger;
+  host?: string;
+  port?: number;
+  service?: ServiceOptions;
+  onProgress?: (msg: string) => void;
+}
+
+export interface RunningGateway {
+  url: string;
+  service: SandboxService;
+  store: Store;
+  close(): Promise<void>;
+}
+
+export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
+  const { home, driver, log } = opts;
+  ensureHomeDir(home);
+  const token = ensureToken(home);
+  const startedAt = new Date();
+  await driver.prepare(opts.onProgress);
+  const store = Store.open(home.db);
+  const service = new SandboxService(store, driver, log, opts.service);
+  const app = buildApi({
+    service,
+    token,
+    log,
+    status: () => ({
+      version: VERSION,
+      pid: process.pid,
+      startedAt: startedAt.toISOString(),
+      uptimeSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
+      driver: driver.kind,
+      sandboxes: countPhases(service),
+    }),
+  });
+  let url: string;
+  try {
+    // Loopback only: the API is never exposed to other hosts or to sandboxes.
+    url = await app.listen({ host: opts.host ?? "127.0.0.1", port: opts.port ?? 0 });
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+  writeAddress(home, { url, pid: process.pid, startedAt: startedAt.toISOString(), version: VERSION });
+  service.resumeIntents();
+  log.info({ url, home: home.dir, driver: driver.kind }, "gateway listening");
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      log.info("gateway shutting down");
+      await app.close();
+      await service.close();
+      await driver.close();
+      store.close();
+      if (readAddress(home)?.pid === process.pid) rmSync(home.address, { force: true });
+      log.info("gateway stopped");
+    })());
+  return { url, service, store, close };
+}
+
+function countPhases(service: SandboxService): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const s of service.list()) counts[s.phase] = (counts[s.phase] ?? 0) + 1;
+  return counts;
+}

@@ -1,0 +1,66 @@
+// Where the gateway keeps its state: the database, the API token and the
+// address file the CLI reads to find a running gateway.
+
+import { randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const DEFAULT_PORT = 7420;
+
+export interface HomePaths {
+  dir: string;
+  db: string;
+  token: string;
+  address: string;
+  log: string;
+}
+
+export function resolveHome(explicit?: string, env: NodeJS.ProcessEnv = process.env): HomePaths {
+  const dir = resolve(explicit ?? env.SANDGATE_HOME ?? join(homedir(), ".sandgate"));
+  return {
+    dir,
+    db: join(dir, "state.db"),
+    token: join(dir, "token"),
+    address: join(dir, "gateway.json"),
+    log: join(dir, "gateway.log"),
+  };
+}
+
+export function ensureHomeDir(paths: HomePaths): void {
+  mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
+  chmodSync(paths.dir, 0o700);
+}
+
+/** The API token: generated once, readable only by its owner. */
+export function ensureToken(paths: HomePaths): string {
+  if (!existsSync(paths.token)) {
+    // wx: never overwrite a token another process just wrote.
+    try {
+      writeFileSync(paths.token, randomBytes(32).toString("base64url") + "\n", { mode: 0o600, flag: "wx" });
+    } catch (err) {
+      if (!(err instanceof Error && "code" in err && err.code === "EEXIST")) throw err;
+    }
+  }
+  chmodSync(paths.token, 0o600);
+  return readFileSync(paths.token, "utf8").trim();
+}
+
+export interface GatewayAddress {
+  url: string;
+  pid: number;
+  startedAt: string;
+  version: string;
+}
+
+export function writeAddress(paths: HomePaths, addr: GatewayAddress): void {
+  writeFileSync(paths.address, JSON.stringify(addr, null, 2) + "\n", { mode: 0o600 });
+}
+
+export function readAddress(paths: HomePaths): GatewayAddress | null {
+  try {
+    return JSON.parse(readFileSync(paths.address, "utf8")) as GatewayAddress;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,264 @@
+// Orchestrates sandbox lifecycles: validates intents against the state machine,
+// persists them with a compare-and-set first, then does the runtime work in a
+// per-sandbox serial queue. Runtime results are applied only if the sandbox is
+// still at the generation and phase they were computed for.
+
+import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
+import type { ComputeDriver, ExecOptions, ExecSession, LaunchRequest } from "../driver/compute-driver.js";
+import { transition, type LifecycleState } from "../lifecycle/machine.js";
+import type { LifecycleEvent, UserEvent } from "../lifecycle/phases.js";
+import { DEFAULT_RESOURCES, checkSandboxName, type SandboxSpec } from "../lifecycle/spec.js";
+import { DuplicateNameError, type SandboxRecord, type Store } from "../store/store.js";
+import { ApiError, notFound } from "./errors.js";
+import { KeyedSerial } from "./serial.js";
+
+export interface CreateInput {
+  name: string;
+  image?: string;
+  command?: string[];
+  env?: Record<string, string>;
+  resources?: Partial<SandboxSpec["resources"]>;
+}
+
+export interface ServiceOptions {
+  /** How long readiness evidence may take to appear after the containers start. */
+  readyTimeoutMs?: number;
+}
+
+const newId = (): string => `sbx_${randomBytes(8).toString("hex")}`;
+const newNonce = (): string => randomBytes(12).toString("hex");
+const stateOf = (s: SandboxRecord): LifecycleState => ({ phase: s.phase, generation: s.generation, reason: s.reason });
+const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+export class SandboxService {
+  private readonly serial = new KeyedSerial();
+  private readonly readyTimeoutMs: number;
+  private closed = false;
+
+  constructor(
+    readonly store: Store,
+    readonly driver: ComputeDriver,
+    private readonly log: Logger,
+    opts: ServiceOptions = {},
+  ) {
+    this.readyTimeoutMs = opts.readyTimeoutMs ?? 30_000;
+  }
+
+  get(nameOrId: string): SandboxRecord {
+    const s = this.store.get(nameOrId);
+    if (!s) throw notFound(nameOrId);
+    return s;
+  }
+
+  list(): SandboxRecord[] {
+    return this.store.list();
+  }
+
+  create(input: CreateInput): SandboxRecord {
+    this.assertOpen();
+    const bad = checkSandboxName(input.name);
+    if (bad) throw new ApiError("invalid_request", bad);
+    const spec: SandboxSpec = {
+      env: input.env ?? {},
+      resources: { ...DEFAULT_RESOURCES, ...input.resources },
+    };
+    if (input.image !== undefined) spec.image = input.image;
+    if (input.command !== undefined) spec.command = input.command;
+    let sandbox: SandboxRecord;
+    try {
+      sandbox = this.store.createSandbox({ id: newId(), name: input.name, spec });
+    } catch (err) {
+      if (err instanceof DuplicateNameError) throw new ApiError("already_exists", err.message);
+      throw err;
+    }
+    this.log.info({ sandboxId: sandbox.id, name: sandbox.name, generation: 1 }, "sandbox created");
+    this.enqueueLaunch(sandbox);
+    return sandbox;
+  }
+
+  /** A user intent: validated by the state machine, persisted, then carried out. */
+  request(nameOrId: string, intent: UserEvent): SandboxRecord {
+    this.assertOpen();
+    const before = this.get(nameOrId);
+    const after = this.apply(before, { type: intent }, `${intent} requested`);
+    this.log.info({ sandboxId: after.id, name: after.name, generation: after.generation, intent }, "intent accepted");
+    if (intent === "start") this.enqueueLaunch(after);
+    else if (intent === "stop") this.enqueueStop(after);
+    else this.enqueueDelete(after);
+    return after;
+  }
+
+  async exec(nameOrId: string, opts: ExecOptions): Promise<ExecSession> {
+    const s = this.get(nameOrId);
+    if (s.phase !== "Ready" || !s.runtime) {
+      throw new ApiError("not_allowed", `cannot exec in sandbox "${s.name}": it is ${s.phase}; exec needs Ready`);
+    }
+    return this.driver.exec(s.runtime, opts);
+  }
+
+  /** Resolves when no lifecycle work is queued or running. */
+  idle(): Promise<void> {
+    return this.serial.idle();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.serial.idle();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new ApiError("unavailable", "the gateway is shutting down");
+  }
+
+  /** Validate and compare-and-set one event; throws ApiError when refused or lost. */
+  private apply(s: SandboxRecord, event: LifecycleEvent, msg: string): SandboxRecord {
+    const t = transition(stateOf(s), event, s.generation, s.name);
+    if (!t.ok) throw new ApiError(t.code, t.message);
+    const runtime = event.type === "start" ? null : undefined;
+    const after = this.store.transition(s.id, {
+      expect: { phase: s.phase, generation: s.generation },
+      next: t.next,
+      message: msg,
+      runtime,
+    });
+    if (!after) {
+      const now = this.store.get(s.id);
+      throw new ApiError(
+        "not_allowed",
+        `sandbox "${s.name}" changed while ${event.type} was being applied (now ${now?.phase ?? "deleted"}); try again`,
+      );
+    }
+    return after;
+  }
+
+  /**
+   * Apply an observation made for `generation` only if the sandbox is still at
+   * that generation and in a phase the event is accepted from. Returns null
+   * when the observation is stale or lost the race; that is not an error.
+   */
+  private observe(id: string, generation: number, event: LifecycleEvent, msg: string, runtime?: null): SandboxRecord | null {
+    const s = this.store.get(id);
+    if (!s) return null;
+    const t = transition(stateOf(s), event, generation, s.name);
+    if (!t.ok) {
+      this.log.info({ sandboxId: id, generation, event: event.type, phase: s.phase, current: s.generation }, `observation dropped: ${t.message}`);
+      return null;
+    }
+    return this.store.transition(id, { expect: { phase: s.phase, generation }, next: t.next, message: msg, runtime });
+  }
+
+  /** Still the generation and phase this task was started for? */
+  private isCurrent(id: string, generation: number, phase: SandboxRecord["phase"]): boolean {
+    const s = this.store.get(id);
+    return !!s && s.generation === generation && s.phase === phase;
+  }
+
+  private progress(s: SandboxRecord, generation: number) {
+    return (msg: string): void => {
+      this.store.appendEvent({ id: s.id, name: s.name, generation }, "info", msg);
+    };
+  }
+
+  private enqueueLaunch(s: SandboxRecord): void {
+    const generation = s.generation;
+    const req: LaunchRequest = { sandboxId: s.id, name: s.name, generation, nonce: newNonce(), spec: s.spec };
+    void this.serial.run(
+      s.id,
+      () => this.launch(s, req),
+      (err) => this.log.error({ err, sandboxId: s.id, generation }, "launch task failed"),
+    );
+  }
+
+  private async launch(s: SandboxRecord, req: LaunchRequest): Promise<void> {
+    const { sandboxId: id, generation } = req;
+    if (!this.isCurrent(id, generation, "Provisioning")) return;
+    const progress = this.progress(s, generation);
+    try {
+      // A new generation never shares containers with an older one.
+      if (generation > 1) await this.driver.stop(id, generation - 1);
+      await this.driver.provision(req, progress);
+      if (!this.isCurrent(id, generation, "Provisioning")) return;
+      const record = await this.driver.start(req, progress);
+      // Persist the identities before trusting them: recovery re-verifies against these.
+      if (!this.store.setRuntime(id, { phase: "Provisioning", generation }, record)) return;
+      progress("verifying readiness");
+      const report = await this.waitReady(req, record);
+      if (!report.ready) {
+        const failed = report.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail ?? "failed"}`);
+        throw new Error(`not ready after ${this.readyTimeoutMs} ms (${failed.join("; ")})`);
+      }
+      const ready = this.observe(id, generation, { type: "ready" }, "readiness verified");
+      if (ready) this.log.info({ sandboxId: id, generation, record }, "sandbox ready");
+    } catch (err) {
+      const detail = message(err);
+      const failed = this.observe(id, generation, { type: "provisionFailed", detail }, detail);
+      this.log.warn({ sandboxId: id, generation, err: detail }, failed ? "provisioning failed" : "provisioning aborted");
+      // Leave nothing running behind a failed launch.
+      await this.driver.stop(id, generation).catch((e: unknown) =>
+        this.log.error({ sandboxId: id, generation, err: message(e) }, "cleanup after failed provisioning failed"),
+      );
+    }
+  }
+
+  private async waitReady(req: LaunchRequest, record: NonNullable<SandboxRecord["runtime"]>) {
+    const deadline = Date.now() + this.readyTimeoutMs;
+    for (let delay = 50; ; delay = Math.min(delay * 2, 500)) {
+      const report = await this.driver.verify(req, record);
+      if (report.ready || Date.now() + delay > deadline || !this.isCurrent(req.sandboxId, req.generation, "Provisioning")) {
+        return report;
+      }
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+
+  private enqueueStop(s: SandboxRecord): void {
+    const { id, generation } = s;
+    void this.serial.run(
+      id,
+      async () => {
+        if (!this.isCurrent(id, generation, "Stopping")) return;
+        await this.driver.stop(id, generation);
+        this.observe(id, generation, { type: "stopped" }, "containers removed; workspace kept", null);
+      },
+      (err) => {
+        this.log.error({ sandboxId: id, generation, err: message(err) }, "stop failed; sandbox stays Stopping");
+        this.store.appendEvent({ id, name: s.name, generation }, "info", `stop failed: ${message(err)}`);
+      },
+    );
+  }
+
+  private enqueueDelete(s: SandboxRecord): void {
+    const { id, generation } = s;
+    void this.serial.run(
+      id,
+      async () => {
+        if (!this.isCurrent(id, generation, "Deleting")) return;
+        await this.driver.remove(id);
+        this.store.deleteSandbox(id, { generation });
+        this.log.info({ sandboxId: id, name: s.name }, "sandbox deleted");
+      },
+      (err) => {
+        this.log.error({ sandboxId: id, generation, err: message(err) }, "delete failed; sandbox stays Deleting");
+        this.store.appendEvent({ id, name: s.name, generation }, "info", `delete failed: ${message(err)}`);
+      },
+    );
+  }
+
+  /** On gateway start: finish intents a previous gateway persisted but did not complete. */
+  resumeIntents(): void {
+    for (const s of this.store.list()) {
+      if (s.phase === "Stopping") this.enqueueStop(s);
+      else if (s.phase === "Deleting") this.enqueueDelete(s);
+      else if (s.phase === "Provisioning") {
+        // The launch was cut short; its half-made runtime cannot be trusted.
+        const detail = "the gateway restarted during provisioning";
+        if (this.observe(s.id, s.generation, { type: "provisionFailed", detail }, detail)) {
+          void this.serial.run(s.id, () => this.driver.stop(s.id, s.generation), (err) =>
+            this.log.error({ sandboxId: s.id, err: message(err) }, "cleanup of an interrupted launch failed"),
+          );
+        }
+      }
+    }
+  }
+}

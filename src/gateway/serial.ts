@@ -1,0 +1,30 @@
+// Runs tasks one at a time per key (a sandbox id) and tracks every task in
+// flight, so lifecycle operations on one sandbox never interleave and shutdown
+// can wait for all of them.
+
+export class KeyedSerial {
+  private readonly tails = new Map<string, Promise<void>>();
+  private readonly pending = new Set<Promise<void>>();
+
+  /** Queue `task` behind earlier tasks for `key`. Errors go to `onError`, never unhandled. */
+  run(key: string, task: () => Promise<void>, onError: (err: unknown) => void): Promise<void> {
+    const prev = this.tails.get(key) ?? Promise.resolve();
+    const next = prev.then(task).catch(onError);
+    this.tails.set(key, next);
+    this.pending.add(next);
+    void next.finally(() => {
+      this.pending.delete(next);
+      if (this.tails.get(key) === next) this.tails.delete(key);
+    });
+    return next;
+  }
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  /** Resolves once nothing is queued or running. */
+  async idle(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+}

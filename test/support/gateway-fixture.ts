@@ -1,0 +1,58 @@
+// Starts a real gateway (store, service, HTTP API on a random loopback port) in a
+// temp home for tests, on whatever driver the test gives it.
+
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import type { ComputeDriver } from "../../src/driver/compute-driver.js";
+import { startGateway, type RunningGateway } from "../../src/gateway/gateway.js";
+import { ensureToken, resolveHome, type HomePaths } from "../../src/gateway/home.js";
+import type { ServiceOptions } from "../../src/gateway/sandbox-service.js";
+
+export interface TestGateway {
+  home: HomePaths;
+  url: string;
+  token: string;
+  gw: RunningGateway;
+  /** fetch against the API with the right token; JSON in, { status, body } out. */
+  api(method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: any }>;
+  close(opts?: { keepHome?: boolean }): Promise<void>;
+}
+
+export async function startTestGateway(driver: ComputeDriver, opts: { homeDir?: string; service?: ServiceOptions } = {}): Promise<TestGateway> {
+  const home = resolveHome(opts.homeDir ?? mkdtempSync(join(tmpdir(), "sg-home-")));
+  const log = pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" });
+  const gw = await startGateway({ home, driver, log, port: 0, service: opts.service });
+  const token = ensureToken(home);
+  return {
+    home,
+    url: gw.url,
+    token,
+    gw,
+    async api(method, path, body, tok = token) {
+      const res = await fetch(gw.url + path, {
+        method,
+        headers: { authorization: `Bearer ${tok}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : undefined };
+    },
+    async close(o = {}) {
+      await gw.close();
+      if (!o.keepHome) rmSync(home.dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Poll until `check` returns a value other than undefined, or fail after `ms`. */
+export async function eventually<T>(check: () => T | undefined | Promise<T | undefined>, ms = 10_000, what = "condition"): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

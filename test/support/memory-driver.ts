@@ -1,0 +1,122 @@
+// TEST DOUBLE: an in-memory ComputeDriver for unit and API tests of the gateway
+// that do not need Docker. It keeps containers as plain records and lets a test
+// script failures and delays. Never used by the product.
+
+import { PassThrough } from "node:stream";
+import {
+  ProvisionError,
+  type ComputeDriver,
+  type ContainerObservation,
+  type ExecOptions,
+  type ExecSession,
+  type LaunchRequest,
+  type ReadinessReport,
+  type Role,
+  type RuntimeEvent,
+  type RuntimeObservation,
+  type RuntimeRecord,
+  type WatchHandle,
+} from "../../src/driver/compute-driver.js";
+
+interface FakeContainer {
+  sandboxId: string;
+  generation: number;
+  role: Role;
+  id: string;
+  running: boolean;
+  startedAt: string;
+  exitCode: number;
+}
+
+export class MemoryDriver implements ComputeDriver {
+  readonly kind = "memory (test double)";
+  readonly containers = new Map<string, FakeContainer>();
+  readonly workspaces = new Set<string>();
+  readonly calls: string[] = [];
+  /** Images that "do not exist": provisioning with them fails. */
+  missingImages = new Set<string>(["does-not-exist:latest"]);
+  /** Delay each runtime call by this many ms (to widen race windows in tests). */
+  delayMs = 0;
+  ready = true;
+  private seq = 0;
+
+  private async pause(): Promise<void> {
+    if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
+  }
+
+  async prepare(): Promise<void> {}
+
+  async provision(req: LaunchRequest): Promise<void> {
+    this.calls.push(`provision ${req.name} g${req.generation}`);
+    await this.pause();
+    const image = req.spec.image ?? "sandgate-workload:test";
+    if (this.missingImages.has(image)) throw new ProvisionError(`No such image: ${image}`);
+    this.workspaces.add(req.sandboxId);
+    for (const role of ["supervisor", "workload"] as const) {
+      const id = `c${++this.seq}`;
+      this.containers.set(id, { sandboxId: req.sandboxId, generation: req.generation, role, id, running: false, startedAt: "", exitCode: 0 });
+    }
+  }
+
+  private find(sandboxId: string, generation: number, role: Role): FakeContainer | undefined {
+    return [...this.containers.values()].find((c) => c.sandboxId === sandboxId && c.generation === generation && c.role === role);
+  }
+
+  async start(req: LaunchRequest): Promise<RuntimeRecord> {
+    this.calls.push(`start ${req.name} g${req.generation}`);
+    await this.pause();
+    const ids = {} as Record<Role, RuntimeRecord["workload"]>;
+    for (const role of ["supervisor", "workload"] as const) {
+      const c = this.find(req.sandboxId, req.generation, role);
+      if (!c) throw new Error(`no ${role} container`);
+      c.running = true;
+      c.startedAt = new Date().toISOString();
+      ids[role] = { id: c.id, name: `${req.name}-${role}`, imageId: "sha256:test", startedAt: c.startedAt, pid: 100 + this.seq };
+    }
+    return { generation: req.generation, nonce: req.nonce, workload: ids.workload, supervisor: ids.supervisor, proxyUrl: "http://proxy.test:3128" };
+  }
+
+  async verify(): Promise<ReadinessReport> {
+    await this.pause();
+    return { ready: this.ready, checks: [{ name: "memory", ok: this.ready, detail: this.ready ? undefined : "scripted not ready" }] };
+  }
+
+  async stop(sandboxId: string, generation: number): Promise<void> {
+    this.calls.push(`stop ${sandboxId} g${generation}`);
+    await this.pause();
+    for (const [id, c] of this.containers) if (c.sandboxId === sandboxId && c.generation === generation) this.containers.delete(id);
+  }
+
+  async remove(sandboxId: string): Promise<void> {
+    this.calls.push(`remove ${sandboxId}`);
+    await this.pause();
+    for (const [id, c] of this.containers) if (c.sandboxId === sandboxId) this.containers.delete(id);
+    this.workspaces.delete(sandboxId);
+  }
+
+  async inspect(record: RuntimeRecord): Promise<RuntimeObservation> {
+    const observe = (identity: RuntimeRecord["workload"]): ContainerObservation => {
+      const c = this.containers.get(identity.id);
+      if (!c) return { state: "missing" };
+      return c.running
+        ? { state: "running", identity }
+        : { state: "exited", identity, exitCode: c.exitCode, finishedAt: new Date().toISOString() };
+    };
+    return { workload: observe(record.workload), supervisor: observe(record.supervisor) };
+  }
+
+  /** Echoes the command line on stdout and exits 0. */
+  async exec(_record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession> {
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    stdout.end(opts.cmd.join(" ") + "\n");
+    stderr.end();
+    return { stdin: new PassThrough(), stdout, stderr, resize: async () => {}, exitCode: Promise.resolve(0), close: () => {} };
+  }
+
+  watch(_onEvent: (e: RuntimeEvent) => void): WatchHandle {
+    return { close: async () => {} };
+  }
+
+  async close(): Promise<void> {}
+}
