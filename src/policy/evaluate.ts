@@ -1,0 +1,92 @@
+// The egress decision: default deny, explicit denies first, then the first allowing rule.
+import { hostMatches } from "./hosts.js";
+import { pathMatches } from "./paths.js";
+import type { Endpoint, HttpRule, Policy, Protocol } from "./schema.js";
+
+export interface EgressRequest {
+  /** As the client sent it (CONNECT authority or Host header) without the port; [v6] brackets allowed. */
+  readonly host: string;
+  readonly port: number;
+  readonly protocol: Protocol;
+  /** HTTP only: the request method, case-sensitive as on the wire. */
+  readonly method?: string;
+  /** HTTP only: the raw request target in origin form ("/v1/x?y=z"); query and fragment are ignored. */
+  readonly path?: string;
+}
+
+export type DenyReason = "no_matching_rule" | "explicit_deny" | "method_not_allowed" | "path_not_allowed";
+
+export type Decision =
+  | {
+      allow: true;
+      /** Name of the first rule whose endpoint allowed the request. */
+      rule: string;
+      /**
+       * Union of allowPrivate over every endpoint that allows this request: pass it to
+       * checkResolvedAddress for each address the host resolves to.
+       */
+      allowPrivate: readonly string[];
+    }
+  | { allow: false; reason: DenyReason; rule?: string };
+
+type EndpointOutcome = "allow" | "method_not_allowed" | "path_not_allowed";
+
+function endpointCovers(endpoint: Endpoint, req: EgressRequest): boolean {
+  return endpoint.protocol === req.protocol && endpoint.ports.includes(req.port) && hostMatches(endpoint.host, req.host);
+}
+
+function l7Outcome(rules: readonly HttpRule[], req: EgressRequest): EndpointOutcome {
+  let methodSeen = false;
+  for (const rule of rules) {
+    const methodOk = rule.methods === undefined || (req.method !== undefined && (rule.methods as readonly string[]).includes(req.method));
+    if (!methodOk) continue;
+    methodSeen = true;
+    const pathOk = rule.paths === undefined || (req.path !== undefined && rule.paths.some((glob) => pathMatches(glob, req.path ?? "")));
+    if (pathOk) return "allow";
+  }
+  // A method that some rule admits means the path was the problem.
+  return methodSeen ? "path_not_allowed" : "method_not_allowed";
+}
+
+function endpointOutcome(endpoint: Endpoint, req: EgressRequest): EndpointOutcome {
+  // L7 rules exist only on http endpoints (the schema enforces it); other protocols are opaque.
+  if (endpoint.rules === undefined || endpoint.protocol !== "http") return "allow";
+  return l7Outcome(endpoint.rules, req);
+}
+
+function requestIsWellFormed(req: EgressRequest): boolean {
+  return Number.isInteger(req.port) && req.port >= 1 && req.port <= 65535 && typeof req.host === "string";
+}
+
+export function evaluate(policy: Policy, req: EgressRequest): Decision {
+  if (!requestIsWellFormed(req)) return { allow: false, reason: "no_matching_rule" };
+
+  const denies = policy.network.deny;
+  for (let i = 0; i < denies.length; i++) {
+    const d = denies[i];
+    if (d === undefined) continue;
+    if (d.protocol !== undefined && d.protocol !== req.protocol) continue;
+    if (d.ports !== undefined && !d.ports.includes(req.port)) continue;
+    if (!hostMatches(d.host, req.host)) continue;
+    return { allow: false, reason: "explicit_deny", rule: d.name ?? `deny[${String(i)}]` };
+  }
+
+  let allowedBy: string | undefined;
+  const allowPrivate = new Set<string>();
+  let refusal: { reason: Exclude<EndpointOutcome, "allow">; rule: string } | undefined;
+  for (const rule of policy.network.rules) {
+    for (const endpoint of rule.endpoints) {
+      if (!endpointCovers(endpoint, req)) continue;
+      const outcome = endpointOutcome(endpoint, req);
+      if (outcome === "allow") {
+        allowedBy ??= rule.name;
+        for (const range of endpoint.allowPrivate) allowPrivate.add(range);
+      } else if (refusal === undefined || (refusal.reason === "method_not_allowed" && outcome === "path_not_allowed")) {
+        refusal = { reason: outcome, rule: rule.name };
+      }
+    }
+  }
+  if (allowedBy !== undefined) return { allow: true, rule: allowedBy, allowPrivate: [...allowPrivate] };
+  if (refusal !== undefined) return { allow: false, reason: refusal.reason, rule: refusal.rule };
+  return { allow: false, reason: "no_matching_rule" };
+}

@@ -1,0 +1,364 @@
+// The policy format: zod schemas that validate user input and transform it into the one
+// normal form (Policy) that evaluation, storage and hashing use. Error messages are written
+// for the person editing the file: each names the path, what was expected and what was found.
+import { z } from "zod";
+import { formatCidr, parseCidr } from "./cidr.js";
+import { validateHostPattern } from "./hosts.js";
+import { validatePathGlob } from "./paths.js";
+
+export const PROTOCOLS = ["http", "https", "tcp"] as const;
+export type Protocol = (typeof PROTOCOLS)[number];
+
+export const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"] as const;
+export type HttpMethod = (typeof HTTP_METHODS)[number];
+
+/** An L7 rule: a request passes when its method AND path are allowed; an absent list allows any. */
+export interface HttpRule {
+  readonly methods?: readonly HttpMethod[];
+  readonly paths?: readonly string[];
+}
+
+export interface Endpoint {
+  /** Normal form: lowercase, no trailing dot, canonical IP text; "*." prefix for wildcards. */
+  readonly host: string;
+  /** Sorted, unique, non-empty. */
+  readonly ports: readonly number[];
+  readonly protocol: Protocol;
+  /** Only for protocol http; absent means any method and path. */
+  readonly rules?: readonly HttpRule[];
+  /** Canonical CIDRs this endpoint may resolve into despite the private-address rule. */
+  readonly allowPrivate: readonly string[];
+}
+
+export interface NetworkRule {
+  readonly name: string;
+  readonly endpoints: readonly Endpoint[];
+}
+
+export interface DenyEntry {
+  readonly name?: string;
+  readonly host: string;
+  /** Absent: every port. */
+  readonly ports?: readonly number[];
+  /** Absent: every protocol. */
+  readonly protocol?: Protocol;
+}
+
+export interface ProcessLimits {
+  readonly memoryMb?: number;
+  readonly cpus?: number;
+  readonly pids?: number;
+}
+
+export interface Policy {
+  readonly version: 1;
+  readonly network: { readonly rules: readonly NetworkRule[]; readonly deny: readonly DenyEntry[] };
+  /** Fixed at sandbox creation. */
+  readonly filesystem: { readonly readOnly: readonly string[]; readonly readWrite: readonly string[] };
+  /** Fixed at sandbox creation. */
+  readonly process: { readonly user?: string; readonly limits: ProcessLimits };
+}
+
+// ---- error wording ----
+
+/** A short, quoted rendering of a found value for an error message. */
+export function describeValue(value: unknown): string {
+  if (value === undefined) return "nothing";
+  if (value === null) return "null";
+  if (typeof value === "string") return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
+  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return String(value);
+  if (Array.isArray(value)) return "a list";
+  if (value instanceof Date) return "a date";
+  if (typeof value === "object") return "a mapping";
+  return typeof value;
+}
+
+interface IssueLike {
+  readonly input?: unknown;
+}
+
+/** Error map: "required (what)" when missing, else "expected what, got found". */
+const expected =
+  (what: string) =>
+  (iss: IssueLike): string =>
+    iss.input === undefined ? `required (${what})` : `expected ${what}, got ${describeValue(iss.input)}`;
+
+const TYPE_WORDS: Record<string, string> = {
+  string: "a string",
+  number: "a number",
+  boolean: "true or false",
+  array: "a list",
+  object: "a mapping",
+};
+
+/** Fallback wording for issues no schema below words itself. */
+function fallbackError(iss: z.core.$ZodRawIssue): string | undefined {
+  switch (iss.code) {
+    case "invalid_type":
+      return expected(TYPE_WORDS[iss.expected] ?? iss.expected)(iss);
+    case "too_small":
+      if (iss.origin === "array") return `expected at least ${String(iss.minimum)} entr${iss.minimum === 1 ? "y" : "ies"}, got none`;
+      return undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** A strict mapping whose unknown-key error lists the keys that are allowed. */
+function mapping<Shape extends z.core.$ZodLooseShape>(shape: Shape) {
+  const allowed = Object.keys(shape).join(", ");
+  return z.strictObject(shape, {
+    error: (iss) => {
+      if (iss.code === "unrecognized_keys") {
+        const keys = iss.keys.map((k) => JSON.stringify(k)).join(", ");
+        return `unknown key${iss.keys.length > 1 ? "s" : ""} ${keys} (allowed: ${allowed})`;
+      }
+      if (iss.code === "invalid_type") return expected("a mapping")(iss);
+      return undefined;
+    },
+  });
+}
+
+const list = <T extends z.ZodType>(item: T, what: string) =>
+  z.array(item, { error: expected(`a list of ${what}`) }).min(1, { error: `expected at least one of ${what}, got an empty list` });
+
+function intIn(lo: number, hi: number) {
+  const error = expected(`${String(lo)}-${String(hi)}`);
+  return z.number({ error }).int({ error }).min(lo, { error }).max(hi, { error });
+}
+
+/** A string checked by a validator that returns the normal form or an error. */
+function checkedString(what: string, check: (s: string) => { ok: true; value: string } | { ok: false; error: string }) {
+  return z.string({ error: expected(what) }).transform((s, ctx) => {
+    const result = check(s);
+    if (result.ok) return result.value;
+    ctx.issues.push({ code: "custom", message: result.error, input: s });
+    return z.NEVER;
+  });
+}
+
+const uniqueSorted = (xs: readonly number[]): number[] => [...new Set(xs)].sort((a, b) => a - b);
+const unique = <T>(xs: readonly T[]): T[] => [...new Set(xs)];
+
+// ---- pieces ----
+
+const portSchema = intIn(1, 65535);
+const portsSchema = list(portSchema, "ports");
+const hostSchema = checkedString("a host name", (s) => validateHostPattern(s));
+const protocolSchema = z.enum(PROTOCOLS, { error: expected(`one of ${PROTOCOLS.join(", ")}`) });
+
+const methodSchema = z.enum(HTTP_METHODS, {
+  error: (iss) => {
+    const input = iss.input;
+    if (typeof input === "string" && (HTTP_METHODS as readonly string[]).includes(input.toUpperCase())) {
+      return `methods are uppercase: write ${JSON.stringify(input.toUpperCase())}, got ${JSON.stringify(input)}`;
+    }
+    return expected(`one of ${HTTP_METHODS.join(", ")}`)(iss);
+  },
+});
+
+const pathGlobSchema = checkedString('a path glob starting with "/"', (s) => {
+  const checked = validatePathGlob(s);
+  return checked.ok ? { ok: true, value: s } : checked;
+});
+
+const cidrSchema = checkedString('an address range like "10.0.0.0/8"', (s) => {
+  const parsed = parseCidr(s);
+  return parsed.ok ? { ok: true, value: formatCidr(parsed.cidr) } : { ok: false, error: `${JSON.stringify(s)}: ${parsed.error}` };
+});
+
+const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+const nameSchema = z
+  .string({ error: expected("a name") })
+  .regex(NAME_RE, { error: (iss) => `expected a name of letters, digits, ".", "_", "-" (at most 63, starting with a letter or digit), got ${describeValue(iss.input)}` });
+
+const httpRuleSchema = mapping({
+  methods: list(methodSchema, "methods").optional(),
+  paths: list(pathGlobSchema, "paths").optional(),
+}).transform((r, ctx): HttpRule => {
+  if (r.methods === undefined && r.paths === undefined) {
+    ctx.issues.push({ code: "custom", message: 'give "methods", "paths" or both', input: r });
+    return z.NEVER;
+  }
+  return {
+    ...(r.methods !== undefined && { methods: unique(r.methods).sort() }),
+    ...(r.paths !== undefined && { paths: unique(r.paths) }),
+  };
+});
+
+type PortFields = { port?: number | undefined; ports?: number[] | undefined };
+
+/** Resolves `port` xor `ports`; pushes an issue and returns null when both are given. */
+function portsOf(e: PortFields, ctx: z.core.$RefinementCtx): number[] | undefined | null {
+  if (e.port !== undefined && e.ports !== undefined) {
+    ctx.issues.push({ code: "custom", message: 'give either "port" or "ports", not both', input: e, path: ["ports"] });
+    return null;
+  }
+  if (e.port !== undefined) return [e.port];
+  return e.ports === undefined ? undefined : uniqueSorted(e.ports);
+}
+
+const endpointSchema = mapping({
+  host: hostSchema,
+  port: portSchema.optional(),
+  ports: portsSchema.optional(),
+  protocol: protocolSchema,
+  rules: list(httpRuleSchema, "L7 rules").optional(),
+  allowPrivate: z.array(cidrSchema, { error: expected("a list of address ranges") }).optional(),
+}).transform((e, ctx): Endpoint => {
+  const ports = portsOf(e, ctx);
+  if (ports === undefined) {
+    ctx.issues.push({ code: "custom", message: 'required (1-65535; or "ports": a list)', input: undefined, path: ["port"] });
+  }
+  if (e.rules !== undefined && e.protocol !== "http") {
+    ctx.issues.push({
+      code: "custom",
+      message: `L7 rules (methods, paths) need protocol http; with protocol ${e.protocol} the proxy cannot see requests`,
+      input: e.rules,
+      path: ["rules"],
+    });
+  }
+  if (ports == null || (e.rules !== undefined && e.protocol !== "http")) return z.NEVER;
+  return {
+    host: e.host,
+    ports,
+    protocol: e.protocol,
+    ...(e.rules !== undefined && { rules: e.rules }),
+    allowPrivate: unique(e.allowPrivate ?? []),
+  };
+});
+
+const networkRuleSchema = mapping({
+  name: nameSchema,
+  endpoints: list(endpointSchema, "endpoints"),
+});
+
+const denySchema = mapping({
+  name: nameSchema.optional(),
+  host: hostSchema,
+  port: portSchema.optional(),
+  ports: portsSchema.optional(),
+  protocol: protocolSchema.optional(),
+}).transform((d, ctx): DenyEntry => {
+  const ports = portsOf(d, ctx);
+  if (ports === null) return z.NEVER;
+  return {
+    ...(d.name !== undefined && { name: d.name }),
+    host: d.host,
+    ...(ports !== undefined && { ports }),
+    ...(d.protocol !== undefined && { protocol: d.protocol }),
+  };
+});
+
+const networkSchema = mapping({
+  rules: z.array(networkRuleSchema, { error: expected("a list of rules") }).optional(),
+  deny: z.array(denySchema, { error: expected("a list of deny entries") }).optional(),
+}).transform((n, ctx): Policy["network"] => {
+  const rules = n.rules ?? [];
+  const deny = n.deny ?? [];
+  // One namespace: a decision reports a rule or deny name, which must say which entry decided.
+  const seen = new Map<string, string>();
+  const claim = (name: string, where: (string | number)[]) => {
+    const prior = seen.get(name);
+    const shown = where.map((p) => (typeof p === "number" ? `[${String(p)}]` : `.${p}`)).join("").slice(1);
+    if (prior !== undefined) {
+      ctx.issues.push({ code: "custom", message: `duplicate name ${JSON.stringify(name)} (also used by network.${prior})`, input: name, path: where });
+    } else {
+      seen.set(name, shown);
+    }
+  };
+  rules.forEach((r, i) => claim(r.name, ["rules", i, "name"]));
+  deny.forEach((d, i) => d.name !== undefined && claim(d.name, ["deny", i, "name"]));
+  return { rules, deny };
+});
+
+const MAX_PATH = 4096;
+const fsPathSchema = checkedString("an absolute path", (s) => {
+  const shown = JSON.stringify(s);
+  if (!s.startsWith("/")) return { ok: false, error: `${shown}: expected an absolute path (starting with "/")` };
+  if (s.length > MAX_PATH) return { ok: false, error: `${shown}: longer than ${String(MAX_PATH)} characters` };
+  // ":" and "," separate fields in Docker mount specifications; control characters have no business here.
+  if (/[\u0000-\u001f\u007f:,]/.test(s)) return { ok: false, error: `${shown}: contains a control character, ":" or ","` };
+  const segments = s.split("/").filter((seg) => seg !== "");
+  if (segments.some((seg) => seg === "." || seg === "..")) return { ok: false, error: `${shown}: "." and ".." segments are not allowed` };
+  return { ok: true, value: `/${segments.join("/")}` };
+});
+
+const filesystemSchema = mapping({
+  readOnly: z.array(fsPathSchema, { error: expected("a list of paths") }).optional(),
+  readWrite: z.array(fsPathSchema, { error: expected("a list of paths") }).optional(),
+}).transform((f, ctx): Policy["filesystem"] => {
+  const readOnly = unique(f.readOnly ?? []);
+  const readWrite = unique(f.readWrite ?? []);
+  const ro = new Set(readOnly);
+  readWrite.forEach((p, i) => {
+    if (ro.has(p)) ctx.issues.push({ code: "custom", message: `${JSON.stringify(p)} is listed in both readOnly and readWrite`, input: p, path: ["readWrite", i] });
+  });
+  return { readOnly, readWrite };
+});
+
+const USER_RE = /^(0|[1-9][0-9]{0,9})(:(0|[1-9][0-9]{0,9}))?$/;
+const MAX_ID = 2 ** 31 - 1;
+const userSchema = checkedString('"uid" or "uid:gid"', (s) => {
+  const m = USER_RE.exec(s);
+  const ids = m === null ? [] : s.split(":").map(Number);
+  if (m === null || ids.some((id) => id > MAX_ID)) {
+    return { ok: false, error: `expected numeric "uid" or "uid:gid" (ids up to ${String(MAX_ID)}), got ${JSON.stringify(s)}` };
+  }
+  return { ok: true, value: s };
+});
+
+const cpusError = expected("a number of CPUs greater than 0, at most 1024");
+const processSchema = mapping({
+  user: userSchema.optional(),
+  limits: mapping({
+    // Docker refuses containers with less than 6 MB of memory.
+    memoryMb: intIn(6, 1024 * 1024).optional(),
+    cpus: z.number({ error: cpusError }).positive({ error: cpusError }).max(1024, { error: cpusError }).optional(),
+    // Linux caps pid_max at 2^22.
+    pids: intIn(1, 2 ** 22).optional(),
+  }).optional(),
+}).transform((p): Policy["process"] => {
+  const l = p.limits ?? {};
+  return {
+    ...(p.user !== undefined && { user: p.user }),
+    limits: {
+      ...(l.memoryMb !== undefined && { memoryMb: l.memoryMb }),
+      ...(l.cpus !== undefined && { cpus: l.cpus }),
+      ...(l.pids !== undefined && { pids: l.pids }),
+    },
+  };
+});
+
+export const policySchema = mapping({
+  version: z.literal(1, { error: expected("1 (the only policy format version)") }),
+  network: networkSchema.optional(),
+  filesystem: filesystemSchema.optional(),
+  process: processSchema.optional(),
+}).transform(
+  (p): Policy => ({
+    version: 1,
+    network: p.network ?? { rules: [], deny: [] },
+    filesystem: p.filesystem ?? { readOnly: [], readWrite: [] },
+    process: p.process ?? { limits: {} },
+  }),
+);
+
+/** "network.rules[2].endpoints[0].port"; the document root is "policy". */
+export function formatIssuePath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const key of path) {
+    if (typeof key === "number") out += `[${String(key)}]`;
+    else if (typeof key === "string" && /^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) out += out === "" ? key : `.${key}`;
+    else out += `[${JSON.stringify(String(key))}]`;
+  }
+  return out === "" ? "policy" : out;
+}
+
+export type SchemaResult = { ok: true; policy: Policy } | { ok: false; issues: { path: PropertyKey[]; message: string }[] };
+
+export function validatePolicyValue(value: unknown): SchemaResult {
+  const result = policySchema.safeParse(value, { error: fallbackError });
+  if (result.success) return { ok: true, policy: result.data };
+  return { ok: false, issues: result.error.issues.map((i) => ({ path: i.path, message: i.message })) };
+}

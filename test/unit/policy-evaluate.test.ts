@@ -1,0 +1,221 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { defaultPolicy, evaluate, parsePolicyYaml, policyFromObject, type EgressRequest, type Policy } from "../../src/policy/index.js";
+
+function mustParse(text: string): Policy {
+  const result = parsePolicyYaml(text);
+  if (!result.ok) throw new Error(result.errors.join("\n"));
+  return result.policy;
+}
+
+function mustBuild(value: unknown): Policy {
+  const result = policyFromObject(value);
+  if (!result.ok) throw new Error(result.errors.join("\n"));
+  return result.policy;
+}
+
+const POLICY = mustParse(`version: 1
+network:
+  rules:
+    - name: npm-registry
+      endpoints:
+        - host: registry.npmjs.org
+          port: 443
+          protocol: https
+    - name: api
+      endpoints:
+        - host: api.internal.test
+          port: 8080
+          protocol: http
+          rules:
+            - methods: [GET, HEAD]
+              paths: ["/v1/**", "/health"]
+            - methods: [POST]
+              paths: ["/v1/jobs"]
+    - name: lan-origin
+      endpoints:
+        - host: origin
+          port: 8080
+          protocol: http
+          allowPrivate: ["10.213.0.0/16"]
+    - name: wildcard-cdn
+      endpoints:
+        - host: "*.cdn.test"
+          ports: [80, 443]
+          protocol: https
+        - host: "*.cdn.test"
+          port: 80
+          protocol: http
+    - name: git
+      endpoints:
+        - host: git.example.test
+          port: 22
+          protocol: tcp
+  deny:
+    - host: "*.evil.test"
+    - name: no-bad-cdn
+      host: bad.cdn.test
+    - name: no-plain-http-to-cdn
+      host: "*.cdn.test"
+      protocol: http
+`);
+
+type Req = EgressRequest;
+const req = (host: string, port: number, protocol: Req["protocol"], method?: string, path?: string): Req => ({
+  host,
+  port,
+  protocol,
+  ...(method !== undefined && { method }),
+  ...(path !== undefined && { path }),
+});
+
+describe("evaluate on a realistic policy", () => {
+  it.each<[string, Req, ReturnType<typeof evaluate>]>([
+    ["exact https host", req("registry.npmjs.org", 443, "https"), { allow: true, rule: "npm-registry", allowPrivate: [] }],
+    ["host case and trailing dot", req("Registry.NPMJS.org.", 443, "https"), { allow: true, rule: "npm-registry", allowPrivate: [] }],
+    ["wrong port", req("registry.npmjs.org", 80, "https"), { allow: false, reason: "no_matching_rule" }],
+    ["wrong protocol", req("registry.npmjs.org", 443, "tcp"), { allow: false, reason: "no_matching_rule" }],
+    ["subdomain of an exact host", req("x.registry.npmjs.org", 443, "https"), { allow: false, reason: "no_matching_rule" }],
+    ["unknown host", req("example.com", 443, "https"), { allow: false, reason: "no_matching_rule" }],
+    ["L7 allowed GET", req("api.internal.test", 8080, "http", "GET", "/v1/items/7?x=1"), { allow: true, rule: "api", allowPrivate: [] }],
+    ["L7 allowed HEAD /health", req("api.internal.test", 8080, "http", "HEAD", "/health"), { allow: true, rule: "api", allowPrivate: [] }],
+    ["L7 second rule", req("api.internal.test", 8080, "http", "POST", "/v1/jobs"), { allow: true, rule: "api", allowPrivate: [] }],
+    ["L7 method not allowed", req("api.internal.test", 8080, "http", "DELETE", "/v1/items/7"), { allow: false, reason: "method_not_allowed", rule: "api" }],
+    ["L7 method case-sensitive", req("api.internal.test", 8080, "http", "get", "/v1/items/7"), { allow: false, reason: "method_not_allowed", rule: "api" }],
+    ["L7 path not allowed", req("api.internal.test", 8080, "http", "GET", "/admin"), { allow: false, reason: "path_not_allowed", rule: "api" }],
+    ["L7 POST to another path", req("api.internal.test", 8080, "http", "POST", "/v1/other"), { allow: false, reason: "path_not_allowed", rule: "api" }],
+    ["L7 traversal", req("api.internal.test", 8080, "http", "GET", "/v1/../admin"), { allow: false, reason: "path_not_allowed", rule: "api" }],
+    ["L7 encoded traversal", req("api.internal.test", 8080, "http", "GET", "/v1/%2e%2e/admin"), { allow: false, reason: "path_not_allowed", rule: "api" }],
+    ["L7 without method", req("api.internal.test", 8080, "http", undefined, "/v1/x"), { allow: false, reason: "method_not_allowed", rule: "api" }],
+    ["L7 without path", req("api.internal.test", 8080, "http", "GET"), { allow: false, reason: "path_not_allowed", rule: "api" }],
+    ["http endpoint without L7 rules allows any request", req("origin", 8080, "http", "DELETE", "/anything"), { allow: true, rule: "lan-origin", allowPrivate: ["10.213.0.0/16"] }],
+    ["wildcard https", req("img.cdn.test", 443, "https"), { allow: true, rule: "wildcard-cdn", allowPrivate: [] }],
+    ["wildcard deep", req("a.b.cdn.test", 80, "https"), { allow: true, rule: "wildcard-cdn", allowPrivate: [] }],
+    ["wildcard apex", req("cdn.test", 443, "https"), { allow: false, reason: "no_matching_rule" }],
+    ["explicit deny by wildcard", req("x.evil.test", 443, "https"), { allow: false, reason: "explicit_deny", rule: "deny[0]" }],
+    ["explicit deny beats a wildcard allow", req("bad.cdn.test", 443, "https"), { allow: false, reason: "explicit_deny", rule: "no-bad-cdn" }],
+    ["deny narrowed by protocol", req("img.cdn.test", 80, "http", "GET", "/"), { allow: false, reason: "explicit_deny", rule: "no-plain-http-to-cdn" }],
+    ["tcp endpoint", req("git.example.test", 22, "tcp"), { allow: true, rule: "git", allowPrivate: [] }],
+    ["invalid request host", req("git.example.test:22", 22, "tcp"), { allow: false, reason: "no_matching_rule" }],
+    ["out-of-range port", req("git.example.test", 70000, "tcp"), { allow: false, reason: "no_matching_rule" }],
+  ])("%s", (_label, request, decision) => {
+    expect(evaluate(POLICY, request)).toEqual(decision);
+  });
+});
+
+describe("evaluate with several matching endpoints", () => {
+  const policy = mustBuild({
+    version: 1,
+    network: {
+      rules: [
+        { name: "broad", endpoints: [{ host: "*.svc.test", port: 80, protocol: "http", rules: [{ methods: ["GET"], paths: ["/public/**"] }] }] },
+        { name: "narrow", endpoints: [{ host: "db.svc.test", port: 80, protocol: "http", rules: [{ methods: ["POST"] }], allowPrivate: ["10.1.0.0/16"] }] },
+        { name: "also", endpoints: [{ host: "db.svc.test", port: 80, protocol: "http", allowPrivate: ["10.2.0.0/16"] }] },
+        { name: "post-only", endpoints: [{ host: "x.svc.test", port: 80, protocol: "http", rules: [{ methods: ["POST"] }] }] },
+      ],
+    },
+  });
+
+  it("reports the first allowing rule and unions allowPrivate over all allowing endpoints", () => {
+    expect(evaluate(policy, req("db.svc.test", 80, "http", "POST", "/x"))).toEqual({ allow: true, rule: "narrow", allowPrivate: ["10.1.0.0/16", "10.2.0.0/16"] });
+    expect(evaluate(policy, req("db.svc.test", 80, "http", "GET", "/public/a"))).toEqual({ allow: true, rule: "broad", allowPrivate: ["10.2.0.0/16"] });
+  });
+
+  it("prefers path_not_allowed when some endpoint accepted the method", () => {
+    // broad: GET accepted but path wrong; post-only: method wrong.
+    expect(evaluate(policy, req("x.svc.test", 80, "http", "GET", "/private"))).toEqual({ allow: false, reason: "path_not_allowed", rule: "broad" });
+    expect(evaluate(policy, req("x.svc.test", 80, "http", "PUT", "/public/a"))).toEqual({ allow: false, reason: "method_not_allowed", rule: "broad" });
+  });
+});
+
+describe("evaluate properties", () => {
+  const label = fc.stringMatching(/^[a-z][a-z0-9]{0,5}$/);
+  const hostArb = fc.oneof(
+    fc.tuple(label, fc.constantFrom("a.test", "b.test")).map(([l, d]) => `${l}.${d}`),
+    fc.constantFrom("a.test", "b.test", "x.a.test", "10.0.0.1"),
+  );
+  const patternArb = fc.oneof(hostArb, fc.constantFrom("*.a.test", "*.b.test"));
+  const protocolArb = fc.constantFrom("http" as const, "https" as const, "tcp" as const);
+  const portArb = fc.constantFrom(80, 443, 8080);
+  const methodArb = fc.constantFrom("GET", "POST", "DELETE");
+  const pathArb = fc.constantFrom("/", "/v1/x", "/admin", "/v1/../admin");
+  const endpointArb = fc.record(
+    {
+      host: patternArb,
+      ports: fc.uniqueArray(portArb, { minLength: 1 }),
+      protocol: protocolArb,
+      rules: fc.array(fc.record({ methods: fc.uniqueArray(methodArb, { minLength: 1 }), paths: fc.array(fc.constantFrom("/v1/**", "/"), { minLength: 1 }) }), { minLength: 1, maxLength: 2 }),
+    },
+    { requiredKeys: ["host", "ports", "protocol"] },
+  ).map((e) => (e.protocol === "http" ? e : { host: e.host, ports: e.ports, protocol: e.protocol }));
+  const denyArb = fc.record({ host: patternArb, ports: fc.uniqueArray(portArb, { minLength: 1 }), protocol: protocolArb }, { requiredKeys: ["host"] });
+  const policyArb = fc
+    .tuple(fc.array(fc.array(endpointArb, { minLength: 1, maxLength: 3 }), { maxLength: 4 }), fc.array(denyArb, { maxLength: 2 }))
+    .map(([rules, deny]) => mustBuild({ version: 1, network: { rules: rules.map((endpoints, i) => ({ name: `r${String(i)}`, endpoints })), deny } }));
+  const reqArb = fc.record(
+    { host: hostArb, port: portArb, protocol: protocolArb, method: methodArb, path: pathArb },
+    { requiredKeys: ["host", "port", "protocol"] },
+  );
+
+  it("the default policy allows nothing", () => {
+    fc.assert(
+      fc.property(reqArb, (r) => {
+        expect(evaluate(defaultPolicy(), r)).toEqual({ allow: false, reason: "no_matching_rule" });
+      }),
+    );
+  });
+
+  it("an explicit deny always wins, whatever the rules say", () => {
+    fc.assert(
+      fc.property(policyArb, reqArb, (policy, r) => {
+        // Add a deny that covers this request exactly; evaluation must now refuse it.
+        const denied = mustBuild({ ...policy, network: { ...policy.network, deny: [...policy.network.deny, { name: "block", host: r.host, port: r.port }] } });
+        const decision = evaluate(denied, r);
+        expect(decision.allow).toBe(false);
+        if (!decision.allow) expect(decision.reason).toBe("explicit_deny");
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("never allows unless some endpoint matches host, port and protocol and no deny matches", () => {
+    fc.assert(
+      fc.property(policyArb, reqArb, (policy, r) => {
+        const decision = evaluate(policy, r);
+        if (!decision.allow) return;
+        const rule = policy.network.rules.find((x) => x.name === decision.rule);
+        expect(rule).toBeDefined();
+        const host = r.host.toLowerCase();
+        const coversHost = (p: string) => p === host || (p.startsWith("*.") && host.endsWith(p.slice(1)));
+        expect(rule!.endpoints.some((e) => e.protocol === r.protocol && e.ports.includes(r.port) && coversHost(e.host))).toBe(true);
+        expect(policy.network.deny.some((d) => coversHost(d.host) && (d.ports ?? [r.port]).includes(r.port) && (d.protocol ?? r.protocol) === r.protocol)).toBe(false);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("removing all rules turns every decision into a denial", () => {
+    fc.assert(
+      fc.property(policyArb, reqArb, (policy, r) => {
+        const empty = mustBuild({ ...policy, network: { ...policy.network, rules: [] } });
+        expect(evaluate(empty, r).allow).toBe(false);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("a path with a dot segment is never allowed through an endpoint with path rules", () => {
+    fc.assert(
+      fc.property(policyArb, label, (policy, seg) => {
+        const r = req("x.a.test", 80, "http", "GET", `/v1/${seg}/../../admin`);
+        const decision = evaluate(policy, r);
+        if (decision.allow) {
+          // Only an endpoint without L7 rules may allow it.
+          const rule = policy.network.rules.find((x) => x.name === decision.rule)!;
+          expect(rule.endpoints.some((e) => e.rules === undefined && e.protocol === "http")).toBe(true);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -1,0 +1,152 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { pathMatches, requestPathSegments, validatePathGlob } from "../../src/policy/paths.js";
+
+describe("validatePathGlob", () => {
+  it.each(["/", "/health", "/v1/**", "/**", "/a/*/c", "/a/*.json", "/a/**/b", "/users/@me", "/x:y", "/a-b_c.d~e"])("accepts %s", (glob) => {
+    expect(validatePathGlob(glob)).toEqual({ ok: true });
+  });
+
+  it.each([
+    ["health", 'must start with "/"'],
+    ["", 'must start with "/"'],
+    ["*/x", 'must start with "/"'],
+    ["/v1/**x", '"**" must be a whole path segment'],
+    ["/v1/a**", '"**" must be a whole path segment'],
+    ["/v1/***", '"**" must be a whole path segment'],
+    ["/search?q=*", "query strings and fragments"],
+    ["/a#b", "query strings and fragments"],
+    ["/a b", 'invalid character " "'],
+    ["/a%20b", 'invalid character "%"'],
+    ["/a/../b", '"." and ".." segments'],
+    ["/./a", '"." and ".." segments'],
+    ["/" + "a".repeat(1024), "longer than 1024"],
+  ])("rejects %j (%s)", (glob, message) => {
+    const result = validatePathGlob(glob);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.error).toContain(message);
+  });
+});
+
+describe("requestPathSegments", () => {
+  it.each([
+    ["/", [""]],
+    ["/a/b", ["a", "b"]],
+    ["/a/b?x=/../y", ["a", "b"]],
+    ["/a#frag", ["a"]],
+    ["/heal%74h", ["health"]],
+    ["/a%20b", ["a b"]],
+    ["/a//b/", ["a", "", "b", ""]],
+  ])("%s -> %j", (path, segments) => {
+    expect(requestPathSegments(path)).toEqual(segments);
+  });
+
+  it.each(["", "v1/x", "http://host/v1", "*", "/v1/../admin", "/v1/./x", "/v1/%2e%2e/admin", "/v1/%2E/x", "/v1/a%2Fb", "/v1/a%5Cb", "/v1/a\\b", "/bad%zz", "/a%00b", "/" + "a".repeat(17000)])(
+    "refuses %j",
+    (path) => {
+      expect(requestPathSegments(path)).toBeNull();
+    },
+  );
+});
+
+describe("pathMatches", () => {
+  it.each([
+    ["/health", "/health", true],
+    ["/health", "/health?verbose=1", true],
+    ["/health", "/health/", false],
+    ["/health", "/healthz", false],
+    ["/health", "/Health", false],
+    ["/health", "/heal%74h", true],
+    ["/v1/**", "/v1", true],
+    ["/v1/**", "/v1/", true],
+    ["/v1/**", "/v1/a", true],
+    ["/v1/**", "/v1/a/b/c", true],
+    ["/v1/**", "/v1abc", false],
+    ["/v1/**", "/v2/a", false],
+    ["/v1/**", "/v1/../admin", false],
+    ["/v1/**", "/v1/%2e%2e/admin", false],
+    ["/v1/**", "/v1/a%2F..%2F..%2Fadmin", false],
+    ["/**", "/", true],
+    ["/**", "/anything/at/all", true],
+    ["/*", "/", true],
+    ["/*", "/a", true],
+    ["/*", "/a/b", false],
+    ["/a/*/c", "/a/b/c", true],
+    ["/a/*/c", "/a/b/x/c", false],
+    ["/a/*/c", "/a//c", true],
+    ["/a/*.json", "/a/x.json", true],
+    ["/a/*.json", "/a/.json", true],
+    ["/a/*.json", "/a/x.json/y", false],
+    ["/a/*.json", "/a/x.jsonp", false],
+    ["/a/**/b", "/a/b", true],
+    ["/a/**/b", "/a/x/b", true],
+    ["/a/**/b", "/a/x/y/b", true],
+    ["/a/**/b", "/a/x/y/bb", false],
+    ["/a/**/b/**", "/a/x/b/y/z", true],
+    ["/*a*b*", "/xaybz", true],
+    ["/*a*b*", "/xbya", false],
+    // An invalid glob matches nothing rather than something unexpected.
+    ["v1/**", "/v1/x", false],
+  ])("%s vs %s -> %s", (glob, path, want) => {
+    expect(pathMatches(glob, path)).toBe(want);
+  });
+
+  it("stays fast on a pathological glob and path", () => {
+    const glob = "/" + "*a".repeat(40) + "/**/" + "*a".repeat(40);
+    const path = "/" + "a".repeat(3000) + "/" + "a/".repeat(2000) + "b".repeat(3000);
+    const start = performance.now();
+    expect(pathMatches(glob, path)).toBe(false);
+    expect(performance.now() - start).toBeLessThan(2000);
+  });
+});
+
+// A slow, obviously-correct reference: translate the glob to a regex over the decoded path.
+function referenceMatch(glob: string, path: string): boolean {
+  const segs = glob.slice(1).split("/");
+  let re = "";
+  segs.forEach((seg) => {
+    if (seg === "**") re += "(?:/.*)?";
+    else re += "/" + seg.split("*").map((lit) => lit.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("[^/]*");
+  });
+  return new RegExp(`^${re}$`).test(path);
+}
+
+describe("path glob properties", () => {
+  const segment = fc.stringMatching(/^[a-c.]{0,3}$/).filter((s) => s !== "." && s !== "..");
+  const path = fc.array(segment, { minLength: 1, maxLength: 5 }).map((s) => "/" + s.join("/"));
+  const globSeg = fc.oneof(segment, fc.constant("*"), fc.constant("**"), fc.stringMatching(/^[a-c]?\*[a-c]?$/));
+  const glob = fc.array(globSeg, { minLength: 1, maxLength: 4 }).map((s) => "/" + s.join("/"));
+
+  it("agrees with a regex reference on small alphabets", () => {
+    fc.assert(
+      fc.property(glob, path, (g, p) => {
+        expect(pathMatches(g, p)).toBe(referenceMatch(g, p));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  it('"/**" matches every path that is matchable at all', () => {
+    fc.assert(
+      fc.property(path, (p) => {
+        expect(pathMatches("/**", p)).toBe(true);
+      }),
+    );
+  });
+
+  it("a glob without * matches only its own path", () => {
+    fc.assert(
+      fc.property(path, path, (a, b) => {
+        expect(pathMatches(a, b)).toBe(a === b);
+      }),
+    );
+  });
+
+  it("no glob matches a path with a dot segment", () => {
+    fc.assert(
+      fc.property(glob, path, fc.constantFrom("..", ".", "%2e%2e", "%2E", ".%2e"), (g, p, dot) => {
+        expect(pathMatches(g, `${p}/${dot}/x`)).toBe(false);
+      }),
+    );
+  });
+});
