@@ -1,0 +1,90 @@
+// Health endpoint for the companion container: the gateway (and Docker's
+// healthcheck) ask whether this supervisor can actually enforce a policy.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { PolicyHolder } from "./policy-holder.js";
+
+export interface HealthIdentity {
+  sandboxId: string | null;
+  generation: number | null;
+}
+
+export interface HealthServerOptions {
+  identity: HealthIdentity;
+  policy: PolicyHolder;
+  proxyListening: () => boolean;
+}
+
+export interface HealthReport {
+  ok: boolean;
+  sandboxId: string | null;
+  generation: number | null;
+  policyRevision: number | null;
+  policy: "loaded" | "missing";
+  proxy: "listening" | "not_listening";
+}
+
+export function healthReport(opts: HealthServerOptions): HealthReport {
+  const loaded = opts.policy.current();
+  const listening = opts.proxyListening();
+  return {
+    // Healthy only when it can enforce: a proxy without a policy denies everything.
+    ok: listening && loaded !== undefined,
+    sandboxId: opts.identity.sandboxId,
+    generation: opts.identity.generation,
+    policyRevision: loaded?.revision ?? null,
+    policy: loaded === undefined ? "missing" : "loaded",
+    proxy: listening ? "listening" : "not_listening",
+  };
+}
+
+export interface HealthServer {
+  readonly server: http.Server;
+  listen(port: number, host?: string): Promise<AddressInfo>;
+  close(): Promise<void>;
+}
+
+export function createHealthServer(opts: HealthServerOptions): HealthServer {
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? "").split("?")[0];
+    let status: number;
+    let body: object;
+    if (path !== "/healthz") {
+      status = 404;
+      body = { error: "not_found" };
+    } else if (req.method !== "GET" && req.method !== "HEAD") {
+      status = 405;
+      body = { error: "method_not_allowed" };
+    } else {
+      const report = healthReport(opts);
+      status = report.ok ? 200 : 503;
+      body = report;
+    }
+    const json = JSON.stringify(body);
+    res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(json), "cache-control": "no-store" });
+    res.end(req.method === "HEAD" ? undefined : json);
+  });
+  return {
+    server,
+    listen(port, host = "0.0.0.0") {
+      return new Promise((resolve, reject) => {
+        const onError = (err: Error): void => reject(err);
+        server.once("error", onError);
+        server.listen(port, host, () => {
+          server.off("error", onError);
+          resolve(server.address() as AddressInfo);
+        });
+      });
+    },
+    close() {
+      return new Promise((resolve) => {
+        if (!server.listening) {
+          resolve();
+          return;
+        }
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}

@@ -1,0 +1,40 @@
+// Supervisor entry point (bundled to one file for the companion container).
+import { DEFAULT_LAUNCH_CONFIG_PATH } from "./launch-config.js";
+import { createJsonLogger, errorFields } from "./logger.js";
+import { startSupervisor } from "./supervisor.js";
+
+const logger = createJsonLogger();
+const configPath = process.env.SANDGATE_LAUNCH_CONFIG ?? DEFAULT_LAUNCH_CONFIG_PATH;
+
+process.on("unhandledRejection", (err) => {
+  logger.error("unhandled rejection", errorFields(err));
+  process.exitCode = 1;
+});
+
+startSupervisor({ configPath, logger }).then(
+  (supervisor) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals): void => {
+      if (stopping) return;
+      stopping = true;
+      logger.info("shutting down", { signal });
+      supervisor.close().then(
+        () => {
+          logger.info("stopped", { signal });
+          // Exit by draining the event loop: stdout gets flushed first.
+          process.exitCode ??= 0;
+        },
+        (err: unknown) => {
+          logger.error("shutdown failed", errorFields(err));
+          process.exitCode = 1;
+        },
+      );
+    };
+    process.on("SIGTERM", stop);
+    process.on("SIGINT", stop);
+  },
+  (err: unknown) => {
+    logger.error("supervisor failed to start", errorFields(err));
+    process.exitCode = 1;
+  },
+);

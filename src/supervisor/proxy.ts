@@ -1,0 +1,547 @@
+// Egress proxy: the workload's only way out. Every request is checked against
+// the current policy, its host is resolved exactly once, every resolved address
+// is checked, and the connection goes to the checked IP (no second lookup, so a
+// DNS rebinding between check and connect cannot happen).
+import http from "node:http";
+import net from "node:net";
+import dns from "node:dns";
+import { pipeline } from "node:stream";
+import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
+import { evaluate, checkResolvedAddress } from "../policy/index.js";
+import type { PolicyHolder } from "./policy-holder.js";
+import type { Logger } from "./logger.js";
+import { errorFields } from "./logger.js";
+
+export type Resolver = (host: string) => Promise<string[]>;
+
+export type EgressProtocol = "http" | "https" | "tcp";
+
+export interface AuditEvent {
+  type: "egress";
+  time: string;
+  decision: "allow" | "deny";
+  reason?: string;
+  rule?: string;
+  host: string;
+  port: number;
+  protocol: EgressProtocol;
+  method?: string;
+  path?: string;
+  address?: string;
+}
+
+export interface EgressProxyOptions {
+  policy: PolicyHolder;
+  /** Host name → candidate IPs. Defaults to dns.promises.lookup({ all: true }). */
+  resolve?: Resolver;
+  onAudit: (event: AuditEvent) => void;
+  logger: Logger;
+  /** Upstream TCP connect deadline; exceeded → 504. */
+  connectTimeoutMs?: number;
+  /** DNS deadline; exceeded → 504. */
+  resolveTimeoutMs?: number;
+}
+
+export interface EgressProxy {
+  readonly server: http.Server;
+  listen(port: number, host?: string): Promise<AddressInfo>;
+  isListening(): boolean;
+  /** Stops accepting, lets in-flight HTTP requests finish for up to graceMs, then cuts everything. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** Reason used when no policy is loaded: the proxy fails closed. */
+export const POLICY_MISSING = "policy_missing";
+
+const POLICY_ERROR = "sandgate-policy";
+const UPSTREAM_ERROR = "sandgate-upstream";
+const PROXY_ERROR = "sandgate-proxy";
+
+interface Target {
+  host: string;
+  port: number;
+  protocol: "http" | "https";
+  method: string;
+  /** Path without query: queries often carry secrets and stay out of audit logs. */
+  path?: string;
+}
+
+interface HttpTarget extends Target {
+  /** host[:port] as it must appear in the upstream Host header. */
+  authority: string;
+  /** Path plus query, as sent upstream. */
+  requestPath: string;
+}
+
+type Outcome =
+  | { kind: "allow"; address: string; rule: string }
+  | { kind: "deny"; reason: string; rule?: string; address?: string }
+  | { kind: "unreachable"; status: 502 | 504; code: string; message: string };
+
+/** What an audit event records: the decision, with the address when one was chosen. */
+type AuditedDecision =
+  | { kind: "allow"; rule: string; address?: string }
+  | { kind: "deny"; reason: string; rule?: string; address?: string };
+
+class UpstreamTimeout extends Error {
+  readonly code = "ETIMEDOUT";
+}
+
+export const defaultResolver: Resolver = async (host) => {
+  const found = await dns.promises.lookup(host, { all: true, verbatim: true });
+  return found.map((a) => a.address);
+};
+
+// RFC 9110 §7.6.1 hop-by-hop headers; any Proxy-* header is also ours, never forwarded.
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"]);
+
+/**
+ * Copies raw headers minus hop-by-hop ones (including those named in Connection)
+ * and Proxy-*. Raw arrays keep the sender's order, case and duplicates.
+ */
+function endToEndHeaders(raw: readonly string[], alsoDrop?: ReadonlySet<string>): string[] {
+  let listed: Set<string> | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.toLowerCase() === "connection") {
+      listed ??= new Set();
+      for (const token of raw[i + 1]!.split(",")) listed.add(token.trim().toLowerCase());
+    }
+  }
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || lower.startsWith("proxy-") || listed?.has(lower) || alsoDrop?.has(lower)) continue;
+    out.push(name, raw[i + 1]!);
+  }
+  return out;
+}
+
+// Host is replaced by the request-target's authority (RFC 9112 §3.2.2): the policy
+// checked the URI's host, so a different Host header must not reach another vhost.
+// Expect is answered at this hop (checkContinue), not forwarded.
+const REQUEST_REPLACED = new Set(["host", "expect"]);
+
+function hasBody(req: http.IncomingMessage): boolean {
+  const te = req.headers["transfer-encoding"];
+  if (te !== undefined) return true;
+  const cl = req.headers["content-length"];
+  return cl !== undefined && cl !== "0";
+}
+
+function parseAbsoluteHttp(rawUrl: string | undefined, method: string): HttpTarget | undefined {
+  if (rawUrl === undefined || !/^http:\/\//i.test(rawUrl)) return undefined;
+  let url: URL;
+  try {
+    url = new URL(rawUrl);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== "http:" || url.hostname === "") return undefined;
+  const host = normalizeHost(url.hostname);
+  return {
+    host,
+    port: url.port === "" ? 80 : Number(url.port),
+    protocol: "http",
+    method,
+    path: url.pathname,
+    authority: url.host,
+    requestPath: url.pathname + url.search,
+  };
+}
+
+function parseConnectTarget(authority: string | undefined): Target | undefined {
+  if (authority === undefined) return undefined;
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:/[\]@]+)):(\d{1,5})$/.exec(authority);
+  if (m === null) return undefined;
+  const port = Number(m[3]);
+  if (port < 1 || port > 65535) return undefined;
+  const host = normalizeHost(m[1] ?? m[2]!);
+  if (m[1] !== undefined && !net.isIPv6(host)) return undefined;
+  return { host, port, protocol: "https", method: "CONNECT" };
+}
+
+function normalizeHost(hostname: string): string {
+  let h = hostname.toLowerCase();
+  if (h.startsWith("[") && h.endsWith("]")) h = h.slice(1, -1);
+  if (h.endsWith(".")) h = h.slice(0, -1);
+  return h;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new UpstreamTimeout(`timed out after ${ms} ms`)), ms);
+    promise.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}
+
+function unreachable(err: unknown): Outcome & { kind: "unreachable" } {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code ?? "EUPSTREAM";
+  const message = err instanceof Error ? err.message : String(err);
+  return { kind: "unreachable", status: code === "ETIMEDOUT" ? 504 : 502, code, message };
+}
+
+function denialBody(t: Target, o: Outcome & { kind: "deny" }): object {
+  return {
+    error: "policy_denied",
+    host: t.host,
+    port: t.port,
+    method: t.method,
+    path: t.path ?? null,
+    reason: o.reason,
+    rule: o.rule ?? null,
+    ...(o.address === undefined ? {} : { address: o.address }),
+  };
+}
+
+function unreachableBody(t: Target, o: Outcome & { kind: "unreachable" }, address?: string): object {
+  return {
+    error: "upstream_unreachable",
+    host: t.host,
+    port: t.port,
+    method: t.method,
+    path: t.path ?? null,
+    code: o.code,
+    message: o.message,
+    ...(address === undefined ? {} : { address }),
+  };
+}
+
+const STATUS_TEXT: Record<number, string> = { 400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway", 504: "Gateway Timeout" };
+
+/** A complete HTTP response written on a raw (CONNECT) socket, which is then closed. */
+function endRawJson(socket: Duplex, status: number, proxyError: string, body: object): void {
+  const json = JSON.stringify(body);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? "Error"}\r\n` +
+      `X-Proxy-Error: ${proxyError}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`,
+  );
+  // The client should close after reading; don't let a silent one hold the socket.
+  setTimeout(() => socket.destroy(), 5000).unref();
+}
+
+function sendJson(res: http.ServerResponse, status: number, proxyError: string, body: object, close: boolean): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const json = JSON.stringify(body);
+  const headers: http.OutgoingHttpHeaders = {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(json),
+    "x-proxy-error": proxyError,
+  };
+  // An unread request body would otherwise have to be drained to keep the connection.
+  if (close) headers.connection = "close";
+  res.writeHead(status, headers);
+  res.end(json);
+}
+
+export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
+  const { policy, onAudit, logger } = options;
+  const resolve = options.resolve ?? defaultResolver;
+  const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+  const resolveTimeoutMs = options.resolveTimeoutMs ?? 5_000;
+
+  // One keep-alive agent; its pools are keyed by host:port, and host is always the
+  // checked IP, so reuse never crosses to an address that was not checked.
+  const agent = new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo" });
+  const tunnels = new Set<Duplex>();
+  const inflight = new Set<http.ServerResponse>();
+  let closing = false;
+  let onDrained: (() => void) | undefined;
+
+  const audit = (t: Target, o: AuditedDecision): void => {
+    const event: AuditEvent = {
+      type: "egress",
+      time: new Date().toISOString(),
+      decision: o.kind,
+      host: t.host,
+      port: t.port,
+      protocol: t.protocol,
+    };
+    if (o.kind === "deny") event.reason = o.reason;
+    if (o.rule !== undefined) event.rule = o.rule;
+    if (t.protocol === "http") event.method = t.method;
+    if (t.path !== undefined) event.path = t.path;
+    if (o.address !== undefined) event.address = o.address;
+    try {
+      onAudit(event);
+    } catch (err) {
+      logger.error("audit sink failed", errorFields(err));
+    }
+  };
+
+  /** Policy check, one resolution, address check. Emits the audit event for the decision. */
+  async function authorize(t: Target): Promise<Outcome> {
+    const loaded = policy.current();
+    if (loaded === undefined) {
+      const o = { kind: "deny", reason: POLICY_MISSING } as const;
+      audit(t, o);
+      return o;
+    }
+    const decision = evaluate(loaded.policy, {
+      host: t.host,
+      port: t.port,
+      protocol: t.protocol,
+      ...(t.protocol === "http" ? { method: t.method } : {}),
+      ...(t.path === undefined ? {} : { path: t.path }),
+    });
+    if (!decision.allow) {
+      const o: Outcome = { kind: "deny", reason: decision.reason };
+      if (decision.rule !== undefined) o.rule = decision.rule;
+      audit(t, o);
+      return o;
+    }
+    let addresses: string[];
+    if (net.isIP(t.host) !== 0) {
+      addresses = [t.host];
+    } else {
+      try {
+        addresses = await withTimeout(resolve(t.host), resolveTimeoutMs);
+      } catch (err) {
+        // The policy allowed it; the network did not deliver. Audit the decision, report the failure.
+        audit(t, { kind: "allow", rule: decision.rule });
+        return unreachable(err);
+      }
+      if (addresses.length === 0) {
+        audit(t, { kind: "allow", rule: decision.rule });
+        return { kind: "unreachable", status: 502, code: "ENOTFOUND", message: `no addresses for ${t.host}` };
+      }
+    }
+    // Every candidate must pass: a name that resolves to one public and one
+    // internal address is refused as a whole, not silently narrowed.
+    for (const address of addresses) {
+      const check = checkResolvedAddress(address, decision.allowPrivate);
+      if (!check.ok) {
+        const o = { kind: "deny", reason: check.reason, rule: decision.rule, address } as const;
+        audit(t, o);
+        return o;
+      }
+    }
+    const address = addresses.find((a) => net.isIPv4(a)) ?? addresses[0]!;
+    const o = { kind: "allow", address, rule: decision.rule } as const;
+    audit(t, o);
+    return o;
+  }
+
+  function track(res: http.ServerResponse): void {
+    inflight.add(res);
+    res.once("close", () => {
+      inflight.delete(res);
+      if (inflight.size === 0) onDrained?.();
+    });
+  }
+
+  function handleRequest(req: http.IncomingMessage, res: http.ServerResponse, expectContinue: boolean): void {
+    track(res);
+    const method = req.method ?? "GET";
+    const target = parseAbsoluteHttp(req.url, method);
+    if (target === undefined) {
+      const isHttps = typeof req.url === "string" && /^https:\/\//i.test(req.url);
+      sendJson(res, 400, PROXY_ERROR, {
+        error: "bad_request",
+        message: isHttps
+          ? "https:// URLs must be tunnelled with CONNECT"
+          : "this is a forward proxy: send absolute-form requests (GET http://host/path) or CONNECT",
+      }, true);
+      return;
+    }
+    authorize(target).then(
+      (outcome) => {
+        if (outcome.kind === "deny") {
+          sendJson(res, 403, POLICY_ERROR, denialBody(target, outcome), closing || expectContinue || hasBody(req));
+        } else if (outcome.kind === "unreachable") {
+          logger.warn("upstream unreachable", { host: target.host, port: target.port, code: outcome.code });
+          sendJson(res, outcome.status, UPSTREAM_ERROR, unreachableBody(target, outcome), closing || expectContinue || hasBody(req));
+        } else if (!res.destroyed) {
+          if (expectContinue) res.writeContinue();
+          forward(req, res, target, outcome.address, true);
+        }
+      },
+      (err: unknown) => {
+        logger.error("proxy request failed", { host: target.host, ...errorFields(err) });
+        sendJson(res, 502, PROXY_ERROR, { error: "proxy_error" }, true);
+      },
+    );
+  }
+
+  function forward(req: http.IncomingMessage, res: http.ServerResponse, t: HttpTarget, address: string, mayRetry: boolean): void {
+    const bodyless = !hasBody(req);
+    const headers = endToEndHeaders(req.rawHeaders, REQUEST_REPLACED);
+    headers.push("Host", t.authority);
+    // Node decoded the client's chunked framing; re-frame the body upstream.
+    if (req.headers["transfer-encoding"] !== undefined) headers.push("Transfer-Encoding", "chunked");
+
+    const upReq = http.request({
+      host: address,
+      port: t.port,
+      method: t.method,
+      path: t.requestPath,
+      headers,
+      setHost: false,
+      agent,
+    });
+    let responded = false;
+
+    upReq.on("socket", (socket) => {
+      if (!socket.connecting) return;
+      const timer = setTimeout(() => upReq.destroy(new UpstreamTimeout(`connect to ${address}:${t.port} timed out`)), connectTimeoutMs);
+      const clear = (): void => clearTimeout(timer);
+      socket.once("connect", clear);
+      socket.once("close", clear);
+    });
+
+    upReq.on("response", (upRes) => {
+      responded = true;
+      const headers = endToEndHeaders(upRes.rawHeaders);
+      // While shutting down, tell keep-alive clients to go elsewhere.
+      if (closing) headers.push("Connection", "close");
+      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, headers);
+      // pipe(), not pipeline(): pipeline allocates an AbortController per call,
+      // measurable at proxy request rates. A cut upstream body is passed on as a
+      // cut client connection, never as a clean end.
+      upRes.pipe(res);
+      upRes.once("error", () => res.destroy());
+      upRes.once("close", () => {
+        if (!upRes.complete) res.destroy();
+      });
+    });
+
+    upReq.on("error", (err: NodeJS.ErrnoException) => {
+      if (responded) return; // the response side reports it by destroying res
+      // A pooled keep-alive socket may have been closed by the origin just now;
+      // retry once on a fresh connection, but only for a request without a body.
+      if (mayRetry && upReq.reusedSocket && err.code === "ECONNRESET" && bodyless && !res.destroyed) {
+        forward(req, res, t, address, false);
+        return;
+      }
+      req.unpipe(upReq);
+      const o = unreachable(err);
+      logger.warn("upstream unreachable", { host: t.host, port: t.port, address, code: o.code });
+      sendJson(res, o.status, UPSTREAM_ERROR, unreachableBody(t, o, address), closing || !bodyless);
+    });
+
+    res.once("close", () => {
+      if (!res.writableFinished) upReq.destroy();
+    });
+
+    if (bodyless) upReq.end();
+    else req.pipe(upReq);
+  }
+
+  function handleConnect(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    tunnels.add(socket);
+    socket.once("close", () => tunnels.delete(socket));
+    socket.on("error", (err) => logger.warn("tunnel client socket error", errorFields(err)));
+    const target = parseConnectTarget(req.url);
+    if (target === undefined) {
+      endRawJson(socket, 400, PROXY_ERROR, { error: "bad_request", message: "CONNECT needs host:port" });
+      return;
+    }
+    authorize(target).then(
+      (outcome) => {
+        if (outcome.kind === "deny") endRawJson(socket, 403, POLICY_ERROR, denialBody(target, outcome));
+        else if (outcome.kind === "unreachable") endRawJson(socket, outcome.status, UPSTREAM_ERROR, unreachableBody(target, outcome));
+        else if (!socket.destroyed) tunnel(socket, head, target, outcome.address);
+      },
+      (err: unknown) => {
+        logger.error("proxy connect failed", { host: target.host, ...errorFields(err) });
+        endRawJson(socket, 502, PROXY_ERROR, { error: "proxy_error" });
+      },
+    );
+  }
+
+  function tunnel(client: Duplex, head: Buffer, t: Target, address: string): void {
+    // allowHalfOpen: one side finishing its writes must not cut the other direction.
+    const upstream = net.connect({ host: address, port: t.port, allowHalfOpen: true });
+    upstream.setNoDelay(true);
+    let established = false;
+    const timer = setTimeout(() => upstream.destroy(new UpstreamTimeout(`connect to ${address}:${t.port} timed out`)), connectTimeoutMs);
+    const abandon = (): void => {
+      if (!established) upstream.destroy();
+    };
+    client.once("close", abandon);
+
+    upstream.once("connect", () => {
+      clearTimeout(timer);
+      client.off("close", abandon);
+      established = true;
+      client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+      if (head.length > 0) upstream.write(head);
+      const done = (err: NodeJS.ErrnoException | null): void => {
+        if (err !== null) {
+          client.destroy();
+          upstream.destroy();
+        }
+      };
+      pipeline(client, upstream, done);
+      pipeline(upstream, client, done);
+    });
+    upstream.once("error", (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      if (established) return; // the pipelines tear both sides down
+      const o = unreachable(err);
+      logger.warn("upstream unreachable", { host: t.host, port: t.port, address, code: o.code });
+      if (!client.destroyed) endRawJson(client, o.status, UPSTREAM_ERROR, unreachableBody(t, o, address));
+    });
+  }
+
+  const server = http.createServer({
+    // Long uploads and long-polls are legitimate through a proxy; the client
+    // side enforces its own deadlines. Slow headers are still bounded.
+    requestTimeout: 0,
+  });
+  server.on("request", (req, res) => handleRequest(req, res, false));
+  server.on("checkContinue", (req, res) => handleRequest(req, res, true));
+  server.on("connect", handleConnect);
+
+  return {
+    server,
+    listen(port, host = "0.0.0.0") {
+      return new Promise((resolveListen, reject) => {
+        const onError = (err: Error): void => reject(err);
+        server.once("error", onError);
+        server.listen(port, host, () => {
+          server.off("error", onError);
+          resolveListen(server.address() as AddressInfo);
+        });
+      });
+    },
+    isListening: () => server.listening,
+    async close(graceMs = 5000) {
+      closing = true;
+      const closed = new Promise<void>((r) => {
+        if (!server.listening) r();
+        else server.close(() => r());
+      });
+      server.closeIdleConnections();
+      if (inflight.size > 0) {
+        await new Promise<void>((r) => {
+          const timer = setTimeout(r, graceMs);
+          timer.unref();
+          onDrained = () => {
+            clearTimeout(timer);
+            r();
+          };
+        });
+      }
+      // Tunnels are opaque and long-lived (TLS keep-alive): waiting for them only delays exit.
+      for (const s of tunnels) s.destroy();
+      server.closeAllConnections();
+      agent.destroy();
+      await closed;
+    },
+  };
+}

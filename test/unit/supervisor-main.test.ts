@@ -1,0 +1,256 @@
+// The supervisor as it ships: bundled to one file by esbuild, run by node from a
+// directory without node_modules, configured by a launch.json, stopped by a signal.
+// Loopback only.
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import http from "node:http";
+import net from "node:net";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { AddressInfo } from "node:net";
+import { build } from "esbuild";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { parseLaunchConfig, readLaunchConfig } from "../../src/supervisor/launch-config.js";
+
+let dir: string;
+let bundle: string;
+const cleanups: (() => Promise<void> | void)[] = [];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "sandgate-supervisor-"));
+  bundle = join(dir, "supervisor.cjs");
+  // CJS: yaml (pulled in by the policy module) does require("process"), which an ESM bundle cannot.
+  await build({
+    entryPoints: ["src/supervisor/main.ts"],
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    target: "node20",
+    outfile: bundle,
+    logLevel: "silent",
+  });
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+  const { port } = s.address() as AddressInfo;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+interface Running {
+  child: ChildProcess;
+  lines: Record<string, unknown>[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stdout: () => string;
+}
+
+async function runSupervisor(config: unknown): Promise<Running> {
+  const configPath = join(dir, `launch-${String(Math.random()).slice(2)}.json`);
+  await writeFile(configPath, typeof config === "string" ? config : JSON.stringify(config));
+  const child = spawn(process.execPath, [bundle], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? "", SANDGATE_LAUNCH_CONFIG: configPath },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once("exit", (code, signal) => r({ code, signal })));
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await exited;
+  });
+  let out = "";
+  const lines: Record<string, unknown>[] = [];
+  const listening = new Promise<void>((resolve, reject) => {
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (chunk: string) => {
+      out += chunk;
+      const parts = out.split("\n");
+      for (const line of parts.slice(lines.length, -1)) {
+        const rec = JSON.parse(line) as Record<string, unknown>;
+        lines.push(rec);
+        if (rec.msg === "supervisor listening") resolve();
+      }
+    });
+    void exited.then(({ code }) => reject(new Error(`supervisor exited early (${String(code)}): ${out}`)));
+  });
+  await listening;
+  return { child, lines, exited, stdout: () => out };
+}
+
+function get(port: number, path: string, agent: http.Agent | false = false): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: "127.0.0.1", port, path, agent }, (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (body += c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      })
+      .on("error", reject);
+  });
+}
+
+async function startOrigin(delayMs: number): Promise<number> {
+  const server = http.createServer((_req, res) => setTimeout(() => res.end("origin says hi"), delayMs));
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  cleanups.push(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }));
+  return (server.address() as AddressInfo).port;
+}
+
+async function startEcho(): Promise<number> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((s) => {
+    sockets.add(s);
+    s.pipe(s);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  cleanups.push(() => new Promise<void>((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }));
+  return (server.address() as AddressInfo).port;
+}
+
+describe("supervisor bundle", () => {
+  it("serves health and policy-checked egress, logs audit lines, and exits 0 on SIGTERM after in-flight work", async () => {
+    const originPort = await startOrigin(300);
+    const echoPort = await startEcho();
+    const [proxyPort, healthPort] = [await freePort(), await freePort()];
+    const sup = await runSupervisor({
+      sandboxId: "sb-main",
+      generation: 4,
+      nonce: "secret-nonce-value",
+      proxyPort,
+      healthPort,
+      policyRevision: 9,
+      policy: {
+        version: 1,
+        network: {
+          rules: [
+            {
+              name: "loopback-test",
+              endpoints: [
+                { host: "localhost", port: originPort, protocol: "http", allowPrivate: ["127.0.0.0/8", "::1/128"] },
+                { host: "localhost", port: echoPort, protocol: "https", allowPrivate: ["127.0.0.0/8", "::1/128"] },
+              ],
+            },
+          ],
+        },
+      },
+    });
+
+    const health = await get(healthPort, "/healthz");
+    expect(health.status).toBe(200);
+    expect(JSON.parse(health.body)).toEqual({ ok: true, sandboxId: "sb-main", generation: 4, policyRevision: 9, policy: "loaded", proxy: "listening" });
+
+    // An idle keep-alive client connection and an established tunnel must not hold shutdown up.
+    const agent = new http.Agent({ keepAlive: true });
+    cleanups.push(() => agent.destroy());
+    expect((await get(proxyPort, `http://localhost:${originPort}/a`, agent)).status).toBe(200);
+    const tunnel = net.connect(proxyPort, "127.0.0.1");
+    cleanups.push(() => void tunnel.destroy());
+    const tunnelClosed = new Promise<void>((r) => tunnel.once("close", () => r()));
+    tunnel.on("error", () => undefined);
+    const established = new Promise<string>((r) => tunnel.once("data", (d: Buffer) => r(d.toString("latin1"))));
+    tunnel.write(`CONNECT localhost:${echoPort} HTTP/1.1\r\nHost: localhost:${echoPort}\r\n\r\n`);
+    expect(await established).toMatch(/^HTTP\/1\.1 200 /);
+
+    const inflight = get(proxyPort, `http://localhost:${originPort}/slow`);
+    await new Promise((r) => setTimeout(r, 100));
+    const t0 = Date.now();
+    sup.child.kill("SIGTERM");
+
+    expect(await inflight).toEqual({ status: 200, body: "origin says hi" });
+    expect(await sup.exited).toEqual({ code: 0, signal: null });
+    await tunnelClosed;
+    expect(Date.now() - t0).toBeLessThan(3000);
+
+    const audits = sup.lines.filter((l) => l.type === "egress");
+    expect(audits).toEqual([
+      expect.objectContaining({ decision: "allow", host: "localhost", port: originPort, protocol: "http", path: "/a", sandboxId: "sb-main", rule: "loopback-test" }),
+      expect.objectContaining({ decision: "allow", host: "localhost", port: echoPort, protocol: "https", sandboxId: "sb-main" }),
+      expect.objectContaining({ decision: "allow", path: "/slow" }),
+    ]);
+    expect(sup.lines.map((l) => l.msg)).toEqual(expect.arrayContaining(["shutting down", "stopped"]));
+    expect(sup.stdout()).not.toContain("secret-nonce-value");
+  });
+
+  it("fails closed on an invalid policy: health 503, every request denied, SIGINT exits 0", async () => {
+    const originPort = await startOrigin(0);
+    const [proxyPort, healthPort] = [await freePort(), await freePort()];
+    const sup = await runSupervisor({
+      sandboxId: "sb-bad",
+      generation: 1,
+      nonce: "n",
+      proxyPort,
+      healthPort,
+      policyRevision: 1,
+      // "allow" is not a policy key: the whole policy is refused, nothing falls back to open.
+      policy: { version: 1, allow: "*", network: { rules: [{ name: "x", endpoints: [{ host: "localhost", port: originPort, protocol: "http", allowPrivate: ["127.0.0.0/8"] }] }] } },
+    });
+
+    const health = await get(healthPort, "/healthz");
+    const denied = await get(proxyPort, `http://localhost:${originPort}/`);
+    sup.child.kill("SIGINT");
+
+    expect(health.status).toBe(503);
+    expect(JSON.parse(health.body)).toMatchObject({ ok: false, sandboxId: "sb-bad", policy: "missing", proxy: "listening" });
+    expect(denied.status).toBe(403);
+    expect(JSON.parse(denied.body)).toMatchObject({ error: "policy_denied", reason: "policy_missing" });
+    expect(await sup.exited).toEqual({ code: 0, signal: null });
+    expect(sup.lines).toEqual(expect.arrayContaining([expect.objectContaining({ level: "error", msg: "launch config invalid: denying all egress" })]));
+  });
+
+  it("fails closed when a config field other than the policy is invalid", async () => {
+    const [proxyPort, healthPort] = [await freePort(), await freePort()];
+    const sup = await runSupervisor({ sandboxId: "sb-x", generation: "one", nonce: "n", proxyPort, healthPort, policyRevision: 1, policy: { version: 1 } });
+
+    const health = await get(healthPort, "/healthz");
+    sup.child.kill("SIGTERM");
+
+    expect(health.status).toBe(503);
+    expect(JSON.parse(health.body)).toMatchObject({ policy: "missing", sandboxId: "sb-x", generation: null });
+    expect(await sup.exited).toEqual({ code: 0, signal: null });
+  });
+});
+
+describe("launch config", () => {
+  const valid = { sandboxId: "sb", generation: 0, nonce: "n", policyRevision: 2, policy: { version: 1 } };
+
+  it("loads a valid config with default ports", async () => {
+    const path = join(dir, "valid.json");
+    await writeFile(path, JSON.stringify(valid));
+    const r = await readLaunchConfig(path);
+    expect(r.errors).toEqual([]);
+    expect(r.settings).toEqual({ sandboxId: "sb", generation: 0, nonce: "n", proxyPort: 3128, healthPort: 9901 });
+    expect(r.policy?.revision).toBe(2);
+  });
+
+  it("yields no policy for a missing file, non-JSON text, a bad port or a bad policy", async () => {
+    const notJson = join(dir, "not.json");
+    await writeFile(notJson, "{ nope");
+    const cases = [
+      await readLaunchConfig(join(dir, "absent.json")),
+      await readLaunchConfig(notJson),
+      parseLaunchConfig({ ...valid, proxyPort: 70000 }),
+      parseLaunchConfig({ ...valid, policyRevision: -1 }),
+      parseLaunchConfig({ ...valid, policy: { version: 2 } }),
+      parseLaunchConfig({ ...valid, policy: undefined }),
+      parseLaunchConfig([]),
+    ];
+    for (const r of cases) {
+      expect(r.policy).toBeUndefined();
+      expect(r.errors.length).toBeGreaterThan(0);
+    }
+    expect(cases[0]!.errors[0]).toMatch(/cannot read/);
+    expect(cases[1]!.errors[0]).toMatch(/not valid JSON/);
+    expect(cases[4]!.errors[0]).toMatch(/^policy: /);
+  });
+});

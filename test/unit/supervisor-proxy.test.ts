@@ -1,0 +1,736 @@
+// The egress proxy against real loopback servers: an origin node:http server, a TCP
+// echo server for CONNECT, and a FAKE resolver where DNS answers must be scripted.
+import http from "node:http";
+import net from "node:net";
+import { createHash, randomBytes } from "node:crypto";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { policyFromObject } from "../../src/policy/index.js";
+import type { Policy } from "../../src/policy/index.js";
+import { PolicyHolder } from "../../src/supervisor/policy-holder.js";
+import { createEgressProxy } from "../../src/supervisor/proxy.js";
+import type { AuditEvent, EgressProxy, Resolver } from "../../src/supervisor/proxy.js";
+import { createHealthServer } from "../../src/supervisor/health.js";
+import type { HealthServer } from "../../src/supervisor/health.js";
+import { silentLogger } from "../../src/supervisor/logger.js";
+
+const LOOPBACK = ["127.0.0.0/8"];
+const cleanups: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function policyOf(network: unknown): Policy {
+  const r = policyFromObject({ version: 1, network });
+  if (!r.ok) throw new Error(`test policy invalid: ${r.errors.join("; ")}`);
+  return r.policy;
+}
+
+/** One rule "test" with the given endpoints. */
+function allowing(...endpoints: object[]): Policy {
+  return policyOf({ rules: [{ name: "test", endpoints }] });
+}
+
+/** FAKE resolver: scripted answers per name, records every call. */
+function fakeResolver(answers: Record<string, string[] | Error | "hang">): { resolve: Resolver; calls: string[] } {
+  const calls: string[] = [];
+  const resolve: Resolver = (host) => {
+    calls.push(host);
+    const a = answers[host];
+    if (a === "hang") return new Promise<string[]>(() => undefined);
+    if (a instanceof Error) return Promise.reject(a);
+    if (a === undefined) return Promise.reject(Object.assign(new Error(`fake NXDOMAIN ${host}`), { code: "ENOTFOUND" }));
+    return Promise.resolve(a);
+  };
+  return { resolve, calls };
+}
+
+interface SeenRequest {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  localAddress: string | undefined;
+  bodySha256: string;
+  bodyLength: number;
+}
+
+async function listen(server: net.Server, host = "127.0.0.1"): Promise<number> {
+  await new Promise<void>((r) => server.listen(0, host, r));
+  cleanups.push(
+    () =>
+      new Promise<void>((r) => {
+        if (server instanceof http.Server) server.closeAllConnections();
+        server.close(() => r());
+      }),
+  );
+  return (server.address() as AddressInfo).port;
+}
+
+/** Origin that records each request (with a hash of its body) and answers per `respond`. */
+async function startOrigin(
+  respond: (req: http.IncomingMessage, res: http.ServerResponse, seen: SeenRequest) => void = (_req, res) => res.end("hello from origin"),
+  host = "127.0.0.1",
+): Promise<{ port: number; seen: SeenRequest[]; sockets: () => number }> {
+  const seen: SeenRequest[] = [];
+  let sockets = 0;
+  const server = http.createServer((req, res) => {
+    const hash = createHash("sha256");
+    let length = 0;
+    req.on("data", (chunk: Buffer) => {
+      hash.update(chunk);
+      length += chunk.length;
+    });
+    req.on("end", () => {
+      const s: SeenRequest = {
+        method: req.method ?? "",
+        url: req.url ?? "",
+        headers: req.headers,
+        localAddress: req.socket.localAddress,
+        bodySha256: hash.digest("hex"),
+        bodyLength: length,
+      };
+      seen.push(s);
+      respond(req, res, s);
+    });
+  });
+  server.on("connection", () => sockets++);
+  const port = await listen(server, host);
+  return { port, seen, sockets: () => sockets };
+}
+
+async function startEcho(): Promise<number> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((s) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+    s.pipe(s);
+  });
+  const port = await listen(server);
+  cleanups.unshift(async () => {
+    for (const s of sockets) s.destroy();
+    await Promise.resolve();
+  });
+  return port;
+}
+
+/** A port on which nothing listens (bound once, then released). */
+async function closedPort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+  const { port } = s.address() as AddressInfo;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+async function startProxy(
+  holder: PolicyHolder,
+  opts: { resolve?: Resolver; resolveTimeoutMs?: number } = {},
+): Promise<{ proxy: EgressProxy; port: number; audits: AuditEvent[] }> {
+  const audits: AuditEvent[] = [];
+  const proxy = createEgressProxy({ policy: holder, logger: silentLogger, onAudit: (e) => audits.push(e), ...opts });
+  const { port } = await proxy.listen(0, "127.0.0.1");
+  cleanups.push(() => proxy.close(100));
+  return { proxy, port, audits };
+}
+
+interface ProxyResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+  reusedSocket: boolean;
+}
+
+function viaProxy(
+  proxyPort: number,
+  url: string,
+  opts: { method?: string; headers?: http.OutgoingHttpHeaders; body?: Buffer | Buffer[]; agent?: http.Agent } = {},
+): Promise<ProxyResponse> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      host: "127.0.0.1",
+      port: proxyPort,
+      method: opts.method ?? "GET",
+      path: url,
+      headers: opts.headers,
+      agent: opts.agent ?? false,
+    });
+    req.on("error", reject);
+    req.on("response", (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("error", reject);
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), reusedSocket: req.reusedSocket }));
+    });
+    const body = opts.body;
+    if (Array.isArray(body)) {
+      // Write piecewise without a Content-Length: the proxy must stream a chunked body.
+      for (const b of body) req.write(b);
+      req.end();
+    } else {
+      req.end(body);
+    }
+  });
+}
+
+interface RawResponse {
+  status: number;
+  head: string;
+  socket: net.Socket;
+  /** Bytes after the response head (a denial's JSON body, or early tunnel bytes). */
+  rest: Buffer;
+}
+
+/** Sends CONNECT on a raw socket and reads the response head. */
+function connectVia(proxyPort: number, authority: string, early?: Buffer): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(proxyPort, "127.0.0.1");
+    cleanups.push(async () => {
+      socket.destroy();
+      await Promise.resolve();
+    });
+    let buf = Buffer.alloc(0);
+    const onData = (chunk: Buffer): void => {
+      buf = Buffer.concat([buf, chunk]);
+      const end = buf.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      socket.off("data", onData);
+      socket.pause();
+      const head = buf.subarray(0, end).toString("latin1");
+      resolve({ status: Number(head.split(" ")[1]), head, socket, rest: buf.subarray(end + 4) });
+    };
+    socket.on("data", onData);
+    socket.on("error", reject);
+    socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
+    if (early !== undefined) socket.write(early);
+  });
+}
+
+function readAll(socket: net.Socket, initial: Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks = [initial];
+    socket.on("data", (c: Buffer) => chunks.push(c));
+    socket.on("end", () => resolve(Buffer.concat(chunks)));
+    socket.on("error", reject);
+    socket.resume();
+  });
+}
+
+function readBytes(socket: net.Socket, initial: Buffer, n: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    let buf = initial;
+    const check = (): boolean => {
+      if (buf.length < n) return false;
+      socket.off("data", onData);
+      resolve(buf);
+      return true;
+    };
+    const onData = (c: Buffer): void => {
+      buf = Buffer.concat([buf, c]);
+      check();
+    };
+    if (check()) return;
+    socket.on("data", onData);
+    socket.on("error", reject);
+    socket.resume();
+  });
+}
+
+const json = (b: Buffer): Record<string, unknown> => JSON.parse(b.toString("utf8")) as Record<string, unknown>;
+const sha256 = (b: Buffer): string => createHash("sha256").update(b).digest("hex");
+
+describe("egress proxy: plain HTTP", () => {
+  it("forwards an allowed GET to the checked address and streams the answer back", async () => {
+    const origin = await startOrigin();
+    const dns = fakeResolver({ "origin.test": ["127.0.0.1"] });
+    const holder = new PolicyHolder({ policy: allowing({ host: "origin.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK }), revision: 1 });
+    const { port, audits } = await startProxy(holder, { resolve: dns.resolve });
+
+    const res = await viaProxy(port, `http://origin.test:${origin.port}/hello?x=1`);
+
+    expect(res.status).toBe(200);
+    expect(res.body.toString()).toBe("hello from origin");
+    expect(origin.seen).toHaveLength(1);
+    expect(origin.seen[0]!.url).toBe("/hello?x=1");
+    expect(origin.seen[0]!.headers.host).toBe(`origin.test:${origin.port}`);
+    expect(dns.calls).toEqual(["origin.test"]);
+    expect(audits).toEqual([
+      expect.objectContaining({ type: "egress", decision: "allow", rule: "test", host: "origin.test", port: origin.port, protocol: "http", method: "GET", path: "/hello", address: "127.0.0.1" }),
+    ]);
+    expect(typeof audits[0]!.time).toBe("string");
+  });
+
+  it("denies a host outside the policy with 403, the policy header and a JSON body, before any DNS lookup", async () => {
+    const origin = await startOrigin();
+    const dns = fakeResolver({ "other.test": ["127.0.0.1"] });
+    const holder = new PolicyHolder({ policy: allowing({ host: "origin.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK }), revision: 1 });
+    const { port, audits } = await startProxy(holder, { resolve: dns.resolve });
+
+    const res = await viaProxy(port, `http://other.test:${origin.port}/secret`);
+
+    expect(res.status).toBe(403);
+    expect(res.headers["x-proxy-error"]).toBe("sandgate-policy");
+    expect(res.headers["content-type"]).toBe("application/json");
+    expect(json(res.body)).toEqual({
+      error: "policy_denied",
+      host: "other.test",
+      port: origin.port,
+      method: "GET",
+      path: "/secret",
+      reason: "no_matching_rule",
+      rule: null,
+    });
+    expect(dns.calls).toEqual([]);
+    expect(origin.seen).toHaveLength(0);
+    expect(audits).toEqual([expect.objectContaining({ decision: "deny", reason: "no_matching_rule", host: "other.test" })]);
+  });
+
+  it("applies L7 rules: GET allowed, POST denied on the same host", async () => {
+    const origin = await startOrigin();
+    const dns = fakeResolver({ "api.test": ["127.0.0.1"] });
+    const holder = new PolicyHolder({
+      policy: allowing({ host: "api.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK, rules: [{ methods: ["GET"], paths: ["/v1/**"] }] }),
+      revision: 1,
+    });
+    const { port } = await startProxy(holder, { resolve: dns.resolve });
+
+    const get = await viaProxy(port, `http://api.test:${origin.port}/v1/items`);
+    const post = await viaProxy(port, `http://api.test:${origin.port}/v1/items`, { method: "POST", body: Buffer.from("{}") });
+    const otherPath = await viaProxy(port, `http://api.test:${origin.port}/admin`);
+
+    expect(get.status).toBe(200);
+    expect(post.status).toBe(403);
+    expect(json(post.body)).toMatchObject({ reason: "method_not_allowed", method: "POST", path: "/v1/items" });
+    expect(otherPath.status).toBe(403);
+    expect(json(otherPath.body)).toMatchObject({ reason: "path_not_allowed", path: "/admin" });
+    expect(origin.seen.map((s) => `${s.method} ${s.url}`)).toEqual(["GET /v1/items"]);
+  });
+
+  it("streams a 1 MiB chunked upload and a 2 MiB download intact", async () => {
+    const download = randomBytes(2 * 1024 * 1024);
+    const origin = await startOrigin((_req, res, seen) => {
+      res.setHeader("x-upload-sha256", seen.bodySha256);
+      res.setHeader("x-upload-length", String(seen.bodyLength));
+      res.end(download);
+    });
+    const dns = fakeResolver({ "bulk.test": ["127.0.0.1"] });
+    const holder = new PolicyHolder({ policy: allowing({ host: "bulk.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK }), revision: 1 });
+    const { port } = await startProxy(holder, { resolve: dns.resolve });
+    const parts = Array.from({ length: 16 }, () => randomBytes(64 * 1024));
+    const upload = Buffer.concat(parts);
+
+    const chunked = await viaProxy(port, `http://bulk.test:${origin.port}/up`, { method: "POST", body: parts });
+    const sized = await viaProxy(port, `http://bulk.test:${origin.port}/up`, { method: "PUT", body: upload });
+
+    for (const res of [chunked, sized]) {
+      expect(res.status).toBe(200);
+      expect(res.headers["x-upload-length"]).toBe(String(upload.length));
+      expect(res.headers["x-upload-sha256"]).toBe(sha256(upload));
+      expect(res.body.length).toBe(download.length);
+      expect(sha256(res.body)).toBe(sha256(download));
+    }
+    expect(origin.seen[0]!.headers["transfer-encoding"]).toBe("chunked");
+    expect(origin.seen[1]!.headers["content-length"]).toBe(String(upload.length));
+  });
+
+  it("strips hop-by-hop and Proxy-* headers in both directions", async () => {
+    const origin = await startOrigin((_req, res) => {
+      res.setHeader("connection", "x-origin-hop");
+      res.setHeader("x-origin-hop", "1");
+      res.setHeader("proxy-authenticate", "Basic");
+      res.setHeader("x-end-to-end", "kept");
+      res.end("ok");
+    });
+    const dns = fakeResolver({ "h.test": ["127.0.0.1"] });
+    const holder = new PolicyHolder({ policy: allowing({ host: "h.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK }), revision: 1 });
+    const { port } = await startProxy(holder, { resolve: dns.resolve });
+
+    const res = await viaProxy(port, `http://h.test:${origin.port}/`, {
+      headers: {
+        "proxy-authorization": "Basic c2VjcmV0",
+        "proxy-connection": "keep-alive",
+        connection: "x-client-hop",
+        "x-client-hop": "1",
+        te: "trailers",
+        host: "evil.example",
+        "x-kept": "yes",
+      },
+    });
+
+    expect(res.status).toBe(200);
+    const h = origin.seen[0]!.headers;
+    expect(h["proxy-authorization"]).toBeUndefined();
+    expect(h["proxy-connection"]).toBeUndefined();
+    expect(h["x-client-hop"]).toBeUndefined();
+    expect(h.te).toBeUndefined();
+    expect(h["x-kept"]).toBe("yes");
+    // The policy checked the URI's host; a forged Host header must not pick another vhost.
+    expect(h.host).toBe(`h.test:${origin.port}`);
+    expect(res.headers["x-origin-hop"]).toBeUndefined();
+    expect(res.headers["proxy-authenticate"]).toBeUndefined();
+    expect(res.headers["x-end-to-end"]).toBe("kept");
+  });
+
+  it("passes repeated response headers (Set-Cookie) through as separate fields", async () => {
+    const origin = await startOrigin((_req, res) => {
+      res.setHeader("set-cookie", ["a=1; Path=/", "b=2; Path=/"]);
+      res.end("ok");
+    });
+    const holder = new PolicyHolder({ policy: allowing({ host: "c.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK }), revision: 1 });
+    const { port } = await startProxy(holder, { resolve: fakeResolver({ "c.test": ["127.0.0.1"] }).resolve });
+
+    const res = await viaProxy(port, `http://c.test:${origin.port}/`);
+
+    expect(res.headers["set-cookie"]).toEqual(["a=1; Path=/", "b=2; Path=/"]);
+  });
+
+  it("answers Expect: 100-continue only after the policy allowed the request", async () => {
+    const origin = await startOrigin((_req, res, seen) => res.end(seen.bodySha256));
+    const holder = new PolicyHolder({ policy: allowing({ host: "e.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK, rules: [{ methods: ["PUT"] }] }), revision: 1 });
+    const { port } = await startProxy(holder, { resolve: fakeResolver({ "e.test": ["127.0.0.1"] }).resolve });
+    const body = randomBytes(200_000);
+
+    const send = (method: string): Promise<{ status: number; continued: boolean; body: string }> =>
+      new Promise((resolve, reject) => {
+        let continued = false;
+        const req = http.request({
+          host: "127.0.0.1",
+          port,
+          method,
+          path: `http://e.test:${origin.port}/x`,
+          headers: { expect: "100-continue", "content-length": body.length },
+          agent: false,
+        });
+        req.on("continue", () => {
+          continued = true;
+          req.end(body);
+        });
+        req.on("response", (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (c: string) => (text += c));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, continued, body: text }));
+        });
+        req.on("error", reject);
+        req.flushHeaders();
+      });
+
+    const allowed = await send("PUT");
+    const denied = await send("POST");
+
+    expect(allowed).toEqual({ status: 200, continued: true, body: sha256(body) });
+    expect(denied.status).toBe(403);
+    expect(denied.continued).toBe(false);
+    expect(origin.seen.map((x) => x.method)).toEqual(["PUT"]);
+  });
+
+  it("cuts the client connection when the upstream body is cut, instead of ending it cleanly", async () => {
+    const origin = await startOrigin((_req, res) => {
+      res.writeHead(200, { "content-length": "1000" });
+      res.write("x".repeat(100));
+      setTimeout(() => res.socket?.destroy(), 20);
+    });
+    const holder = new PolicyHolder({ policy: allowing({ host: "cut.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK }), revision: 1 });
+    const { port } = await startProxy(holder, { resolve: fakeResolver({ "cut.test": ["127.0.0.1"] }).resolve });
+
+    await expect(viaProxy(port, `http://cut.test:${origin.port}/`)).rejects.toThrow(/aborted|socket hang up|ECONNRESET/);
+  });
+
+  it("keeps the client connection alive and reuses the upstream connection", async () => {
+    const origin = await startOrigin();
+    const dns = fakeResolver({ "ka.test": ["127.0.0.1"] });
+    const holder = new PolicyHolder({ policy: allowing({ host: "ka.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK }), revision: 1 });
+    const { port } = await startProxy(holder, { resolve: dns.resolve });
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    cleanups.push(async () => {
+      agent.destroy();
+      await Promise.resolve();
+    });
+
+    const results: ProxyResponse[] = [];
+    for (let i = 0; i < 3; i++) results.push(await viaProxy(port, `http://ka.test:${origin.port}/${i}`, { agent }));
+
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(results.map((r) => r.reusedSocket)).toEqual([false, true, true]);
+    expect(origin.sockets()).toBe(1);
+  });
+
+  it("answers 400 to a request that is not absolute-form", async () => {
+    const holder = new PolicyHolder({ policy: allowing({ host: "x.test", port: 80, protocol: "http" }), revision: 1 });
+    const { port, audits } = await startProxy(holder, { resolve: fakeResolver({}).resolve });
+
+    const res = await viaProxy(port, "/just/a/path");
+
+    expect(res.status).toBe(400);
+    expect(json(res.body)).toMatchObject({ error: "bad_request" });
+    expect(audits).toEqual([]);
+  });
+});
+
+describe("egress proxy: CONNECT", () => {
+  it("tunnels bytes both ways to an allowed host:port, including bytes sent right after CONNECT", async () => {
+    const echoPort = await startEcho();
+    const dns = fakeResolver({ "echo.test": ["127.0.0.1"] });
+    const holder = new PolicyHolder({ policy: allowing({ host: "echo.test", port: echoPort, protocol: "https", allowPrivate: LOOPBACK }), revision: 1 });
+    const { port, audits } = await startProxy(holder, { resolve: dns.resolve });
+
+    const early = Buffer.from("early-bytes|");
+    const r = await connectVia(port, `echo.test:${echoPort}`, early);
+    expect(r.status).toBe(200);
+    expect(r.head).toBe("HTTP/1.1 200 Connection Established");
+    const payload = randomBytes(256 * 1024);
+    r.socket.write(payload);
+    const back = await readBytes(r.socket, r.rest, early.length + payload.length);
+
+    expect(sha256(back)).toBe(sha256(Buffer.concat([early, payload])));
+    expect(audits).toEqual([
+      expect.objectContaining({ decision: "allow", protocol: "https", host: "echo.test", port: echoPort, address: "127.0.0.1", rule: "test" }),
+    ]);
+    expect(audits[0]!.method).toBeUndefined();
+  });
+
+  it("answers a denied CONNECT with 403 and the policy JSON on the raw socket, then closes", async () => {
+    const echoPort = await startEcho();
+    const holder = new PolicyHolder({ policy: allowing({ host: "echo.test", port: echoPort, protocol: "https", allowPrivate: LOOPBACK }), revision: 1 });
+    const { port } = await startProxy(holder, { resolve: fakeResolver({ "echo.test": ["127.0.0.1"] }).resolve });
+
+    const r = await connectVia(port, `echo.test:${echoPort + 1 > 65535 ? echoPort - 1 : echoPort + 1}`);
+    const body = await readAll(r.socket, r.rest);
+
+    expect(r.status).toBe(403);
+    expect(r.head).toMatch(/\r\nX-Proxy-Error: sandgate-policy\r\n/);
+    expect(json(body)).toMatchObject({ error: "policy_denied", host: "echo.test", method: "CONNECT", reason: "no_matching_rule" });
+  });
+
+  it("answers 502 sandgate-upstream when the tunnel target refuses", async () => {
+    const dead = await closedPort();
+    const holder = new PolicyHolder({ policy: allowing({ host: "dead.test", port: dead, protocol: "https", allowPrivate: LOOPBACK }), revision: 1 });
+    const { port } = await startProxy(holder, { resolve: fakeResolver({ "dead.test": ["127.0.0.1"] }).resolve });
+
+    const r = await connectVia(port, `dead.test:${dead}`);
+    const body = await readAll(r.socket, r.rest);
+
+    expect(r.status).toBe(502);
+    expect(r.head).toMatch(/\r\nX-Proxy-Error: sandgate-upstream\r\n/);
+    expect(json(body)).toMatchObject({ error: "upstream_unreachable", code: "ECONNREFUSED", address: "127.0.0.1" });
+  });
+});
+
+describe("egress proxy: upstream failures are not policy denials", () => {
+  it("answers 502 sandgate-upstream when the origin refuses the connection", async () => {
+    const dead = await closedPort();
+    const holder = new PolicyHolder({ policy: allowing({ host: "dead.test", port: dead, protocol: "http", allowPrivate: LOOPBACK }), revision: 1 });
+    const { port, audits } = await startProxy(holder, { resolve: fakeResolver({ "dead.test": ["127.0.0.1"] }).resolve });
+
+    const res = await viaProxy(port, `http://dead.test:${dead}/`, { method: "POST", body: Buffer.from("payload") });
+
+    expect(res.status).toBe(502);
+    expect(res.headers["x-proxy-error"]).toBe("sandgate-upstream");
+    expect(json(res.body)).toMatchObject({ error: "upstream_unreachable", host: "dead.test", port: dead, code: "ECONNREFUSED" });
+    expect(audits).toEqual([expect.objectContaining({ decision: "allow", address: "127.0.0.1" })]);
+  });
+
+  it("answers 502 on NXDOMAIN and 504 when DNS does not answer in time", async () => {
+    const dns = fakeResolver({
+      "nx.test": Object.assign(new Error("fake getaddrinfo ENOTFOUND nx.test"), { code: "ENOTFOUND" }),
+      "slow.test": "hang",
+    });
+    const holder = new PolicyHolder({
+      policy: allowing({ host: "nx.test", port: 80, protocol: "http" }, { host: "slow.test", port: 80, protocol: "http" }),
+      revision: 1,
+    });
+    const { port } = await startProxy(holder, { resolve: dns.resolve, resolveTimeoutMs: 100 });
+
+    const nx = await viaProxy(port, "http://nx.test/");
+    const slow = await viaProxy(port, "http://slow.test/");
+
+    expect(nx.status).toBe(502);
+    expect(nx.headers["x-proxy-error"]).toBe("sandgate-upstream");
+    expect(json(nx.body)).toMatchObject({ error: "upstream_unreachable", code: "ENOTFOUND" });
+    expect(slow.status).toBe(504);
+    expect(slow.headers["x-proxy-error"]).toBe("sandgate-upstream");
+    expect(json(slow.body)).toMatchObject({ error: "upstream_unreachable", code: "ETIMEDOUT" });
+  });
+});
+
+describe("egress proxy: resolved-address checks", () => {
+  it("refuses an allowed public-looking name that resolves to a private address", async () => {
+    const origin = await startOrigin();
+    const dns = fakeResolver({ "public.example.com": ["127.0.0.1"] });
+    const holder = new PolicyHolder({ policy: allowing({ host: "public.example.com", port: origin.port, protocol: "http" }), revision: 1 });
+    const { port, audits } = await startProxy(holder, { resolve: dns.resolve });
+
+    const res = await viaProxy(port, `http://public.example.com:${origin.port}/`);
+
+    expect(res.status).toBe(403);
+    expect(res.headers["x-proxy-error"]).toBe("sandgate-policy");
+    expect(json(res.body)).toMatchObject({ error: "policy_denied", reason: "private_address", rule: "test", address: "127.0.0.1" });
+    expect(origin.seen).toHaveLength(0);
+    expect(dns.calls).toEqual(["public.example.com"]);
+    expect(audits).toEqual([expect.objectContaining({ decision: "deny", reason: "private_address", address: "127.0.0.1" })]);
+  });
+
+  it("refuses the whole name when any candidate address is private, even if another is allowed", async () => {
+    const origin = await startOrigin();
+    const dns = fakeResolver({ "mixed.test": ["127.0.0.1", "169.254.169.254"] });
+    const holder = new PolicyHolder({ policy: allowing({ host: "mixed.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK }), revision: 1 });
+    const { port } = await startProxy(holder, { resolve: dns.resolve });
+
+    const res = await viaProxy(port, `http://mixed.test:${origin.port}/`);
+
+    expect(res.status).toBe(403);
+    expect(json(res.body)).toMatchObject({ reason: "private_address", address: "169.254.169.254" });
+    expect(origin.seen).toHaveLength(0);
+  });
+
+  it("refuses CONNECT to a name resolving into a private range", async () => {
+    const echoPort = await startEcho();
+    const holder = new PolicyHolder({ policy: allowing({ host: "tls.example.com", port: echoPort, protocol: "https" }), revision: 1 });
+    const { port } = await startProxy(holder, { resolve: fakeResolver({ "tls.example.com": ["127.0.0.1"] }).resolve });
+
+    const r = await connectVia(port, `tls.example.com:${echoPort}`);
+    const body = await readAll(r.socket, r.rest);
+
+    expect(r.status).toBe(403);
+    expect(json(body)).toMatchObject({ reason: "private_address", address: "127.0.0.1" });
+  });
+
+  it("refuses localhost through the real resolver when the endpoint has no allowPrivate", async () => {
+    const origin = await startOrigin();
+    const holder = new PolicyHolder({ policy: allowing({ host: "localhost", port: origin.port, protocol: "http" }), revision: 1 });
+    const { port } = await startProxy(holder); // default resolver: dns.lookup via /etc/hosts
+
+    const res = await viaProxy(port, `http://localhost:${origin.port}/`);
+
+    expect(res.status).toBe(403);
+    expect(json(res.body)).toMatchObject({ reason: "private_address" });
+    expect(origin.seen).toHaveLength(0);
+  });
+
+  it("connects to the address it checked, resolving once (no second lookup to rebind)", async () => {
+    // The origin listens on 127.0.0.2 only: a request reaching it proves the proxy
+    // dialled the IP from the single (fake) resolution, not the name again.
+    const origin = await startOrigin(undefined, "127.0.0.2");
+    let answers = 0;
+    const calls: string[] = [];
+    const rebinding: Resolver = (host) => {
+      calls.push(host);
+      // A rebinding DNS server: the first answer is the allowed one, later ones point elsewhere.
+      return Promise.resolve(answers++ === 0 ? ["127.0.0.2"] : ["127.0.0.1"]);
+    };
+    const holder = new PolicyHolder({ policy: allowing({ host: "api.example.com", port: origin.port, protocol: "http", allowPrivate: ["127.0.0.2/32"] }), revision: 1 });
+    const { port, audits } = await startProxy(holder, { resolve: rebinding });
+
+    const res = await viaProxy(port, `http://api.example.com:${origin.port}/data`);
+
+    expect(res.status).toBe(200);
+    expect(calls).toEqual(["api.example.com"]);
+    expect(origin.seen).toHaveLength(1);
+    expect(origin.seen[0]!.localAddress).toBe("127.0.0.2");
+    expect(origin.seen[0]!.headers.host).toBe(`api.example.com:${origin.port}`);
+    expect(audits[0]).toMatchObject({ decision: "allow", address: "127.0.0.2" });
+
+    // The second request resolves again (once) and gets 127.0.0.1, outside allowPrivate.
+    const second = await viaProxy(port, `http://api.example.com:${origin.port}/data`);
+    expect(second.status).toBe(403);
+    expect(json(second.body)).toMatchObject({ reason: "private_address", address: "127.0.0.1" });
+    expect(calls).toHaveLength(2);
+  });
+});
+
+describe("egress proxy: policy holder", () => {
+  it("denies everything while no policy is loaded (HTTP and CONNECT)", async () => {
+    const origin = await startOrigin();
+    const echoPort = await startEcho();
+    const dns = fakeResolver({ "origin.test": ["127.0.0.1"] });
+    const { port, audits } = await startProxy(new PolicyHolder(), { resolve: dns.resolve });
+
+    const res = await viaProxy(port, `http://origin.test:${origin.port}/`);
+    const r = await connectVia(port, `127.0.0.1:${echoPort}`);
+    const body = await readAll(r.socket, r.rest);
+
+    expect(res.status).toBe(403);
+    expect(json(res.body)).toMatchObject({ error: "policy_denied", reason: "policy_missing" });
+    expect(r.status).toBe(403);
+    expect(json(body)).toMatchObject({ reason: "policy_missing" });
+    expect(origin.seen).toHaveLength(0);
+    expect(dns.calls).toEqual([]);
+    expect(audits.map((a) => a.decision)).toEqual(["deny", "deny"]);
+  });
+
+  it("applies a replaced policy to the next request and ignores an older revision", async () => {
+    const origin = await startOrigin();
+    const dns = fakeResolver({ "origin.test": ["127.0.0.1"] });
+    const holder = new PolicyHolder({ policy: allowing({ host: "elsewhere.test", port: 80, protocol: "http" }), revision: 3 });
+    const changes: (number | undefined)[] = [];
+    holder.onChange((p) => changes.push(p?.revision));
+    const { port } = await startProxy(holder, { resolve: dns.resolve });
+    const url = `http://origin.test:${origin.port}/`;
+    const open = allowing({ host: "origin.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK });
+
+    expect((await viaProxy(port, url)).status).toBe(403);
+    expect(holder.replace(open, 2)).toBe(false);
+    expect((await viaProxy(port, url)).status).toBe(403);
+    expect(holder.replace(open, 4)).toBe(true);
+    expect((await viaProxy(port, url)).status).toBe(200);
+    holder.clear();
+    expect((await viaProxy(port, url)).status).toBe(403);
+    expect(changes).toEqual([4, undefined]);
+  });
+
+  it("close() lets an in-flight request finish", async () => {
+    const origin = await startOrigin((_req, res) => setTimeout(() => res.end("late"), 200));
+    const holder = new PolicyHolder({ policy: allowing({ host: "origin.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK }), revision: 1 });
+    const { proxy, port } = await startProxy(holder, { resolve: fakeResolver({ "origin.test": ["127.0.0.1"] }).resolve });
+
+    const pending = viaProxy(port, `http://origin.test:${origin.port}/`);
+    await new Promise((r) => setTimeout(r, 50));
+    const closed = proxy.close(2000);
+    const res = await pending;
+    await closed;
+
+    expect(res.status).toBe(200);
+    expect(res.body.toString()).toBe("late");
+    expect(proxy.isListening()).toBe(false);
+  });
+});
+
+describe("health endpoint", () => {
+  async function startHealth(holder: PolicyHolder, proxyListening: () => boolean): Promise<number> {
+    const health: HealthServer = createHealthServer({ identity: { sandboxId: "sb-1", generation: 7 }, policy: holder, proxyListening });
+    const { port } = await health.listen(0, "127.0.0.1");
+    cleanups.push(() => health.close());
+    return port;
+  }
+
+  async function getHealth(port: number): Promise<{ status: number; body: Record<string, unknown> }> {
+    const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  }
+
+  it("reports 200 with identity and revision when the proxy listens and a policy is loaded", async () => {
+    const holder = new PolicyHolder({ policy: allowing({ host: "x.test", port: 80, protocol: "http" }), revision: 5 });
+    const { proxy } = await startProxy(holder);
+    const port = await startHealth(holder, () => proxy.isListening());
+
+    const h = await getHealth(port);
+
+    expect(h.status).toBe(200);
+    expect(h.body).toEqual({ ok: true, sandboxId: "sb-1", generation: 7, policyRevision: 5, policy: "loaded", proxy: "listening" });
+  });
+
+  it("reports 503 when no policy is loaded or the proxy is not listening", async () => {
+    const empty = new PolicyHolder();
+    const { proxy } = await startProxy(empty);
+    const noPolicy = await getHealth(await startHealth(empty, () => proxy.isListening()));
+
+    const loaded = new PolicyHolder({ policy: allowing({ host: "x.test", port: 80, protocol: "http" }), revision: 1 });
+    const closedProxy = createEgressProxy({ policy: loaded, logger: silentLogger, onAudit: () => undefined });
+    const noProxy = await getHealth(await startHealth(loaded, () => closedProxy.isListening()));
+
+    expect(noPolicy.status).toBe(503);
+    expect(noPolicy.body).toMatchObject({ ok: false, policy: "missing", policyRevision: null, proxy: "listening" });
+    expect(noProxy.status).toBe(503);
+    expect(noProxy.body).toMatchObject({ ok: false, policy: "loaded", proxy: "not_listening" });
+  });
+});
