@@ -1,0 +1,164 @@
+// The two images Sandgate runs, built locally by `docker import` (no registry).
+//
+// Each image is tagged with a content hash of its inputs (node binary, its libraries,
+// busybox or the supervisor bundle, the layout version and the image config), so a
+// rebuild happens only when an input changed. The tar of each image is cached under
+// .cache/images/ so that a fresh daemon (one per test file) imports it in about a second
+// without assembling the rootfs again.
+import { createReadStream, existsSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import type { Readable } from "node:stream";
+import { PROJECT_ROOT, resolveSupervisorBundle } from "./bundle.js";
+import type { EngineResult } from "./engine-result.js";
+import {
+  IMAGE_NODE_PATH,
+  IMAGE_PATH_ENV,
+  IMAGE_SUPERVISOR_PATH,
+  SUPERVISOR_UID,
+  WORKLOAD_UID,
+  assembleRootfs,
+  layoutHash,
+  supervisorLayout,
+  tarRootfs,
+  workloadLayout,
+} from "./rootfs.js";
+import type { HostInputs, ImageKind, RootfsLayout } from "./rootfs.js";
+
+export const WORKLOAD_REPO = "sandgate-workload";
+export const SUPERVISOR_REPO = "sandgate-supervisor";
+export const DEFAULT_IMAGE_CACHE_DIR = join(PROJECT_ROOT, ".cache", "images");
+
+/** What ensureImages needs of the Engine API client (EngineClient has it). */
+export interface ImageEngine {
+  inspectImage(ref: string): Promise<EngineResult<{ Id: string }>>;
+  importImage(tar: Readable, opts: { repo: string; tag: string; changes?: string[] }): Promise<EngineResult<{ imageId: string }>>;
+}
+
+export interface ImageRef {
+  ref: string;
+  id: string;
+}
+
+export interface EnsureImagesOptions extends HostInputs {
+  /** Default: resolveSupervisorBundle() (prebuilt dist bundle, else bundled into .cache/). */
+  supervisorBundlePath?: string;
+  /** Where image tars are cached. Default: <project>/.cache/images. */
+  cacheDir?: string;
+  onProgress?: (msg: string) => void;
+}
+
+export interface EnsureImagesResult {
+  supervisor: ImageRef;
+  workload: ImageRef;
+  /** Refs imported by this call (missing in the daemon). */
+  built: string[];
+  /** Refs whose rootfs had to be assembled and tarred (no cached tar). */
+  assembled: string[];
+}
+
+/** Image config set at import (Dockerfile instructions that `docker import --change` accepts). */
+export function imageChanges(kind: ImageKind, hash: string): string[] {
+  const label = `LABEL org.sandgate.image=${kind} org.sandgate.content-hash=${hash}`;
+  if (kind === "workload") {
+    return [`USER ${WORKLOAD_UID}:${WORKLOAD_UID}`, "WORKDIR /sandbox", `ENV PATH=${IMAGE_PATH_ENV}`, "ENV HOME=/sandbox", label];
+  }
+  return [
+    `USER ${SUPERVISOR_UID}:${SUPERVISOR_UID}`,
+    "WORKDIR /opt/sandgate",
+    `ENV PATH=${IMAGE_PATH_ENV}`,
+    `CMD ["${IMAGE_NODE_PATH}", "${IMAGE_SUPERVISOR_PATH}"]`,
+    label,
+  ];
+}
+
+export interface ImagePlan {
+  kind: ImageKind;
+  repo: string;
+  hash: string;
+  ref: string;
+  changes: string[];
+  layout: RootfsLayout;
+  tarPath: string;
+}
+
+/** Describe and hash one image without building anything. */
+export async function planImage(kind: ImageKind, opts: EnsureImagesOptions = {}): Promise<ImagePlan> {
+  const layout =
+    kind === "workload"
+      ? await workloadLayout(opts)
+      : await supervisorLayout(opts.supervisorBundlePath ?? (await resolveSupervisorBundle(opts)), opts);
+  const repo = kind === "workload" ? WORKLOAD_REPO : SUPERVISOR_REPO;
+  // The changes carry the hash label, so hash what they say without it.
+  const hash = await layoutHash(layout, imageChanges(kind, ""));
+  const tag = hash.slice(0, 12);
+  const cacheDir = opts.cacheDir ?? DEFAULT_IMAGE_CACHE_DIR;
+  return {
+    kind,
+    repo,
+    hash,
+    ref: `${repo}:${tag}`,
+    changes: imageChanges(kind, hash),
+    layout,
+    tarPath: join(cacheDir, `${kind}-${tag}.tar`),
+  };
+}
+
+function describeFailure(r: Exclude<EngineResult<unknown>, { kind: "ok" }>): string {
+  return r.kind === "docker" ? `docker error HTTP ${r.status}: ${r.message}` : `transport failure ${r.code}: ${r.message}`;
+}
+
+/** The tar of a plan: the cached file, or assembled now (and older tars of the same kind removed). */
+async function ensureTar(plan: ImagePlan, progress: (msg: string) => void): Promise<boolean> {
+  if (existsSync(plan.tarPath)) return false;
+  const cacheDir = dirname(plan.tarPath);
+  await mkdir(cacheDir, { recursive: true });
+  const work = await mkdtemp(join(cacheDir, `.rootfs-${plan.kind}-`));
+  try {
+    progress(`assembling ${plan.kind} rootfs`);
+    await assembleRootfs(plan.layout, join(work, "root"));
+    progress(`writing ${plan.tarPath}`);
+    await tarRootfs(plan.layout, join(work, "root"), plan.tarPath);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  const mine = `${plan.kind}-${plan.ref.split(":")[1]!}.tar`;
+  for (const f of await readdir(cacheDir)) {
+    if (f.startsWith(`${plan.kind}-`) && f.endsWith(".tar") && f !== mine) await rm(join(cacheDir, f), { force: true });
+  }
+  return true;
+}
+
+async function ensureImage(engine: ImageEngine, plan: ImagePlan, progress: (msg: string) => void, result: EnsureImagesResult): Promise<ImageRef> {
+  const found = await engine.inspectImage(plan.ref);
+  if (found.kind === "ok") {
+    progress(`${plan.ref} is present`);
+    return { ref: plan.ref, id: found.body.Id };
+  }
+  if (found.kind !== "docker" || found.status !== 404) {
+    throw new Error(`inspecting image ${plan.ref} failed: ${describeFailure(found)}`);
+  }
+  if (await ensureTar(plan, progress)) result.assembled.push(plan.ref);
+  else progress(`importing ${plan.ref} from cached ${plan.tarPath}`);
+  const imported = await engine.importImage(createReadStream(plan.tarPath), { repo: plan.repo, tag: plan.ref.split(":")[1]!, changes: plan.changes });
+  if (imported.kind !== "ok") throw new Error(`importing image ${plan.ref} failed: ${describeFailure(imported)}`);
+  progress(`imported ${plan.ref} (${imported.body.imageId.slice(0, 19)})`);
+  result.built.push(plan.ref);
+  return { ref: plan.ref, id: imported.body.imageId };
+}
+
+/** Make sure both images exist in the daemon; import (from cache, or assembled) only what is missing. */
+export async function ensureImages(engine: ImageEngine, opts: EnsureImagesOptions = {}): Promise<EnsureImagesResult> {
+  const progress = opts.onProgress ?? ((): void => undefined);
+  const supervisorBundlePath = opts.supervisorBundlePath ?? (await resolveSupervisorBundle(opts));
+  const [workloadPlan, supervisorPlan] = await Promise.all([planImage("workload", opts), planImage("supervisor", { ...opts, supervisorBundlePath })]);
+  const result: EnsureImagesResult = {
+    workload: { ref: workloadPlan.ref, id: "" },
+    supervisor: { ref: supervisorPlan.ref, id: "" },
+    built: [],
+    assembled: [],
+  };
+  result.workload = await ensureImage(engine, workloadPlan, progress, result);
+  result.supervisor = await ensureImage(engine, supervisorPlan, progress, result);
+  return result;
+}

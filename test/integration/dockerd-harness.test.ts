@@ -1,0 +1,169 @@
+// The private-dockerd harness against a real daemon: live-restore keeps containers
+// across a restart, without it they die, a frozen daemon stops answering, and
+// destroy() leaves no process, mount or dir behind.
+import { execFile } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, copyFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PrivateDockerd } from "../support/dockerd.js";
+
+const run = promisify(execFile);
+const DOCKER_CLI = ["/usr/local/bin/docker", "/usr/bin/docker"].find((p) => existsSync(p)) ?? "docker";
+const BUSYBOX = ["/bin/busybox", "/usr/bin/busybox"].find((p) => existsSync(p)) ?? "/bin/busybox";
+
+async function docker(d: PrivateDockerd, ...args: string[]): Promise<string> {
+  const { stdout } = await run(DOCKER_CLI, ["-H", d.dockerHost, ...args], { timeout: 60_000 });
+  return stdout.trim();
+}
+
+async function inspectState(d: PrivateDockerd, id: string): Promise<{ Status: string; StartedAt: string; ExitCode: number; Pid: number }> {
+  return JSON.parse(await docker(d, "inspect", "-f", "{{json .State}}", id)) as { Status: string; StartedAt: string; ExitCode: number; Pid: number };
+}
+
+/** A busybox-only image, built by `docker import` from a rootfs tar. */
+async function importBusybox(d: PrivateDockerd, tag: string): Promise<void> {
+  const root = mkdtempSync("/tmp/sg-bbroot-");
+  try {
+    mkdirSync(join(root, "bin"));
+    copyFileSync(BUSYBOX, join(root, "bin", "busybox"));
+    for (const applet of ["sh", "sleep", "true"]) symlinkSync("busybox", join(root, "bin", applet));
+    await run("bash", ["-c", `tar -C "$1" -c . | "$2" -H "$3" import - "$4"`, "_", root, DOCKER_CLI, d.dockerHost, tag]);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/** Running (not a zombie waiting for PID 1 to reap it). */
+function isRunning(pid: number): boolean {
+  try {
+    return !/^State:\s*Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+function processesNaming(s: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (isRunning(Number(entry)) && readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(s)) pids.push(Number(entry));
+    } catch {
+      /* gone */
+    }
+  }
+  return pids;
+}
+
+describe("PrivateDockerd (real daemon)", () => {
+  let d: PrivateDockerd;
+
+  beforeAll(async () => {
+    d = await PrivateDockerd.start({ liveRestore: true, name: "harness" });
+    await importBusybox(d, "sg-busybox:test");
+  });
+
+  afterAll(async () => {
+    await d.destroy();
+  });
+
+  it("listens on a short socket of its own, with its own storage and exec root", async () => {
+    expect(d.socketPath.length).toBeLessThan(108);
+    expect(d.dockerHost).toBe(`unix://${d.socketPath}`);
+    const info = JSON.parse(await docker(d, "info", "--format", "{{json .}}")) as { DockerRootDir: string; Driver: string };
+    expect(info.DockerRootDir).toBe(d.dataRoot);
+    expect(info.Driver).toBe(d.storageDriver);
+    expect(existsSync(join(d.execRoot, "containerd", "containerd.sock"))).toBe(true);
+    expect(readFileSync(d.logPath, "utf8")).toContain("API listen on");
+  });
+
+  it("keeps a container running across a restart with live-restore on (same StartedAt)", async () => {
+    const id = await docker(d, "run", "-d", "sg-busybox:test", "/bin/sleep", "1000");
+    const before = await inspectState(d, id);
+    expect(before.Status).toBe("running");
+    const oldPid = d.pid;
+    await d.restart({ signal: "SIGTERM", downMs: 300 });
+    expect(d.pid).not.toBe(oldPid);
+    const after = await inspectState(d, id);
+    expect(after.Status).toBe("running");
+    expect(after.StartedAt).toBe(before.StartedAt);
+    expect(after.Pid).toBe(before.Pid);
+
+    // A crash (SIGKILL) too.
+    await d.restart({ signal: "SIGKILL" });
+    const afterCrash = await inspectState(d, id);
+    expect(afterCrash.Status).toBe("running");
+    expect(afterCrash.StartedAt).toBe(before.StartedAt);
+    await docker(d, "rm", "-f", id);
+  });
+
+  it("stops containers on a daemon stop when live-restore is off (exit 137/143)", async () => {
+    await d.stop();
+    await d.startAgain({ liveRestore: false });
+    expect(JSON.parse(readFileSync(d.configPath, "utf8"))).toEqual({ "live-restore": false });
+    // sleep as PID 1 ignores SIGTERM: --stop-timeout 1 makes the daemon SIGKILL it after 1 s.
+    const id = await docker(d, "run", "-d", "--stop-timeout", "1", "sg-busybox:test", "/bin/sleep", "1000");
+    const before = await inspectState(d, id);
+    expect(before.Status).toBe("running");
+    await d.restart();
+    const after = await inspectState(d, id);
+    expect(after.Status).toBe("exited");
+    expect([137, 143]).toContain(after.ExitCode);
+    expect(after.StartedAt).toBe(before.StartedAt);
+    await docker(d, "rm", "-f", id);
+    await d.restart({ signal: "SIGTERM" });
+    await d.setLiveRestore(true);
+  });
+
+  it("does not answer /_ping while frozen, and answers again after thaw", async () => {
+    expect(await d.ping(1000)).toBe(true);
+    d.freeze();
+    try {
+      const t0 = Date.now();
+      expect(await d.ping(500)).toBe(false);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(450); // a timeout, not a refused connection
+    } finally {
+      d.thaw();
+    }
+    expect(await d.ping(2000)).toBe(true);
+  });
+
+  it("refuses a second start while running, and puts the log tail into a start failure", async () => {
+    await expect(d.startAgain()).rejects.toThrow(/still running/);
+    const started = PrivateDockerd.start({ liveRestore: false, name: "broken", extraArgs: ["--no-such-flag"] });
+    await expect(started).rejects.toThrow(/exited with code [1-9]\d*[\s\S]*dockerd\.log \(tail\)[\s\S]*unknown flag: --no-such-flag/);
+  });
+
+  it("two private daemons coexist, and destroy() removes daemon, shims, containers, mounts and dir", async () => {
+    const other = await PrivateDockerd.start({ liveRestore: true, name: "harness" });
+    try {
+      expect(other.addressPool).not.toBe(d.addressPool);
+      expect(other.containerdNamespace).not.toBe(d.containerdNamespace);
+      await importBusybox(other, "sg-busybox:test");
+      const net = await docker(other, "network", "create", "sg-net");
+      expect(net).toMatch(/^[0-9a-f]{64}$/);
+      const id = await docker(other, "run", "-d", "--network", "sg-net", "sg-busybox:test", "/bin/sleep", "1001");
+      const state = await inspectState(other, id);
+      expect(state.Status).toBe("running");
+      const netInfo = await docker(other, "network", "inspect", "-f", "{{(index .IPAM.Config 0).Subnet}}", "sg-net");
+      expect(netInfo.startsWith(other.addressPool.split(".").slice(0, 2).join(".") + ".")).toBe(true);
+      // Stop the daemon with live-restore: the shim and the container outlive it.
+      await other.stop("SIGTERM");
+      expect(processesNaming(other.dir + "/").length).toBeGreaterThan(0); // the shim
+      expect(isRunning(state.Pid)).toBe(true);
+      await other.destroy();
+      await other.destroy(); // idempotent
+      expect(processesNaming(other.dir + "/")).toEqual([]);
+      expect(isRunning(state.Pid)).toBe(false);
+      expect(existsSync(other.dir)).toBe(false);
+      expect(readFileSync("/proc/self/mountinfo", "utf8")).not.toContain(other.dir);
+      const { stdout: addrs } = await run("ip", ["-o", "-4", "addr", "show"]);
+      expect(addrs).not.toContain(` ${other.addressPool.split(".").slice(0, 2).join(".")}.`);
+      // The first daemon is untouched.
+      expect(await d.ping()).toBe(true);
+    } finally {
+      await other.destroy();
+    }
+  });
+});
