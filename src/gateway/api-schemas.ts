@@ -13,6 +13,7 @@ export const CreateSandboxBody = z
     env: z
       .record(z.string().regex(ENV_NAME, "environment variable names are letters, digits and '_'"), z.string().max(32_768))
       .optional(),
+    policy: z.union([z.string().max(1 << 20), z.record(z.string(), z.unknown())]).optional(),
     resources: z
       .object({
         memoryMb: z.number().int().min(16).max(1_048_576).optional(),

@@ -1,13 +1,13 @@
 // The gateway's REST/JSON API under /v1, on loopback, behind a bearer token.
 
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
-import { timingSafeEqual } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { z } from "zod";
 import { describeReason } from "../lifecycle/phases.js";
 import type { EventRecord, SandboxRecord } from "../store/store.js";
 import { CreateSandboxBody, EventsQuery, WatchQuery, formatZodError } from "./api-schemas.js";
+import { tokenMatches } from "./auth.js";
 import { ApiError } from "./errors.js";
 import type { SandboxService } from "./sandbox-service.js";
 
@@ -41,14 +41,6 @@ function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
   const r = schema.safeParse(value ?? {});
   if (!r.success) throw new ApiError("invalid_request", formatZodError(r.error));
   return r.data;
-}
-
-function tokenMatches(header: string | undefined, token: string): boolean {
-  const m = /^Bearer (.+)$/.exec(header ?? "");
-  if (!m) return false;
-  const given = Buffer.from(m[1]!);
-  const want = Buffer.from(token);
-  return given.length === want.length && timingSafeEqual(given, want);
 }
 
 const nameParam = (req: FastifyRequest): string => (req.params as { name: string }).name;

@@ -6,6 +6,7 @@ import type { ComputeDriver } from "../driver/compute-driver.js";
 import { Store } from "../store/store.js";
 import { VERSION } from "../version.js";
 import { buildApi } from "./api.js";
+import { attachExec } from "./exec-ws.js";
 import { ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
 import { SandboxService, type ServiceOptions } from "./sandbox-service.js";
 
@@ -47,6 +48,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       sandboxes: countPhases(service),
     }),
   });
+  const exec = attachExec(app.server, { service, token, log });
   let url: string;
   try {
     // Loopback only: the API is never exposed to other hosts or to sandboxes.
@@ -63,6 +65,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const close = (): Promise<void> =>
     (closing ??= (async () => {
       log.info("gateway shutting down");
+      exec.close();
       await app.close();
       await service.close();
       await driver.close();

@@ -9,6 +9,7 @@ import type { ComputeDriver, ExecOptions, ExecSession, LaunchRequest } from "../
 import { transition, type LifecycleState } from "../lifecycle/machine.js";
 import type { LifecycleEvent, UserEvent } from "../lifecycle/phases.js";
 import { DEFAULT_RESOURCES, checkSandboxName, type SandboxSpec } from "../lifecycle/spec.js";
+import { defaultPolicy, parsePolicyYaml, policyFromObject, type Policy } from "../policy/index.js";
 import { DuplicateNameError, type SandboxRecord, type Store } from "../store/store.js";
 import { ApiError, notFound } from "./errors.js";
 import { KeyedSerial } from "./serial.js";
@@ -19,11 +20,20 @@ export interface CreateInput {
   command?: string[];
   env?: Record<string, string>;
   resources?: Partial<SandboxSpec["resources"]>;
+  /** Policy as YAML text or as an object; default: deny all egress. */
+  policy?: string | Record<string, unknown>;
 }
 
 export interface ServiceOptions {
   /** How long readiness evidence may take to appear after the containers start. */
   readyTimeoutMs?: number;
+}
+
+function parsePolicyInput(input: CreateInput["policy"]): Policy {
+  if (input === undefined) return defaultPolicy();
+  const parsed = typeof input === "string" ? parsePolicyYaml(input) : policyFromObject(input);
+  if (!parsed.ok) throw new ApiError("invalid_request", `invalid policy: ${parsed.errors.join("; ")}`);
+  return parsed.policy;
 }
 
 const newId = (): string => `sbx_${randomBytes(8).toString("hex")}`;
@@ -62,6 +72,7 @@ export class SandboxService {
     const spec: SandboxSpec = {
       env: input.env ?? {},
       resources: { ...DEFAULT_RESOURCES, ...input.resources },
+      policy: parsePolicyInput(input.policy),
     };
     if (input.image !== undefined) spec.image = input.image;
     if (input.command !== undefined) spec.command = input.command;

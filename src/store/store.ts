@@ -69,6 +69,7 @@ interface EventRow {
   time: string;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- typed JSON columns
 const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
 function toSandbox(row: SandboxRow): SandboxRecord {

@@ -4,10 +4,11 @@
 //   race <db> <n> <at>   at wall-clock time <at> (ms), try Ready→Stopping on
 //                        sandboxes race-0..race-<n-1>; print "won <name>" per win
 import { Store } from "../../src/store/store.js";
+import { defaultPolicy } from "../../src/policy/index.js";
 
 const [mode, db, ...rest] = process.argv.slice(2);
 const store = Store.open(db!);
-const spec = { env: {}, resources: { memoryMb: 64, cpus: 1, pids: 64 } };
+const spec = { env: {}, resources: { memoryMb: 64, cpus: 1, pids: 64 }, policy: defaultPolicy() };
 
 if (mode === "churn") {
   for (let i = 0; ; i++) {

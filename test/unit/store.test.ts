@@ -6,8 +6,9 @@ import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SCHEMA_VERSION } from "../../src/store/migrations.js";
 import { DuplicateNameError, Store } from "../../src/store/store.js";
+import { defaultPolicy } from "../../src/policy/index.js";
 
-const spec = { env: {}, resources: { memoryMb: 64, cpus: 1, pids: 64 } };
+const spec = { env: {}, resources: { memoryMb: 64, cpus: 1, pids: 64 }, policy: defaultPolicy() };
 const WRITER = join(import.meta.dirname, "../support/store-writer.ts");
 // `node --import tsx` rather than the tsx CLI: the CLI forks a child, and a
 // SIGKILL must hit the writer itself.
@@ -119,7 +120,7 @@ describe("store", () => {
         p.on("exit", (code) => (code === 0 ? resolve(out.split("\n").filter(Boolean)) : reject(new Error(`writer exited ${code}`))));
       });
     const [a, b] = await Promise.all([run(), run()]);
-    const wins = [...a!, ...b!].map((l) => l.replace("won ", ""));
+    const wins = [...a, ...b].map((l) => l.replace("won ", ""));
     expect(wins).toHaveLength(n);
     expect(new Set(wins).size).toBe(n);
     for (let i = 0; i < n; i++) {

@@ -1,0 +1,9 @@
+// `npm run build`: compiles src/ to dist/ and bundles the supervisor into one
+// file (dist/supervisor/supervisor.mjs) for its image.
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import { PREBUILT_SUPERVISOR_BUNDLE, PROJECT_ROOT, bundleSupervisor } from "../src/driver/docker/bundle.js";
+
+execFileSync(process.execPath, [join(PROJECT_ROOT, "node_modules/typescript/bin/tsc"), "-p", join(PROJECT_ROOT, "tsconfig.build.json")], { stdio: "inherit" });
+await bundleSupervisor(PREBUILT_SUPERVISOR_BUNDLE);
+console.log(`built dist/ and ${PREBUILT_SUPERVISOR_BUNDLE}`);

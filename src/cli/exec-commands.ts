@@ -1,0 +1,134 @@
+// `sandgate sandbox exec NAME -- CMD...` and `sandgate sandbox connect NAME`:
+// a WebSocket to the gateway, which runs the exec. stdout and stderr stay
+// separate; the exit code is the command's own.
+
+import { Command } from "commander";
+import WebSocket from "ws";
+import { GatewayClient } from "./client.js";
+import { CliError, EXIT, exitCodeForApi } from "./errors.js";
+
+const STDIN = 0;
+const STDOUT = 1;
+const STDERR = 2;
+
+interface Common {
+  home?: string;
+  url?: string;
+}
+
+interface SessionOptions {
+  name: string;
+  cmd: string[];
+  tty: boolean;
+  /** Forward our stdin to the process. */
+  stdin: boolean;
+}
+
+function runSession(client: GatewayClient, o: SessionOptions): Promise<number> {
+  if (!client.url) return client.request("GET", "/v1/status").then(() => 1); // raises "not running"
+  const q = new URLSearchParams();
+  for (const c of o.cmd) q.append("cmd", c);
+  q.set("tty", o.tty ? "1" : "0");
+  if (o.tty && process.stdout.isTTY) {
+    q.set("cols", String(process.stdout.columns));
+    q.set("rows", String(process.stdout.rows));
+  }
+  const url = `${client.url.replace(/^http/, "ws")}/v1/sandboxes/${encodeURIComponent(o.name)}/exec?${q.toString()}`;
+  const ws = new WebSocket(url, { headers: client.authHeader(), perMessageDeflate: false });
+
+  return new Promise<number>((resolve, reject) => {
+    let exit: number | undefined;
+    let restoreTty = (): void => undefined;
+    const finish = (fn: () => void): void => {
+      restoreTty();
+      process.stdin.pause();
+      fn();
+    };
+
+    ws.on("unexpected-response", (_req, res) => {
+      let body = "";
+      res.on("data", (b: Buffer) => (body += b.toString()));
+      res.on("end", () => {
+        try {
+          const err = (JSON.parse(body) as { error: { code: string; message: string } }).error;
+          finish(() => reject(new CliError(err.message, exitCodeForApi(err.code))));
+        } catch {
+          finish(() => reject(new CliError(`exec refused with HTTP ${res.statusCode ?? "?"}`)));
+        }
+      });
+    });
+    ws.on("error", (err: Error & { code?: string }) => {
+      const unreachable = err.code === "ECONNREFUSED" || err.code === "ENOENT";
+      finish(() =>
+        reject(
+          unreachable
+            ? new CliError(`the gateway is not running at ${client.url}: ${err.code}; start it with: sandgate gateway start`, EXIT.unreachable)
+            : new CliError(`exec connection failed: ${err.message}`),
+        ),
+      );
+    });
+    ws.on("open", () => {
+      if (o.tty && process.stdin.isTTY) {
+        process.stdin.setRawMode(true);
+        restoreTty = () => process.stdin.setRawMode(false);
+        const resize = (): void => ws.send(JSON.stringify({ type: "resize", cols: process.stdout.columns, rows: process.stdout.rows }));
+        process.stdout.on("resize", resize);
+        const prev = restoreTty;
+        restoreTty = () => {
+          process.stdout.off("resize", resize);
+          prev();
+        };
+      }
+      if (o.stdin) {
+        process.stdin.on("data", (chunk: Buffer) => ws.send(Buffer.concat([Buffer.of(STDIN), chunk])));
+        process.stdin.on("end", () => ws.send(JSON.stringify({ type: "eof" })));
+        process.stdin.resume();
+      } else {
+        ws.send(JSON.stringify({ type: "eof" }));
+      }
+    });
+    ws.on("message", (data: Buffer, isBinary: boolean) => {
+      if (isBinary) {
+        if (data[0] === STDOUT) process.stdout.write(data.subarray(1));
+        else if (data[0] === STDERR) process.stderr.write(data.subarray(1));
+        return;
+      }
+      const msg = JSON.parse(data.toString()) as { type: string; code?: number; message?: string };
+      if (msg.type === "exit") exit = msg.code;
+      else if (msg.type === "error") process.stderr.write(`sandgate: ${msg.message ?? "exec error"}\n`);
+    });
+    ws.on("close", () => {
+      if (exit !== undefined) {
+        const code = exit;
+        // Let stdout drain before the exit code is returned.
+        process.stdout.write("", () => finish(() => resolve(code)));
+      } else finish(() => reject(new CliError("the exec session ended without an exit code (gateway or sandbox went away)")));
+    });
+  });
+}
+
+export function execCommands(sandbox: Command, global: () => Common): void {
+  sandbox
+    .command("exec")
+    .description("run a command in a Ready sandbox; exits with the command's exit code")
+    .argument("<name>", "sandbox name or id")
+    .argument("<command...>", "the command and its arguments (put -- before it)")
+    .option("-i, --interactive", "forward a terminal's keystrokes as stdin (piped stdin is always forwarded)")
+    .option("-t, --tty", "allocate a terminal")
+    .addHelpText("after", "\nExamples:\n  sandgate sandbox exec demo -- ls -la /sandbox\n  echo hi | sandgate sandbox exec demo -- cat")
+    .action(async (name: string, cmd: string[], o: { interactive?: boolean; tty?: boolean }) => {
+      const client = new GatewayClient(global());
+      const forwardStdin = !process.stdin.isTTY || !!o.interactive;
+      process.exitCode = await runSession(client, { name, cmd, tty: !!o.tty, stdin: forwardStdin });
+    });
+
+  sandbox
+    .command("connect")
+    .description("open an interactive shell in a Ready sandbox")
+    .argument("<name>", "sandbox name or id")
+    .option("--shell <path>", "shell to run", "/bin/sh")
+    .action(async (name: string, o: { shell: string }) => {
+      const client = new GatewayClient(global());
+      process.exitCode = await runSession(client, { name, cmd: [o.shell], tty: true, stdin: true });
+    });
+}

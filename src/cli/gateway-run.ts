@@ -1,0 +1,30 @@
+// Runs the gateway in this process until SIGTERM/SIGINT, on the Docker driver.
+
+import type { HomePaths } from "../gateway/home.js";
+import { startGateway } from "../gateway/gateway.js";
+import { createLogger } from "../gateway/logger.js";
+import { DockerDriver } from "../driver/docker/docker-driver.js";
+
+export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string }): Promise<void> {
+  const log = createLogger({ level: opts.logLevel });
+  const driver = DockerDriver.fromEnv({ log, homeDir: opts.home.dir });
+  const gw = await startGateway({
+    home: opts.home,
+    driver,
+    log,
+    port: opts.port,
+    onProgress: (msg) => log.info({ step: msg }, "preparing"),
+  });
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string): void => {
+      log.info({ signal }, "signal received");
+      gw.close().then(resolve, (err: unknown) => {
+        log.error({ err }, "shutdown failed");
+        process.exitCode = 1;
+        resolve();
+      });
+    };
+    process.once("SIGTERM", () => stop("SIGTERM"));
+    process.once("SIGINT", () => stop("SIGINT"));
+  });
+}

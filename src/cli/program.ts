@@ -1,0 +1,56 @@
+// The `sandgate` command line: commands, global options, exit codes.
+
+import { Command, CommanderError } from "commander";
+import { VERSION } from "../version.js";
+import { CliError, EXIT } from "./errors.js";
+import { gatewayCommands } from "./gateway-commands.js";
+import { sandboxCommands } from "./sandbox-commands.js";
+
+export function buildProgram(): Command {
+  const program = new Command("sandgate")
+    .description("Sandgate: isolated sandboxes for AI-agent workloads on Docker")
+    .version(VERSION)
+    .option("--home <dir>", "gateway state directory (env SANDGATE_HOME, default ~/.sandgate)")
+    .option("--url <url>", "gateway API address (env SANDGATE_URL, default: read from <home>/gateway.json)")
+    .showHelpAfterError("(run with --help for usage)")
+    .addHelpText(
+      "after",
+      `
+Exit codes: 0 ok, 1 failed, 2 usage or invalid input, 3 gateway not running,
+4 not found, 5 not allowed now (phase) or name taken, 6 timed out, 7 bad token.
+'sandbox exec' exits with the command's own exit code.`,
+    );
+  const global = () => program.opts<{ home?: string; url?: string }>();
+  program.addCommand(gatewayCommands(global));
+  program.addCommand(sandboxCommands(global));
+  for (const cmd of program.commands) {
+    cmd.showHelpAfterError("(run with --help for usage)");
+    for (const sub of cmd.commands) sub.showHelpAfterError("(run with --help for usage)");
+  }
+  program.exitOverride();
+  for (const cmd of program.commands) {
+    cmd.exitOverride();
+    for (const sub of cmd.commands) sub.exitOverride();
+  }
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return typeof process.exitCode === "number" ? process.exitCode : EXIT.ok;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help and version are printed by commander and are not failures.
+      if (err.code === "commander.helpDisplayed" || err.code === "commander.version" || err.code === "commander.help") return EXIT.ok;
+      return EXIT.usage;
+    }
+    if (err instanceof CliError) {
+      process.stderr.write(`sandgate: ${err.message}\n`);
+      return err.exitCode;
+    }
+    process.stderr.write(`sandgate: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    return EXIT.failed;
+  }
+}

@@ -1,0 +1,259 @@
+// `sandgate sandbox ...`: create, list, get, start, stop, delete, events, watch.
+
+import { readFileSync } from "node:fs";
+import { Command, InvalidArgumentError } from "commander";
+import { GatewayClient } from "./client.js";
+import { execCommands } from "./exec-commands.js";
+import { CliError, EXIT } from "./errors.js";
+import { ago, printJson, short, table } from "./format.js";
+import type { EventView, SandboxView } from "./views.js";
+import { waitForPhase } from "./wait.js";
+
+interface Common {
+  home?: string;
+  url?: string;
+  json?: boolean;
+}
+interface Waitable extends Common {
+  wait: boolean;
+  timeout: number;
+}
+
+const enc = encodeURIComponent;
+const clientFor = (o: Common): GatewayClient => new GatewayClient({ home: o.home, url: o.url });
+
+function positiveInt(label: string) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(`${label} must be a positive whole number`);
+    return n;
+  };
+}
+function positiveNumber(v: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("must be a positive number");
+  return n;
+}
+function envPair(v: string, acc: Record<string, string>): Record<string, string> {
+  const i = v.indexOf("=");
+  if (i <= 0) throw new InvalidArgumentError(`expected KEY=VALUE, got ${JSON.stringify(v)}`);
+  return { ...acc, [v.slice(0, i)]: v.slice(i + 1) };
+}
+
+function waitOptions(cmd: Command, defaultTimeoutS: number): Command {
+  return cmd
+    .option("--no-wait", "return as soon as the gateway has accepted the request")
+    .option("--timeout <seconds>", "how long to wait", positiveInt("--timeout"), defaultTimeoutS)
+    .option("--json", "print the result as JSON");
+}
+
+function readPolicyFile(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (err) {
+    throw new CliError(`cannot read policy file ${path}: ${(err as Error).message}`, EXIT.usage);
+  }
+}
+
+function phaseLine(s: SandboxView): string {
+  return `${s.name}  ${s.phase}${s.reasonText ? ` (${s.reasonText})` : ""}  generation ${s.generation}`;
+}
+
+async function lastSeq(client: GatewayClient, name: string): Promise<number> {
+  const { events } = await client.request<{ events: EventView[] }>("GET", `/v1/sandboxes/${enc(name)}/events?limit=10000`);
+  return events.at(-1)?.seq ?? 0;
+}
+
+async function settle(client: GatewayClient, s: SandboxView, o: Waitable, until: string[], afterSeq: number): Promise<void> {
+  const final = o.wait
+    ? await waitForPhase(client, s.name, { until, timeoutMs: o.timeout * 1000, quiet: !!o.json, afterSeq })
+    : s;
+  if (o.json) printJson(final ?? { name: s.name, deleted: true });
+  else if (final === null) process.stdout.write(`${s.name}  deleted\n`);
+  else process.stdout.write(phaseLine(final) + "\n");
+}
+
+export function sandboxCommands(global: () => Common): Command {
+  const sandbox = new Command("sandbox").description("create and manage sandboxes");
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- commander options are untyped
+  const opts = <T extends Common>(cmd: Command): T => ({ ...global(), ...cmd.opts<T>() });
+
+  waitOptions(
+    sandbox
+      .command("create")
+      .description("create a sandbox and wait until it is Ready")
+      .argument("<name>", "sandbox name: 1-63 lowercase letters, digits and '-'")
+      .argument("[command...]", "the workload's main process (after --); default: an idle process")
+      .option("--image <image>", "workload image (default: the locally built sandgate workload image)")
+      .option("--memory <MiB>", "memory limit in MiB", positiveInt("--memory"))
+      .option("--cpus <n>", "CPU limit in cores", positiveNumber)
+      .option("--pids <n>", "process limit", positiveInt("--pids"))
+      .option("-e, --env <KEY=VALUE>", "environment variable for the workload (repeatable)", envPair, {})
+      .option("--policy <file>", "network policy YAML (see docs/policy.md); default: deny all egress"),
+    180,
+  ).action(async (name: string, command: string[], _o, cmd: Command) => {
+    const o = opts<Waitable & { image?: string; memory?: number; cpus?: number; pids?: number; env: Record<string, string>; policy?: string }>(cmd);
+    const client = clientFor(o);
+    const resources: Record<string, number> = {};
+    if (o.memory !== undefined) resources.memoryMb = o.memory;
+    if (o.cpus !== undefined) resources.cpus = o.cpus;
+    if (o.pids !== undefined) resources.pids = o.pids;
+    const body: Record<string, unknown> = { name, env: o.env, resources };
+    if (o.image) body.image = o.image;
+    if (o.policy) body.policy = readPolicyFile(o.policy);
+    if (command.length > 0) body.command = command;
+    const s = await client.request<SandboxView>("POST", "/v1/sandboxes", body);
+    if (!o.json && o.wait) process.stderr.write(`creating sandbox "${s.name}" (${s.id})\n`);
+    await settle(client, s, o, ["Ready", "Completed"], 0);
+  });
+
+  sandbox
+    .command("list")
+    .alias("ls")
+    .description("list sandboxes")
+    .option("--json", "print as JSON")
+    .action(async (_o, cmd: Command) => {
+      const o = opts<Common>(cmd);
+      const { sandboxes } = await clientFor(o).request<{ sandboxes: SandboxView[] }>("GET", "/v1/sandboxes");
+      if (o.json) return printJson(sandboxes);
+      if (sandboxes.length === 0) return void process.stdout.write("no sandboxes\n");
+      process.stdout.write(
+        table(
+          ["NAME", "PHASE", "GEN", "REASON", "WORKLOAD", "SUPERVISOR", "CREATED"],
+          sandboxes.map((s) => [
+            s.name,
+            s.phase,
+            String(s.generation),
+            s.reason?.code ?? "-",
+            short(s.runtime?.workload.id),
+            short(s.runtime?.supervisor.id),
+            ago(s.createdAt),
+          ]),
+        ) + "\n",
+      );
+    });
+
+  sandbox
+    .command("get")
+    .description("show one sandbox")
+    .argument("<name>", "sandbox name or id")
+    .option("--json", "print as JSON")
+    .action(async (name: string, _o, cmd: Command) => {
+      const o = opts<Common>(cmd);
+      const s = await clientFor(o).request<SandboxView>("GET", `/v1/sandboxes/${enc(name)}`);
+      if (o.json) return printJson(s);
+      const rows: [string, string][] = [
+        ["name", s.name],
+        ["id", s.id],
+        ["phase", s.phase],
+        ["reason", s.reasonText ?? "-"],
+        ["generation", String(s.generation)],
+        ["image", s.spec.image ?? "(default workload image)"],
+        ["command", s.spec.command ? s.spec.command.join(" ") : "(idle)"],
+        ["resources", `${s.spec.resources.memoryMb} MiB, ${s.spec.resources.cpus} CPU, ${s.spec.resources.pids} pids`],
+        ["workload", s.runtime ? `${short(s.runtime.workload.id)} started ${s.runtime.workload.startedAt}` : "-"],
+        ["supervisor", s.runtime ? `${short(s.runtime.supervisor.id)} started ${s.runtime.supervisor.startedAt}` : "-"],
+        ["proxy", s.runtime?.proxyUrl ?? "-"],
+        ["created", `${s.createdAt} (${ago(s.createdAt)})`],
+        ["updated", `${s.updatedAt} (${ago(s.updatedAt)})`],
+      ];
+      const w = Math.max(...rows.map(([k]) => k.length));
+      process.stdout.write(rows.map(([k, v]) => `${k.padEnd(w)}  ${v}`).join("\n") + "\n");
+    });
+
+  const intents: { name: "start" | "stop" | "delete"; help: string; until: string[]; method: string; path: string }[] = [
+    { name: "start", help: "start a Stopped, Completed or Error sandbox as a new generation (same workspace)", until: ["Ready", "Completed"], method: "POST", path: "/start" },
+    { name: "stop", help: "stop a sandbox: remove its containers, keep its workspace", until: ["Stopped"], method: "POST", path: "/stop" },
+    { name: "delete", help: "delete a sandbox and everything it owns, workspace included", until: ["Deleted"], method: "DELETE", path: "" },
+  ];
+  for (const intent of intents) {
+    waitOptions(
+      sandbox.command(intent.name).description(intent.help).argument("<name>", "sandbox name or id"),
+      intent.name === "start" ? 180 : 120,
+    ).action(async (name: string, _o, cmd: Command) => {
+      const o = opts<Waitable>(cmd);
+      const client = clientFor(o);
+      const seq = o.wait ? await lastSeq(client, name) : 0;
+      const s = await client.request<SandboxView>(intent.method, `/v1/sandboxes/${enc(name)}${intent.path}`);
+      await settle(client, s, o, intent.until, seq);
+    });
+  }
+  sandbox.commands.find((c) => c.name() === "delete")?.alias("rm");
+  execCommands(sandbox, global);
+
+  sandbox
+    .command("events")
+    .description("show a sandbox's event log (phase changes with reasons, progress, audit)")
+    .argument("<name>", "sandbox name or id")
+    .option("--after <seq>", "only events after this sequence number", positiveInt("--after"))
+    .option("--json", "print as JSON")
+    .action(async (name: string, _o, cmd: Command) => {
+      const o = opts<Common & { after?: number }>(cmd);
+      const q = o.after ? `?after=${o.after}` : "";
+      const { events } = await clientFor(o).request<{ events: EventView[] }>("GET", `/v1/sandboxes/${enc(name)}/events${q}`);
+      if (o.json) return printJson(events);
+      process.stdout.write(
+        table(
+          ["SEQ", "TIME", "GEN", "KIND", "CHANGE", "DETAIL"],
+          events.map((e) => [
+            String(e.seq),
+            e.time,
+            String(e.generation),
+            e.kind,
+            e.kind === "phase" || e.kind === "deleted" ? `${e.oldPhase ?? "-"} → ${e.newPhase ?? "gone"}` : "-",
+            [e.reasonText, e.message].filter(Boolean).join(": "),
+          ]),
+        ) + "\n",
+      );
+    });
+
+  sandbox
+    .command("watch")
+    .description("stream phase changes as they happen (Ctrl-C to stop)")
+    .argument("[name]", "only this sandbox")
+    .option("--json", "one JSON object per line")
+    .action(async (name: string | undefined, _o, cmd: Command) => {
+      const o = opts<Common>(cmd);
+      await watchStream(clientFor(o), name, !!o.json);
+    });
+
+  return sandbox;
+}
+
+async function watchStream(client: GatewayClient, name: string | undefined, json: boolean): Promise<void> {
+  const ac = new AbortController();
+  process.once("SIGINT", () => ac.abort());
+  const res = await client.raw("GET", `/v1/watch${name ? `?sandbox=${enc(name)}` : ""}`, undefined, ac.signal);
+  if (!res.ok || !res.body) {
+    const body = (await res.json().catch(() => null)) as { error?: { message?: string; code?: string } } | null;
+    const code = body?.error?.code === "not_found" ? EXIT.notFound : EXIT.failed;
+    throw new CliError(body?.error?.message ?? `watch failed with HTTP ${res.status}`, code);
+  }
+  if (!json) process.stderr.write(`watching ${name ? `"${name}"` : "all sandboxes"} (Ctrl-C to stop)\n`);
+  const decoder = new TextDecoder();
+  let buf = "";
+  try {
+    for await (const chunk of res.body) {
+      buf += decoder.decode(chunk as Uint8Array, { stream: true });
+      let i: number;
+      while ((i = buf.indexOf("\n\n")) >= 0) {
+        const frame = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        const data = frame.split("\n").find((l) => l.startsWith("data: "));
+        if (!data) continue;
+        const { event, sandbox } = JSON.parse(data.slice(6)) as { event: EventView; sandbox: SandboxView | null };
+        if (json) process.stdout.write(JSON.stringify({ event, sandbox }) + "\n");
+        else if (event.kind === "phase" || event.kind === "deleted") {
+          const why = event.reasonText ? ` (${event.reasonText})` : "";
+          process.stdout.write(`${event.time}  ${event.sandboxName}  gen ${event.generation}  ${event.oldPhase ?? "-"} → ${event.newPhase ?? "gone"}${why}\n`);
+        } else if (event.message) {
+          process.stdout.write(`${event.time}  ${event.sandboxName}  gen ${event.generation}  ${event.kind}: ${event.message}\n`);
+        }
+      }
+    }
+  } catch (err) {
+    if (!ac.signal.aborted) throw new CliError(`watch stream ended: ${err instanceof Error ? err.message : String(err)}`, EXIT.unreachable);
+    return;
+  }
+  if (!ac.signal.aborted) throw new CliError("the gateway closed the watch stream", EXIT.unreachable);
+}

@@ -1,0 +1,35 @@
+// Types of what the gateway API returns, as the CLI reads it.
+
+export interface ContainerIdentityView {
+  id: string;
+  name: string;
+  imageId: string;
+  startedAt: string;
+  pid: number;
+}
+
+export interface SandboxView {
+  id: string;
+  name: string;
+  phase: string;
+  generation: number;
+  reason: { code: string; exitCode?: number; detail?: string } | null;
+  reasonText: string | null;
+  spec: { image?: string; command?: string[]; env: Record<string, string>; resources: { memoryMb: number; cpus: number; pids: number } };
+  runtime: { generation: number; nonce: string; workload: ContainerIdentityView; supervisor: ContainerIdentityView; proxyUrl: string } | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface EventView {
+  seq: number;
+  sandboxId: string;
+  sandboxName: string;
+  generation: number;
+  kind: string;
+  oldPhase: string | null;
+  newPhase: string | null;
+  reasonText: string | null;
+  message: string | null;
+  time: string;
+}

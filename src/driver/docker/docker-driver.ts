@@ -1,0 +1,382 @@
+// ComputeDriver on the Docker Engine API. One sandbox = an internal network, a
+// workspace volume, and per generation a supervisor and a workload container,
+// all labelled with the gateway, sandbox, generation, role and launch nonce.
+
+import { randomBytes } from "node:crypto";
+import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Logger } from "pino";
+import {
+  ProvisionError,
+  type ComputeDriver,
+  type ContainerIdentity,
+  type ContainerObservation,
+  type ExecOptions,
+  type ExecSession,
+  type LaunchRequest,
+  type ReadinessReport,
+  type Role,
+  type RuntimeEvent,
+  type RuntimeObservation,
+  type RuntimeRecord,
+  type WatchHandle,
+} from "../compute-driver.js";
+import { serializePolicy } from "../../policy/index.js";
+import { EngineClient, describe, type EngineResult } from "./engine.js";
+import type { ContainerInspect } from "./engine-types.js";
+import { startExec } from "./exec-session.js";
+import { ensureImages, type EnsureImagesResult } from "./images.js";
+import {
+  HEALTH_PORT,
+  LABEL,
+  PROXY_PORT,
+  containerName,
+  egressNetworkConfig,
+  egressNetworkName,
+  internalNetworkConfig,
+  labelFilter,
+  networkName,
+  sandboxLabels,
+  supervisorConfig,
+  volumeConfig,
+  workloadConfig,
+  type SandboxObjectsInput,
+} from "./objects.js";
+import { SUPERVISOR_UID } from "./rootfs.js";
+
+export interface DockerDriverOptions {
+  engine: EngineClient;
+  /** Stable id of this gateway: its objects carry it, other gateways' are never touched. */
+  gatewayId: string;
+  /** Host directory for per-launch supervisor configuration (bind-mounted read-only). */
+  launchRoot: string;
+  log: Logger;
+  /** Command run in the workload as the readiness exec probe. */
+  probeCommand?: string[];
+}
+
+/** A Docker call that must succeed; anything else is an error naming the step. */
+function must<T>(step: string, r: EngineResult<T>): T {
+  if (r.kind === "ok") return r.body;
+  throw new Error(`${step}: ${describe(r)}`);
+}
+
+const NEVER_STARTED = "0001-01-01T00:00:00Z";
+
+function identityOf(c: ContainerInspect): ContainerIdentity {
+  return { id: c.Id, name: c.Name.replace(/^\//, ""), imageId: c.Image, startedAt: c.State.StartedAt, pid: c.State.Pid };
+}
+
+/** Reads or creates the gateway's id in its home (stable across restarts). */
+export function ensureGatewayId(homeDir: string): string {
+  const file = join(homeDir, "gateway-id");
+  if (existsSync(file)) return readFileSync(file, "utf8").trim();
+  const id = randomBytes(6).toString("hex");
+  mkdirSync(homeDir, { recursive: true });
+  writeFileSync(file, id + "\n", { mode: 0o600 });
+  return id;
+}
+
+export class DockerDriver implements ComputeDriver {
+  readonly kind = "docker";
+  readonly engine: EngineClient;
+  readonly gatewayId: string;
+  private readonly launchRoot: string;
+  private readonly log: Logger;
+  private readonly probeCommand: string[];
+  private images: EnsureImagesResult | undefined;
+
+  constructor(opts: DockerDriverOptions) {
+    this.engine = opts.engine;
+    this.gatewayId = opts.gatewayId;
+    this.launchRoot = opts.launchRoot;
+    this.log = opts.log;
+    this.probeCommand = opts.probeCommand ?? ["true"];
+  }
+
+  static fromEnv(opts: { log: Logger; homeDir: string; env?: NodeJS.ProcessEnv }): DockerDriver {
+    return new DockerDriver({
+      engine: EngineClient.fromEnv(opts.env ?? process.env),
+      gatewayId: ensureGatewayId(opts.homeDir),
+      launchRoot: join(opts.homeDir, "launch"),
+      log: opts.log,
+    });
+  }
+
+  private input(req: LaunchRequest): SandboxObjectsInput {
+    return { gatewayId: this.gatewayId, sandboxId: req.sandboxId, name: req.name, generation: req.generation, nonce: req.nonce };
+  }
+
+  get imageRefs(): EnsureImagesResult | undefined {
+    return this.images;
+  }
+
+  async prepare(onProgress?: (msg: string) => void): Promise<void> {
+    const ping = await this.engine.ping();
+    if (ping.kind !== "ok") {
+      throw new Error(`cannot reach the Docker daemon at ${this.engine.socketPath} (${describe(ping)}); is dockerd running? (DOCKER_HOST selects another socket)`);
+    }
+    this.images = await ensureImages(this.engine, { onProgress });
+    await this.ensureNetwork(egressNetworkConfig(this.gatewayId));
+  }
+
+  private async ensureNetwork(config: ReturnType<typeof egressNetworkConfig>): Promise<string> {
+    const found = await this.engine.inspectNetwork(config.Name);
+    if (found.kind === "ok") return found.body.Id;
+    if (found.kind !== "docker" || found.status !== 404) must(`inspect network ${config.Name}`, found);
+    const created = await this.engine.createNetwork(config);
+    // 409: created concurrently by another call; use it.
+    if (created.kind === "docker" && created.status === 409) return must(`inspect network ${config.Name}`, await this.engine.inspectNetwork(config.Name)).Id;
+    return must(`create network ${config.Name}`, created).Id;
+  }
+
+  private async resolveWorkloadImage(image: string | undefined): Promise<{ id: string; isDefault: boolean }> {
+    if (image === undefined) {
+      if (!this.images) throw new ProvisionError("images are not prepared");
+      return { id: this.images.workload.id, isDefault: true };
+    }
+    const r = await this.engine.inspectImage(image);
+    if (r.kind === "docker" && r.status === 404) {
+      throw new ProvisionError(`No such image: ${image} (no registry is used: build or import it locally, e.g. docker import)`);
+    }
+    return { id: must(`inspect image ${image}`, r).Id, isDefault: this.images?.workload.ref === image };
+  }
+
+  private launchDir(sandboxId: string, generation: number): string {
+    return join(this.launchRoot, `${sandboxId}-g${generation}`);
+  }
+
+  /** The supervisor's launch configuration, readable only by the supervisor's uid. */
+  private writeLaunchConfig(req: LaunchRequest): string {
+    const dir = this.launchDir(req.sandboxId, req.generation);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const file = join(dir, "launch.json");
+    const config = {
+      sandboxId: req.sandboxId,
+      generation: req.generation,
+      nonce: req.nonce,
+      proxyPort: PROXY_PORT,
+      healthPort: HEALTH_PORT,
+      policy: JSON.parse(serializePolicy(req.spec.policy)) as unknown,
+      policyRevision: 1,
+    };
+    writeFileSync(file, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
+    try {
+      chownSync(dir, SUPERVISOR_UID, SUPERVISOR_UID);
+      chownSync(file, SUPERVISOR_UID, SUPERVISOR_UID);
+    } catch (err) {
+      throw new ProvisionError(`cannot hand the launch configuration to the supervisor's user (${(err as Error).message}); the gateway must run as root`);
+    }
+    return dir;
+  }
+
+  async provision(req: LaunchRequest, onProgress: (msg: string) => void = () => undefined): Promise<void> {
+    const i = this.input(req);
+    if (!this.images) throw new ProvisionError("images are not prepared");
+    const workloadImage = await this.resolveWorkloadImage(req.spec.image);
+    onProgress("creating network and workspace");
+    await this.ensureNetwork(internalNetworkConfig(i));
+    const vol = await this.engine.createVolume(volumeConfig(i));
+    must(`create volume`, vol);
+    // A retried launch of this generation starts clean.
+    await this.stop(req.sandboxId, req.generation);
+
+    // The boundary comes up first: the workload never runs without its supervisor.
+    onProgress("starting supervisor");
+    const launchDir = this.writeLaunchConfig(req);
+    const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir));
+    const supId = this.provisionStep("create supervisor container", sup).Id;
+    this.provisionStep("connect supervisor to egress network", await this.engine.request("POST", `/networks/${egressNetworkName(this.gatewayId)}/connect`, { body: { Container: supId } }));
+    this.provisionStep("start supervisor", await this.engine.startContainer(supId));
+    const supInspect = this.provisionStep("inspect supervisor", await this.engine.inspectContainer(supId));
+    const ip = supInspect.NetworkSettings.Networks?.[networkName(req.sandboxId)]?.IPAddress;
+    if (!ip) throw new ProvisionError("the supervisor has no address on the sandbox network");
+
+    onProgress("creating workload");
+    const config = workloadConfig(i, {
+      imageId: workloadImage.id,
+      command: req.spec.command,
+      env: req.spec.env,
+      resources: req.spec.resources,
+      proxyUrl: `http://${ip}:${PROXY_PORT}`,
+      defaultImage: workloadImage.isDefault,
+    });
+    this.provisionStep("create workload container", await this.engine.createContainer(containerName(req.sandboxId, req.generation, "workload"), config));
+  }
+
+  private provisionStep<T>(step: string, r: EngineResult<T>): T {
+    if (r.kind === "ok") return r.body;
+    throw new ProvisionError(r.kind === "docker" ? `${step}: ${r.message}` : `${step}: ${describe(r)}`);
+  }
+
+  async start(req: LaunchRequest, onProgress: (msg: string) => void = () => undefined): Promise<RuntimeRecord> {
+    onProgress("starting workload");
+    const workloadName = containerName(req.sandboxId, req.generation, "workload");
+    this.provisionStep("start workload", await this.engine.startContainer(workloadName));
+    const workload = this.provisionStep("inspect workload", await this.engine.inspectContainer(workloadName));
+    const supervisor = this.provisionStep("inspect supervisor", await this.engine.inspectContainer(containerName(req.sandboxId, req.generation, "supervisor")));
+    const ip = supervisor.NetworkSettings.Networks?.[networkName(req.sandboxId)]?.IPAddress ?? "";
+    return {
+      generation: req.generation,
+      nonce: req.nonce,
+      workload: identityOf(workload),
+      supervisor: identityOf(supervisor),
+      proxyUrl: `http://${ip}:${PROXY_PORT}`,
+    };
+  }
+
+  /** Evidence, not status: identity, supervisor health and a workload exec probe. */
+  async verify(req: LaunchRequest, record: RuntimeRecord): Promise<ReadinessReport> {
+    const checks: ReadinessReport["checks"] = [];
+    const add = (name: string, ok: boolean, detail?: string): boolean => {
+      checks.push(detail === undefined ? { name, ok } : { name, ok, detail });
+      return ok;
+    };
+    const inspected: Partial<Record<Role, ContainerInspect>> = {};
+    for (const role of ["supervisor", "workload"] as const) {
+      const r = await this.engine.inspectContainer(record[role].id, { timeoutMs: 3000 });
+      if (r.kind !== "ok") {
+        add(`${role} identity`, false, describe(r));
+        continue;
+      }
+      const problem = identityProblem(r.body, record[role], { ...this.input(req), role });
+      if (add(`${role} identity`, problem === null, problem ?? undefined)) inspected[role] = r.body;
+    }
+    if (!inspected.supervisor || !inspected.workload) return { ready: false, checks };
+
+    const egressIp = inspected.supervisor.NetworkSettings.Networks?.[egressNetworkName(this.gatewayId)]?.IPAddress;
+    const health = await probeHealth(egressIp);
+    if (!add("supervisor health", health === null, health ?? undefined)) return { ready: false, checks };
+
+    try {
+      const session = await startExec(this.engine, record.workload.id, { cmd: this.probeCommand, tty: false });
+      session.stdin.end();
+      session.stdout.resume();
+      session.stderr.resume();
+      const code = await withTimeout(session.exitCode, 5000, "exec probe timed out");
+      add("workload exec probe", code === 0, code === 0 ? undefined : `${this.probeCommand.join(" ")} exited ${code}`);
+    } catch (err) {
+      add("workload exec probe", false, (err as Error).message);
+    }
+    return { ready: checks.every((c) => c.ok), checks };
+  }
+
+  private async listOwned(labels: Record<string, string>): Promise<{ Id: string }[]> {
+    return must("list containers", await this.engine.listContainers({ all: true, filters: labelFilter({ [LABEL.gateway]: this.gatewayId, ...labels }) }));
+  }
+
+  private async removeContainers(labels: Record<string, string>): Promise<void> {
+    for (const c of await this.listOwned(labels)) {
+      const r = await this.engine.removeContainer(c.Id, { force: true, volumes: false });
+      // 404: already gone (removed concurrently, or auto-removed); that is the goal.
+      if (!(r.kind === "docker" && r.status === 404)) must(`remove container ${c.Id.slice(0, 12)}`, r);
+    }
+  }
+
+  async stop(sandboxId: string, generation: number): Promise<void> {
+    await this.removeContainers({ [LABEL.sandbox]: sandboxId, [LABEL.generation]: String(generation) });
+    rmSync(this.launchDir(sandboxId, generation), { recursive: true, force: true });
+  }
+
+  async remove(sandboxId: string): Promise<void> {
+    const labels = sandboxLabels({ gatewayId: this.gatewayId, sandboxId, name: "" });
+    const filter = labelFilter({ [LABEL.gateway]: labels[LABEL.gateway]!, [LABEL.sandbox]: sandboxId });
+    await this.removeContainers({ [LABEL.sandbox]: sandboxId });
+    for (const n of must("list networks", await this.engine.listNetworks({ filters: filter }))) {
+      const r = await this.engine.removeNetwork(n.Id);
+      if (!(r.kind === "docker" && r.status === 404)) must(`remove network ${n.Name}`, r);
+    }
+    const vols = must("list volumes", await this.engine.listVolumes({ filters: filter }));
+    for (const v of vols.Volumes ?? []) {
+      const r = await this.engine.removeVolume(v.Name, true);
+      if (!(r.kind === "docker" && r.status === 404)) must(`remove volume ${v.Name}`, r);
+    }
+    if (existsSync(this.launchRoot)) {
+      for (const d of readdirSync(this.launchRoot)) if (d.startsWith(`${sandboxId}-g`)) rmSync(join(this.launchRoot, d), { recursive: true, force: true });
+    }
+  }
+
+  async inspect(record: RuntimeRecord): Promise<RuntimeObservation> {
+    const observe = async (expected: ContainerIdentity): Promise<ContainerObservation> => {
+      const r = await this.engine.inspectContainer(expected.id, { timeoutMs: 3000 });
+      if (r.kind === "docker" && r.status === 404) return { state: "missing" };
+      if (r.kind !== "ok") return { state: "unreachable", detail: describe(r) };
+      const identity = identityOf(r.body);
+      const s = r.body.State;
+      if (s.Running) return { state: "running", identity };
+      if (s.Status === "created" || s.StartedAt === NEVER_STARTED) return { state: "created", identity };
+      return { state: "exited", identity, exitCode: s.ExitCode, finishedAt: s.FinishedAt };
+    };
+    const [workload, supervisor] = await Promise.all([observe(record.workload), observe(record.supervisor)]);
+    return { workload, supervisor };
+  }
+
+  exec(record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession> {
+    return startExec(this.engine, record.workload.id, opts);
+  }
+
+  /** One events stream for all of this gateway's containers (the monitor reconnects it). */
+  watch(onEvent: (e: RuntimeEvent) => void): WatchHandle {
+    const ac = new AbortController();
+    const done = this.engine
+      .events({ filters: { type: ["container"], label: [`${LABEL.gateway}=${this.gatewayId}`] }, signal: ac.signal, onOpen: () => onEvent({ type: "connected" }) }, (e) => {
+        const labels = e.Actor?.Attributes ?? {};
+        const role = labels[LABEL.role];
+        if (role !== "workload" && role !== "supervisor") return;
+        const exitCode = labels.exitCode === undefined ? undefined : Number(labels.exitCode);
+        onEvent({ type: "container", action: e.Action ?? "", containerId: e.Actor?.ID ?? e.id ?? "", sandboxId: labels[LABEL.sandbox] ?? "", generation: Number(labels[LABEL.generation]), role, exitCode });
+      })
+      .then((end) => {
+        if (end.kind !== "aborted") onEvent({ type: "disconnected", detail: describe(end) });
+      });
+    return {
+      close: async () => {
+        ac.abort();
+        await done;
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.engine.close();
+  }
+}
+
+/** Null when the container is exactly the recorded instance of this launch, else why not. */
+export function identityProblem(
+  c: ContainerInspect,
+  expected: ContainerIdentity,
+  launch: SandboxObjectsInput & { role: Role },
+): string | null {
+  const labels = c.Config.Labels ?? {};
+  if (c.Id !== expected.id) return `container id ${c.Id.slice(0, 12)} is not the recorded ${expected.id.slice(0, 12)}`;
+  if (labels[LABEL.sandbox] !== launch.sandboxId) return "sandbox label does not match";
+  if (labels[LABEL.gateway] !== launch.gatewayId) return "gateway label does not match";
+  if (labels[LABEL.generation] !== String(launch.generation)) return `generation label ${labels[LABEL.generation]} is not ${launch.generation}`;
+  if (labels[LABEL.role] !== launch.role) return "role label does not match";
+  if (labels[LABEL.nonce] !== launch.nonce) return "launch nonce does not match";
+  if (!c.State.Running) return `not running (${c.State.Status})`;
+  if (c.State.StartedAt !== expected.startedAt) return `started at ${c.State.StartedAt}, not the recorded ${expected.startedAt}: another instance`;
+  return null;
+}
+
+async function probeHealth(ip: string | undefined): Promise<string | null> {
+  if (!ip) return "the supervisor has no egress address";
+  try {
+    const res = await fetch(`http://${ip}:${HEALTH_PORT}/healthz`, { signal: AbortSignal.timeout(1000) });
+    const body = await res.text();
+    return res.ok ? null : `health endpoint answered ${res.status}: ${body.slice(0, 200)}`;
+  } catch (err) {
+    return `health endpoint unreachable: ${(err as Error).message}`;
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(message)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

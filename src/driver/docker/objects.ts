@@ -1,0 +1,144 @@
+// The Docker objects of one sandbox, as pure builders: names, labels and the
+// create configs of its network, volume and two containers. Every security
+// property of a sandbox is decided here, so it can be read and tested in one place.
+
+import type { Role } from "../compute-driver.js";
+import type { Resources } from "../../lifecycle/spec.js";
+import type { ContainerCreateConfig, Labels, NetworkCreateConfig, VolumeCreateConfig } from "./engine-types.js";
+import { IMAGE_NODE_PATH, IMAGE_SUPERVISOR_PATH, SUPERVISOR_UID, WORKLOAD_UID } from "./rootfs.js";
+
+export const LABEL = {
+  gateway: "sandgate.gateway",
+  sandbox: "sandgate.sandbox",
+  name: "sandgate.name",
+  generation: "sandgate.generation",
+  role: "sandgate.role",
+  nonce: "sandgate.nonce",
+} as const;
+
+export const PROXY_PORT = 3128;
+export const HEALTH_PORT = 9901;
+/** Where the supervisor finds its launch configuration (a read-only bind mount). */
+export const LAUNCH_DIR = "/run/sandgate";
+
+export interface SandboxObjectsInput {
+  gatewayId: string;
+  sandboxId: string;
+  name: string;
+  generation: number;
+  nonce: string;
+}
+
+export const networkName = (sandboxId: string): string => `sandgate-${sandboxId}-net`;
+export const volumeName = (sandboxId: string): string => `sandgate-${sandboxId}-workspace`;
+export const containerName = (sandboxId: string, generation: number, role: Role): string =>
+  `sandgate-${sandboxId}-g${generation}-${role}`;
+export const egressNetworkName = (gatewayId: string): string => `sandgate-egress-${gatewayId}`;
+
+export function sandboxLabels(i: Pick<SandboxObjectsInput, "gatewayId" | "sandboxId" | "name">): Labels {
+  return { [LABEL.gateway]: i.gatewayId, [LABEL.sandbox]: i.sandboxId, [LABEL.name]: i.name };
+}
+
+export function containerLabels(i: SandboxObjectsInput, role: Role): Labels {
+  return { ...sandboxLabels(i), [LABEL.generation]: String(i.generation), [LABEL.role]: role, [LABEL.nonce]: i.nonce };
+}
+
+export const labelFilter = (labels: Labels): { label: string[] } => ({
+  label: Object.entries(labels).map(([k, v]) => `${k}=${v}`),
+});
+
+/**
+ * The sandbox's private network: `internal` gives it no route out, and
+ * inhibit_ipv4 leaves the host without an address on it, so the workload cannot
+ * reach host services listening on all interfaces (measured: without it, it can).
+ */
+export function internalNetworkConfig(i: SandboxObjectsInput): NetworkCreateConfig {
+  return {
+    Name: networkName(i.sandboxId),
+    Driver: "bridge",
+    Internal: true,
+    CheckDuplicate: true,
+    Labels: sandboxLabels(i),
+    Options: { "com.docker.network.bridge.inhibit_ipv4": "true" },
+  };
+}
+
+/** The network supervisors use to reach the outside (and, later, the gateway). */
+export function egressNetworkConfig(gatewayId: string): NetworkCreateConfig {
+  return {
+    Name: egressNetworkName(gatewayId),
+    Driver: "bridge",
+    Internal: false,
+    CheckDuplicate: true,
+    Labels: { [LABEL.gateway]: gatewayId, [LABEL.role]: "egress" },
+  };
+}
+
+export function volumeConfig(i: SandboxObjectsInput): VolumeCreateConfig {
+  return { Name: volumeName(i.sandboxId), Labels: sandboxLabels(i) };
+}
+
+/** Settings both containers share: nothing is restarted behind the gateway's back. */
+function hardened(resources: Resources) {
+  return {
+    // An exit is terminal: Docker must never restart a container on its own.
+    RestartPolicy: { Name: "no" as const },
+    CapDrop: ["ALL"],
+    SecurityOpt: ["no-new-privileges:true"],
+    ReadonlyRootfs: true,
+    Tmpfs: { "/tmp": "rw,nosuid,nodev,size=64m" },
+    Memory: resources.memoryMb * 1024 * 1024,
+    MemorySwap: resources.memoryMb * 1024 * 1024,
+    NanoCpus: Math.round(resources.cpus * 1e9),
+    PidsLimit: resources.pids,
+  };
+}
+
+export const SUPERVISOR_RESOURCES: Resources = { memoryMb: 128, cpus: 0.5, pids: 128 };
+
+export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launchDirOnHost: string): ContainerCreateConfig {
+  return {
+    Image: imageId,
+    Cmd: [IMAGE_NODE_PATH, IMAGE_SUPERVISOR_PATH],
+    User: `${SUPERVISOR_UID}:${SUPERVISOR_UID}`,
+    Env: [`SANDGATE_LAUNCH_CONFIG=${LAUNCH_DIR}/launch.json`],
+    Labels: containerLabels(i, "supervisor"),
+    StopSignal: "SIGTERM",
+    StopTimeout: 5,
+    HostConfig: {
+      ...hardened(SUPERVISOR_RESOURCES),
+      NetworkMode: networkName(i.sandboxId),
+      Mounts: [{ Type: "bind", Source: launchDirOnHost, Target: LAUNCH_DIR, ReadOnly: true }],
+    },
+    NetworkingConfig: { EndpointsConfig: { [networkName(i.sandboxId)]: { Aliases: ["sandgate-proxy"] } } },
+  };
+}
+
+export const IDLE_COMMAND = ["sleep", "2147483647"];
+
+export function workloadConfig(
+  i: SandboxObjectsInput,
+  opts: { imageId: string; command: string[] | undefined; env: Record<string, string>; resources: Resources; proxyUrl: string; defaultImage: boolean },
+): ContainerCreateConfig {
+  const proxyEnv = { HTTP_PROXY: opts.proxyUrl, HTTPS_PROXY: opts.proxyUrl, http_proxy: opts.proxyUrl, https_proxy: opts.proxyUrl, NO_PROXY: "", no_proxy: "" };
+  const env = { ...opts.env, ...proxyEnv };
+  const config: ContainerCreateConfig = {
+    Image: opts.imageId,
+    Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+    // A non-root user always: the image's USER is not trusted to be one.
+    User: `${WORKLOAD_UID}:${WORKLOAD_UID}`,
+    WorkingDir: "/sandbox",
+    Labels: containerLabels(i, "workload"),
+    StopTimeout: 5,
+    HostConfig: {
+      ...hardened(opts.resources),
+      NetworkMode: networkName(i.sandboxId),
+      Init: true,
+      Mounts: [{ Type: "volume", Source: volumeName(i.sandboxId), Target: "/sandbox" }],
+    },
+  };
+  // Imported images have no Cmd: our default image idles unless told otherwise.
+  const command = opts.command ?? (opts.defaultImage ? IDLE_COMMAND : undefined);
+  if (command) config.Cmd = command;
+  return config;
+}

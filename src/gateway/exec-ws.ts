@@ -1,0 +1,126 @@
+// Exec and interactive sessions over WebSocket: GET /v1/sandboxes/:name/exec
+// upgraded. Users never get the Docker socket; the gateway runs the exec and
+// relays it.
+//
+// Frames, server → client: binary [1, ...stdout] or [2, ...stderr]; text
+//   {"type":"exit","code":N} then close, or {"type":"error","message":...}.
+// Frames, client → server: binary [0, ...stdin]; text {"type":"eof"} or
+//   {"type":"resize","cols":C,"rows":R}.
+
+import type { IncomingMessage, Server } from "node:http";
+import type { Duplex } from "node:stream";
+import type { Logger } from "pino";
+import { WebSocketServer, type WebSocket } from "ws";
+import { z } from "zod";
+import type { ExecSession } from "../driver/compute-driver.js";
+import { ExecQuery, formatZodError } from "./api-schemas.js";
+import { ApiError } from "./errors.js";
+import { tokenMatches } from "./auth.js";
+import type { SandboxService } from "./sandbox-service.js";
+
+export const STDIN = 0;
+export const STDOUT = 1;
+export const STDERR = 2;
+
+const ControlFrame = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("eof") }),
+  z.object({ type: z.literal("resize"), cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) }),
+]);
+
+const ROUTE = /^\/v1\/sandboxes\/([^/?]+)\/exec(?:\?|$)/;
+
+function refuse(socket: Duplex, err: ApiError): void {
+  const body = JSON.stringify({ error: { code: err.code, message: err.message } });
+  socket.end(
+    `HTTP/1.1 ${err.status} ${err.code}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+export function attachExec(server: Server, ctx: { service: SandboxService; token: string; log: Logger }): { close(): void } {
+  const wss = new WebSocketServer({ noServer: true });
+  const live = new Set<WebSocket>();
+
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    void (async () => {
+      const m = ROUTE.exec(req.url ?? "");
+      if (!m) return refuse(socket, new ApiError("not_found", `no route for upgrade ${req.url ?? ""}`));
+      if (!tokenMatches(req.headers.authorization, ctx.token)) return refuse(socket, new ApiError("unauthorized", "missing or wrong bearer token"));
+      const url = new URL(req.url ?? "", "http://gateway");
+      const raw: Record<string, string | string[]> = {};
+      for (const key of new Set(url.searchParams.keys())) {
+        const all = url.searchParams.getAll(key);
+        raw[key] = key === "cmd" ? all : all[0]!;
+      }
+      const q = ExecQuery.safeParse(raw);
+      if (!q.success) return refuse(socket, new ApiError("invalid_request", formatZodError(q.error)));
+      const cmd = typeof q.data.cmd === "string" ? [q.data.cmd] : (q.data.cmd ?? []);
+      const tty = q.data.tty === "1";
+      if (cmd.length === 0) return refuse(socket, new ApiError("invalid_request", "cmd: at least one argument is required"));
+      let session: ExecSession;
+      try {
+        session = await ctx.service.exec(decodeURIComponent(m[1]!), {
+          cmd,
+          tty,
+          size: q.data.cols && q.data.rows ? { cols: q.data.cols, rows: q.data.rows } : undefined,
+        });
+      } catch (err) {
+        if (err instanceof ApiError) return refuse(socket, err);
+        ctx.log.warn({ err: (err as Error).message }, "exec failed to start");
+        return refuse(socket, new ApiError("unavailable", `exec failed: ${(err as Error).message}`));
+      }
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        live.add(ws);
+        relay(ws, session, ctx.log);
+        ws.on("close", () => live.delete(ws));
+      });
+    })();
+  });
+
+  return {
+    close() {
+      for (const ws of live) ws.terminate();
+      wss.close();
+    },
+  };
+}
+
+function relay(ws: WebSocket, session: ExecSession, log: Logger): void {
+  const send = (channel: number) => (chunk: Buffer) => {
+    if (ws.readyState === ws.OPEN) ws.send(Buffer.concat([Buffer.of(channel), chunk]));
+  };
+  session.stdout.on("data", send(STDOUT));
+  session.stderr.on("data", send(STDERR));
+  session.stdin.on("error", () => undefined); // a process that exits before reading all stdin
+
+  ws.on("message", (data: Buffer, isBinary: boolean) => {
+    if (isBinary) {
+      if (data[0] === STDIN && !session.stdin.writableEnded) session.stdin.write(data.subarray(1));
+      return;
+    }
+    let parsed: z.infer<typeof ControlFrame>;
+    try {
+      parsed = ControlFrame.parse(JSON.parse(data.toString()));
+    } catch {
+      ws.send(JSON.stringify({ type: "error", message: "bad control frame" }));
+      return;
+    }
+    if (parsed.type === "eof") session.stdin.end();
+    else session.resize(parsed.cols, parsed.rows).catch((err: unknown) => log.debug({ err }, "resize failed"));
+  });
+  ws.on("close", () => session.close());
+
+  session.exitCode.then(
+    (code) => {
+      if (ws.readyState === ws.OPEN) {
+        ws.send(JSON.stringify({ type: "exit", code }));
+        ws.close(1000);
+      }
+    },
+    (err: unknown) => {
+      if (ws.readyState === ws.OPEN) {
+        ws.send(JSON.stringify({ type: "error", message: (err as Error).message }));
+        ws.close(1011);
+      }
+    },
+  );
+}

@@ -1,0 +1,174 @@
+// The CLI as a new user meets it: a real `sandgate` process against a real
+// gateway (HTTP + SQLite) on the in-memory driver test double.
+
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MemoryDriver } from "../support/memory-driver.js";
+import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
+
+const MAIN = join(import.meta.dirname, "../../src/cli/main.ts");
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function cli(args: string[], env: Record<string, string | undefined> = {}, stdin?: string): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], {
+      env: { ...process.env, SANDGATE_URL: undefined, SANDGATE_TOKEN: undefined, ...env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    p.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
+    p.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
+    p.on("error", reject);
+    p.on("close", (code) => resolve({ code, stdout, stderr }));
+    p.stdin.end(stdin ?? "");
+  });
+}
+
+/** One line, no stack trace. */
+function oneLine(r: Run): string {
+  const lines = r.stderr.trim().split("\n");
+  expect(lines, r.stderr).toHaveLength(1);
+  expect(r.stderr).not.toMatch(/\bat .+:\d+:\d+/);
+  return lines[0]!;
+}
+
+describe("CLI without a gateway", () => {
+  const emptyHome = mkdtempSync(join(tmpdir(), "sg-cli-empty-"));
+  afterAll(() => rmSync(emptyHome, { recursive: true, force: true }));
+
+  it("says the gateway is not running, in one line, exit 3", async () => {
+    for (const args of [["sandbox", "list"], ["gateway", "status"]]) {
+      const r = await cli(["--home", emptyHome, ...args]);
+      expect(r.code).toBe(3);
+      expect(oneLine(r)).toMatch(/^sandgate: the gateway is not running .*sandgate gateway start$/);
+    }
+  });
+
+  it("says so too when the address file points at a dead gateway", async () => {
+    writeFileSync(join(emptyHome, "token"), "x\n");
+    const port = await new Promise<number>((resolve) => {
+      const srv = createServer().listen(0, "127.0.0.1", () => {
+        const p = (srv.address() as AddressInfo).port;
+        srv.close(() => resolve(p));
+      });
+    });
+    writeFileSync(join(emptyHome, "gateway.json"), JSON.stringify({ url: `http://127.0.0.1:${port}`, pid: 1 }));
+    const r = await cli(["--home", emptyHome, "sandbox", "get", "demo"]);
+    expect(r.code).toBe(3);
+    expect(oneLine(r)).toBe(`sandgate: the gateway is not running at http://127.0.0.1:${port}: ECONNREFUSED; start it with: sandgate gateway start`);
+  });
+
+  it("has --help everywhere, exit 0", async () => {
+    for (const args of [["--help"], ["sandbox", "--help"], ["sandbox", "create", "--help"], ["gateway", "start", "--help"]]) {
+      const r = await cli(args);
+      expect(r.code, args.join(" ")).toBe(0);
+      expect(r.stdout).toMatch(/Usage: sandgate/);
+    }
+  });
+
+  it("rejects bad arguments with exit 2", async () => {
+    const r = await cli(["--home", emptyHome, "sandbox", "create", "demo", "--memory", "lots"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--memory must be a positive whole number/);
+    const unknown = await cli(["sandbox", "frobnicate"]);
+    expect(unknown.code).toBe(2);
+  });
+});
+
+describe("CLI against a gateway", () => {
+  let t: TestGateway;
+  let home: string[];
+  beforeAll(async () => {
+    t = await startTestGateway(new MemoryDriver());
+    home = ["--home", t.home.dir];
+  });
+  afterAll(() => t.close());
+
+  const rows = () => t.gw.store.db.prepare("SELECT (SELECT count(*) FROM sandboxes) s, (SELECT count(*) FROM events) e").get();
+
+  it("create, list, get, stop, start, events and delete, as tables and as --json", async () => {
+    const created = await cli([...home, "sandbox", "create", "demo", "--memory", "128", "-e", "A=1"]);
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).toBe("demo  Ready  generation 1\n");
+    expect(created.stderr).toMatch(/creating sandbox "demo"/);
+    expect(created.stderr).toMatch(/Provisioning → Ready/);
+
+    const list = await cli([...home, "sandbox", "list"]);
+    expect(list.stdout).toMatch(/^NAME\s+PHASE\s+GEN/);
+    expect(list.stdout).toMatch(/\ndemo\s+Ready\s+1\s/);
+
+    const get = await cli([...home, "sandbox", "get", "demo", "--json"]);
+    const s = JSON.parse(get.stdout);
+    expect(s).toMatchObject({ name: "demo", phase: "Ready", generation: 1, spec: { env: { A: "1" }, resources: { memoryMb: 128 } } });
+
+    const human = await cli([...home, "sandbox", "get", "demo"]);
+    expect(human.stdout).toMatch(/^name\s+demo$/m);
+    expect(human.stdout).toMatch(/^phase\s+Ready$/m);
+
+    const stop = await cli([...home, "sandbox", "stop", "demo", "--json"]);
+    expect(stop.code).toBe(0);
+    expect(JSON.parse(stop.stdout).phase).toBe("Stopped");
+    expect(stop.stderr).toBe(""); // --json keeps progress quiet
+
+    const start = await cli([...home, "sandbox", "start", "demo"]);
+    expect(start.stdout).toBe("demo  Ready  generation 2\n");
+
+    const events = await cli([...home, "sandbox", "events", "demo", "--json"]);
+    const phases = (JSON.parse(events.stdout) as { kind: string; newPhase: string }[]).filter((e) => e.kind === "phase").map((e) => e.newPhase);
+    expect(phases).toEqual(["Provisioning", "Ready", "Stopping", "Stopped", "Provisioning", "Ready"]);
+
+    const del = await cli([...home, "sandbox", "delete", "demo"]);
+    expect(del.code).toBe(0);
+    expect(del.stdout).toBe("demo  deleted\n");
+    expect((await cli([...home, "sandbox", "list"])).stdout).toBe("no sandboxes\n");
+  });
+
+  it("unknown sandbox → exit 4; duplicate name → exit 5; invalid name → exit 2; wrong phase → exit 5; nothing changes", async () => {
+    await cli([...home, "sandbox", "create", "taken"]);
+    const before = rows();
+
+    const unknown = await cli([...home, "sandbox", "get", "nope"]);
+    expect(unknown.code).toBe(4);
+    expect(oneLine(unknown)).toBe('sandgate: no sandbox named "nope"');
+
+    const dup = await cli([...home, "sandbox", "create", "taken"]);
+    expect(dup.code).toBe(5);
+    expect(oneLine(dup)).toBe('sandgate: a sandbox named "taken" already exists');
+
+    for (const bad of ["Bad_Name", "x".repeat(64), "-lead", "trail-"]) {
+      const r = await cli([...home, "sandbox", "create", "--", bad]);
+      expect(r.code, bad).toBe(2);
+      expect(oneLine(r)).toMatch(/^sandgate: invalid sandbox name .*: 1-63 characters: lowercase letters, digits and '-'/);
+    }
+
+    const phase = await cli([...home, "sandbox", "start", "taken"]);
+    expect(phase.code).toBe(5);
+    expect(oneLine(phase)).toBe('sandgate: cannot start sandbox "taken": it is Ready; start is allowed from Stopped, Completed or Error');
+
+    expect(rows()).toEqual(before);
+  });
+
+  it("wrong token → exit 7 with a hint where the token lives; nothing changes", async () => {
+    const before = rows();
+    const r = await cli([...home, "sandbox", "create", "sneaky"], { SANDGATE_TOKEN: "wrong" });
+    expect(r.code).toBe(7);
+    expect(oneLine(r)).toMatch(/refused the API token .*check SANDGATE_TOKEN or .*token$/);
+    expect(rows()).toEqual(before);
+  });
+
+  it("gateway status shows the running gateway", async () => {
+    const r = await cli([...home, "gateway", "status", "--json"]);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ url: t.url, pid: process.pid, driver: "memory (test double)" });
+  });
+});
