@@ -4,6 +4,7 @@
 
 import type { Readable, Writable } from "node:stream";
 import type { SandboxSpec } from "../lifecycle/spec.js";
+import type { MonitorSink } from "../monitor/sink.js";
 
 export type Role = "workload" | "supervisor";
 
@@ -79,14 +80,18 @@ export interface ExecSession {
   close(): void;
 }
 
-/** Runtime events as the monitor consumes them. */
-export type RuntimeEvent =
-  | { type: "container"; action: string; containerId: string; sandboxId: string; generation: number; role: Role; exitCode?: number }
-  | { type: "connected" }
-  | { type: "disconnected"; detail: string };
-
-export interface WatchHandle {
+/** Watches armed sandbox generations and reports what it proves through a MonitorSink. */
+export interface RuntimeMonitor {
+  start(): void;
+  /** One monitor per sandbox generation: re-arming is a no-op, an older generation is refused. */
+  arm(w: { sandboxId: string; name: string; generation: number; record: RuntimeRecord }): void;
+  disarm(sandboxId: string): void;
+  metrics(): object;
   close(): Promise<void>;
+}
+
+export interface MonitorConfig {
+  recoveryDeadlineMs?: number;
 }
 
 export class ProvisionError extends Error {
@@ -113,6 +118,7 @@ export interface ComputeDriver {
   remove(sandboxId: string): Promise<void>;
   inspect(record: RuntimeRecord): Promise<RuntimeObservation>;
   exec(record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession>;
-  watch(onEvent: (e: RuntimeEvent) => void): WatchHandle;
+  /** A monitor for this runtime, or null when the runtime cannot be watched. */
+  watch(sink: MonitorSink, config: MonitorConfig): RuntimeMonitor | null;
   close(): Promise<void>;
 }

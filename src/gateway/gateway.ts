@@ -46,6 +46,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       uptimeSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
       driver: driver.kind,
       sandboxes: countPhases(service),
+      monitor: service.metrics(),
     }),
   });
   const exec = attachExec(app.server, { service, token, log });
@@ -58,7 +59,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     throw err;
   }
   writeAddress(home, { url, pid: process.pid, startedAt: startedAt.toISOString(), version: VERSION });
-  service.resumeIntents();
+  service.resume();
   log.info({ url, home: home.dir, driver: driver.kind }, "gateway listening");
 
   let closing: Promise<void> | undefined;

@@ -5,11 +5,12 @@
 
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
-import type { ComputeDriver, ExecOptions, ExecSession, LaunchRequest } from "../driver/compute-driver.js";
+import type { ComputeDriver, ExecOptions, ExecSession, LaunchRequest, RuntimeMonitor } from "../driver/compute-driver.js";
 import { transition, type LifecycleState } from "../lifecycle/machine.js";
 import type { LifecycleEvent, UserEvent } from "../lifecycle/phases.js";
 import { DEFAULT_RESOURCES, checkSandboxName, type SandboxSpec } from "../lifecycle/spec.js";
 import { defaultPolicy, parsePolicyYaml, policyFromObject, type Policy } from "../policy/index.js";
+import type { MonitorSink } from "../monitor/sink.js";
 import { DuplicateNameError, type SandboxRecord, type Store } from "../store/store.js";
 import { ApiError, notFound } from "./errors.js";
 import { KeyedSerial } from "./serial.js";
@@ -27,6 +28,8 @@ export interface CreateInput {
 export interface ServiceOptions {
   /** How long readiness evidence may take to appear after the containers start. */
   readyTimeoutMs?: number;
+  /** How long a sandbox may stay Recovering before it fails closed. Default 60 s. */
+  recoveryDeadlineMs?: number;
 }
 
 function parsePolicyInput(input: CreateInput["policy"]): Policy {
@@ -45,6 +48,7 @@ export class SandboxService {
   private readonly serial = new KeyedSerial();
   private readonly readyTimeoutMs: number;
   private closed = false;
+  readonly monitor: RuntimeMonitor | null;
 
   constructor(
     readonly store: Store,
@@ -53,6 +57,68 @@ export class SandboxService {
     opts: ServiceOptions = {},
   ) {
     this.readyTimeoutMs = opts.readyTimeoutMs ?? 30_000;
+    this.monitor = driver.watch(this.sink(), { recoveryDeadlineMs: opts.recoveryDeadlineMs });
+  }
+
+  /** What the runtime monitor may read and do; every write is a compare-and-set. */
+  private sink(): MonitorSink {
+    return {
+      current: (id) => {
+        const s = this.store.get(id);
+        return s ? { phase: s.phase, generation: s.generation } : null;
+      },
+      apply: async (id, generation, event, msg) => {
+        let applied = false;
+        await this.serial.run(
+          id,
+          async () => {
+            applied = this.observe(id, generation, event, msg) !== null;
+          },
+          (err) => this.log.error({ sandboxId: id, err: message(err) }, "monitor observation failed"),
+        );
+        return applied;
+      },
+      verify: async (id, generation) => {
+        const s = this.store.get(id);
+        if (!s?.runtime || s.generation !== generation) return { ready: false, checks: [{ name: "record", ok: false, detail: "no runtime recorded for this generation" }] };
+        return this.driver.verify(this.launchRequestOf(s), s.runtime);
+      },
+      teardown: (id, generation) =>
+        this.serial.run(
+          id,
+          async () => {
+            await this.driver.stop(id, generation);
+            const s = this.store.get(id);
+            if (s && s.generation === generation && (s.phase === "Error" || s.phase === "Completed")) this.store.setRuntime(id, { phase: s.phase, generation }, null);
+            this.log.info({ sandboxId: id, generation }, "workload stopped (fail closed)");
+          },
+          (err) => {
+            throw err;
+          },
+        ),
+      owedTeardowns: () =>
+        this.store
+          .list()
+          .filter((s) => (s.phase === "Error" || s.phase === "Completed") && s.runtime !== null)
+          .map((s) => ({ sandboxId: s.id, generation: s.generation })),
+      recoveringSince: (id) => {
+        const events = this.store.events(id, { limit: 100_000 });
+        for (let i = events.length - 1; i >= 0; i--) {
+          const e = events[i]!;
+          if (e.kind === "phase" && e.newPhase === "Recovering" && e.oldPhase !== "Recovering") return Date.parse(e.time);
+        }
+        return undefined;
+      },
+    };
+  }
+
+  private launchRequestOf(s: SandboxRecord): LaunchRequest {
+    return { sandboxId: s.id, name: s.name, generation: s.generation, nonce: s.runtime?.nonce ?? "", spec: s.spec };
+  }
+
+  /** Monitoring counters for `gateway status`. */
+  metrics(): object | null {
+    return this.monitor?.metrics() ?? null;
   }
 
   get(nameOrId: string): SandboxRecord {
@@ -93,6 +159,9 @@ export class SandboxService {
     this.assertOpen();
     const before = this.get(nameOrId);
     const after = this.apply(before, { type: intent }, `${intent} requested`);
+    // The intent is persisted: cancel monitoring before any runtime work, so the
+    // exit this causes is never reported as a crash.
+    if (intent !== "start") this.monitor?.disarm(after.id);
     this.log.info({ sandboxId: after.id, name: after.name, generation: after.generation, intent }, "intent accepted");
     if (intent === "start") this.enqueueLaunch(after);
     else if (intent === "stop") this.enqueueStop(after);
@@ -115,6 +184,7 @@ export class SandboxService {
 
   async close(): Promise<void> {
     this.closed = true;
+    await this.monitor?.close();
     await this.serial.idle();
   }
 
@@ -200,7 +270,10 @@ export class SandboxService {
         throw new Error(`not ready after ${this.readyTimeoutMs} ms (${failed.join("; ")})`);
       }
       const ready = this.observe(id, generation, { type: "ready" }, "readiness verified");
-      if (ready) this.log.info({ sandboxId: id, generation, record }, "sandbox ready");
+      if (ready) {
+        this.log.info({ sandboxId: id, generation, record }, "sandbox ready");
+        this.monitor?.arm({ sandboxId: id, name: s.name, generation, record });
+      }
     } catch (err) {
       const detail = message(err);
       const failed = this.observe(id, generation, { type: "provisionFailed", detail }, detail);
@@ -223,13 +296,31 @@ export class SandboxService {
     }
   }
 
+  /**
+   * A persisted stop or delete is carried out even if the runtime is away for a
+   * while: retry with capped backoff while the intent still stands.
+   */
+  private async untilDone(s: SandboxRecord, what: string, work: () => Promise<void>, stillWanted: () => boolean): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await work();
+        return;
+      } catch (err) {
+        if (this.closed || !stillWanted()) throw err;
+        if (attempt === 0) this.store.appendEvent({ id: s.id, name: s.name, generation: s.generation }, "info", `${what} is waiting for the runtime: ${message(err)}`);
+        this.log.warn({ sandboxId: s.id, attempt, err: message(err) }, `${what} failed; retrying`);
+        await new Promise((r) => setTimeout(r, Math.min(5000, 200 * 2 ** attempt)));
+      }
+    }
+  }
+
   private enqueueStop(s: SandboxRecord): void {
     const { id, generation } = s;
     void this.serial.run(
       id,
       async () => {
         if (!this.isCurrent(id, generation, "Stopping")) return;
-        await this.driver.stop(id, generation);
+        await this.untilDone(s, "stop", () => this.driver.stop(id, generation), () => this.isCurrent(id, generation, "Stopping"));
         this.observe(id, generation, { type: "stopped" }, "containers removed; workspace kept", null);
       },
       (err) => {
@@ -245,7 +336,7 @@ export class SandboxService {
       id,
       async () => {
         if (!this.isCurrent(id, generation, "Deleting")) return;
-        await this.driver.remove(id);
+        await this.untilDone(s, "delete", () => this.driver.remove(id), () => this.isCurrent(id, generation, "Deleting"));
         this.store.deleteSandbox(id, { generation });
         this.log.info({ sandboxId: id, name: s.name }, "sandbox deleted");
       },
@@ -256,9 +347,18 @@ export class SandboxService {
     );
   }
 
-  /** On gateway start: finish intents a previous gateway persisted but did not complete. */
-  resumeIntents(): void {
+  /**
+   * On gateway start: finish intents a previous gateway persisted but did not
+   * complete, and adopt running sandboxes through the same verification path as
+   * recovery (nothing is torn down just because the gateway restarted).
+   */
+  resume(): void {
     for (const s of this.store.list()) {
+      if ((s.phase === "Ready" || s.phase === "Recovering") && s.runtime && this.monitor) {
+        if (s.phase === "Ready") this.observe(s.id, s.generation, { type: "contactLost", cause: "gateway restarted: re-verifying" }, "gateway restarted: re-verifying before trusting");
+        this.monitor.arm({ sandboxId: s.id, name: s.name, generation: s.generation, record: s.runtime });
+        continue;
+      }
       if (s.phase === "Stopping") this.enqueueStop(s);
       else if (s.phase === "Deleting") this.enqueueDelete(s);
       else if (s.phase === "Provisioning") {
@@ -271,5 +371,6 @@ export class SandboxService {
         }
       }
     }
+    this.monitor?.start();
   }
 }

@@ -6,17 +6,21 @@ export class KeyedSerial {
   private readonly tails = new Map<string, Promise<void>>();
   private readonly pending = new Set<Promise<void>>();
 
-  /** Queue `task` behind earlier tasks for `key`. Errors go to `onError`, never unhandled. */
+  /**
+   * Queue `task` behind earlier tasks for `key`. Errors go to `onError`; if that
+   * rethrows, the returned promise rejects, but the queue goes on.
+   */
   run(key: string, task: () => Promise<void>, onError: (err: unknown) => void): Promise<void> {
     const prev = this.tails.get(key) ?? Promise.resolve();
-    const next = prev.then(task).catch(onError);
-    this.tails.set(key, next);
-    this.pending.add(next);
-    void next.finally(() => {
-      this.pending.delete(next);
-      if (this.tails.get(key) === next) this.tails.delete(key);
+    const result = prev.then(task).catch(onError);
+    const tail = result.catch(() => undefined);
+    this.tails.set(key, tail);
+    this.pending.add(tail);
+    void tail.finally(() => {
+      this.pending.delete(tail);
+      if (this.tails.get(key) === tail) this.tails.delete(key);
     });
-    return next;
+    return result;
   }
 
   get size(): number {

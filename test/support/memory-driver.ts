@@ -12,10 +12,8 @@ import {
   type LaunchRequest,
   type ReadinessReport,
   type Role,
-  type RuntimeEvent,
   type RuntimeObservation,
   type RuntimeRecord,
-  type WatchHandle,
 } from "../../src/driver/compute-driver.js";
 
 interface FakeContainer {
@@ -114,8 +112,9 @@ export class MemoryDriver implements ComputeDriver {
     return { stdin: new PassThrough(), stdout, stderr, resize: async () => {}, exitCode: Promise.resolve(0), close: () => {} };
   }
 
-  watch(_onEvent: (e: RuntimeEvent) => void): WatchHandle {
-    return { close: async () => {} };
+  /** No monitor: the in-memory runtime never fails on its own. */
+  watch(): null {
+    return null;
   }
 
   async close(): Promise<void> {}

@@ -1,38 +1,14 @@
 // The CLI as a new user meets it: a real `sandgate` process against a real
 // gateway (HTTP + SQLite) on the in-memory driver test double.
 
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cli, type CliRun as Run } from "../support/cli-runner.js";
 import { MemoryDriver } from "../support/memory-driver.js";
 import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
-
-const MAIN = join(import.meta.dirname, "../../src/cli/main.ts");
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-export function cli(args: string[], env: Record<string, string | undefined> = {}, stdin?: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], {
-      env: { ...process.env, SANDGATE_URL: undefined, SANDGATE_TOKEN: undefined, ...env },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    p.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
-    p.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
-    p.on("error", reject);
-    p.on("close", (code) => resolve({ code, stdout, stderr }));
-    p.stdin.end(stdin ?? "");
-  });
-}
 
 /** One line, no stack trace. */
 function oneLine(r: Run): string {

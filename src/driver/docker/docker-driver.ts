@@ -15,12 +15,14 @@ import {
   type ExecSession,
   type LaunchRequest,
   type ReadinessReport,
+  type MonitorConfig,
   type Role,
-  type RuntimeEvent,
+  type RuntimeMonitor,
   type RuntimeObservation,
   type RuntimeRecord,
-  type WatchHandle,
 } from "../compute-driver.js";
+import { DockerMonitor } from "../../monitor/docker-monitor.js";
+import type { MonitorSink } from "../../monitor/sink.js";
 import { serializePolicy } from "../../policy/index.js";
 import { EngineClient, describe, type EngineResult } from "./engine.js";
 import type { ContainerInspect } from "./engine-types.js";
@@ -315,26 +317,16 @@ export class DockerDriver implements ComputeDriver {
     return startExec(this.engine, record.workload.id, opts);
   }
 
-  /** One events stream for all of this gateway's containers (the monitor reconnects it). */
-  watch(onEvent: (e: RuntimeEvent) => void): WatchHandle {
-    const ac = new AbortController();
-    const done = this.engine
-      .events({ filters: { type: ["container"], label: [`${LABEL.gateway}=${this.gatewayId}`] }, signal: ac.signal, onOpen: () => onEvent({ type: "connected" }) }, (e) => {
-        const labels = e.Actor?.Attributes ?? {};
-        const role = labels[LABEL.role];
-        if (role !== "workload" && role !== "supervisor") return;
-        const exitCode = labels.exitCode === undefined ? undefined : Number(labels.exitCode);
-        onEvent({ type: "container", action: e.Action ?? "", containerId: e.Actor?.ID ?? e.id ?? "", sandboxId: labels[LABEL.sandbox] ?? "", generation: Number(labels[LABEL.generation]), role, exitCode });
-      })
-      .then((end) => {
-        if (end.kind !== "aborted") onEvent({ type: "disconnected", detail: describe(end) });
-      });
-    return {
-      close: async () => {
-        ac.abort();
-        await done;
-      },
+  /** One monitor for all of this gateway's sandboxes, on its own Docker connection. */
+  watch(sink: MonitorSink, config: MonitorConfig): RuntimeMonitor {
+    const engine = new EngineClient({ socketPath: this.engine.socketPath, timeoutMs: 3_000 });
+    const monitor = new DockerMonitor({ engine, gatewayId: this.gatewayId, sink, log: this.log, recoveryDeadlineMs: config.recoveryDeadlineMs });
+    const close = monitor.close.bind(monitor);
+    monitor.close = async () => {
+      await close();
+      await engine.close();
     };
+    return monitor;
   }
 
   async close(): Promise<void> {

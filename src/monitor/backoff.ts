@@ -1,0 +1,18 @@
+// Bounded exponential backoff with jitter for reconnecting to Docker. Pure.
+
+export interface BackoffPolicy {
+  initialMs: number;
+  factor: number;
+  maxMs: number;
+  /** ± fraction of the delay, e.g. 0.2 for ±20 %. */
+  jitter: number;
+}
+
+export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 200, factor: 1.6, maxMs: 5_000, jitter: 0.2 };
+
+/** Delay before reconnect attempt `attempt` (0-based); `random` in [0, 1). */
+export function backoffDelay(attempt: number, random: number, p: BackoffPolicy = DEFAULT_BACKOFF): number {
+  const base = Math.min(p.maxMs, p.initialMs * Math.pow(p.factor, Math.max(0, attempt)));
+  const spread = base * p.jitter * (2 * random - 1);
+  return Math.max(0, Math.round(Math.min(p.maxMs * (1 + p.jitter), base + spread)));
+}

@@ -1,0 +1,425 @@
+// Watches every armed sandbox of this gateway through ONE Docker events stream
+// (filtered by the gateway's label) plus a ping watchdog, so the number of
+// Docker connections stays constant as sandboxes grow. A broken stream or a
+// failed ping is a lost channel, never an exit: the affected sandboxes go
+// Recovering and nothing is stopped. After every reconnect the verdict comes
+// from re-read state (inspect), never from replayed events.
+
+import type { Logger } from "pino";
+import type { RuntimeMonitor } from "../driver/compute-driver.js";
+import { describe, type EngineResult } from "../driver/docker/engine-result.js";
+import type { ContainerInspect, ContainerSummary, DockerEvent } from "../driver/docker/engine-types.js";
+import type { EngineClient } from "../driver/docker/engine.js";
+import { LABEL, containerName } from "../driver/docker/objects.js";
+import type { LifecycleEvent } from "../lifecycle/phases.js";
+import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "./backoff.js";
+import { classifyInspect, type ExpectedInstance, type Verdict } from "./classify.js";
+import { decide, type RoleVerdicts } from "./decide.js";
+import { MonitorRegistry, type Watched } from "./registry.js";
+import type { MonitorSink } from "./sink.js";
+
+export interface MonitorOptions {
+  engine: EngineClient;
+  gatewayId: string;
+  sink: MonitorSink;
+  log: Logger;
+  /** How long a sandbox may stay Recovering before it fails closed. Default 60 s. */
+  recoveryDeadlineMs?: number;
+  pingIntervalMs?: number;
+  pingTimeoutMs?: number;
+  /** How often Recovering sandboxes are re-checked while Docker answers. */
+  retryIntervalMs?: number;
+  backoff?: BackoffPolicy;
+  random?: () => number;
+}
+
+export interface MonitorMetrics {
+  dockerConnected: boolean;
+  reconnectAttempts: number;
+  /** Delays chosen by the backoff, most recent last (bounded). */
+  recentBackoffMs: number[];
+  disconnects: number;
+  classifications: { exited: number; instance_changed: number; gone: number; channel_lost: number; alive: number; stale_dropped: number };
+  recoveringNow: number;
+  recoveringMsTotal: number;
+  recovered: number;
+  monitors: number;
+}
+
+const COUNTER: Record<Verdict["kind"], keyof MonitorMetrics["classifications"]> = {
+  Exited: "exited",
+  InstanceChanged: "instance_changed",
+  Gone: "gone",
+  ChannelLost: "channel_lost",
+  Alive: "alive",
+};
+
+const WATCHED_ACTIONS = new Set(["die", "kill", "oom", "stop", "destroy", "start", "restart", "pause", "unpause"]);
+
+export class DockerMonitor implements RuntimeMonitor {
+  readonly registry = new MonitorRegistry();
+  private readonly opts: Required<Omit<MonitorOptions, "engine" | "sink" | "log" | "gatewayId">>;
+  private readonly engine: EngineClient;
+  private readonly sink: MonitorSink;
+  private readonly log: Logger;
+  private readonly gatewayId: string;
+  private connected = false;
+  private closed = false;
+  private stream: AbortController | undefined;
+  private loop: Promise<void> | undefined;
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly inflight = new Map<string, Promise<void>>();
+  private readonly again = new Set<string>();
+  private readonly recoveringAt = new Map<string, number>();
+  private wakeSleep: (() => void) | undefined;
+  private pinging = false;
+  private readonly m: MonitorMetrics = {
+    dockerConnected: false,
+    reconnectAttempts: 0,
+    recentBackoffMs: [],
+    disconnects: 0,
+    classifications: { exited: 0, instance_changed: 0, gone: 0, channel_lost: 0, alive: 0, stale_dropped: 0 },
+    recoveringNow: 0,
+    recoveringMsTotal: 0,
+    recovered: 0,
+    monitors: 0,
+  };
+
+  constructor(o: MonitorOptions) {
+    this.engine = o.engine;
+    this.sink = o.sink;
+    this.log = o.log.child({ component: "monitor" });
+    this.gatewayId = o.gatewayId;
+    this.opts = {
+      recoveryDeadlineMs: o.recoveryDeadlineMs ?? 60_000,
+      pingIntervalMs: o.pingIntervalMs ?? 2_000,
+      pingTimeoutMs: o.pingTimeoutMs ?? 1_500,
+      retryIntervalMs: o.retryIntervalMs ?? 1_000,
+      backoff: o.backoff ?? DEFAULT_BACKOFF,
+      random: o.random ?? Math.random,
+    };
+  }
+
+  metrics(): MonitorMetrics {
+    const now = Date.now();
+    let open = 0;
+    for (const t of this.recoveringAt.values()) open += now - t;
+    return {
+      ...this.m,
+      classifications: { ...this.m.classifications },
+      recentBackoffMs: [...this.m.recentBackoffMs],
+      dockerConnected: this.connected,
+      recoveringNow: this.recoveringAt.size,
+      recoveringMsTotal: this.m.recoveringMsTotal + open,
+      monitors: this.registry.size,
+    };
+  }
+
+  /** Pending checks and timers, for leak assertions in tests. */
+  pending(): { checks: number; timers: number } {
+    return { checks: this.inflight.size, timers: this.timers.size };
+  }
+
+  start(): void {
+    if (this.loop) return;
+    this.loop = this.run();
+    this.every(this.opts.pingIntervalMs, () => void this.watchdog());
+    this.every(Math.min(500, this.opts.retryIntervalMs), () => this.tick());
+  }
+
+  /** Arm the monitor of a generation that just became Ready (or is being adopted). */
+  arm(w: Watched): void {
+    const r = this.registry.arm(w);
+    this.log.info({ sandboxId: w.sandboxId, generation: w.generation, result: r }, "monitor arm");
+    if (r === "refused-older" || r === "already-armed") return;
+    if (!this.connected && this.loop) void this.lose(w, "the Docker events stream is down");
+    else if (this.connected) this.check(w.sandboxId);
+  }
+
+  /** Stop and delete disarm first, so an intended exit is never reported as a crash. */
+  disarm(sandboxId: string): void {
+    if (this.registry.disarm(sandboxId)) this.log.info({ sandboxId }, "monitor disarmed");
+    this.settleRecovery(sandboxId, false);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    this.timers.clear();
+    this.stream?.abort();
+    this.wakeSleep?.();
+    await this.loop;
+    while (this.inflight.size > 0) await Promise.all([...this.inflight.values()]);
+  }
+
+  private every(ms: number, fn: () => void): void {
+    const t = setInterval(fn, ms);
+    this.timers.add(t);
+  }
+
+  // ---- the events stream and its reconnect loop -------------------------------------
+
+  private async run(): Promise<void> {
+    let attempt = 0;
+    while (!this.closed) {
+      this.stream = new AbortController();
+      let opened = false;
+      const end = await this.engine.events(
+        {
+          filters: { type: ["container"], label: [`${LABEL.gateway}=${this.gatewayId}`] },
+          signal: this.stream.signal,
+          onOpen: () => {
+            opened = true;
+            this.onConnected();
+          },
+        },
+        (e) => this.onEvent(e),
+      );
+      if (this.closed) break;
+      const cause = end.kind === "aborted" ? (this.abortCause ?? "stream aborted") : `events stream ended: ${describe(end)}`;
+      this.abortCause = undefined;
+      this.onDisconnected(cause);
+      // Backoff grows while the daemon stays away and resets after a connection held.
+      if (opened) attempt = 0;
+      const delay = backoffDelay(attempt++, this.opts.random(), this.opts.backoff);
+      this.m.reconnectAttempts++;
+      this.m.recentBackoffMs.push(delay);
+      if (this.m.recentBackoffMs.length > 50) this.m.recentBackoffMs.shift();
+      await this.sleep(delay);
+    }
+    this.connected = false;
+  }
+
+  private abortCause: string | undefined;
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        this.timers.delete(t);
+        this.wakeSleep = undefined;
+        resolve();
+      }, ms);
+      this.timers.add(t);
+      this.wakeSleep = () => {
+        clearTimeout(t);
+        this.timers.delete(t);
+        resolve();
+      };
+    });
+  }
+
+  private onConnected(): void {
+    this.connected = true;
+    this.log.info({ monitors: this.registry.size }, "docker events stream connected; reconciling from inspect");
+    // Containers that failed while Docker was away are removed now that it answers.
+    void this.sweepTeardowns();
+    for (const w of this.registry.all()) this.check(w.sandboxId);
+  }
+
+  private onDisconnected(cause: string): void {
+    const was = this.connected;
+    this.connected = false;
+    if (was) this.m.disconnects++;
+    this.log.warn({ cause, monitors: this.registry.size }, "docker channel lost; sandboxes go Recovering, nothing is stopped");
+    for (const w of this.registry.all()) {
+      // A broken stream is classified for every sandbox it was watching.
+      this.m.classifications.channel_lost++;
+      this.log.info({ sandboxId: w.sandboxId, generation: w.generation, verdict: { kind: "ChannelLost", cause } }, "classification");
+      void this.lose(w, cause);
+    }
+  }
+
+  /** A silent stream proves nothing: a frozen daemon keeps the socket open. Ping it. */
+  private async watchdog(): Promise<void> {
+    if (!this.connected || this.pinging || this.closed) return;
+    this.pinging = true;
+    try {
+      const r = await this.engine.ping({ timeoutMs: this.opts.pingTimeoutMs });
+      if (r.kind !== "ok" && this.connected && !this.closed) {
+        this.abortCause = `ping failed: ${describe(r)}`;
+        this.stream?.abort();
+      }
+    } finally {
+      this.pinging = false;
+    }
+  }
+
+  private onEvent(e: DockerEvent): void {
+    const attrs = e.Actor?.Attributes ?? {};
+    const sandboxId = attrs[LABEL.sandbox];
+    const action = (e.Action ?? "").split(":")[0] ?? "";
+    if (!sandboxId || !WATCHED_ACTIONS.has(action)) return;
+    const generation = Number(attrs[LABEL.generation]);
+    const current = this.sink.current(sandboxId);
+    const watched = this.registry.get(sandboxId);
+    if ((current && generation < current.generation) || (watched && generation !== watched.generation)) {
+      this.m.classifications.stale_dropped++;
+      this.log.info({ sandboxId, generation, current: current?.generation, action }, "stale event for an older generation dropped");
+      return;
+    }
+    if (!watched) return; // not monitored (provisioning, stopping): the lifecycle task owns it
+    this.log.debug({ sandboxId, generation, action, role: attrs[LABEL.role] }, "container event");
+    this.check(sandboxId);
+  }
+
+  // ---- per-sandbox checks, serialized ------------------------------------------------
+
+  /** Re-check a sandbox from inspect; one check per sandbox at a time. */
+  private check(sandboxId: string): void {
+    if (this.closed) return;
+    if (this.inflight.has(sandboxId)) {
+      this.again.add(sandboxId);
+      return;
+    }
+    const p = this.checkOnce(sandboxId)
+      .catch((err: unknown) => this.log.error({ sandboxId, err: (err as Error).message }, "monitor check failed"))
+      .finally(() => {
+        this.inflight.delete(sandboxId);
+        if (this.again.delete(sandboxId)) this.check(sandboxId);
+      });
+    this.inflight.set(sandboxId, p);
+  }
+
+  private expected(w: Watched, role: "workload" | "supervisor"): ExpectedInstance {
+    const id = w.record[role];
+    return {
+      id: id.id,
+      startedAt: id.startedAt,
+      pid: id.pid,
+      labels: {
+        [LABEL.gateway]: this.gatewayId,
+        [LABEL.sandbox]: w.sandboxId,
+        [LABEL.generation]: String(w.generation),
+        [LABEL.role]: role,
+        [LABEL.nonce]: w.record.nonce,
+      },
+    };
+  }
+
+  private async verdictFor(w: Watched, role: "workload" | "supervisor"): Promise<Verdict> {
+    const expected = this.expected(w, role);
+    const r: EngineResult<ContainerInspect> = await this.engine.inspectContainer(expected.id, { timeoutMs: this.opts.pingTimeoutMs });
+    let v = classifyInspect(r, expected);
+    if (v.kind === "Gone") {
+      // A look-alike under the recorded name is a replacement, not an absence.
+      const name = containerName(w.sandboxId, w.generation, role);
+      const list: EngineResult<ContainerSummary[]> = await this.engine.listContainers({ all: true, filters: { name: [`^/${name}$`] } }, { timeoutMs: this.opts.pingTimeoutMs });
+      if (list.kind !== "ok") v = { kind: "ChannelLost", cause: describe(list) };
+      else if (list.body.length > 0) v = { kind: "InstanceChanged", detail: `${name} is now container ${list.body[0]!.Id.slice(0, 12)}, not the recorded ${expected.id.slice(0, 12)}` };
+    }
+    this.m.classifications[COUNTER[v.kind]]++;
+    this.log.info({ sandboxId: w.sandboxId, generation: w.generation, role, instance: { id: expected.id.slice(0, 12), startedAt: expected.startedAt }, verdict: v }, "classification");
+    return v;
+  }
+
+  private async checkOnce(sandboxId: string): Promise<void> {
+    const w = this.registry.get(sandboxId);
+    if (!w) return;
+    const [supervisor, workload] = [await this.verdictFor(w, "supervisor"), await this.verdictFor(w, "workload")];
+    const verdicts: RoleVerdicts = { supervisor, workload };
+    if (!this.registry.isCurrent(sandboxId, w.generation)) {
+      this.m.classifications.stale_dropped++;
+      return;
+    }
+    const current = this.sink.current(sandboxId);
+    if (!current || current.generation !== w.generation) {
+      this.m.classifications.stale_dropped++;
+      this.registry.disarm(sandboxId, w.generation);
+      return;
+    }
+    const d = decide(current.phase, verdicts);
+    switch (d.action) {
+      case "fail":
+        await this.failClosed(w, { type: "failed", reason: d.reason }, `${d.reason.code}: proven by inspect`);
+        return;
+      case "complete":
+        await this.failClosed(w, { type: "completed" }, "workload exited 0");
+        return;
+      case "lost":
+        await this.lose(w, d.cause);
+        return;
+      case "verify": {
+        const report = await this.sink.verify(sandboxId, w.generation);
+        if (!report.ready) {
+          this.log.info({ sandboxId, generation: w.generation, checks: report.checks }, "not yet verified; still Recovering");
+          return;
+        }
+        if (!this.registry.isCurrent(sandboxId, w.generation)) return;
+        if (await this.sink.apply(sandboxId, w.generation, { type: "recovered" }, "re-verified: same instances, boundary healthy, exec probe ok")) {
+          this.settleRecovery(sandboxId, true);
+        }
+        return;
+      }
+      case "none":
+        return;
+    }
+  }
+
+  /** Ready → Recovering; nothing is stopped. */
+  private async lose(w: Watched, cause: string): Promise<void> {
+    const current = this.sink.current(w.sandboxId);
+    if (!current || current.generation !== w.generation) return;
+    if (current.phase === "Ready" && (await this.sink.apply(w.sandboxId, w.generation, { type: "contactLost", cause }, cause))) {
+      this.recoveringAt.set(w.sandboxId, Date.now());
+    } else if (current.phase === "Recovering" && !this.recoveringAt.has(w.sandboxId)) {
+      this.recoveringAt.set(w.sandboxId, this.sink.recoveringSince(w.sandboxId) ?? Date.now());
+    }
+  }
+
+  private settleRecovery(sandboxId: string, recovered: boolean): void {
+    const since = this.recoveringAt.get(sandboxId);
+    if (since === undefined) return;
+    this.recoveringAt.delete(sandboxId);
+    this.m.recoveringMsTotal += Date.now() - since;
+    if (recovered) this.m.recovered++;
+  }
+
+  private async failClosed(w: Watched, event: LifecycleEvent, message: string): Promise<void> {
+    const applied = await this.sink.apply(w.sandboxId, w.generation, event, message);
+    if (!applied) return; // a stop or delete won, or a newer generation exists: not ours to act on
+    this.registry.disarm(w.sandboxId, w.generation);
+    this.settleRecovery(w.sandboxId, false);
+    if (this.connected) {
+      await this.sink.teardown(w.sandboxId, w.generation).catch((err: unknown) =>
+        this.log.warn({ sandboxId: w.sandboxId, err: (err as Error).message }, "teardown failed; retried when Docker answers"),
+      );
+    }
+  }
+
+  private async sweepTeardowns(): Promise<void> {
+    for (const t of this.sink.owedTeardowns()) {
+      if (this.registry.isCurrent(t.sandboxId, t.generation)) continue;
+      await this.sink.teardown(t.sandboxId, t.generation).catch((err: unknown) =>
+        this.log.warn({ sandboxId: t.sandboxId, err: (err as Error).message }, "owed teardown failed; retried on next reconnect"),
+      );
+    }
+  }
+
+  /** Deadlines, and re-checks of Recovering sandboxes while Docker answers. */
+  private tick(): void {
+    const now = Date.now();
+    for (const w of this.registry.all()) {
+      const current = this.sink.current(w.sandboxId);
+      if (!current || current.phase !== "Recovering" || current.generation !== w.generation) continue;
+      const since = this.recoveringAt.get(w.sandboxId) ?? this.sink.recoveringSince(w.sandboxId) ?? now;
+      if (!this.recoveringAt.has(w.sandboxId)) this.recoveringAt.set(w.sandboxId, since);
+      if (now - since > this.opts.recoveryDeadlineMs) {
+        const seconds = Math.round(this.opts.recoveryDeadlineMs / 1000);
+        const reason = this.connected
+          ? ({ code: "BoundaryUnhealthy", detail: `boundary not re-verified within ${seconds} s` } as const)
+          : ({ code: "RuntimeUnavailable", detail: `Docker unreachable for more than ${seconds} s` } as const);
+        if (!this.inflight.has(w.sandboxId)) {
+          const p = this.failClosed(w, { type: "failed", reason }, reason.detail).finally(() => this.inflight.delete(w.sandboxId));
+          this.inflight.set(w.sandboxId, p);
+        }
+        continue;
+      }
+      if (this.connected && now - (this.lastRetry.get(w.sandboxId) ?? 0) >= this.opts.retryIntervalMs) {
+        this.lastRetry.set(w.sandboxId, now);
+        this.check(w.sandboxId);
+      }
+    }
+  }
+
+  private readonly lastRetry = new Map<string, number>();
+}

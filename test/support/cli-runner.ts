@@ -1,0 +1,31 @@
+// Runs the real `sandgate` CLI as a child process (TypeScript source via tsx).
+
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+
+const MAIN = join(import.meta.dirname, "../../src/cli/main.ts");
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function cli(args: string[], env: Record<string, string | undefined> = {}, stdin?: string): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], {
+      env: { ...process.env, SANDGATE_URL: undefined, SANDGATE_TOKEN: undefined, ...env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    p.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
+    p.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
+    p.on("error", reject);
+    p.on("close", (code) => resolve({ code, stdout, stderr }));
+    p.stdin.end(stdin ?? "");
+  });
+}
+
+/** The command line to run the CLI from a shell (e.g. inside tmux). */
+export const CLI_COMMAND = `${process.execPath} --import tsx ${MAIN}`;

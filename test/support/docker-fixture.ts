@@ -1,0 +1,62 @@
+// A private dockerd plus a real gateway on the Docker driver, for integration
+// tests. Images come from the shared tar cache (.cache/images), so each file's
+// fresh daemon imports them in a few seconds.
+
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { DockerDriver, ensureGatewayId } from "../../src/driver/docker/docker-driver.js";
+import { EngineClient } from "../../src/driver/docker/engine.js";
+import type { ServiceOptions } from "../../src/gateway/sandbox-service.js";
+import { PrivateDockerd, type DockerdOptions } from "./dockerd.js";
+import { startTestGateway, type TestGateway } from "./gateway-fixture.js";
+
+export interface DockerFixture {
+  dockerd: PrivateDockerd;
+  engine: EngineClient;
+  driver: DockerDriver;
+  t: TestGateway;
+  /** Env for CLI child processes: points them at this gateway. */
+  cliEnv: Record<string, string>;
+  /** Restart the gateway on the same home (same gateway id and state). */
+  restartGateway(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startDockerFixture(opts: Partial<DockerdOptions> & { service?: ServiceOptions } = {}): Promise<DockerFixture> {
+  const dockerd = await PrivateDockerd.start({ liveRestore: opts.liveRestore ?? true, name: opts.name ?? "it" });
+  const homeDir = mkdtempSync(join(tmpdir(), "sg-home-"));
+  const makeDriver = (): DockerDriver =>
+    new DockerDriver({
+      engine: new EngineClient({ socketPath: dockerd.socketPath }),
+      gatewayId: ensureGatewayId(homeDir),
+      launchRoot: join(homeDir, "launch"),
+      log: pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" }),
+    });
+  const fx: DockerFixture = {
+    dockerd,
+    // A separate client for the test's own checks, so the gateway's is never disturbed.
+    engine: new EngineClient({ socketPath: dockerd.socketPath }),
+    driver: makeDriver(),
+    t: undefined as unknown as TestGateway,
+    cliEnv: { SANDGATE_HOME: homeDir },
+    async restartGateway() {
+      await fx.t.close({ keepHome: true });
+      fx.driver = makeDriver();
+      fx.t = await startTestGateway(fx.driver, { homeDir, service: opts.service });
+    },
+    async close() {
+      await fx.t.close().catch(() => undefined);
+      await fx.engine.close();
+      await dockerd.destroy();
+    },
+  };
+  try {
+    fx.t = await startTestGateway(fx.driver, { homeDir, service: opts.service });
+  } catch (err) {
+    await dockerd.destroy();
+    throw err;
+  }
+  return fx;
+}
