@@ -32,9 +32,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   ensureHomeDir(home);
   const token = ensureToken(home);
   const startedAt = new Date();
-  await driver.prepare(opts.onProgress);
   const store = Store.open(home.db);
   const service = new SandboxService(store, driver, log, opts.service);
+  await service.prepareRuntime(opts.onProgress);
   const app = buildApi({
     service,
     token,
@@ -45,6 +45,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       startedAt: startedAt.toISOString(),
       uptimeSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
       driver: driver.kind,
+      runtime: service.runtimeStatus(),
       sandboxes: countPhases(service),
       monitor: service.metrics(),
     }),

@@ -48,6 +48,9 @@ export class SandboxService {
   private readonly serial = new KeyedSerial();
   private readonly readyTimeoutMs: number;
   private closed = false;
+  /** Why the runtime cannot launch sandboxes yet (images, Docker unreachable); null when ready. */
+  private runtimeProblem: string | null = "the runtime is being prepared";
+  private preparing: Promise<void> | undefined;
   readonly monitor: RuntimeMonitor | null;
 
   constructor(
@@ -116,6 +119,37 @@ export class SandboxService {
     return { sandboxId: s.id, name: s.name, generation: s.generation, nonce: s.runtime?.nonce ?? "", spec: s.spec };
   }
 
+  /**
+   * Prepare the runtime (images, shared networks). Resolves after the first
+   * attempt; if that failed, keeps retrying in the background, so a gateway can
+   * start, adopt its sandboxes and wait while Docker is away.
+   */
+  async prepareRuntime(onProgress?: (msg: string) => void, retryMs = 2_000): Promise<void> {
+    const attempt = async (): Promise<boolean> => {
+      try {
+        await this.driver.prepare(onProgress);
+        this.runtimeProblem = null;
+        return true;
+      } catch (err) {
+        this.runtimeProblem = message(err);
+        this.log.warn({ err: this.runtimeProblem }, "runtime not ready; retrying in the background");
+        return false;
+      }
+    };
+    if (await attempt()) return;
+    this.preparing = (async () => {
+      while (!this.closed && !(await attempt())) await new Promise((r) => setTimeout(r, retryMs));
+    })();
+  }
+
+  runtimeStatus(): { ready: boolean; problem: string | null } {
+    return { ready: this.runtimeProblem === null, problem: this.runtimeProblem };
+  }
+
+  private assertRuntime(): void {
+    if (this.runtimeProblem !== null) throw new ApiError("unavailable", `the runtime is not ready: ${this.runtimeProblem}`);
+  }
+
   /** Monitoring counters for `gateway status`. */
   metrics(): object | null {
     return this.monitor?.metrics() ?? null;
@@ -133,6 +167,7 @@ export class SandboxService {
 
   create(input: CreateInput): SandboxRecord {
     this.assertOpen();
+    this.assertRuntime();
     const bad = checkSandboxName(input.name);
     if (bad) throw new ApiError("invalid_request", bad);
     const spec: SandboxSpec = {
@@ -158,6 +193,7 @@ export class SandboxService {
   request(nameOrId: string, intent: UserEvent): SandboxRecord {
     this.assertOpen();
     const before = this.get(nameOrId);
+    if (intent === "start") this.assertRuntime();
     const after = this.apply(before, { type: intent }, `${intent} requested`);
     // The intent is persisted: cancel monitoring before any runtime work, so the
     // exit this causes is never reported as a crash.
@@ -185,6 +221,7 @@ export class SandboxService {
   async close(): Promise<void> {
     this.closed = true;
     await this.monitor?.close();
+    await this.preparing;
     await this.serial.idle();
   }
 

@@ -10,10 +10,13 @@ import { DockerDriver, ensureGatewayId } from "../../src/driver/docker/docker-dr
 import { EngineClient } from "../../src/driver/docker/engine.js";
 import type { ServiceOptions } from "../../src/gateway/sandbox-service.js";
 import { PrivateDockerd, type DockerdOptions } from "./dockerd.js";
+import { FaultProxy } from "./fault-proxy.js";
 import { startTestGateway, type TestGateway } from "./gateway-fixture.js";
 
 export interface DockerFixture {
   dockerd: PrivateDockerd;
+  /** Present with `viaFaultProxy`: the gateway reaches dockerd only through it. */
+  proxy: FaultProxy | undefined;
   engine: EngineClient;
   driver: DockerDriver;
   t: TestGateway;
@@ -24,18 +27,23 @@ export interface DockerFixture {
   close(): Promise<void>;
 }
 
-export async function startDockerFixture(opts: Partial<DockerdOptions> & { service?: ServiceOptions } = {}): Promise<DockerFixture> {
+export async function startDockerFixture(
+  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean } = {},
+): Promise<DockerFixture> {
   const dockerd = await PrivateDockerd.start({ liveRestore: opts.liveRestore ?? true, name: opts.name ?? "it" });
+  const proxy = opts.viaFaultProxy ? await FaultProxy.start({ upstreamSocket: dockerd.socketPath }) : undefined;
+  const gatewaySocket = proxy?.socketPath ?? dockerd.socketPath;
   const homeDir = mkdtempSync(join(tmpdir(), "sg-home-"));
   const makeDriver = (): DockerDriver =>
     new DockerDriver({
-      engine: new EngineClient({ socketPath: dockerd.socketPath }),
+      engine: new EngineClient({ socketPath: gatewaySocket }),
       gatewayId: ensureGatewayId(homeDir),
       launchRoot: join(homeDir, "launch"),
       log: pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" }),
     });
   const fx: DockerFixture = {
     dockerd,
+    proxy,
     // A separate client for the test's own checks, so the gateway's is never disturbed.
     engine: new EngineClient({ socketPath: dockerd.socketPath }),
     driver: makeDriver(),
@@ -49,6 +57,7 @@ export async function startDockerFixture(opts: Partial<DockerdOptions> & { servi
     async close() {
       await fx.t.close().catch(() => undefined);
       await fx.engine.close();
+      await proxy?.close();
       await dockerd.destroy();
     },
   };
@@ -59,4 +68,16 @@ export async function startDockerFixture(opts: Partial<DockerdOptions> & { servi
     throw err;
   }
   return fx;
+}
+
+/** Another gateway (own home, own gateway id) on the same daemon. */
+export async function startSecondGateway(fx: DockerFixture, service?: ServiceOptions): Promise<{ t: TestGateway; driver: DockerDriver }> {
+  const homeDir = mkdtempSync(join(tmpdir(), "sg-home2-"));
+  const driver = new DockerDriver({
+    engine: new EngineClient({ socketPath: fx.dockerd.socketPath }),
+    gatewayId: ensureGatewayId(homeDir),
+    launchRoot: join(homeDir, "launch"),
+    log: pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" }),
+  });
+  return { t: await startTestGateway(driver, { homeDir, service }), driver };
 }
