@@ -20,6 +20,12 @@ function port(v: string): number {
   return n;
 }
 
+function seconds(v: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("must be a positive number of seconds");
+  return n;
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export function gatewayCommands(global: () => Common): Command {
@@ -30,7 +36,13 @@ export function gatewayCommands(global: () => Common): Command {
     .option("--port <port>", "API port on 127.0.0.1 (0 picks a free one)", port, DEFAULT_PORT)
     .option("--detach", "run in the background, logging to <home>/gateway.log")
     .option("--log-level <level>", "trace, debug, info, warn or error", "info")
-    .action(async (o: { port: number; detach?: boolean; logLevel: string }) => {
+    .option(
+      "--recovery-deadline <seconds>",
+      "how long a sandbox may stay Recovering before it fails closed (env SANDGATE_RECOVERY_DEADLINE)",
+      seconds,
+      Number(process.env.SANDGATE_RECOVERY_DEADLINE ?? 60),
+    )
+    .action(async (o: { port: number; detach?: boolean; logLevel: string; recoveryDeadline: number }) => {
       const paths = resolveHome(global().home);
       const running = readAddress(paths);
       if (running && (await answers(new GatewayClient({ home: global().home })))) {
@@ -38,7 +50,7 @@ export function gatewayCommands(global: () => Common): Command {
       }
       if (o.detach) return detach(paths.dir, paths.log, o);
       const { runGatewayForeground } = await import("./gateway-run.js");
-      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel });
+      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline });
     });
 
   gw.command("status")
@@ -94,10 +106,10 @@ async function answers(client: GatewayClient): Promise<boolean> {
 }
 
 /** Re-run ourselves in the background and wait until the new gateway answers. */
-async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string }): Promise<void> {
+async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number }): Promise<void> {
   ensureHomeDir(resolveHome(homeDir));
   const out = openSync(logPath, "a");
-  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel];
+  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline)];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out] });
   child.unref();
   process.stderr.write(`starting gateway (pid ${child.pid}); log: ${logPath}\n`);

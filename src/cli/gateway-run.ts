@@ -5,7 +5,7 @@ import { startGateway } from "../gateway/gateway.js";
 import { createLogger } from "../gateway/logger.js";
 import { DockerDriver } from "../driver/docker/docker-driver.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string }): Promise<void> {
+export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number }): Promise<void> {
   const log = createLogger({ level: opts.logLevel });
   const driver = DockerDriver.fromEnv({ log, homeDir: opts.home.dir });
   const gw = await startGateway({
@@ -13,6 +13,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; port: number
     driver,
     log,
     port: opts.port,
+    service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000 },
     onProgress: (msg) => log.info({ step: msg }, "preparing"),
   });
   await new Promise<void>((resolve) => {

@@ -13,7 +13,7 @@ import type { EngineClient } from "../driver/docker/engine.js";
 import { LABEL, containerName } from "../driver/docker/objects.js";
 import type { LifecycleEvent } from "../lifecycle/phases.js";
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "./backoff.js";
-import { classifyInspect, type ExpectedInstance, type Verdict } from "./classify.js";
+import { classifyInspect, isTerminal, type ExpectedInstance, type Verdict } from "./classify.js";
 import { decide, type RoleVerdicts } from "./decide.js";
 import { MonitorRegistry, type Watched } from "./registry.js";
 import type { MonitorSink } from "./sink.js";
@@ -29,6 +29,8 @@ export interface MonitorOptions {
   pingTimeoutMs?: number;
   /** How often Recovering sandboxes are re-checked while Docker answers. */
   retryIntervalMs?: number;
+  /** Wait before attributing a failure to the workload while its supervisor still runs. */
+  attributionGraceMs?: number;
   backoff?: BackoffPolicy;
   random?: () => number;
 }
@@ -71,7 +73,6 @@ export class DockerMonitor implements RuntimeMonitor {
   private readonly inflight = new Map<string, Promise<void>>();
   private readonly again = new Set<string>();
   private readonly recoveringAt = new Map<string, number>();
-  private wakeSleep: (() => void) | undefined;
   private pinging = false;
   private readonly m: MonitorMetrics = {
     dockerConnected: false,
@@ -95,6 +96,7 @@ export class DockerMonitor implements RuntimeMonitor {
       pingIntervalMs: o.pingIntervalMs ?? 2_000,
       pingTimeoutMs: o.pingTimeoutMs ?? 1_500,
       retryIntervalMs: o.retryIntervalMs ?? 1_000,
+      attributionGraceMs: o.attributionGraceMs ?? 750,
       backoff: o.backoff ?? DEFAULT_BACKOFF,
       random: o.random ?? Math.random,
     };
@@ -144,10 +146,10 @@ export class DockerMonitor implements RuntimeMonitor {
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const wake of [...this.wakers]) wake();
     for (const t of this.timers) clearInterval(t);
     this.timers.clear();
     this.stream?.abort();
-    this.wakeSleep?.();
     await this.loop;
     while (this.inflight.size > 0) await Promise.all([...this.inflight.values()]);
   }
@@ -185,28 +187,30 @@ export class DockerMonitor implements RuntimeMonitor {
       this.m.reconnectAttempts++;
       this.m.recentBackoffMs.push(delay);
       if (this.m.recentBackoffMs.length > 50) this.m.recentBackoffMs.shift();
-      await this.sleep(delay);
+      await this.pause(delay);
     }
     this.connected = false;
   }
 
   private abortCause: string | undefined;
 
-  private sleep(ms: number): Promise<void> {
+  /** A wait that close() cuts short (it resolves early, never hangs). */
+  private pause(ms: number): Promise<void> {
+    if (this.closed) return Promise.resolve();
     return new Promise((resolve) => {
-      const t = setTimeout(() => {
-        this.timers.delete(t);
-        this.wakeSleep = undefined;
-        resolve();
-      }, ms);
-      this.timers.add(t);
-      this.wakeSleep = () => {
+      const wake = (): void => {
         clearTimeout(t);
         this.timers.delete(t);
+        this.wakers.delete(wake);
         resolve();
       };
+      const t = setTimeout(wake, ms);
+      this.timers.add(t);
+      this.wakers.add(wake);
     });
   }
+
+  private readonly wakers = new Set<() => void>();
 
   private onConnected(): void {
     this.connected = true;
@@ -315,7 +319,15 @@ export class DockerMonitor implements RuntimeMonitor {
   private async checkOnce(sandboxId: string): Promise<void> {
     const w = this.registry.get(sandboxId);
     if (!w) return;
-    const [supervisor, workload] = [await this.verdictFor(w, "supervisor"), await this.verdictFor(w, "workload")];
+    let supervisor = await this.verdictFor(w, "supervisor");
+    const workload = await this.verdictFor(w, "workload");
+    if (isTerminal(workload) && supervisor.kind === "Alive") {
+      // When both go down together (a daemon stopping its containers), the
+      // boundary's failure is the cause to report: give the supervisor's exit a
+      // moment to land before blaming the workload.
+      await this.pause(this.opts.attributionGraceMs);
+      supervisor = await this.verdictFor(w, "supervisor");
+    }
     const verdicts: RoleVerdicts = { supervisor, workload };
     if (!this.registry.isCurrent(sandboxId, w.generation)) {
       this.m.classifications.stale_dropped++;

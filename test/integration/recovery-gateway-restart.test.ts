@@ -1,0 +1,110 @@
+// The gateway process itself is SIGKILLed while a sandbox is Recovering, in
+// both orders of coming back (Docker first, or the gateway first). The
+// restarted gateway adopts the sandbox through the same verification path.
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FaultProxy } from "../support/fault-proxy.js";
+import { PrivateDockerd } from "../support/dockerd.js";
+import { eventually } from "../support/gateway-fixture.js";
+
+const MAIN = join(import.meta.dirname, "../../src/cli/main.ts");
+
+let dockerd: PrivateDockerd;
+let proxy: FaultProxy;
+let home: string;
+let gateway: ChildProcess | undefined;
+
+function startGatewayProcess(): ChildProcess {
+  rmSync(join(home, "gateway.json"), { force: true });
+  const p = spawn(process.execPath, ["--import", "tsx", MAIN, "--home", home, "gateway", "start", "--port", "0", "--log-level", "warn"], {
+    env: { ...process.env, DOCKER_HOST: `unix://${proxy.socketPath}`, SANDGATE_RECOVERY_DEADLINE: "60" },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  gateway = p;
+  return p;
+}
+
+async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const addr = JSON.parse(readFileSync(join(home, "gateway.json"), "utf8")) as { url: string };
+  const token = readFileSync(join(home, "token"), "utf8").trim();
+  const res = await fetch(addr.url + path, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+const up = () => eventually(async () => (existsSync(join(home, "gateway.json")) ? await api("GET", "/v1/status").then(() => true, () => undefined) : undefined), 60_000, "gateway up");
+const phaseIs = (name: string, want: string, ms = 30_000) =>
+  eventually(async () => ((await api("GET", `/v1/sandboxes/${name}`)).body.phase === want ? true : undefined), ms, `${name} → ${want}`);
+
+function kill9(p: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    p.once("exit", () => resolve());
+    p.kill("SIGKILL");
+  });
+}
+
+beforeAll(async () => {
+  dockerd = await PrivateDockerd.start({ liveRestore: true, name: "rgr" });
+  proxy = await FaultProxy.start({ upstreamSocket: dockerd.socketPath });
+  home = mkdtempSync(join(tmpdir(), "sg-home-gr-"));
+  startGatewayProcess();
+  await up();
+}, 180_000);
+
+afterAll(async () => {
+  if (gateway && gateway.exitCode === null) await kill9(gateway);
+  await proxy?.close();
+  await dockerd?.destroy();
+  rmSync(home, { recursive: true, force: true });
+});
+
+describe("gateway killed while a sandbox is Recovering", () => {
+  it("Docker comes back first, then the gateway: adopted, back to Ready, same containers", async () => {
+    expect((await api("POST", "/v1/sandboxes", { name: "adopt" })).status).toBe(201);
+    await phaseIs("adopt", "Ready", 60_000);
+    const before = (await api("GET", "/v1/sandboxes/adopt")).body;
+
+    proxy.refuse(true);
+    proxy.cutAll();
+    await phaseIs("adopt", "Recovering");
+    await kill9(gateway!);
+    proxy.refuse(false);
+
+    startGatewayProcess();
+    await up();
+    await phaseIs("adopt", "Ready");
+    const after = (await api("GET", "/v1/sandboxes/adopt")).body;
+    expect(after.runtime).toEqual(before.runtime);
+    expect(after.generation).toBe(1);
+    const status = (await api("GET", "/v1/status")).body;
+    expect(status.pid).toBe(gateway!.pid);
+    expect(status.monitor.monitors).toBe(1);
+    const { events } = (await api("GET", "/v1/sandboxes/adopt/events")).body;
+    expect(events.some((e: any) => e.newPhase === "Error")).toBe(false);
+  }, 120_000);
+
+  it("the gateway comes back first while Docker is still down: it starts, waits, and recovers when Docker returns", async () => {
+    const before = (await api("GET", "/v1/sandboxes/adopt")).body;
+    await dockerd.stop("SIGTERM");
+    await phaseIs("adopt", "Recovering");
+    await kill9(gateway!);
+
+    startGatewayProcess();
+    await up();
+    expect((await api("GET", "/v1/sandboxes/adopt")).body.phase).toBe("Recovering");
+    const refused = await api("POST", "/v1/sandboxes", { name: "later" });
+    expect(refused.status).toBe(503);
+    expect(refused.body.error.message).toMatch(/runtime is not ready/);
+
+    await dockerd.startAgain();
+    await phaseIs("adopt", "Ready", 60_000);
+    expect((await api("GET", "/v1/sandboxes/adopt")).body.runtime).toEqual(before.runtime);
+  }, 150_000);
+});
