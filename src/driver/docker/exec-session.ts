@@ -60,18 +60,17 @@ export async function startExec(engine: EngineClient, containerId: string, opts:
     },
   });
 
-  const drained = new Promise<void>((resolve) => {
-    let open = 2;
-    const done = (): void => {
-      if (--open === 0) resolve();
-    };
-    stdout.on("end", done).on("error", done).on("close", done);
-    stderr.on("end", done).on("error", done).on("close", done);
-    socket.once("close", () => {
-      open = 1;
-      done();
+  // Each stream counts once, whichever of end/error/close it emits first (a
+  // PassThrough emits both 'end' and 'close'; counting both let a tty session's
+  // already-ended stderr alone settle this while the process was still running).
+  const finished = (s: PassThrough): Promise<void> =>
+    new Promise<void>((resolve) => {
+      s.once("end", resolve).once("error", () => resolve()).once("close", resolve);
     });
-  });
+  const drained = Promise.race([
+    Promise.all([finished(stdout), finished(stderr)]).then(() => undefined),
+    new Promise<void>((resolve) => socket.once("close", () => resolve())),
+  ]);
 
   const exitCode = drained.then(async () => {
     // The output ends slightly before Docker records the exit code.

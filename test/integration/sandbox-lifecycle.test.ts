@@ -1,0 +1,168 @@
+// The Docker driver's lifecycle against a real private dockerd, through the real
+// gateway API and CLI: create → Ready → stop (containers gone, workspace kept) →
+// start (generation 2, new containers, same workspace) → delete (nothing left),
+// the hardening of every container as Docker reports it, and a launch that fails.
+
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LABEL, egressNetworkName, networkName, volumeName } from "../../src/driver/docker/objects.js";
+import { cli } from "../support/cli-runner.js";
+import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
+import { cliExec, engineGet, getSandbox, waitDeleted, waitPhase, type SandboxJson } from "../support/sandbox-helpers.js";
+
+let fx: DockerFixture;
+
+beforeAll(async () => {
+  fx = await startDockerFixture({ liveRestore: true, name: "lifecycle" });
+});
+
+afterAll(async () => {
+  await fx.close();
+});
+
+/** Everything on the daemon that carries the sandbox's label. */
+async function objectsOf(sandboxId: string): Promise<{ containers: string[]; networks: string[]; volumes: string[] }> {
+  const filters = { label: [`${LABEL.sandbox}=${sandboxId}`] };
+  const c = await fx.engine.listContainers({ all: true, filters });
+  const n = await fx.engine.listNetworks({ filters });
+  const v = await fx.engine.listVolumes({ filters });
+  if (c.kind !== "ok" || n.kind !== "ok" || v.kind !== "ok") throw new Error("listing objects failed");
+  return {
+    containers: c.body.map((x) => x.Id),
+    networks: n.body.map((x) => x.Name),
+    volumes: (v.body.Volumes ?? []).map((x) => x.Name),
+  };
+}
+
+describe("sandbox lifecycle on Docker", () => {
+  const name = "life";
+  let first: SandboxJson;
+
+  it("creates a sandbox that becomes Ready with the recorded runtime identity", async () => {
+    const created = await fx.t.api("POST", "/v1/sandboxes", { name, resources: { memoryMb: 256, cpus: 0.5, pids: 128 } });
+    expect(created.status).toBe(201);
+    expect(created.body.phase).toBe("Provisioning");
+    first = await waitPhase(fx, name, "Ready", { generation: 1 });
+    const rt = first.runtime!;
+    expect(rt.generation).toBe(1);
+
+    for (const role of ["workload", "supervisor"] as const) {
+      const c = await engineGet(fx, `/containers/${rt[role].id}/json`);
+      expect(c.Id).toBe(rt[role].id);
+      expect(c.State.Running).toBe(true);
+      expect(c.State.StartedAt).toBe(rt[role].startedAt);
+      expect(c.Image).toBe(rt[role].imageId);
+      expect(c.Config.Labels[LABEL.sandbox]).toBe(first.id);
+      expect(c.Config.Labels[LABEL.generation]).toBe("1");
+      expect(c.Config.Labels[LABEL.role]).toBe(role);
+    }
+  });
+
+  it("hardens the workload and supervisor containers as specified", async () => {
+    const rt = first.runtime!;
+    const w = await engineGet(fx, `/containers/${rt.workload.id}/json`);
+    const s = await engineGet(fx, `/containers/${rt.supervisor.id}/json`);
+
+    for (const c of [w, s]) {
+      expect(c.HostConfig.RestartPolicy.Name).toBe("no");
+      // Pinned by image ID, not by a tag that could be moved.
+      expect(c.Config.Image).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect(c.Config.Image).toBe(c.Image);
+      expect(c.HostConfig.CapDrop).toEqual(["ALL"]);
+      expect(c.HostConfig.SecurityOpt).toContain("no-new-privileges:true");
+      expect(c.HostConfig.ReadonlyRootfs).toBe(true);
+      expect(c.HostConfig.Privileged).toBe(false);
+    }
+
+    expect(w.Config.User).toBe("1000:1000");
+    expect(Object.keys(w.HostConfig.Tmpfs)).toEqual(["/tmp"]);
+    expect(w.HostConfig.Memory).toBe(256 * 1024 * 1024);
+    expect(w.HostConfig.NanoCpus).toBe(500_000_000);
+    expect(w.HostConfig.PidsLimit).toBe(128);
+    expect(w.HostConfig.Binds ?? []).toEqual([]);
+    expect(w.Mounts.map((m: { Type: string; Destination: string; Name?: string }) => [m.Type, m.Destination, m.Name])).toEqual([
+      ["volume", "/sandbox", volumeName(first.id)],
+    ]);
+    // The workload sits on its internal network only; the supervisor bridges to egress.
+    expect(Object.keys(w.NetworkSettings.Networks)).toEqual([networkName(first.id)]);
+    expect(Object.keys(s.NetworkSettings.Networks).sort()).toEqual([egressNetworkName(fx.driver.gatewayId), networkName(first.id)].sort());
+
+    // The same values seen from inside: the process runs as 1000 with / read-only.
+    const id = await cliExec(fx, name, ["sh", "-c", "id -u; id -g; touch /probe 2>/dev/null && echo writable || echo readonly; touch /tmp/x && echo tmp-ok"]);
+    expect(id).toMatchObject({ code: 0, stdout: "1000\n1000\nreadonly\ntmp-ok\n" });
+
+    const net = await engineGet(fx, `/networks/${networkName(first.id)}`);
+    expect(net.Internal).toBe(true);
+    expect(net.Options["com.docker.network.bridge.inhibit_ipv4"]).toBe("true");
+    expect(net.Labels[LABEL.sandbox]).toBe(first.id);
+  });
+
+  it("stops (containers removed, volume kept), starts again as generation 2 with the workspace intact, then deletes everything", async () => {
+    const note = `note-${randomBytes(6).toString("hex")}`;
+    const write = await cliExec(fx, name, ["sh", "-c", `echo ${note} > /sandbox/note.txt && cat /sandbox/note.txt`]);
+    expect(write).toMatchObject({ code: 0, stdout: `${note}\n` });
+
+    // Stop.
+    expect((await fx.t.api("POST", `/v1/sandboxes/${name}/stop`)).status).toBe(202);
+    const stopped = await waitPhase(fx, name, "Stopped");
+    expect(stopped.generation).toBe(1);
+    expect(stopped.runtime).toBeNull();
+    const afterStop = await objectsOf(first.id);
+    expect(afterStop.containers).toEqual([]);
+    expect(afterStop.volumes).toEqual([volumeName(first.id)]);
+    expect(afterStop.networks).toEqual([networkName(first.id)]);
+    for (const role of ["workload", "supervisor"] as const) {
+      const r = await fx.engine.inspectContainer(first.runtime![role].id);
+      expect(r.kind === "docker" && r.status).toBe(404);
+    }
+
+    // Start: a new generation with new containers on the old workspace.
+    expect((await fx.t.api("POST", `/v1/sandboxes/${name}/start`)).status).toBe(202);
+    const second = await waitPhase(fx, name, "Ready", { generation: 2 });
+    expect(second.id).toBe(first.id);
+    const rt2 = second.runtime!;
+    expect(rt2.generation).toBe(2);
+    expect(rt2.workload.id).not.toBe(first.runtime!.workload.id);
+    expect(rt2.supervisor.id).not.toBe(first.runtime!.supervisor.id);
+    const w2 = await engineGet(fx, `/containers/${rt2.workload.id}/json`);
+    expect(w2.State.StartedAt).toBe(rt2.workload.startedAt);
+    expect(w2.Config.Labels[LABEL.generation]).toBe("2");
+    expect((await objectsOf(first.id)).containers.sort()).toEqual([rt2.workload.id, rt2.supervisor.id].sort());
+
+    const read = await cliExec(fx, name, ["cat", "/sandbox/note.txt"]);
+    expect(read).toMatchObject({ code: 0, stdout: `${note}\n`, stderr: "" });
+
+    // Delete: nothing labelled with the sandbox remains.
+    expect((await fx.t.api("DELETE", `/v1/sandboxes/${name}`)).status).toBe(202);
+    await waitDeleted(fx, name);
+    expect(await objectsOf(first.id)).toEqual({ containers: [], networks: [], volumes: [] });
+    expect((await getSandbox(fx, name)).status).toBe(404);
+  });
+});
+
+describe("a launch that cannot succeed", () => {
+  it("an unknown image ends in Error ProvisioningFailed and leaves no container behind", async () => {
+    const created = await fx.t.api("POST", "/v1/sandboxes", { name: "noimage", image: "sandgate-does-not-exist:1" });
+    expect(created.status).toBe(201);
+    const s = await waitPhase(fx, "noimage", "Error");
+    expect(s.reason?.code).toBe("ProvisioningFailed");
+    expect(s.reason?.detail).toContain("No such image");
+    expect(s.reason?.detail).toContain("sandgate-does-not-exist:1");
+    expect(s.runtime).toBeNull();
+    expect((await objectsOf(s.id)).containers).toEqual([]);
+  });
+
+  it("the CLI reports it in one line and exits 1", async () => {
+    const r = await cli(["sandbox", "create", "bad", "--image", "nope:1"], fx.cliEnv);
+    expect(r.code).toBe(1);
+    const errorLines = r.stderr.split("\n").filter((l) => l.startsWith("sandgate:"));
+    expect(errorLines).toHaveLength(1);
+    expect(errorLines[0]).toMatch(/^sandgate: sandbox "bad" is Error: ProvisioningFailed: No such image: nope:1\b/);
+    // No stack trace or multi-line dump.
+    expect(r.stderr).not.toMatch(/^\s+at /m);
+    expect(r.stdout).toBe("");
+    const s = (await getSandbox(fx, "bad")).body;
+    expect(s.phase).toBe("Error");
+    expect((await objectsOf(s.id)).containers).toEqual([]);
+  });
+});

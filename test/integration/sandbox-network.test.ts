@@ -1,0 +1,187 @@
+// The network boundary of a Docker sandbox, probed from inside the workload with
+// node scripts run through `sandgate sandbox exec`: the only way out is the
+// supervisor's proxy, which enforces the policy; the Docker daemon, the gateway's
+// API and host services are out of reach. Every "unreachable" is paired with a
+// control that shows the same target answers from a container that is allowed
+// to reach it, so a probe that could never connect proves nothing by passing.
+
+import { createServer, type Server } from "node:net";
+import { networkInterfaces } from "node:os";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { egressNetworkName, networkName } from "../../src/driver/docker/objects.js";
+import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
+import { PROBE_TCP, cliExec, docker, engineGet, parseProbe, waitPhase, type ProbeResults, type SandboxJson } from "../support/sandbox-helpers.js";
+
+const POLICY = `
+version: 1
+network:
+  rules:
+    - name: origin
+      endpoints:
+        - host: origin1
+          port: 8080
+          protocol: http
+          allowPrivate: ["10.0.0.0/8"]
+`;
+
+/** node -e program: GET argv[1] (an absolute URL) through $HTTP_PROXY; prints status, headers, body as JSON. */
+const VIA_PROXY = `
+const http = require("http");
+const proxy = new URL(process.env.HTTP_PROXY);
+const target = new URL(process.argv[1]);
+const req = http.request({ host: proxy.hostname, port: proxy.port, path: target.href, headers: { host: target.host } }, (res) => {
+  let body = "";
+  res.setEncoding("utf8");
+  res.on("data", (d) => (body += d));
+  res.on("end", () => console.log(JSON.stringify({ status: res.statusCode, headers: res.headers, body })));
+});
+req.setTimeout(5000, () => req.destroy(new Error("timeout")));
+req.on("error", (e) => console.log(JSON.stringify({ error: e.code || e.message })));
+req.end();
+`;
+
+interface ProxyAnswer {
+  status?: number;
+  headers?: Record<string, string>;
+  body?: string;
+  error?: string;
+}
+
+let fx: DockerFixture;
+let sandbox: SandboxJson;
+let workloadImage: string;
+let egressNet: string;
+let egressGateway: string;
+let internalGateway: string | undefined;
+let originIp: string;
+let hostAddrs: string[];
+let hostService: Server;
+let hostServicePort: number;
+let hostServiceConnections = 0;
+
+async function inWorkload(script: string, arg: unknown): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return cliExec(fx, "net", ["node", "-e", script, typeof arg === "string" ? arg : JSON.stringify(arg)]);
+}
+
+async function probeFromWorkload(targets: { host: string; port: number }[]): Promise<ProbeResults> {
+  return parseProbe(await inWorkload(PROBE_TCP, targets));
+}
+
+/** The same probe from a throwaway container on the egress network (where the supervisor sits). */
+async function probeFromEgress(targets: { host: string; port: number }[]): Promise<ProbeResults> {
+  const r = await docker(fx, "run", "--rm", "--network", egressNet, workloadImage, "node", "-e", PROBE_TCP, JSON.stringify(targets));
+  return parseProbe(r);
+}
+
+const connectedTargets = (results: ProbeResults): [string, string][] => Object.entries(results).filter(([, r]) => r === "connected");
+
+beforeAll(async () => {
+  fx = await startDockerFixture({ liveRestore: true, name: "network" });
+  workloadImage = fx.driver.imageRefs!.workload.ref;
+  egressNet = egressNetworkName(fx.driver.gatewayId);
+
+  const origin = await docker(
+    fx, "run", "-d", "--name", "origin1", "--network", egressNet, workloadImage,
+    "node", "-e", `require("http").createServer((q, s) => s.end("hello " + q.url)).listen(8080)`,
+  );
+  if (origin.code !== 0) throw new Error(`origin container: ${origin.stderr}`);
+  const oi = await engineGet(fx, "/containers/origin1/json");
+  originIp = oi.NetworkSettings.Networks[egressNet].IPAddress as string;
+
+  hostService = createServer((sock) => {
+    hostServiceConnections++;
+    sock.on("error", () => undefined); // probes hang up at once
+    sock.end("host-service\n");
+  });
+  await new Promise<void>((resolve) => hostService.listen(0, "0.0.0.0", resolve));
+  hostServicePort = (hostService.address() as { port: number }).port;
+
+  const created = await fx.t.api("POST", "/v1/sandboxes", { name: "net", policy: POLICY });
+  if (created.status !== 201) throw new Error(`create: ${JSON.stringify(created.body)}`);
+  sandbox = await waitPhase(fx, "net", "Ready");
+
+  const egress = await engineGet(fx, `/networks/${egressNet}`);
+  egressGateway = egress.IPAM.Config[0].Gateway as string;
+  const internal = await engineGet(fx, `/networks/${networkName(sandbox.id)}`);
+  internalGateway = internal.IPAM.Config?.[0]?.Gateway as string | undefined;
+  hostAddrs = Object.values(networkInterfaces())
+    .flatMap((list) => list ?? [])
+    .filter((a) => a.family === "IPv4")
+    .map((a) => a.address);
+
+  // The origin must be listening before the proxy is asked for it.
+  for (let i = 0; i < 50; i++) {
+    const r = await probeFromEgress([{ host: originIp, port: 8080 }]);
+    if (r[`${originIp}:8080`] === "connected") break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+});
+
+afterAll(async () => {
+  await new Promise<void>((resolve) => (hostService ? hostService.close(() => resolve()) : resolve()));
+  await fx.close();
+});
+
+describe("egress from a Docker sandbox", () => {
+  // (Not probed by name: a failed lookup may be forwarded to the host's resolver.)
+  it("cannot reach the origin directly by its IP", async () => {
+    expect(originIp).toMatch(/^10\.\d+\.\d+\.\d+$/);
+    const r = await probeFromWorkload([{ host: originIp, port: 8080 }]);
+    expect(r).toEqual({ [`${originIp}:8080`]: expect.stringMatching(/^(EHOSTUNREACH|ENETUNREACH|timeout)$/) });
+    // Control: the origin answers from the egress network.
+    expect(await probeFromEgress([{ host: originIp, port: 8080 }])).toEqual({ [`${originIp}:8080`]: "connected" });
+  });
+
+  it("reaches the allowed origin through the supervisor proxy", async () => {
+    expect(sandbox.runtime!.proxyUrl).toMatch(/^http:\/\/10\.\d+\.\d+\.\d+:3128$/);
+    const r = await inWorkload(VIA_PROXY, "http://origin1:8080/some/path?q=1");
+    expect(r.code).toBe(0);
+    const a = JSON.parse(r.stdout) as ProxyAnswer;
+    expect(a).toMatchObject({ status: 200, body: "hello /some/path?q=1" });
+  });
+
+  it("gets 403 policy_denied from the proxy for hosts the policy does not allow", async () => {
+    for (const url of ["http://evil.test/", `http://${originIp}:8080/`, "http://origin1:8081/"]) {
+      const r = await inWorkload(VIA_PROXY, url);
+      expect(r.code).toBe(0);
+      const a = JSON.parse(r.stdout) as ProxyAnswer;
+      expect(a.status, url).toBe(403);
+      expect(a.headers?.["x-proxy-error"], url).toBe("sandgate-policy");
+      expect((JSON.parse(a.body!) as { error: string }).error, url).toBe("policy_denied");
+    }
+  });
+
+  it("has no Docker socket and no TCP path to a daemon", async () => {
+    const sockets = ["/var/run/docker.sock", "/run/docker.sock", fx.dockerd.socketPath, "/run/containerd/containerd.sock"];
+    const r = await inWorkload(`console.log(JSON.stringify(JSON.parse(process.argv[1]).map((p) => require("fs").existsSync(p))))`, sockets);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual(sockets.map(() => false));
+
+    const hosts = [egressGateway, ...(internalGateway ? [internalGateway] : []), ...hostAddrs];
+    const targets = hosts.flatMap((host) => [2375, 2376].map((port) => ({ host, port })));
+    expect(connectedTargets(await probeFromWorkload(targets))).toEqual([]);
+  });
+
+  it("cannot reach the gateway's API port on any host address", async () => {
+    const port = Number(new URL(fx.t.url).port);
+    expect(port).toBeGreaterThan(0);
+    const hosts = [egressGateway, ...(internalGateway ? [internalGateway] : []), ...hostAddrs, "127.0.0.1"];
+    const r = await probeFromWorkload(hosts.map((host) => ({ host, port })));
+    expect(Object.keys(r)).toHaveLength(new Set(hosts).size);
+    expect(connectedTargets(r)).toEqual([]);
+  });
+
+  it("cannot reach a host service listening on 0.0.0.0, which a container on the egress network can", async () => {
+    expect(egressGateway).toMatch(/^10\.\d+\.\d+\.\d+$/);
+    const hosts = [egressGateway, ...(internalGateway ? [internalGateway] : []), ...hostAddrs];
+    const before = hostServiceConnections;
+    const r = await probeFromWorkload(hosts.map((host) => ({ host, port: hostServicePort })));
+    expect(connectedTargets(r)).toEqual([]);
+    expect(hostServiceConnections).toBe(before);
+
+    // Control: the same address and port answer from the egress network.
+    const control = await probeFromEgress([{ host: egressGateway, port: hostServicePort }]);
+    expect(control).toEqual({ [`${egressGateway}:${hostServicePort}`]: "connected" });
+    expect(hostServiceConnections).toBeGreaterThan(before);
+  });
+});

@@ -1,0 +1,118 @@
+// Helpers for integration tests that drive sandboxes on a real private dockerd:
+// wait for a phase, exec through the real CLI, run the docker CLI, read raw
+// inspect JSON, and probe TCP reachability from inside a container.
+
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { promisify } from "node:util";
+import { cli, type CliRun } from "./cli-runner.js";
+import type { DockerFixture } from "./docker-fixture.js";
+import { eventually } from "./gateway-fixture.js";
+
+const run = promisify(execFile);
+const DOCKER_CLI = ["/usr/local/bin/docker", "/usr/bin/docker"].find((p) => existsSync(p)) ?? "docker";
+
+/** The parts of GET /v1/sandboxes/:name the tests read. */
+export interface SandboxJson {
+  id: string;
+  name: string;
+  phase: string;
+  generation: number;
+  reason: { code: string; detail?: string } | null;
+  runtime: {
+    generation: number;
+    proxyUrl: string;
+    workload: { id: string; name: string; imageId: string; startedAt: string };
+    supervisor: { id: string; name: string; imageId: string; startedAt: string };
+  } | null;
+}
+
+export async function getSandbox(fx: DockerFixture, name: string): Promise<{ status: number; body: SandboxJson }> {
+  const r = await fx.t.api("GET", `/v1/sandboxes/${encodeURIComponent(name)}`);
+  return { status: r.status, body: r.body as SandboxJson };
+}
+
+/**
+ * Polls until the sandbox is in `phase` at `generation` (if given). Fails at once
+ * when it settles in another terminal phase, naming the reason, so a broken
+ * launch does not look like a timeout.
+ */
+export async function waitPhase(fx: DockerFixture, name: string, phase: string, opts: { generation?: number; ms?: number } = {}): Promise<SandboxJson> {
+  let last: SandboxJson | undefined;
+  try {
+    return await eventually(
+      async () => {
+        const { status, body } = await getSandbox(fx, name);
+        if (status !== 200) throw new Error(`GET ${name} answered ${status}: ${JSON.stringify(body)}`);
+        last = body;
+        if (body.phase === phase && (opts.generation === undefined || body.generation === opts.generation)) return body;
+        if (body.phase !== phase && ["Error", "Stopped", "Ready", "Completed"].includes(body.phase)) {
+          throw new Error(`sandbox ${name} settled in ${body.phase} (${JSON.stringify(body.reason)}) while waiting for ${phase}`);
+        }
+        return undefined;
+      },
+      opts.ms ?? 30_000,
+      `${name} to be ${phase}`,
+    );
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; last seen: ${JSON.stringify(last)}`, { cause: err });
+  }
+}
+
+/** Waits until GET answers 404: the sandbox and its record are gone. */
+export async function waitDeleted(fx: DockerFixture, name: string, ms = 30_000): Promise<void> {
+  await eventually(async () => ((await getSandbox(fx, name)).status === 404 ? true : undefined), ms, `${name} to be deleted`);
+}
+
+/** `sandgate sandbox exec NAME -- CMD...` through the real CLI. */
+export function cliExec(fx: DockerFixture, name: string, cmd: string[], stdin?: string): Promise<CliRun> {
+  return cli(["sandbox", "exec", name, "--", ...cmd], fx.cliEnv, stdin);
+}
+
+export interface DockerRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** The docker CLI against the fixture's private daemon; never throws on a non-zero exit. */
+export async function docker(fx: DockerFixture, ...args: string[]): Promise<DockerRun> {
+  try {
+    const { stdout, stderr } = await run(DOCKER_CLI, ["-H", fx.dockerd.dockerHost, ...args], { timeout: 60_000, maxBuffer: 16 << 20 });
+    return { code: 0, stdout: stdout.trim(), stderr: stderr.trim() };
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; code?: number };
+    return { code: typeof e.code === "number" ? e.code : -1, stdout: (e.stdout ?? "").trim(), stderr: (e.stderr ?? "").trim() };
+  }
+}
+
+/** Raw GET of an Engine API object (the typed client narrows inspect bodies). */
+export async function engineGet(fx: DockerFixture, path: string): Promise<any> {
+  const r = await fx.engine.request("GET", path);
+  if (r.kind !== "ok") throw new Error(`GET ${path}: ${JSON.stringify(r)}`);
+  return r.body;
+}
+
+/**
+ * A node program for `node -e PROBE_TCP '[{"host":..,"port":..}, ...]'`: tries
+ * every target at once with a 2 s connect timeout and prints one JSON object
+ * mapping "host:port" to "connected" or the error (code or "timeout").
+ */
+export const PROBE_TCP = `
+const net = require("net");
+const targets = JSON.parse(process.argv[1]);
+Promise.all(targets.map((t) => new Promise((resolve) => {
+  const s = net.connect({ host: t.host, port: t.port });
+  const done = (r) => { s.destroy(); resolve([t.host + ":" + t.port, r]); };
+  s.setTimeout(2000, () => done("timeout"));
+  s.on("connect", () => done("connected"));
+  s.on("error", (e) => done(e.code || e.message));
+}))).then((rs) => console.log(JSON.stringify(Object.fromEntries(rs))));
+`;
+
+export type ProbeResults = Record<string, string>;
+
+export function parseProbe(r: { code: number | null; stdout: string; stderr: string }): ProbeResults {
+  if (r.code !== 0) throw new Error(`probe exited ${r.code}: ${r.stderr}`);
+  return JSON.parse(r.stdout.trim()) as ProbeResults;
+}
