@@ -12,7 +12,9 @@ export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 200, factor: 1.6, max
 
 /** Delay before reconnect attempt `attempt` (0-based); `random` in [0, 1). */
 export function backoffDelay(attempt: number, random: number, p: BackoffPolicy = DEFAULT_BACKOFF): number {
-  const base = Math.min(p.maxMs, p.initialMs * Math.pow(p.factor, Math.max(0, attempt)));
+  const n = attempt > 0 ? attempt : 0; // negatives and NaN count as the first attempt
+  // initialMs 0 is "no delay": 0 · factor^n would be NaN once factor^n overflows to Infinity.
+  const base = p.initialMs > 0 ? Math.min(p.maxMs, p.initialMs * Math.pow(p.factor, n)) : 0;
   const spread = base * p.jitter * (2 * random - 1);
   return Math.max(0, Math.round(Math.min(p.maxMs * (1 + p.jitter), base + spread)));
 }

@@ -63,14 +63,14 @@ export function classifyInspect(r: EngineResult<ContainerInspect>, expected: Exp
   if (state.StartedAt !== expected.startedAt) {
     return { kind: "InstanceChanged", detail: `started at ${state.StartedAt}, not at the recorded ${expected.startedAt}` };
   }
+  // Restarting: our process died and the daemon is bringing up another one, whatever Running says.
+  if (state.Restarting === true || state.Status === "restarting") return { kind: "InstanceChanged", detail: "container is restarting" };
   if (state.Running) {
-    if (state.Restarting) return { kind: "InstanceChanged", detail: "container is restarting" };
     if (expected.pid !== undefined && expected.pid > 0 && state.Pid !== expected.pid) {
       return { kind: "InstanceChanged", detail: `pid is ${state.Pid}, not the recorded ${expected.pid}` };
     }
     return { kind: "Alive" };
   }
-  if (state.Status === "restarting") return { kind: "InstanceChanged", detail: "container is restarting" };
   return { kind: "Exited", code: typeof state.ExitCode === "number" ? state.ExitCode : -1, finishedAt: state.FinishedAt ?? "", instance: { id: c.Id, startedAt: state.StartedAt } };
 }
 
