@@ -80,8 +80,10 @@ describe("sandbox lifecycle on Docker", () => {
     expect(w.HostConfig.NanoCpus).toBe(500_000_000);
     expect(w.HostConfig.PidsLimit).toBe(128);
     expect(w.HostConfig.Binds ?? []).toEqual([]);
-    expect(w.Mounts.map((m: { Type: string; Destination: string; Name?: string }) => [m.Type, m.Destination, m.Name])).toEqual([
-      ["volume", "/sandbox", volumeName(first.id)],
+    const mounts = w.Mounts.map((m: { Type: string; Destination: string; Name?: string; RW: boolean }) => [m.Type, m.Destination, m.Name ?? null, m.RW]);
+    expect(mounts.sort()).toEqual([
+      ["bind", "/etc/resolv.conf", null, false],
+      ["volume", "/sandbox", volumeName(first.id), true],
     ]);
     // The workload sits on its internal network only; the supervisor bridges to egress.
     expect(Object.keys(w.NetworkSettings.Networks)).toEqual([networkName(first.id)]);

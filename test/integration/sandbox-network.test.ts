@@ -184,4 +184,15 @@ describe("egress from a Docker sandbox", () => {
     expect(control).toEqual({ [`${egressGateway}:${hostServicePort}`]: "connected" });
     expect(hostServiceConnections).toBeGreaterThan(before);
   });
+  it("has no resolver of its own: lookups go to its own loopback and fail at once", async () => {
+    const conf = await cliExec(fx, "net", ["cat", "/etc/resolv.conf"]);
+    expect(conf.stdout.split("\n").filter((l) => l.startsWith("nameserver"))).toEqual(["nameserver 127.0.0.1"]);
+    const t0 = Date.now();
+    const r = await inWorkload(
+      'require("dns").lookup(process.argv[1], (e, a) => console.log(e ? "ERR " + e.code : "OK " + a))',
+      "origin1",
+    );
+    expect(r.stdout.trim()).toMatch(/^ERR (EAI_AGAIN|ECONNREFUSED|ENOTFOUND)$/);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+  });
 });

@@ -31,6 +31,7 @@ import { ensureImages, type EnsureImagesResult } from "./images.js";
 import {
   HEALTH_PORT,
   LABEL,
+  NO_RESOLVER,
   PROXY_PORT,
   containerName,
   egressNetworkConfig,
@@ -120,6 +121,8 @@ export class DockerDriver implements ComputeDriver {
     }
     this.images = await ensureImages(this.engine, { onProgress });
     await this.ensureNetwork(egressNetworkConfig(this.gatewayId));
+    mkdirSync(this.launchRoot, { recursive: true, mode: 0o755 });
+    writeFileSync(this.resolvConfPath, NO_RESOLVER, { mode: 0o644 });
   }
 
   private async ensureNetwork(config: ReturnType<typeof egressNetworkConfig>): Promise<string> {
@@ -142,6 +145,10 @@ export class DockerDriver implements ComputeDriver {
       throw new ProvisionError(`No such image: ${image} (no registry is used: build or import it locally, e.g. docker import)`);
     }
     return { id: must(`inspect image ${image}`, r).Id, isDefault: this.images?.workload.ref === image };
+  }
+
+  private get resolvConfPath(): string {
+    return join(this.launchRoot, "workload-resolv.conf");
   }
 
   private launchDir(sandboxId: string, generation: number): string {
@@ -202,6 +209,7 @@ export class DockerDriver implements ComputeDriver {
       resources: req.spec.resources,
       proxyUrl: `http://${ip}:${PROXY_PORT}`,
       defaultImage: workloadImage.isDefault,
+      resolvConf: this.resolvConfPath,
     });
     this.provisionStep("create workload container", await this.engine.createContainer(containerName(req.sandboxId, req.generation, "workload"), config));
   }

@@ -114,11 +114,28 @@ export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launch
   };
 }
 
+/**
+ * The workload's resolv.conf: a nameserver on its own loopback, where nothing
+ * listens. Resolving names is the proxy's job; without this, Docker's embedded
+ * DNS would forward the workload's lookups to the host's resolvers, a channel
+ * out of the sandbox that no policy sees.
+ */
+export const NO_RESOLVER = "# sandgate: names are resolved by the egress proxy, not in the workload\nnameserver 127.0.0.1\noptions timeout:1 attempts:1\n";
+
 export const IDLE_COMMAND = ["sleep", "2147483647"];
 
 export function workloadConfig(
   i: SandboxObjectsInput,
-  opts: { imageId: string; command: string[] | undefined; env: Record<string, string>; resources: Resources; proxyUrl: string; defaultImage: boolean },
+  opts: {
+    imageId: string;
+    command: string[] | undefined;
+    env: Record<string, string>;
+    resources: Resources;
+    proxyUrl: string;
+    defaultImage: boolean;
+    /** Host file mounted as the workload's /etc/resolv.conf (see NO_RESOLVER). */
+    resolvConf: string;
+  },
 ): ContainerCreateConfig {
   const proxyEnv = { HTTP_PROXY: opts.proxyUrl, HTTPS_PROXY: opts.proxyUrl, http_proxy: opts.proxyUrl, https_proxy: opts.proxyUrl, NO_PROXY: "", no_proxy: "" };
   const env = { ...opts.env, ...proxyEnv };
@@ -134,7 +151,10 @@ export function workloadConfig(
       ...hardened(opts.resources),
       NetworkMode: networkName(i.sandboxId),
       Init: true,
-      Mounts: [{ Type: "volume", Source: volumeName(i.sandboxId), Target: "/sandbox" }],
+      Mounts: [
+        { Type: "volume", Source: volumeName(i.sandboxId), Target: "/sandbox" },
+        { Type: "bind", Source: opts.resolvConf, Target: "/etc/resolv.conf", ReadOnly: true },
+      ],
     },
   };
   // Imported images have no Cmd: our default image idles unless told otherwise.
