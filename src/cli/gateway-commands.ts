@@ -61,11 +61,7 @@ export function gatewayCommands(global: () => Common): Command {
       const client = new GatewayClient({ home: o.home, url: o.url });
       const status = await client.request<Record<string, unknown>>("GET", "/v1/status");
       if (o.json) return printJson({ url: client.url, ...status });
-      const rows = Object.entries({ url: client.url, ...status }).map(([k, v]) => [
-        k,
-        typeof v === "string" ? v : JSON.stringify(v),
-      ]);
-      process.stdout.write(table(["FIELD", "VALUE"], rows) + "\n");
+      process.stdout.write(table(["FIELD", "VALUE"], flatten({ url: client.url, ...status })) + "\n");
     });
 
   gw.command("stop")
@@ -85,6 +81,15 @@ export function gatewayCommands(global: () => Common): Command {
     });
 
   return gw;
+}
+
+/** Nested status objects as dotted rows: monitor.classifications.exited  0 */
+function flatten(value: Record<string, unknown>, prefix = ""): string[][] {
+  return Object.entries(value).flatMap(([k, v]) =>
+    v !== null && typeof v === "object" && !Array.isArray(v)
+      ? flatten(v as Record<string, unknown>, `${prefix}${k}.`)
+      : [[`${prefix}${k}`, typeof v === "string" ? v : JSON.stringify(v)]],
+  );
 }
 
 function alive(pid: number): boolean {

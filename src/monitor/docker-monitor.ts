@@ -223,10 +223,14 @@ export class DockerMonitor implements RuntimeMonitor {
   private onDisconnected(cause: string): void {
     const was = this.connected;
     this.connected = false;
-    if (was) this.m.disconnects++;
+    if (!was) {
+      this.log.debug({ cause }, "reconnect attempt failed");
+      return;
+    }
+    this.m.disconnects++;
     this.log.warn({ cause, monitors: this.registry.size }, "docker channel lost; sandboxes go Recovering, nothing is stopped");
     for (const w of this.registry.all()) {
-      // A broken stream is classified for every sandbox it was watching.
+      // A broken stream is classified once for every sandbox it was watching.
       this.m.classifications.channel_lost++;
       this.log.info({ sandboxId: w.sandboxId, generation: w.generation, verdict: { kind: "ChannelLost", cause } }, "classification");
       void this.lose(w, cause);

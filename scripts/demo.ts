@@ -1,0 +1,138 @@
+// The README's main job: a real demo on a private Docker daemon (live-restore on)
+// and the default embedded state (SQLite). Every step is a real `sandgate` CLI
+// call, printed before it runs. Cleans up everything at the end.
+
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { EngineClient } from "../src/driver/docker/engine.js";
+import { PrivateDockerd } from "../test/support/dockerd.js";
+
+const ROOT = join(import.meta.dirname, "..");
+const BIN = join(ROOT, "bin", "sandgate.js");
+const home = mkdtempSync(join(tmpdir(), "sandgate-demo-"));
+let dockerd: PrivateDockerd | undefined;
+
+const bold = (s: string): string => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
+function step(title: string): void {
+  process.stdout.write(`\n${bold(`== ${title}`)}\n`);
+}
+
+function sandgate(args: string[], opts: { input?: string; allowFail?: boolean; quiet?: boolean } = {}): string {
+  if (!opts.quiet) process.stdout.write(`$ sandgate ${args.map((a) => (/[\s"'$*]/.test(a) ? `'${a}'` : a)).join(" ")}\n`);
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    env: { ...process.env, SANDGATE_HOME: home, DOCKER_HOST: dockerd!.dockerHost },
+    input: opts.input ?? "",
+    encoding: "utf8",
+  });
+  if (!opts.quiet) {
+    process.stdout.write(r.stdout);
+    process.stderr.write(r.stderr);
+  }
+  if (r.status !== 0 && !opts.allowFail) throw new Error(`sandgate ${args.join(" ")} exited ${r.status}`);
+  return r.stdout;
+}
+
+const PROXY_GET = (url: string): string =>
+  `const u=new URL(process.env.HTTP_PROXY),t=new URL("${url}");require("http").get({host:u.hostname,port:u.port,path:t.href,headers:{host:t.host}},r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>console.log(r.statusCode,r.headers["x-proxy-error"]??"",b))})`;
+
+async function main(): Promise<void> {
+  step("Start a private Docker daemon with live-restore (its own data-root, socket and networks)");
+  dockerd = await PrivateDockerd.start({ liveRestore: true, name: "demo" });
+  process.stdout.write(`dockerd pid ${dockerd.pid}, DOCKER_HOST=${dockerd.dockerHost}\n`);
+
+  step("Start the gateway (state in SQLite under its home; builds the images locally on first start)");
+  sandgate(["gateway", "start", "--detach"]);
+  sandgate(["gateway", "status"]);
+
+  step("An HTTP origin outside the sandbox, and a policy that allows only it");
+  const engine = new EngineClient({ socketPath: dockerd.socketPath });
+  const gatewayId = (await import("node:fs")).readFileSync(join(home, "gateway-id"), "utf8").trim();
+  const images = await engine.request<{ RepoTags: string[] }[]>("GET", "/images/json");
+  const workloadImage = images.kind === "ok" ? images.body.flatMap((i) => i.RepoTags).find((t) => t.startsWith("sandgate-workload:")) : undefined;
+  if (!workloadImage) throw new Error("workload image not found");
+  const origin = await engine.createContainer("demo-origin", {
+    Image: workloadImage,
+    Cmd: ["node", "-e", 'require("http").createServer((q,s)=>s.end("hello from the origin\\n")).listen(8080)'],
+    HostConfig: { NetworkMode: `sandgate-egress-${gatewayId}` },
+  });
+  if (origin.kind !== "ok") throw new Error("origin create failed");
+  await engine.startContainer(origin.body.Id);
+  const policy = join(home, "policy.yaml");
+  writeFileSync(
+    policy,
+    `version: 1
+network:
+  rules:
+    - name: demo-origin
+      endpoints:
+        - host: demo-origin
+          port: 8080
+          protocol: http
+          rules:
+            - methods: [GET]
+              paths: ["/**"]
+          allowPrivate: ["10.0.0.0/8"]
+`,
+  );
+  process.stdout.write(`policy: allow GET http://demo-origin:8080/** (everything else is denied)\n`);
+
+  step("Create a sandbox: workload + companion supervisor, Ready only on evidence");
+  sandgate(["sandbox", "create", "demo", "--policy", policy]);
+  sandgate(["sandbox", "list"]);
+
+  step("Run commands in it (exit codes, stdin and the workspace are real)");
+  sandgate(["sandbox", "exec", "demo", "--", "sh", "-c", "id; echo 'written before the daemon restart' > /sandbox/note.txt"]);
+  sandgate(["sandbox", "exec", "demo", "--", "cat"], { input: "piped through stdin\n" });
+
+  step("Egress goes through the supervisor's proxy, by policy");
+  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", PROXY_GET("http://demo-origin:8080/")]);
+  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", PROXY_GET("http://example.com/")]);
+  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", 'fetch("http://demo-origin:8080/").then(()=>console.log("direct: reachable?!"),e=>console.log("direct connection failed:",e.cause?.code))']);
+
+  sandgate(["sandbox", "get", "demo"]);
+  const before = JSON.parse(sandgate(["sandbox", "get", "demo", "--json"], { quiet: true })) as { runtime: { workload: { id: string }; supervisor: { id: string } } };
+
+  step("Restart the Docker daemon (live-restore): containers survive, every API stream breaks");
+  await dockerd.restart({ downMs: 2000 });
+  process.stdout.write("dockerd restarted\n");
+  // Wait for the monitor to have re-verified the sandbox (Recovering → Ready).
+  for (let i = 0; i < 150; i++) {
+    const events = JSON.parse(sandgate(["sandbox", "events", "demo", "--json"], { quiet: true })) as { newPhase: string | null; oldPhase: string | null }[];
+    if (events.some((e) => e.oldPhase === "Recovering" && e.newPhase === "Ready")) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  sandgate(["sandbox", "events", "demo"]);
+  sandgate(["sandbox", "get", "demo"]);
+  const after = JSON.parse(sandgate(["sandbox", "get", "demo", "--json"], { quiet: true })) as typeof before;
+  const same = after.runtime.workload.id === before.runtime.workload.id && after.runtime.supervisor.id === before.runtime.supervisor.id;
+  process.stdout.write(`same containers as before the restart: ${same ? "yes" : "NO"}\n`);
+  if (!same) throw new Error("containers changed across a live-restore daemon restart");
+
+  step("Still Ready, still enforcing, workspace intact");
+  sandgate(["sandbox", "exec", "demo", "--", "cat", "/sandbox/note.txt"]);
+  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", PROXY_GET("http://demo-origin:8080/")]);
+  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", PROXY_GET("http://example.com/")]);
+
+  step("Stop, start (a new generation, same workspace), delete");
+  sandgate(["sandbox", "stop", "demo"]);
+  sandgate(["sandbox", "start", "demo"]);
+  sandgate(["sandbox", "exec", "demo", "--", "cat", "/sandbox/note.txt"]);
+  sandgate(["sandbox", "delete", "demo"]);
+  sandgate(["gateway", "status"]);
+  sandgate(["gateway", "stop"]);
+  await engine.close();
+  process.stdout.write(`\n${bold("demo finished: all steps passed")}\n`);
+}
+
+try {
+  await main();
+} catch (err) {
+  process.stderr.write(`\ndemo failed: ${(err as Error).message}\n`);
+  spawnSync(process.execPath, [BIN, "gateway", "stop"], { env: { ...process.env, SANDGATE_HOME: home }, stdio: "ignore" });
+  process.exitCode = 1;
+} finally {
+  await dockerd?.destroy();
+  rmSync(home, { recursive: true, force: true });
+}
