@@ -59,6 +59,8 @@ async function main(): Promise<void> {
   });
   if (origin.kind !== "ok") throw new Error("origin create failed");
   await engine.startContainer(origin.body.Id);
+  const inspected = await engine.inspectContainer(origin.body.Id);
+  const originIp = inspected.kind === "ok" ? Object.values(inspected.body.NetworkSettings.Networks ?? {})[0]?.IPAddress : undefined;
   const policy = join(home, "policy.yaml");
   writeFileSync(
     policy,
@@ -89,7 +91,7 @@ network:
   step("Egress goes through the supervisor's proxy, by policy");
   sandgate(["sandbox", "exec", "demo", "--", "node", "-e", PROXY_GET("http://demo-origin:8080/")]);
   sandgate(["sandbox", "exec", "demo", "--", "node", "-e", PROXY_GET("http://example.com/")]);
-  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", 'fetch("http://demo-origin:8080/").then(()=>console.log("direct: reachable?!"),e=>console.log("direct connection failed:",e.cause?.code))']);
+  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", `fetch("http://${originIp}:8080/").then(()=>console.log("direct: reachable?!"),e=>console.log("direct connection to ${originIp}:8080 failed:",e.cause?.code))`]);
 
   sandgate(["sandbox", "get", "demo"]);
   const before = JSON.parse(sandgate(["sandbox", "get", "demo", "--json"], { quiet: true })) as { runtime: { workload: { id: string }; supervisor: { id: string } } };
