@@ -3,6 +3,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { PolicyHolder } from "./policy-holder.js";
+import type { ControlSessionStatus } from "./control-session.js";
 
 export interface HealthIdentity {
   sandboxId: string | null;
@@ -13,6 +14,8 @@ export interface HealthServerOptions {
   identity: HealthIdentity;
   policy: PolicyHolder;
   proxyListening: () => boolean;
+  /** The control session, when one is configured. */
+  session?: () => ControlSessionStatus;
 }
 
 export interface HealthReport {
@@ -22,19 +25,28 @@ export interface HealthReport {
   policyRevision: number | null;
   policy: "loaded" | "missing";
   proxy: "listening" | "not_listening";
+  /** "disabled" when the launch config has no control section. */
+  session: "connecting" | "up" | "down" | "stopped" | "disabled";
+  /** Why all egress is denied regardless of policy (e.g. control_session_lost); null otherwise. */
+  lockdown: string | null;
 }
 
 export function healthReport(opts: HealthServerOptions): HealthReport {
   const loaded = opts.policy.current();
   const listening = opts.proxyListening();
+  const session = opts.session?.();
   return {
-    // Healthy only when it can enforce: a proxy without a policy denies everything.
+    // Healthy only when it can enforce: a proxy without a policy (or locked down, which
+    // hides the policy) denies everything. A session that is down within its grace
+    // period still enforces the last confirmed policy, so it does not make this false.
     ok: listening && loaded !== undefined,
     sandboxId: opts.identity.sandboxId,
     generation: opts.identity.generation,
     policyRevision: loaded?.revision ?? null,
     policy: loaded === undefined ? "missing" : "loaded",
     proxy: listening ? "listening" : "not_listening",
+    session: session?.state ?? "disabled",
+    lockdown: session?.lockdown ?? null,
   };
 }
 

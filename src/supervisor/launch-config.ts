@@ -4,10 +4,25 @@
 import { readFile } from "node:fs/promises";
 import { policyFromObject } from "../policy/index.js";
 import type { LoadedPolicy } from "./policy-holder.js";
+import { normalizeFingerprint } from "./wire.js";
 
 export const DEFAULT_LAUNCH_CONFIG_PATH = "/run/sandgate/launch.json";
 export const DEFAULT_PROXY_PORT = 3128;
 export const DEFAULT_HEALTH_PORT = 9901;
+
+/** How to reach and authenticate to the gateway's supervisor endpoint. */
+export interface ControlSettings {
+  /** wss://<egress bridge gateway IP>:<port>/v1/supervisor */
+  url: string;
+  /** Canonical "sha256:<hex>" pin of the gateway's endpoint certificate. */
+  fingerprint: string;
+  /** File holding the launch-scoped JWT (mounted only into this container). */
+  tokenPath: string;
+  /** Session down longer than this → deny all egress. */
+  graceMs: number;
+}
+
+export const DEFAULT_CONTROL_GRACE_MS = 15_000;
 
 export interface LaunchSettings {
   sandboxId: string | null;
@@ -16,6 +31,8 @@ export interface LaunchSettings {
   nonce: string | null;
   proxyPort: number;
   healthPort: number;
+  /** Null: no control session configured (standalone; the launch policy applies as is). */
+  control: ControlSettings | null;
 }
 
 export interface LaunchLoadResult {
@@ -36,6 +53,34 @@ function port(v: unknown, fallback: number, name: string, errors: string[]): num
   return fallback;
 }
 
+function parseControl(raw: unknown, errors: string[]): ControlSettings | null {
+  if (raw === undefined) return null;
+  if (!isRecord(raw)) {
+    errors.push("control must be an object");
+    return null;
+  }
+  const before = errors.length;
+  let url = "";
+  try {
+    const u = new URL(typeof raw.url === "string" ? raw.url : "");
+    if (u.protocol !== "wss:") throw new Error("not wss");
+    url = u.toString();
+  } catch {
+    errors.push("control.url must be a wss:// URL");
+  }
+  const fingerprint = typeof raw.fingerprint === "string" ? normalizeFingerprint(raw.fingerprint) : null;
+  if (fingerprint === null) errors.push("control.fingerprint must be sha256:<64 hex digits>");
+  const tokenPath = typeof raw.tokenPath === "string" && raw.tokenPath.startsWith("/") ? raw.tokenPath : "";
+  if (tokenPath === "") errors.push("control.tokenPath must be an absolute path");
+  let graceMs = DEFAULT_CONTROL_GRACE_MS;
+  if (raw.graceMs !== undefined) {
+    if (typeof raw.graceMs === "number" && Number.isInteger(raw.graceMs) && raw.graceMs >= 100 && raw.graceMs <= 3_600_000) graceMs = raw.graceMs;
+    else errors.push("control.graceMs must be an integer between 100 and 3600000");
+  }
+  if (errors.length > before || fingerprint === null) return null;
+  return { url, fingerprint, tokenPath, graceMs };
+}
+
 export function parseLaunchConfig(raw: unknown): LaunchLoadResult {
   const errors: string[] = [];
   const settings: LaunchSettings = {
@@ -44,6 +89,7 @@ export function parseLaunchConfig(raw: unknown): LaunchLoadResult {
     nonce: null,
     proxyPort: DEFAULT_PROXY_PORT,
     healthPort: DEFAULT_HEALTH_PORT,
+    control: null,
   };
   if (!isRecord(raw)) return { settings, policy: undefined, errors: ["launch config must be a JSON object"] };
 
@@ -56,6 +102,7 @@ export function parseLaunchConfig(raw: unknown): LaunchLoadResult {
   settings.proxyPort = port(raw.proxyPort, DEFAULT_PROXY_PORT, "proxyPort", errors);
   settings.healthPort = port(raw.healthPort, DEFAULT_HEALTH_PORT, "healthPort", errors);
   if (settings.proxyPort === settings.healthPort) errors.push("proxyPort and healthPort must differ");
+  settings.control = parseControl(raw.control, errors);
 
   const revision = raw.policyRevision;
   if (!(typeof revision === "number" && Number.isSafeInteger(revision) && revision >= 0)) {

@@ -41,6 +41,8 @@ export interface EgressProxyOptions {
   connectTimeoutMs?: number;
   /** DNS deadline; exceeded → 504. */
   resolveTimeoutMs?: number;
+  /** Non-null while egress is locked down (control session lost): the reason every request is denied with. */
+  lockdown?: () => string | null;
 }
 
 export interface EgressProxy {
@@ -285,9 +287,10 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
 
   /** Policy check, one resolution, address check. Emits the audit event for the decision. */
   async function authorize(t: Target): Promise<Outcome> {
+    const locked = options.lockdown?.() ?? null;
     const loaded = policy.current();
-    if (loaded === undefined) {
-      const o = { kind: "deny", reason: POLICY_MISSING } as const;
+    if (locked !== null || loaded === undefined) {
+      const o = { kind: "deny", reason: locked ?? POLICY_MISSING } as const;
       audit(t, o);
       return o;
     }

@@ -1,8 +1,11 @@
-// Wires the supervisor together: launch config → policy holder → proxy + health.
+// Wires the supervisor together: launch config → policy holder → proxy + health, and the
+// control session to the gateway when the launch config names one.
+import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { readLaunchConfig } from "./launch-config.js";
 import type { LaunchSettings } from "./launch-config.js";
-import { PolicyHolder } from "./policy-holder.js";
+import { LockdownPolicyHolder } from "./lockdown.js";
+import { ControlSession } from "./control-session.js";
 import { createEgressProxy } from "./proxy.js";
 import type { EgressProxy, Resolver } from "./proxy.js";
 import { createHealthServer } from "./health.js";
@@ -16,11 +19,15 @@ export interface SupervisorOptions {
   host?: string;
   resolve?: Resolver;
   shutdownGraceMs?: number;
+  /** Control-session timing overrides (tests); the grace period comes from the launch config. */
+  control?: { heartbeatMs?: number; deadAfterMs?: number; backoffInitialMs?: number; backoffMaxMs?: number };
 }
 
 export interface Supervisor {
   readonly settings: LaunchSettings;
-  readonly policy: PolicyHolder;
+  readonly policy: LockdownPolicyHolder;
+  /** Null when the launch config has no control section. */
+  readonly control: ControlSession | null;
   readonly proxy: EgressProxy;
   readonly health: HealthServer;
   readonly proxyAddress: AddressInfo;
@@ -33,24 +40,60 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
   const host = opts.host ?? "0.0.0.0";
   const loaded = await readLaunchConfig(opts.configPath);
   const { settings } = loaded;
-  const policy = new PolicyHolder(loaded.policy);
+  const policy = new LockdownPolicyHolder(loaded.policy);
   const ids = { sandboxId: settings.sandboxId, generation: settings.generation };
 
   if (loaded.errors.length > 0) {
     logger.error("launch config invalid: denying all egress", { ...ids, configPath: opts.configPath, errors: loaded.errors });
   }
   policy.onChange((p) => logger.info("policy changed", { ...ids, policy: p === undefined ? "missing" : "loaded", policyRevision: p?.revision ?? null }));
+  policy.onLockdown((reason) => logger.info(reason === null ? "lockdown lifted" : "lockdown", { ...ids, reason }));
 
+  let control: ControlSession | null = null;
   const proxy = createEgressProxy({
     policy,
     logger,
-    onAudit: (event) => logger.record({ ...event, sandboxId: settings.sandboxId }),
+    lockdown: () => {
+      const r = policy.lockdownReason();
+      return r === null ? null : `lockdown_${r}`;
+    },
+    onAudit: (event) => {
+      // A lockdown hides the policy from the proxy (reason policy_missing); say why.
+      const lockdown = policy.lockdownReason();
+      const recorded = lockdown === null ? event : { ...event, lockdown };
+      logger.record({ ...recorded, sandboxId: settings.sandboxId });
+      control?.audit(event);
+    },
     ...(opts.resolve === undefined ? {} : { resolve: opts.resolve }),
   });
-  const health = createHealthServer({ identity: ids, policy, proxyListening: () => proxy.isListening() });
+  const c = settings.control;
+  if (c !== null && settings.sandboxId !== null && settings.generation !== null) {
+    const tokenPath = c.tokenPath;
+    control = new ControlSession({
+      url: c.url,
+      fingerprint: c.fingerprint,
+      token: () => readFile(tokenPath, "utf8"),
+      sandboxId: settings.sandboxId,
+      generation: settings.generation,
+      policy,
+      proxyListening: () => proxy.isListening(),
+      logger,
+      graceMs: c.graceMs,
+      ...opts.control,
+    });
+  } else if (loaded.errors.length === 0) {
+    logger.warn("no control session configured: enforcing the launch policy without the gateway", ids);
+  }
+  const session = control;
+  const health = createHealthServer({
+    identity: ids,
+    policy,
+    proxyListening: () => proxy.isListening(),
+    ...(session === null ? {} : { session: () => session.status() }),
+  });
 
   const close = async (): Promise<void> => {
-    await Promise.all([proxy.close(opts.shutdownGraceMs), health.close()]);
+    await Promise.all([proxy.close(opts.shutdownGraceMs), health.close(), session?.stop()]);
   };
   try {
     const healthAddress = await health.listen(settings.healthPort, host);
@@ -61,8 +104,10 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
       policyRevision: loaded.policy?.revision ?? null,
       proxyPort: proxyAddress.port,
       healthPort: healthAddress.port,
+      control: c === null ? null : c.url,
     });
-    return { settings, policy, proxy, health, proxyAddress, healthAddress, close };
+    session?.start();
+    return { settings, policy, control: session, proxy, health, proxyAddress, healthAddress, close };
   } catch (err) {
     await close();
     throw err;

@@ -12,6 +12,11 @@ import type { AddressInfo } from "node:net";
 import { build } from "esbuild";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parseLaunchConfig, readLaunchConfig } from "../../src/supervisor/launch-config.js";
+import { BoundaryRegistry } from "../../src/gateway/boundary.js";
+import { LaunchTokens } from "../../src/gateway/launch-tokens.js";
+import { startSupervisorEndpoint } from "../../src/gateway/supervisor-endpoint.js";
+import { ensureEndpointTls } from "../../src/gateway/tls.js";
+import { policyFromObject } from "../../src/policy/index.js";
 
 let dir: string;
 let bundle: string;
@@ -148,7 +153,7 @@ describe("supervisor bundle", () => {
 
     const health = await get(healthPort, "/healthz");
     expect(health.status).toBe(200);
-    expect(JSON.parse(health.body)).toEqual({ ok: true, sandboxId: "sb-main", generation: 4, policyRevision: 9, policy: "loaded", proxy: "listening" });
+    expect(JSON.parse(health.body)).toEqual({ ok: true, sandboxId: "sb-main", generation: 4, policyRevision: 9, policy: "loaded", proxy: "listening", session: "disabled", lockdown: null });
 
     // An idle keep-alive client connection and an established tunnel must not hold shutdown up.
     const agent = new http.Agent({ keepAlive: true });
@@ -221,6 +226,58 @@ describe("supervisor bundle", () => {
   });
 });
 
+describe("supervisor bundle with a control session", () => {
+  it("authenticates to a real endpoint, enforces the pushed revision and keeps the token out of its logs", async () => {
+    const originPort = await startOrigin(0);
+    const [proxyPort, healthPort] = [await freePort(), await freePort()];
+    const stateDir = join(dir, "gateway-state");
+    const tls = await ensureEndpointTls(stateDir);
+    const tokens = LaunchTokens.open(stateDir, "gw-bundle");
+    const boundary = new BoundaryRegistry();
+    const endpoint = await startSupervisorEndpoint({
+      host: "127.0.0.1",
+      tls,
+      tokens,
+      expected: (id) => (id === "sb-ctl" ? { generation: 2, nonce: "n-ctl" } : null),
+      boundary,
+      log: { info: () => undefined, warn: () => undefined },
+    });
+    cleanups.push(async () => {
+      boundary.close();
+      await endpoint.close();
+    });
+    const pushed = policyFromObject({
+      version: 1,
+      network: { rules: [{ name: "pushed", endpoints: [{ host: "localhost", port: originPort, protocol: "http", allowPrivate: ["127.0.0.0/8"] }] }] },
+    });
+    if (!pushed.ok) throw new Error(pushed.errors.join("; "));
+    boundary.setDesired("sb-ctl", 2, pushed.policy, 3);
+    const { token } = await tokens.mint({ sandboxId: "sb-ctl", generation: 2, nonce: "n-ctl" });
+    const tokenPath = join(dir, "ctl-token");
+    await writeFile(tokenPath, token, { mode: 0o600 });
+
+    // The launch policy allows nothing; only the pushed revision opens the origin.
+    const sup = await runSupervisor({
+      sandboxId: "sb-ctl",
+      generation: 2,
+      nonce: "n-ctl",
+      proxyPort,
+      healthPort,
+      policyRevision: 1,
+      policy: { version: 1 },
+      control: { url: endpoint.url, fingerprint: tls.fingerprint, tokenPath, graceMs: 5000 },
+    });
+    expect((await boundary.waitForRevision("sb-ctl", 3, 10_000)).reached).toBe(true);
+    expect(JSON.parse((await get(healthPort, "/healthz")).body)).toMatchObject({ ok: true, session: "up", policyRevision: 3 });
+    expect((await get(proxyPort, `http://localhost:${originPort}/x`)).status).toBe(200);
+    sup.child.kill("SIGTERM");
+    expect(await sup.exited).toEqual({ code: 0, signal: null });
+    expect(sup.lines.map((l) => l.msg)).toEqual(expect.arrayContaining(["control session up", "policy pushed"]));
+    expect(sup.stdout()).not.toContain(token);
+    expect(sup.stdout()).not.toContain("n-ctl");
+  });
+});
+
 describe("launch config", () => {
   const valid = { sandboxId: "sb", generation: 0, nonce: "n", policyRevision: 2, policy: { version: 1 } };
 
@@ -229,8 +286,32 @@ describe("launch config", () => {
     await writeFile(path, JSON.stringify(valid));
     const r = await readLaunchConfig(path);
     expect(r.errors).toEqual([]);
-    expect(r.settings).toEqual({ sandboxId: "sb", generation: 0, nonce: "n", proxyPort: 3128, healthPort: 9901 });
+    expect(r.settings).toEqual({ sandboxId: "sb", generation: 0, nonce: "n", proxyPort: 3128, healthPort: 9901, control: null });
     expect(r.policy?.revision).toBe(2);
+  });
+
+  it("reads the control section with a canonical pin and a default grace period", () => {
+    const fp = "AB:".repeat(31) + "AB";
+    const r = parseLaunchConfig({ ...valid, control: { url: "wss://172.18.0.1:7421/v1/supervisor", fingerprint: fp, tokenPath: "/run/sandgate/token" } });
+    expect(r.errors).toEqual([]);
+    expect(r.settings.control).toEqual({ url: "wss://172.18.0.1:7421/v1/supervisor", fingerprint: `sha256:${"ab".repeat(32)}`, tokenPath: "/run/sandgate/token", graceMs: 15_000 });
+    expect(parseLaunchConfig({ ...valid, control: { url: "wss://h:1/v1/supervisor", fingerprint: fp, tokenPath: "/t", graceMs: 500 } }).settings.control?.graceMs).toBe(500);
+  });
+
+  it("fails closed on an invalid control section", () => {
+    const fp = `sha256:${"0".repeat(64)}`;
+    const bad = [
+      { url: "ws://172.18.0.1:7421/v1/supervisor", fingerprint: fp, tokenPath: "/t" },
+      { url: "wss://172.18.0.1:7421/v1/supervisor", fingerprint: "sha256:1234", tokenPath: "/t" },
+      { url: "wss://172.18.0.1:7421/v1/supervisor", fingerprint: fp, tokenPath: "relative" },
+      { url: "wss://172.18.0.1:7421/v1/supervisor", fingerprint: fp, tokenPath: "/t", graceMs: 5 },
+      "wss://x",
+    ];
+    for (const control of bad) {
+      const r = parseLaunchConfig({ ...valid, control });
+      expect(r.policy).toBeUndefined();
+      expect(r.errors.join("; ")).toMatch(/^control/);
+    }
   });
 
   it("yields no policy for a missing file, non-JSON text, a bad port or a bad policy", async () => {

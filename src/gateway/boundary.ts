@@ -1,0 +1,357 @@
+// Boundary health per sandbox, from the gateway's side of the control session: what
+// policy revision it wants enforced, which one the supervisor reports enforcing, and
+// whether that report is recent. Transport-free: the supervisor endpoint hands it
+// authenticated sessions (SessionLink); policy only ever travels over those.
+import type { Policy } from "../policy/index.js";
+import { CLOSE } from "../supervisor/wire.js";
+import type { AckMessage, GatewayMessage, HeartbeatMessage, WireAuditEvent } from "../supervisor/wire.js";
+
+/** An authenticated control session as the registry sees it. */
+export interface SessionLink {
+  readonly sessionId: string;
+  readonly sandboxId: string;
+  readonly generation: number;
+  send(message: GatewayMessage): void;
+  close(code: number, reason: string): void;
+}
+
+export interface BoundaryHealth {
+  sandboxId: string;
+  session: "up" | "down";
+  /** Generation of the live session, null when down. */
+  generation: number | null;
+  lastHeartbeatAt: string | null;
+  /** Revision the supervisor acknowledged / reports enforcing in this session; null before its first ack. */
+  enforcedRevision: number | null;
+  desiredRevision: number | null;
+  proxy: "listening" | "not_listening" | null;
+  lockdown: boolean | null;
+  healthy: boolean;
+  /** Why not healthy; null when healthy. */
+  problem: string | null;
+}
+
+export type AuditListener = (sandboxId: string, generation: number, event: WireAuditEvent) => void;
+export type ChangeListener = (health: BoundaryHealth) => void;
+
+export interface WaitResult {
+  reached: boolean;
+  health: BoundaryHealth;
+}
+
+export interface BoundaryLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+export interface BoundaryOptions {
+  /** A heartbeat older than this makes the sandbox unhealthy. Default 5000. */
+  heartbeatStaleMs?: number;
+  /** No message for this long closes the session (frees the slot after a half-open loss). Default 10000. */
+  sessionIdleMs?: number;
+  log?: BoundaryLog;
+}
+
+interface Desired {
+  generation: number;
+  policy: Policy;
+  revision: number;
+}
+
+interface Live {
+  link: SessionLink;
+  lastMessageAt: number;
+  lastHeartbeatAt: number | null;
+  enforcedRevision: number | null;
+  proxy: "listening" | "not_listening" | null;
+  lockdown: boolean | null;
+  staleTimer: NodeJS.Timeout | undefined;
+  idleTimer: NodeJS.Timeout | undefined;
+}
+
+interface Waiter {
+  revision: number;
+  resolve: (r: WaitResult) => void;
+  timer: NodeJS.Timeout;
+}
+
+const quiet: BoundaryLog = { info: () => undefined, warn: () => undefined };
+
+export class BoundaryRegistry {
+  readonly #staleMs: number;
+  readonly #idleMs: number;
+  readonly #log: BoundaryLog;
+  readonly #desired = new Map<string, Desired>();
+  readonly #live = new Map<string, Live>();
+  readonly #waiters = new Map<string, Set<Waiter>>();
+  readonly #lastEmitted = new Map<string, string>();
+  readonly #auditListeners = new Set<AuditListener>();
+  readonly #changeListeners = new Set<ChangeListener>();
+  #closed = false;
+
+  constructor(opts: BoundaryOptions = {}) {
+    this.#staleMs = opts.heartbeatStaleMs ?? 5000;
+    this.#idleMs = opts.sessionIdleMs ?? 10_000;
+    this.#log = opts.log ?? quiet;
+  }
+
+  // ---- API for the lifecycle service ----
+
+  /**
+   * Records the policy this launch must enforce and pushes it to a live session of the same
+   * generation. A session of an older generation is closed (it belongs to a stale launch).
+   * Within one generation revisions only move forward; returns false when ignored.
+   */
+  setDesired(sandboxId: string, generation: number, policy: Policy, revision: number): boolean {
+    if (!Number.isSafeInteger(revision) || revision < 0) throw new TypeError(`policy revision must be a non-negative integer, got ${String(revision)}`);
+    const prev = this.#desired.get(sandboxId);
+    if (prev !== undefined && prev.generation > generation) return false;
+    if (prev !== undefined && prev.generation === generation && prev.revision > revision) return false;
+    this.#desired.set(sandboxId, { generation, policy, revision });
+    const live = this.#live.get(sandboxId);
+    if (live !== undefined) {
+      if (live.link.generation !== generation) this.disconnect(sandboxId, "superseded by a newer launch");
+      else live.link.send({ type: "policy", revision, policy: policy as unknown as Record<string, unknown> });
+    }
+    this.#changed(sandboxId);
+    return true;
+  }
+
+  health(sandboxId: string): BoundaryHealth {
+    const desired = this.#desired.get(sandboxId);
+    const live = this.#live.get(sandboxId);
+    const desiredRevision = desired?.revision ?? null;
+    if (live === undefined) {
+      return {
+        sandboxId,
+        session: "down",
+        generation: null,
+        lastHeartbeatAt: null,
+        enforcedRevision: null,
+        desiredRevision,
+        proxy: null,
+        lockdown: null,
+        healthy: false,
+        problem: "no control session",
+      };
+    }
+    const fresh = live.lastHeartbeatAt !== null && Date.now() - live.lastHeartbeatAt < this.#staleMs;
+    let problem: string | null = null;
+    if (desired === undefined) problem = "no desired policy set";
+    else if (desired.generation !== live.link.generation) problem = "session belongs to another generation";
+    else if (live.enforcedRevision === null) problem = "policy not acknowledged yet";
+    else if (!fresh) problem = "heartbeat stale";
+    else if (live.enforcedRevision !== desired.revision) problem = `enforcing revision ${String(live.enforcedRevision)}, want ${String(desired.revision)}`;
+    else if (live.lockdown === true) problem = "supervisor in lockdown";
+    else if (live.proxy !== "listening") problem = "proxy not listening";
+    return {
+      sandboxId,
+      session: "up",
+      generation: live.link.generation,
+      lastHeartbeatAt: live.lastHeartbeatAt === null ? null : new Date(live.lastHeartbeatAt).toISOString(),
+      enforcedRevision: live.enforcedRevision,
+      desiredRevision,
+      proxy: live.proxy,
+      lockdown: live.lockdown,
+      healthy: problem === null,
+      problem,
+    };
+  }
+
+  /** Resolves once a live session acknowledged `revision` (or newer), or after timeoutMs with reached=false. */
+  waitForRevision(sandboxId: string, revision: number, timeoutMs: number): Promise<WaitResult> {
+    if (this.#reached(sandboxId, revision)) return Promise.resolve({ reached: true, health: this.health(sandboxId) });
+    return new Promise((resolve) => {
+      const set = this.#waiters.get(sandboxId) ?? new Set<Waiter>();
+      this.#waiters.set(sandboxId, set);
+      const waiter: Waiter = {
+        revision,
+        resolve,
+        timer: setTimeout(() => {
+          set.delete(waiter);
+          resolve({ reached: false, health: this.health(sandboxId) });
+        }, timeoutMs),
+      };
+      set.add(waiter);
+    });
+  }
+
+  onAudit(cb: AuditListener): () => void {
+    this.#auditListeners.add(cb);
+    return () => this.#auditListeners.delete(cb);
+  }
+
+  /** Called when session state, revisions, lockdown, proxy state or healthiness change (not on every heartbeat). */
+  onChange(cb: ChangeListener): () => void {
+    this.#changeListeners.add(cb);
+    return () => this.#changeListeners.delete(cb);
+  }
+
+  /** Closes the live session, if any (stop). The supervisor will try to reconnect; `expected()` decides. */
+  disconnect(sandboxId: string, reason = "disconnected by the gateway"): void {
+    const live = this.#live.get(sandboxId);
+    if (live === undefined) return;
+    this.#drop(live);
+    live.link.close(CLOSE.superseded, reason);
+  }
+
+  /** Forgets everything about a sandbox (delete). */
+  forget(sandboxId: string): void {
+    this.disconnect(sandboxId, "sandbox deleted");
+    this.#desired.delete(sandboxId);
+    this.#lastEmitted.delete(sandboxId);
+  }
+
+  sandboxes(): string[] {
+    return [...new Set([...this.#desired.keys(), ...this.#live.keys()])];
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const live of [...this.#live.values()]) {
+      this.#drop(live);
+      live.link.close(CLOSE.goingAway, "gateway shutting down");
+    }
+    for (const [sandboxId, set] of this.#waiters) {
+      for (const w of set) {
+        clearTimeout(w.timer);
+        w.resolve({ reached: false, health: this.health(sandboxId) });
+      }
+    }
+    this.#waiters.clear();
+  }
+
+  // ---- API for the supervisor endpoint ----
+
+  /** Admits an authenticated session; refuses a second one for the same sandbox (the first is kept). */
+  admit(link: SessionLink): { ok: true } | { ok: false; reason: "duplicate_session" | "gateway_closing" } {
+    if (this.#closed) return { ok: false, reason: "gateway_closing" };
+    if (this.#live.has(link.sandboxId)) return { ok: false, reason: "duplicate_session" };
+    const live: Live = {
+      link,
+      lastMessageAt: Date.now(),
+      lastHeartbeatAt: null,
+      enforcedRevision: null,
+      proxy: null,
+      lockdown: null,
+      staleTimer: undefined,
+      idleTimer: undefined,
+    };
+    this.#live.set(link.sandboxId, live);
+    this.#armIdle(live);
+    link.send({ type: "welcome", sessionId: link.sessionId, sandboxId: link.sandboxId, generation: link.generation });
+    const desired = this.#desired.get(link.sandboxId);
+    // Re-push on every (re)connect: this is what lifts a supervisor's lockdown.
+    if (desired?.generation === link.generation) {
+      link.send({ type: "policy", revision: desired.revision, policy: desired.policy as unknown as Record<string, unknown> });
+    }
+    this.#log.info({ event: "supervisor_session_up", sandboxId: link.sandboxId, generation: link.generation, sessionId: link.sessionId }, "supervisor session up");
+    this.#changed(link.sandboxId);
+    return { ok: true };
+  }
+
+  ack(link: SessionLink, msg: AckMessage): void {
+    const live = this.#current(link);
+    if (live === undefined) return;
+    live.enforcedRevision = msg.revision;
+    this.#touch(live);
+    this.#changed(link.sandboxId);
+  }
+
+  heartbeat(link: SessionLink, msg: HeartbeatMessage): void {
+    const live = this.#current(link);
+    if (live === undefined) return;
+    live.lastHeartbeatAt = Date.now();
+    // Enforcing counts only after an ack in this session; heartbeats then keep it current.
+    if (live.enforcedRevision !== null) live.enforcedRevision = msg.enforcedRevision;
+    live.proxy = msg.proxy;
+    live.lockdown = msg.lockdown;
+    this.#touch(live);
+    clearTimeout(live.staleTimer);
+    live.staleTimer = setTimeout(() => this.#changed(link.sandboxId), this.#staleMs + 1);
+    live.staleTimer.unref();
+    this.#changed(link.sandboxId);
+  }
+
+  audit(link: SessionLink, event: WireAuditEvent): void {
+    const live = this.#current(link);
+    if (live === undefined) return;
+    this.#touch(live);
+    for (const cb of this.#auditListeners) {
+      try {
+        cb(link.sandboxId, link.generation, event);
+      } catch (err) {
+        this.#log.warn({ event: "audit_listener_failed", err }, "audit listener failed");
+      }
+    }
+  }
+
+  /** The transport closed. A link that was never admitted (or was replaced) is ignored. */
+  detach(link: SessionLink, why: string): void {
+    const live = this.#current(link);
+    if (live === undefined) return;
+    this.#drop(live);
+    this.#log.info({ event: "supervisor_session_down", sandboxId: link.sandboxId, generation: link.generation, sessionId: link.sessionId, why }, "supervisor session down");
+  }
+
+  // ---- internals ----
+
+  #current(link: SessionLink): Live | undefined {
+    const live = this.#live.get(link.sandboxId);
+    return live?.link === link ? live : undefined;
+  }
+
+  #drop(live: Live): void {
+    clearTimeout(live.staleTimer);
+    clearTimeout(live.idleTimer);
+    if (this.#live.get(live.link.sandboxId) === live) this.#live.delete(live.link.sandboxId);
+    this.#changed(live.link.sandboxId);
+  }
+
+  #touch(live: Live): void {
+    live.lastMessageAt = Date.now();
+    this.#armIdle(live);
+  }
+
+  #armIdle(live: Live): void {
+    clearTimeout(live.idleTimer);
+    live.idleTimer = setTimeout(() => {
+      this.#log.warn({ event: "supervisor_session_idle", sandboxId: live.link.sandboxId, sessionId: live.link.sessionId, idleMs: this.#idleMs }, "supervisor session silent: closing it");
+      this.#drop(live);
+      live.link.close(CLOSE.idle, "no heartbeat");
+    }, this.#idleMs);
+    live.idleTimer.unref();
+  }
+
+  #reached(sandboxId: string, revision: number): boolean {
+    const live = this.#live.get(sandboxId);
+    const desired = this.#desired.get(sandboxId);
+    if (live === undefined || live.enforcedRevision === null) return false;
+    if (desired !== undefined && desired.generation !== live.link.generation) return false;
+    return live.enforcedRevision >= revision && live.lockdown !== true;
+  }
+
+  #changed(sandboxId: string): void {
+    const waiters = this.#waiters.get(sandboxId);
+    if (waiters !== undefined) {
+      for (const w of [...waiters]) {
+        if (!this.#reached(sandboxId, w.revision)) continue;
+        clearTimeout(w.timer);
+        waiters.delete(w);
+        w.resolve({ reached: true, health: this.health(sandboxId) });
+      }
+    }
+    if (this.#changeListeners.size === 0) return;
+    const h = this.health(sandboxId);
+    const key = JSON.stringify([h.session, h.generation, h.enforcedRevision, h.desiredRevision, h.proxy, h.lockdown, h.healthy, h.problem]);
+    if (this.#lastEmitted.get(sandboxId) === key) return;
+    this.#lastEmitted.set(sandboxId, key);
+    for (const cb of this.#changeListeners) {
+      try {
+        cb(h);
+      } catch (err) {
+        this.#log.warn({ event: "change_listener_failed", err }, "change listener failed");
+      }
+    }
+  }
+}

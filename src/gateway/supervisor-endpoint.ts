@@ -1,0 +1,228 @@
+// The supervisor endpoint: a TLS listener separate from the user API, bound where supervisor
+// containers can reach it (the egress bridge's gateway address). A supervisor opens one
+// WebSocket, verifies our certificate against its pin, then sends `hello` with its launch
+// token as the first message. We verify the token and bind it to the current launch before
+// the session exists; every refusal is logged with its reason and counted.
+import { randomUUID } from "node:crypto";
+import https from "node:https";
+import type { AddressInfo } from "node:net";
+import { WebSocketServer } from "ws";
+import type { WebSocket } from "ws";
+import type { BoundaryRegistry, SessionLink } from "./boundary.js";
+import type { LaunchTokens } from "./launch-tokens.js";
+import { CLOSE, SUPERVISOR_PATH, parseSupervisorMessage } from "../supervisor/wire.js";
+import type { GatewayMessage, HelloMessage } from "../supervisor/wire.js";
+
+/** The launch a sandbox is expected to run now; null when none (stopped, deleted, unknown). */
+export interface ExpectedLaunch {
+  generation: number;
+  nonce: string;
+}
+
+export type RefusalReason =
+  | "malformed_hello"
+  | "auth_timeout"
+  | "malformed_token"
+  | "bad_signature"
+  | "expired"
+  | "wrong_audience"
+  | "wrong_issuer"
+  | "bad_claims"
+  | "sandbox_mismatch"
+  | "unknown_sandbox"
+  | "stale_generation"
+  | "generation_mismatch"
+  | "nonce_mismatch"
+  | "duplicate_session"
+  | "gateway_closing";
+
+export interface EndpointLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+export interface SupervisorEndpointOptions {
+  /** Listen address; the egress bridge gateway IP in production, 127.0.0.1 in tests. */
+  host: string;
+  port?: number;
+  tls: { certPem: string; keyPem: string };
+  tokens: LaunchTokens;
+  expected: (sandboxId: string) => ExpectedLaunch | null;
+  boundary: BoundaryRegistry;
+  log: EndpointLog;
+  /** Time a connection gets to authenticate. Default 5000. */
+  authTimeoutMs?: number;
+  /** Largest accepted supervisor message. Default 256 KiB. */
+  maxPayload?: number;
+}
+
+export interface EndpointStats {
+  accepted: number;
+  refused: Partial<Record<RefusalReason, number>>;
+  /** Authenticated sessions closed for a malformed message. */
+  malformed: number;
+}
+
+export interface SupervisorEndpoint {
+  /** wss://host:port/v1/supervisor: what goes into launch configs. */
+  readonly url: string;
+  readonly address: AddressInfo;
+  stats(): EndpointStats;
+  close(): Promise<void>;
+}
+
+type Check = { ok: true; link: SessionLink } | { ok: false; reason: RefusalReason; detail: string; sandboxId?: string; generation?: number };
+
+export async function startSupervisorEndpoint(opts: SupervisorEndpointOptions): Promise<SupervisorEndpoint> {
+  const { boundary, tokens, log } = opts;
+  const authTimeoutMs = opts.authTimeoutMs ?? 5000;
+  const stats: EndpointStats = { accepted: 0, refused: {}, malformed: 0 };
+  const sockets = new Set<WebSocket>();
+
+  const server = https.createServer({ cert: opts.tls.certPem, key: opts.tls.keyPem, minVersion: "TLSv1.3" }, (_req, res) => {
+    res.writeHead(426, { "content-type": "text/plain" }).end("WebSocket upgrade required\n");
+  });
+  // Bounded: nothing here waits on a slow peer longer than the auth timeout.
+  server.headersTimeout = authTimeoutMs;
+  server.requestTimeout = authTimeoutMs;
+  const wss = new WebSocketServer({ server, path: SUPERVISOR_PATH, maxPayload: opts.maxPayload ?? 256 * 1024, perMessageDeflate: false, clientTracking: false });
+
+  function refuse(ws: WebSocket, remote: string | undefined, r: Check & { ok: false }): void {
+    stats.refused[r.reason] = (stats.refused[r.reason] ?? 0) + 1;
+    log.warn(
+      { event: "supervisor_session_refused", reason: r.reason, detail: r.detail, sandboxId: r.sandboxId ?? null, generation: r.generation ?? null, remote: remote ?? null },
+      "supervisor session refused",
+    );
+    const code = r.reason === "duplicate_session" ? CLOSE.duplicate : r.reason === "auth_timeout" ? CLOSE.authTimeout : r.reason === "malformed_hello" ? CLOSE.malformed : CLOSE.refused;
+    ws.close(code, r.reason);
+  }
+
+  async function authenticate(ws: WebSocket, hello: HelloMessage): Promise<Check> {
+    const claimed = { sandboxId: hello.sandboxId, generation: hello.generation };
+    const verified = await tokens.verify(hello.token);
+    if (!verified.ok) return { ...verified, ...claimed };
+    const c = verified.claims;
+    const ids = { sandboxId: c.sandboxId, generation: c.generation };
+    // A token copied from another sandbox is refused even though its signature is valid.
+    if (c.sandboxId !== hello.sandboxId || c.generation !== hello.generation) {
+      return { ok: false, reason: "sandbox_mismatch", detail: `token is for ${c.sandboxId} g${String(c.generation)}, supervisor says ${hello.sandboxId} g${String(hello.generation)}`, ...ids };
+    }
+    const expected = opts.expected(c.sandboxId);
+    if (expected === null) return { ok: false, reason: "unknown_sandbox", detail: "no current launch for this sandbox", ...ids };
+    if (c.generation < expected.generation) return { ok: false, reason: "stale_generation", detail: `generation ${String(c.generation)} < current ${String(expected.generation)}`, ...ids };
+    if (c.generation !== expected.generation) return { ok: false, reason: "generation_mismatch", detail: `generation ${String(c.generation)} != current ${String(expected.generation)}`, ...ids };
+    if (c.nonce !== expected.nonce) return { ok: false, reason: "nonce_mismatch", detail: "launch nonce does not match the current launch", ...ids };
+    const link: SessionLink = {
+      sessionId: randomUUID(),
+      sandboxId: c.sandboxId,
+      generation: c.generation,
+      send(message: GatewayMessage) {
+        if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(message));
+      },
+      close(code: number, reason: string) {
+        ws.close(code, reason);
+        // A peer that never answers the close frame must not keep the socket.
+        setTimeout(() => ws.terminate(), 2000).unref();
+      },
+    };
+    const admitted = boundary.admit(link);
+    if (!admitted.ok) return { ok: false, reason: admitted.reason, detail: admitted.reason === "duplicate_session" ? "this launch already has an established session" : "gateway is shutting down", ...ids };
+    return { ok: true, link };
+  }
+
+  wss.on("connection", (ws, req) => {
+    sockets.add(ws);
+    const remote = req.socket.remoteAddress;
+    let link: SessionLink | undefined;
+    let authenticating = false;
+    const authTimer = setTimeout(() => {
+      if (link === undefined) refuse(ws, remote, { ok: false, reason: "auth_timeout", detail: `no valid hello within ${String(authTimeoutMs)} ms` });
+    }, authTimeoutMs);
+    authTimer.unref();
+
+    ws.on("error", (err) => log.warn({ event: "supervisor_socket_error", err: err.message, remote: remote ?? null }, "supervisor socket error"));
+    ws.on("close", (code, reason) => {
+      sockets.delete(ws);
+      clearTimeout(authTimer);
+      if (link !== undefined) boundary.detach(link, `closed ${String(code)} ${reason.toString("utf8")}`);
+    });
+
+    ws.on("message", (data, isBinary) => {
+      const parsed = isBinary ? { ok: false as const, error: "binary message" } : parseSupervisorMessage(data);
+      if (link === undefined) {
+        // Exactly one hello, and nothing else, before the session exists.
+        if (authenticating) {
+          refuse(ws, remote, { ok: false, reason: "malformed_hello", detail: "message before authentication finished" });
+          return;
+        }
+        if (!parsed.ok || parsed.message.type !== "hello") {
+          refuse(ws, remote, { ok: false, reason: "malformed_hello", detail: parsed.ok ? `expected hello, got ${parsed.message.type}` : parsed.error });
+          return;
+        }
+        authenticating = true;
+        authenticate(ws, parsed.message).then(
+          (check) => {
+            authenticating = false;
+            if (ws.readyState !== ws.OPEN) {
+              if (check.ok) boundary.detach(check.link, "closed during authentication");
+              return;
+            }
+            if (!check.ok) {
+              refuse(ws, remote, check);
+              return;
+            }
+            clearTimeout(authTimer);
+            link = check.link;
+            stats.accepted++;
+          },
+          (err: unknown) => {
+            refuse(ws, remote, { ok: false, reason: "malformed_token", detail: err instanceof Error ? err.message : String(err) });
+          },
+        );
+        return;
+      }
+      if (!parsed.ok || parsed.message.type === "hello") {
+        stats.malformed++;
+        log.warn(
+          { event: "supervisor_message_malformed", sandboxId: link.sandboxId, sessionId: link.sessionId, error: parsed.ok ? "second hello" : parsed.error },
+          "malformed supervisor message: closing the session",
+        );
+        boundary.detach(link, "malformed message");
+        ws.close(CLOSE.malformed, "malformed message");
+        return;
+      }
+      const m = parsed.message;
+      if (m.type === "ack") boundary.ack(link, m);
+      else if (m.type === "heartbeat") boundary.heartbeat(link, m);
+      else boundary.audit(link, m.event);
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port ?? 0, opts.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const hostPart = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const url = `wss://${hostPart}:${String(address.port)}${SUPERVISOR_PATH}`;
+  log.info({ event: "supervisor_endpoint_listening", url }, "supervisor endpoint listening");
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    address,
+    stats: () => ({ accepted: stats.accepted, refused: { ...stats.refused }, malformed: stats.malformed }),
+    close: () =>
+      (closing ??= new Promise<void>((resolve) => {
+        // Cut like a crash would: supervisors reconnect with backoff, and their grace
+        // period covers a gateway restart.
+        for (const ws of sockets) ws.terminate();
+        wss.close();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      })),
+  };
+}

@@ -1,0 +1,133 @@
+// The control-session protocol between a supervisor and the gateway, shared by both
+// sides. Transport: one WebSocket over TLS, one JSON object per text message. Every
+// message is validated here; anything that does not parse closes the session.
+// Kept dependency-light (zod only): the supervisor is bundled into one file.
+import { z } from "zod";
+
+export const SUPERVISOR_PATH = "/v1/supervisor";
+export const TOKEN_AUDIENCE = "sandgate-supervisor";
+export const TOKEN_TYPE = "sandgate-launch+jwt";
+
+/** Application close codes (4000-4999 are free for applications, RFC 6455 §7.4.2). */
+export const CLOSE = {
+  normal: 1000,
+  goingAway: 1001,
+  malformed: 4400,
+  refused: 4401,
+  authTimeout: 4408,
+  duplicate: 4409,
+  superseded: 4410,
+  idle: 4411,
+} as const;
+
+const revision = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const nullableRevision = revision.nullable();
+const proxyState = z.enum(["listening", "not_listening"]);
+const id = z.string().min(1).max(200);
+
+// ---- supervisor → gateway ----
+
+export const helloMessage = z.strictObject({
+  type: z.literal("hello"),
+  /** The launch-scoped JWT; only sent after the gateway's certificate matched the pin. */
+  token: z.string().min(1).max(8192),
+  sandboxId: id,
+  generation: revision,
+  enforcedRevision: nullableRevision,
+  proxy: proxyState,
+});
+
+export const ackMessage = z.strictObject({
+  type: z.literal("ack"),
+  /** The revision now enforced (may be higher than the push when the push was stale). */
+  revision,
+  /** False when the holder kept a newer revision than the one pushed. */
+  applied: z.boolean(),
+});
+
+export const heartbeatMessage = z.strictObject({
+  type: z.literal("heartbeat"),
+  enforcedRevision: nullableRevision,
+  proxy: proxyState,
+  lockdown: z.boolean(),
+  /** Audit events dropped since start because the session was down or congested. */
+  auditDropped: z.number().int().min(0),
+});
+
+/** Mirrors AuditEvent in proxy.ts. */
+export const auditEventSchema = z.strictObject({
+  type: z.literal("egress"),
+  time: z.string().max(64),
+  decision: z.enum(["allow", "deny"]),
+  reason: z.string().max(200).optional(),
+  rule: z.string().max(200).optional(),
+  host: z.string().max(300),
+  port: z.number().int().min(0).max(65535),
+  protocol: z.enum(["http", "https", "tcp"]),
+  method: z.string().max(32).optional(),
+  path: z.string().max(8192).optional(),
+  address: z.string().max(64).optional(),
+});
+
+export const auditMessage = z.strictObject({
+  type: z.literal("audit"),
+  event: auditEventSchema,
+});
+
+export const supervisorMessage = z.discriminatedUnion("type", [helloMessage, ackMessage, heartbeatMessage, auditMessage]);
+
+// ---- gateway → supervisor ----
+
+export const welcomeMessage = z.strictObject({
+  type: z.literal("welcome"),
+  sessionId: id,
+  sandboxId: id,
+  generation: revision,
+});
+
+export const policyMessage = z.strictObject({
+  type: z.literal("policy"),
+  revision,
+  /** Validated again by the supervisor with policyFromObject before it is installed. */
+  policy: z.record(z.string(), z.unknown()),
+});
+
+export const gatewayMessage = z.discriminatedUnion("type", [welcomeMessage, policyMessage]);
+
+export type HelloMessage = z.infer<typeof helloMessage>;
+export type AckMessage = z.infer<typeof ackMessage>;
+export type HeartbeatMessage = z.infer<typeof heartbeatMessage>;
+export type AuditMessage = z.infer<typeof auditMessage>;
+export type WireAuditEvent = z.infer<typeof auditEventSchema>;
+export type SupervisorMessage = z.infer<typeof supervisorMessage>;
+export type WelcomeMessage = z.infer<typeof welcomeMessage>;
+export type PolicyMessage = z.infer<typeof policyMessage>;
+export type GatewayMessage = z.infer<typeof gatewayMessage>;
+
+export type Parsed<T> = { ok: true; message: T } | { ok: false; error: string };
+
+function parseWith<T>(schema: z.ZodType<T>, data: unknown): Parsed<T> {
+  let text: string;
+  if (typeof data === "string") text = data;
+  else if (Buffer.isBuffer(data)) text = data.toString("utf8");
+  else return { ok: false, error: "expected a text message" };
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { ok: false, error: "not JSON" };
+  }
+  const result = schema.safeParse(raw);
+  if (result.success) return { ok: true, message: result.data };
+  const issue = result.error.issues[0];
+  return { ok: false, error: issue === undefined ? "invalid message" : `${issue.path.join(".") || "(root)"}: ${issue.message}` };
+}
+
+export const parseSupervisorMessage = (data: unknown): Parsed<SupervisorMessage> => parseWith(supervisorMessage, data);
+export const parseGatewayMessage = (data: unknown): Parsed<GatewayMessage> => parseWith(gatewayMessage, data);
+
+/** Canonical pin form: "sha256:" + 64 lowercase hex digits. Accepts Node's "AB:CD:…" form too. */
+export function normalizeFingerprint(text: string): string | null {
+  const hex = text.trim().toLowerCase().replace(/^sha256:/, "").replaceAll(":", "");
+  return /^[0-9a-f]{64}$/.test(hex) ? `sha256:${hex}` : null;
+}

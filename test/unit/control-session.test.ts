@@ -1,0 +1,610 @@
+// The control session end to end on loopback: a real TLS supervisor endpoint with a real
+// certificate and real Ed25519 launch tokens, the real ControlSession client, and a real
+// egress proxy whose decisions must follow what the gateway pushes.
+import http from "node:http";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { generateKeyPairSync } from "node:crypto";
+import https from "node:https";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { AddressInfo } from "node:net";
+import { pino } from "pino";
+import WebSocket, { WebSocketServer } from "ws";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { policyFromObject } from "../../src/policy/index.js";
+import type { Policy } from "../../src/policy/index.js";
+import { BoundaryRegistry } from "../../src/gateway/boundary.js";
+import type { BoundaryHealth } from "../../src/gateway/boundary.js";
+import { LaunchTokens, ensureSigningKey } from "../../src/gateway/launch-tokens.js";
+import { startSupervisorEndpoint } from "../../src/gateway/supervisor-endpoint.js";
+import type { ExpectedLaunch, SupervisorEndpoint } from "../../src/gateway/supervisor-endpoint.js";
+import { ensureEndpointTls, issueEndpointCertificate } from "../../src/gateway/tls.js";
+import type { EndpointTls } from "../../src/gateway/tls.js";
+import { ControlSession, backoffDelay } from "../../src/supervisor/control-session.js";
+import { LockdownPolicyHolder, LOCKDOWN_SESSION_LOST } from "../../src/supervisor/lockdown.js";
+import { createEgressProxy } from "../../src/supervisor/proxy.js";
+import type { AuditEvent, EgressProxy } from "../../src/supervisor/proxy.js";
+import { silentLogger } from "../../src/supervisor/logger.js";
+import type { Logger } from "../../src/supervisor/logger.js";
+import { startSupervisor } from "../../src/supervisor/supervisor.js";
+import { SUPERVISOR_PATH } from "../../src/supervisor/wire.js";
+
+const GATEWAY_ID = "gw-test";
+let stateDir: string;
+let tlsId: EndpointTls;
+let tokens: LaunchTokens;
+let originPort: number;
+let origin: http.Server;
+const cleanups: (() => Promise<void> | void)[] = [];
+
+beforeAll(async () => {
+  stateDir = await mkdtemp(join(tmpdir(), "sandgate-control-"));
+  tlsId = await ensureEndpointTls(stateDir);
+  tokens = LaunchTokens.open(stateDir, GATEWAY_ID);
+  origin = http.createServer((req, res) => res.end(`origin ${req.url ?? ""}`));
+  await new Promise<void>((r) => origin.listen(0, "127.0.0.1", r));
+  originPort = (origin.address() as AddressInfo).port;
+});
+
+afterAll(async () => {
+  origin.closeAllConnections();
+  await new Promise<void>((r) => origin.close(() => r()));
+  await rm(stateDir, { recursive: true, force: true });
+});
+
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+// ---- helpers ----
+
+async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+  const { port } = s.address() as AddressInfo;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+function policyOf(network: unknown): Policy {
+  const r = policyFromObject({ version: 1, network });
+  if (!r.ok) throw new Error(`test policy invalid: ${r.errors.join("; ")}`);
+  return r.policy;
+}
+
+/** Allows GET on the loopback origin under the given path globs. */
+const allowOrigin = (paths: string[] = ["/**"]): Policy =>
+  policyOf({
+    rules: [{ name: "origin", endpoints: [{ host: "localhost", port: originPort, protocol: "http", allowPrivate: ["127.0.0.0/8"], rules: [{ methods: ["GET"], paths }] }] }],
+  });
+
+interface Gateway {
+  boundary: BoundaryRegistry;
+  endpoint: SupervisorEndpoint;
+  logs: Record<string, unknown>[];
+  launches: Map<string, ExpectedLaunch>;
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function startGatewaySide(opts: { staleMs?: number; idleMs?: number; port?: number } = {}): Promise<Gateway> {
+  const logs: Record<string, unknown>[] = [];
+  const log = pino({ level: "info" }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+  const boundary = new BoundaryRegistry({ heartbeatStaleMs: opts.staleMs ?? 1000, sessionIdleMs: opts.idleMs ?? 3000, log });
+  const launches = new Map<string, ExpectedLaunch>();
+  const start = (port: number): Promise<SupervisorEndpoint> =>
+    startSupervisorEndpoint({ host: "127.0.0.1", port, tls: tlsId, tokens, expected: (id) => launches.get(id) ?? null, boundary, log, authTimeoutMs: 1000 });
+  const gw: Gateway = {
+    boundary,
+    endpoint: await start(opts.port ?? 0),
+    logs,
+    launches,
+    async restart() {
+      gw.endpoint = await start(gw.endpoint.address.port);
+    },
+    async stop() {
+      await gw.endpoint.close();
+    },
+  };
+  cleanups.push(async () => {
+    boundary.close();
+    await gw.endpoint.close();
+  });
+  return gw;
+}
+
+interface SupervisorSide {
+  policy: LockdownPolicyHolder;
+  proxy: EgressProxy;
+  proxyPort: number;
+  session: ControlSession;
+  audits: AuditEvent[];
+  logs: { level: string; msg: string; fields?: Record<string, unknown> }[];
+}
+
+function captureLogger(logs: SupervisorSide["logs"]): Logger {
+  return {
+    info: (msg, fields) => void logs.push({ level: "info", msg, ...(fields === undefined ? {} : { fields }) }),
+    warn: (msg, fields) => void logs.push({ level: "warn", msg, ...(fields === undefined ? {} : { fields }) }),
+    error: (msg, fields) => void logs.push({ level: "error", msg, ...(fields === undefined ? {} : { fields }) }),
+    record: () => undefined,
+  };
+}
+
+async function startSupervisorSide(
+  gw: { endpoint: { url: string } },
+  o: { sandboxId: string; generation: number; token: string; fingerprint?: string; graceMs?: number; initial?: { policy: Policy; revision: number }; url?: string },
+): Promise<SupervisorSide> {
+  const policy = new LockdownPolicyHolder(o.initial);
+  const audits: AuditEvent[] = [];
+  const logs: SupervisorSide["logs"] = [];
+  const logger = captureLogger(logs);
+  const proxy = createEgressProxy({
+    policy,
+    logger: silentLogger,
+    onAudit: (e) => {
+      audits.push(e);
+      // Audit events only happen after `session` below exists.
+      session.audit(e);
+    },
+  });
+  const proxyPort = (await proxy.listen(0, "127.0.0.1")).port;
+  const session = new ControlSession({
+    url: o.url ?? gw.endpoint.url,
+    fingerprint: o.fingerprint ?? tlsId.fingerprint,
+    token: () => Promise.resolve(o.token),
+    sandboxId: o.sandboxId,
+    generation: o.generation,
+    policy,
+    proxyListening: () => proxy.isListening(),
+    logger,
+    graceMs: o.graceMs ?? 500,
+    heartbeatMs: 100,
+    deadAfterMs: 1000,
+    backoffInitialMs: 50,
+    backoffMaxMs: 200,
+    connectTimeoutMs: 2000,
+  });
+  cleanups.push(async () => {
+    await session.stop();
+    await proxy.close(0);
+  });
+  session.start();
+  return { policy, proxy, proxyPort, session, audits, logs };
+}
+
+function proxyGet(proxyPort: number, path: string): Promise<{ status: number; body: Record<string, unknown> | string }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: "127.0.0.1", port: proxyPort, path: `http://localhost:${String(originPort)}${path}`, agent: false }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (text += c));
+        res.on("end", () => {
+          let body: Record<string, unknown> | string = text;
+          if ((res.headers["content-type"] ?? "").includes("json")) body = JSON.parse(text) as Record<string, unknown>;
+          resolve({ status: res.statusCode ?? 0, body });
+        });
+      })
+      .on("error", reject);
+  });
+}
+
+async function launch(gw: Gateway, sandboxId: string, generation: number, nonce: string, desired?: { policy: Policy; revision: number }): Promise<string> {
+  gw.launches.set(sandboxId, { generation, nonce });
+  if (desired !== undefined) gw.boundary.setDesired(sandboxId, generation, desired.policy, desired.revision);
+  return (await tokens.mint({ sandboxId, generation, nonce })).token;
+}
+
+const healthy = (gw: Gateway, id: string): Promise<BoundaryHealth> => waitFor(`${id} healthy`, () => (gw.boundary.health(id).healthy ? gw.boundary.health(id) : undefined));
+
+function refusalLogs(gw: Gateway, reason: string): Record<string, unknown>[] {
+  return gw.logs.filter((l) => l.event === "supervisor_session_refused" && l.reason === reason);
+}
+
+// ---- tests ----
+
+describe("control session: handshake, push, ack, heartbeats", () => {
+  it("authenticates, pushes the desired revision, and reports healthy once acked with fresh heartbeats", async () => {
+    const gw = await startGatewaySide();
+    const token = await launch(gw, "sb-a", 3, "nonce-a", { policy: allowOrigin(["/ok/**"]), revision: 7 });
+    const changes: BoundaryHealth[] = [];
+    gw.boundary.onChange((h) => changes.push(h));
+    const gatewayAudits: { sandboxId: string; decision: string; path?: string }[] = [];
+    gw.boundary.onAudit((sandboxId, _gen, e) => gatewayAudits.push({ sandboxId, decision: e.decision, ...(e.path === undefined ? {} : { path: e.path }) }));
+
+    // The supervisor starts with its launch policy (revision 1, allows nothing) and gets 7 pushed.
+    const sup = await startSupervisorSide(gw, { sandboxId: "sb-a", generation: 3, token, initial: { policy: policyOf({ rules: [] }), revision: 1 } });
+    const h = await healthy(gw, "sb-a");
+    expect(h).toMatchObject({ session: "up", generation: 3, enforcedRevision: 7, desiredRevision: 7, proxy: "listening", lockdown: false, problem: null });
+    expect(sup.policy.current()?.revision).toBe(7);
+    expect(sup.session.status()).toMatchObject({ state: "up", lockdown: null });
+    expect(gw.endpoint.stats()).toMatchObject({ accepted: 1, refused: {}, malformed: 0 });
+
+    // Heartbeats keep arriving (every 100 ms here).
+    const first = gw.boundary.health("sb-a").lastHeartbeatAt;
+    await waitFor("a later heartbeat", () => gw.boundary.health("sb-a").lastHeartbeatAt !== first);
+
+    // The pushed policy is what the proxy enforces; audit events reach the gateway.
+    expect((await proxyGet(sup.proxyPort, "/ok/1")).status).toBe(200);
+    expect((await proxyGet(sup.proxyPort, "/nope")).status).toBe(403);
+    await waitFor("audits at the gateway", () => gatewayAudits.length >= 2);
+    expect(gatewayAudits).toEqual([
+      { sandboxId: "sb-a", decision: "allow", path: "/ok/1" },
+      { sandboxId: "sb-a", decision: "deny", path: "/nope" },
+    ]);
+    expect(changes.some((c) => c.healthy && c.enforcedRevision === 7)).toBe(true);
+  });
+
+  it("hot-replaces the policy: the running proxy changes what it allows, and waitForRevision resolves on the ack", async () => {
+    const gw = await startGatewaySide();
+    const token = await launch(gw, "sb-hot", 1, "n-hot", { policy: allowOrigin(["/a/**"]), revision: 1 });
+    const sup = await startSupervisorSide(gw, { sandboxId: "sb-hot", generation: 1, token });
+    await healthy(gw, "sb-hot");
+    expect((await proxyGet(sup.proxyPort, "/a/x")).status).toBe(200);
+    expect((await proxyGet(sup.proxyPort, "/b/x")).status).toBe(403);
+
+    expect(gw.boundary.setDesired("sb-hot", 1, allowOrigin(["/b/**"]), 2)).toBe(true);
+    expect(gw.boundary.health("sb-hot")).toMatchObject({ healthy: false, desiredRevision: 2 });
+    const waited = await gw.boundary.waitForRevision("sb-hot", 2, 3000);
+    expect(waited.reached).toBe(true);
+    expect(waited.health).toMatchObject({ enforcedRevision: 2, desiredRevision: 2 });
+
+    const a = await proxyGet(sup.proxyPort, "/a/x");
+    expect(a.status).toBe(403);
+    expect(a.body).toMatchObject({ error: "policy_denied", reason: "path_not_allowed" });
+    expect((await proxyGet(sup.proxyPort, "/b/x")).status).toBe(200);
+    // Same proxy instance all along.
+    expect(sup.proxy.isListening()).toBe(true);
+
+    // An older revision in the same generation is ignored by the gateway; waiting for a revision nobody pushes times out.
+    expect(gw.boundary.setDesired("sb-hot", 1, allowOrigin(["/a/**"]), 1)).toBe(false);
+    const never = await gw.boundary.waitForRevision("sb-hot", 5, 200);
+    expect(never.reached).toBe(false);
+  });
+});
+
+describe("control session: refusals", () => {
+  /** Runs a supervisor until its first refused attempt; returns the close text it saw. */
+  async function refusedAttempt(gw: Gateway, o: { sandboxId: string; generation: number; token: string }): Promise<string> {
+    const sup = await startSupervisorSide(gw, { ...o, graceMs: 60_000 });
+    const err = await waitFor("a refused attempt", () => {
+      const e = sup.session.status().lastError;
+      return e !== null && e.startsWith("closed 44") ? e : undefined;
+    });
+    await sup.session.stop();
+    return err;
+  }
+
+  it("refuses a forged token (valid format, signed by another key)", async () => {
+    const gw = await startGatewaySide();
+    await launch(gw, "sb-f", 1, "n-f");
+    const forger = new LaunchTokens(generateKeyPairSync("ed25519").privateKey, GATEWAY_ID);
+    const forged = (await forger.mint({ sandboxId: "sb-f", generation: 1, nonce: "n-f" })).token;
+    expect(await refusedAttempt(gw, { sandboxId: "sb-f", generation: 1, token: forged })).toBe("closed 4401 bad_signature");
+    expect(refusalLogs(gw, "bad_signature")[0]).toMatchObject({ level: 40, sandboxId: "sb-f", msg: "supervisor session refused" });
+    expect(gw.endpoint.stats().refused.bad_signature).toBeGreaterThanOrEqual(1);
+    expect(gw.endpoint.stats().accepted).toBe(0);
+    expect(gw.boundary.health("sb-f").session).toBe("down");
+  });
+
+  it("refuses a token of another sandbox", async () => {
+    const gw = await startGatewaySide();
+    await launch(gw, "sb-mine", 1, "n-mine");
+    const other = await launch(gw, "sb-other", 1, "n-other");
+    expect(await refusedAttempt(gw, { sandboxId: "sb-mine", generation: 1, token: other })).toBe("closed 4401 sandbox_mismatch");
+    expect(refusalLogs(gw, "sandbox_mismatch")).not.toHaveLength(0);
+    expect(gw.boundary.health("sb-mine").session).toBe("down");
+    expect(gw.boundary.health("sb-other").session).toBe("down");
+  });
+
+  it("refuses a token of an older generation, and of another (newer) generation", async () => {
+    const gw = await startGatewaySide();
+    const old = await launch(gw, "sb-g", 1, "n-g1");
+    await launch(gw, "sb-g", 2, "n-g2");
+    expect(await refusedAttempt(gw, { sandboxId: "sb-g", generation: 1, token: old })).toBe("closed 4401 stale_generation");
+    const future = (await tokens.mint({ sandboxId: "sb-g", generation: 5, nonce: "n-g2" })).token;
+    expect(await refusedAttempt(gw, { sandboxId: "sb-g", generation: 5, token: future })).toBe("closed 4401 generation_mismatch");
+    expect(gw.endpoint.stats().refused).toMatchObject({ stale_generation: expect.any(Number) as number, generation_mismatch: expect.any(Number) as number });
+  });
+
+  it("refuses an expired token", async () => {
+    const gw = await startGatewaySide();
+    await launch(gw, "sb-e", 1, "n-e");
+    // Minted 31 days ago with the default 30-day lifetime, by the gateway's own key.
+    const past = new LaunchTokens(ensureSigningKey(stateDir), GATEWAY_ID, { now: () => Date.now() - 31 * 24 * 3600_000 });
+    const expired = (await past.mint({ sandboxId: "sb-e", generation: 1, nonce: "n-e" })).token;
+    expect(await refusedAttempt(gw, { sandboxId: "sb-e", generation: 1, token: expired })).toBe("closed 4401 expired");
+    expect(refusalLogs(gw, "expired")).not.toHaveLength(0);
+  });
+
+  it("refuses a wrong nonce and a sandbox with no current launch", async () => {
+    const gw = await startGatewaySide();
+    await launch(gw, "sb-n", 4, "the-real-nonce");
+    const wrong = (await tokens.mint({ sandboxId: "sb-n", generation: 4, nonce: "a-guess" })).token;
+    expect(await refusedAttempt(gw, { sandboxId: "sb-n", generation: 4, token: wrong })).toBe("closed 4401 nonce_mismatch");
+    const ghost = (await tokens.mint({ sandboxId: "sb-ghost", generation: 1, nonce: "x" })).token;
+    expect(await refusedAttempt(gw, { sandboxId: "sb-ghost", generation: 1, token: ghost })).toBe("closed 4401 unknown_sandbox");
+    expect(refusalLogs(gw, "nonce_mismatch")).not.toHaveLength(0);
+    expect(refusalLogs(gw, "unknown_sandbox")).not.toHaveLength(0);
+  });
+
+  it("refuses a second concurrent session for the same launch and keeps the established one", async () => {
+    const gw = await startGatewaySide();
+    const token = await launch(gw, "sb-dup", 1, "n-dup", { policy: allowOrigin(), revision: 1 });
+    const first = await startSupervisorSide(gw, { sandboxId: "sb-dup", generation: 1, token });
+    await healthy(gw, "sb-dup");
+    const acceptedBefore = gw.endpoint.stats().accepted;
+
+    expect(await refusedAttempt(gw, { sandboxId: "sb-dup", generation: 1, token })).toBe("closed 4409 duplicate_session");
+    expect(refusalLogs(gw, "duplicate_session")[0]).toMatchObject({ sandboxId: "sb-dup", generation: 1 });
+    expect(gw.endpoint.stats().accepted).toBe(acceptedBefore);
+    // The established session is untouched and still heartbeating.
+    expect(first.session.status().state).toBe("up");
+    const hb = gw.boundary.health("sb-dup").lastHeartbeatAt;
+    await waitFor("heartbeat after the refusal", () => gw.boundary.health("sb-dup").lastHeartbeatAt !== hb);
+    expect(gw.boundary.health("sb-dup").healthy).toBe(true);
+  });
+
+  it("refuses a connection that does not authenticate in time, or opens with something other than hello", async () => {
+    const gw = await startGatewaySide();
+    const silent = new WebSocket(gw.endpoint.url, { rejectUnauthorized: false });
+    const closed = new Promise<number>((r) => silent.once("close", (code) => r(code)));
+    expect(await closed).toBe(4408);
+    const rude = new WebSocket(gw.endpoint.url, { rejectUnauthorized: false });
+    rude.once("open", () => rude.send(JSON.stringify({ type: "heartbeat", enforcedRevision: 1, proxy: "listening", lockdown: false, auditDropped: 0 })));
+    expect(await new Promise<number>((r) => rude.once("close", (code) => r(code)))).toBe(4400);
+    expect(gw.endpoint.stats().refused).toMatchObject({ auth_timeout: 1, malformed_hello: 1 });
+  });
+});
+
+describe("control session: certificate pinning", () => {
+  it("refuses to talk to a gateway whose certificate does not match the pin: the token is never sent", async () => {
+    // An impostor endpoint with its own certificate, recording anything a client sends.
+    const impostorTls = await issueEndpointCertificate();
+    const received: string[] = [];
+    const server = https.createServer({ cert: impostorTls.certPem, key: impostorTls.keyPem });
+    const wss = new WebSocketServer({ server, path: SUPERVISOR_PATH });
+    let connections = 0;
+    wss.on("connection", (ws) => {
+      connections++;
+      ws.on("message", (d: Buffer) => received.push(d.toString("utf8")));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    cleanups.push(() => new Promise<void>((r) => { wss.close(); server.closeAllConnections(); server.close(() => r()); }));
+    const url = `wss://127.0.0.1:${String((server.address() as AddressInfo).port)}${SUPERVISOR_PATH}`;
+
+    const token = (await tokens.mint({ sandboxId: "sb-pin", generation: 1, nonce: "n-pin" })).token;
+    const sup = await startSupervisorSide({ endpoint: { url } }, { sandboxId: "sb-pin", generation: 1, token, fingerprint: tlsId.fingerprint });
+    await waitFor("a pin mismatch", () => sup.session.status().lastError === "gateway certificate does not match the pinned fingerprint");
+    await waitFor("a retry", () => sup.session.status().attempts >= 2);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(received).toEqual([]);
+    expect(sup.session.status().state).not.toBe("up");
+    expect(sup.logs.some((l) => l.level === "error" && l.msg.includes("pinned fingerprint") && l.fields?.presented === impostorTls.fingerprint)).toBe(true);
+    // The TLS + WebSocket handshake did happen: the refusal was the client's own decision.
+    expect(connections).toBeGreaterThanOrEqual(1);
+  });
+
+  it("closes the session on a malformed message from the gateway", async () => {
+    // A gateway-side peer with the real certificate that answers hello with garbage.
+    const server = https.createServer({ cert: tlsId.certPem, key: tlsId.keyPem });
+    const wss = new WebSocketServer({ server, path: SUPERVISOR_PATH });
+    const closes: number[] = [];
+    wss.on("connection", (ws) => {
+      ws.once("message", () => {
+        ws.send(JSON.stringify({ type: "welcome", sessionId: "s", sandboxId: "sb-mal", generation: 1 }));
+        ws.send(JSON.stringify({ type: "policy", revision: "seven", policy: {} }));
+      });
+      ws.on("close", (code) => closes.push(code));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    cleanups.push(() => new Promise<void>((r) => { wss.close(); server.closeAllConnections(); server.close(() => r()); }));
+    const url = `wss://127.0.0.1:${String((server.address() as AddressInfo).port)}${SUPERVISOR_PATH}`;
+    const initial = { policy: allowOrigin(), revision: 3 };
+    const sup = await startSupervisorSide({ endpoint: { url } }, { sandboxId: "sb-mal", generation: 1, token: "t", initial, graceMs: 60_000 });
+    await waitFor("the supervisor closing with 4400", () => closes.includes(4400));
+    expect(sup.session.status().lastError).toMatch(/^protocol error: revision/);
+    // Nothing from the malformed push was applied.
+    expect(sup.policy.current()?.revision).toBe(3);
+  });
+});
+
+describe("control session: fail closed when the gateway is gone", () => {
+  it("denies all egress after the grace period, then re-authenticates, gets the desired revision re-pushed and allows again", async () => {
+    const gw = await startGatewaySide();
+    const token = await launch(gw, "sb-k", 2, "n-k", { policy: allowOrigin(), revision: 4 });
+    const sup = await startSupervisorSide(gw, { sandboxId: "sb-k", generation: 2, token, graceMs: 800 });
+    await healthy(gw, "sb-k");
+    expect((await proxyGet(sup.proxyPort, "/before")).status).toBe(200);
+
+    const t0 = Date.now();
+    await gw.stop();
+    await waitFor("session down", () => sup.session.status().state !== "up");
+    expect(gw.boundary.health("sb-k")).toMatchObject({ session: "down", healthy: false });
+    // Within the grace period the last confirmed policy still applies.
+    expect((await proxyGet(sup.proxyPort, "/within-grace")).status).toBe(200);
+    expect(Date.now() - t0).toBeLessThan(800);
+
+    await waitFor("lockdown", () => sup.session.status().lockdown === LOCKDOWN_SESSION_LOST, 3000);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(750);
+    const denied = await proxyGet(sup.proxyPort, "/after-grace");
+    expect(denied.status).toBe(403);
+    expect(denied.body).toMatchObject({ error: "policy_denied", reason: "policy_missing" });
+    expect(sup.audits.at(-1)).toMatchObject({ decision: "deny", reason: "policy_missing", path: "/after-grace" });
+    // The policy is held, not lost: it comes back only through the gateway.
+    expect(sup.policy.held()?.revision).toBe(4);
+    expect(sup.logs.some((l) => l.level === "error" && l.msg.includes("denying all egress"))).toBe(true);
+
+    // While the gateway was down the desired revision moved on.
+    gw.boundary.setDesired("sb-k", 2, allowOrigin(["/new/**"]), 5);
+    await gw.restart();
+    const h = await healthy(gw, "sb-k");
+    expect(h).toMatchObject({ enforcedRevision: 5, desiredRevision: 5, lockdown: false });
+    expect(sup.session.status()).toMatchObject({ state: "up", lockdown: null });
+    expect((await proxyGet(sup.proxyPort, "/new/ok")).status).toBe(200);
+    expect((await proxyGet(sup.proxyPort, "/before")).status).toBe(403);
+    expect(gw.endpoint.stats().accepted).toBe(1); // the new endpoint instance's count
+  });
+
+  it("locks down when it never reaches the gateway at all", async () => {
+    const port = await freePort(); // nothing listens there
+    const sup = await startSupervisorSide(
+      { endpoint: { url: `wss://127.0.0.1:${String(port)}${SUPERVISOR_PATH}` } },
+      { sandboxId: "sb-never", generation: 1, token: "t", graceMs: 300, initial: { policy: allowOrigin(), revision: 1 } },
+    );
+    expect((await proxyGet(sup.proxyPort, "/early")).status).toBe(200);
+    await waitFor("lockdown", () => sup.session.status().lockdown !== null, 3000);
+    expect((await proxyGet(sup.proxyPort, "/late")).status).toBe(403);
+    expect(sup.session.status().attempts).toBeGreaterThan(1);
+  });
+});
+
+describe("boundary health", () => {
+  /** A supervisor driven by hand over a real authenticated session, to stop heartbeats or acks at will. */
+  async function handDriven(gw: Gateway, sandboxId: string, token: string): Promise<{ ws: WebSocket; pushes: unknown[]; send: (m: object) => void }> {
+    const ws = new WebSocket(gw.endpoint.url, { rejectUnauthorized: false });
+    cleanups.push(() => ws.terminate());
+    const pushes: unknown[] = [];
+    ws.on("message", (d: Buffer) => pushes.push(JSON.parse(d.toString("utf8"))));
+    await new Promise<void>((r) => ws.once("open", () => r()));
+    const send = (m: object): void => ws.send(JSON.stringify(m));
+    send({ type: "hello", token, sandboxId, generation: 1, enforcedRevision: null, proxy: "listening" });
+    await waitFor("welcome", () => pushes.length >= 1);
+    return { ws, pushes, send };
+  }
+  const beat = (rev: number | null) => ({ type: "heartbeat", enforcedRevision: rev, proxy: "listening", lockdown: false, auditDropped: 0 });
+
+  it("goes unhealthy when heartbeats stop, and when enforced != desired", async () => {
+    const gw = await startGatewaySide({ staleMs: 300, idleMs: 5000 });
+    const token = await launch(gw, "sb-h", 1, "n-h", { policy: allowOrigin(), revision: 2 });
+    const changes: BoundaryHealth[] = [];
+    gw.boundary.onChange((h) => changes.push(h));
+    const peer = await handDriven(gw, "sb-h", token);
+    await waitFor("the policy push", () => peer.pushes.length >= 2);
+    expect(peer.pushes[1]).toMatchObject({ type: "policy", revision: 2 });
+
+    // Heartbeats alone are not enough: enforcing counts only after an ack.
+    peer.send(beat(2));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(gw.boundary.health("sb-h")).toMatchObject({ session: "up", healthy: false, problem: "policy not acknowledged yet" });
+    peer.send({ type: "ack", revision: 2, applied: true });
+    peer.send(beat(2));
+    await healthy(gw, "sb-h");
+
+    // Heartbeats stop: stale after 300 ms, and onChange says so without any new message.
+    await waitFor("stale", () => changes.at(-1)?.problem === "heartbeat stale", 2000);
+    expect(gw.boundary.health("sb-h")).toMatchObject({ session: "up", healthy: false });
+    peer.send(beat(2));
+    await healthy(gw, "sb-h");
+
+    // A new desired revision that the peer does not apply.
+    gw.boundary.setDesired("sb-h", 1, allowOrigin(["/x"]), 3);
+    await waitFor("the second push", () => peer.pushes.length >= 3);
+    peer.send({ type: "ack", revision: 2, applied: false });
+    peer.send(beat(2));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(gw.boundary.health("sb-h")).toMatchObject({ healthy: false, enforcedRevision: 2, desiredRevision: 3, problem: "enforcing revision 2, want 3" });
+    expect((await gw.boundary.waitForRevision("sb-h", 3, 150)).reached).toBe(false);
+  });
+
+  it("closes the session on a malformed message, and disconnect() ends a live session", async () => {
+    const gw = await startGatewaySide();
+    const token = await launch(gw, "sb-m", 1, "n-m", { policy: allowOrigin(), revision: 1 });
+    const peer = await handDriven(gw, "sb-m", token);
+    const closed = new Promise<number>((r) => peer.ws.once("close", (code) => r(code)));
+    peer.send({ type: "heartbeat", enforcedRevision: "one" });
+    expect(await closed).toBe(4400);
+    expect(gw.endpoint.stats().malformed).toBe(1);
+    expect(gw.logs.some((l) => l.event === "supervisor_message_malformed")).toBe(true);
+    expect(gw.boundary.health("sb-m").session).toBe("down");
+
+    const again = await handDriven(gw, "sb-m", token);
+    expect(gw.boundary.health("sb-m").session).toBe("up");
+    const closed2 = new Promise<number>((r) => again.ws.once("close", (code) => r(code)));
+    gw.boundary.disconnect("sb-m", "stopped");
+    expect(await closed2).toBe(4410);
+    expect(gw.boundary.health("sb-m").session).toBe("down");
+  });
+
+  it("closes a silent session after the idle timeout so a reconnecting supervisor can take the slot", async () => {
+    const gw = await startGatewaySide({ idleMs: 300 });
+    const token = await launch(gw, "sb-i", 1, "n-i", { policy: allowOrigin(), revision: 1 });
+    const peer = await handDriven(gw, "sb-i", token);
+    const code = await new Promise<number>((r) => peer.ws.once("close", (c) => r(c)));
+    expect(code).toBe(4411);
+    expect(gw.boundary.health("sb-i").session).toBe("down");
+  });
+});
+
+describe("supervisor program with a control section", () => {
+  it("dials the gateway from its launch config, reports the session on /healthz and enforces the pushed policy", async () => {
+    const gw = await startGatewaySide();
+    const token = await launch(gw, "sb-prog", 6, "n-prog", { policy: allowOrigin(["/pushed/**"]), revision: 12 });
+    const dir = await mkdtemp(join(tmpdir(), "sandgate-launch-"));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(join(dir, "token"), token + "\n", { mode: 0o600 });
+    await writeFile(
+      join(dir, "launch.json"),
+      JSON.stringify({
+        sandboxId: "sb-prog",
+        generation: 6,
+        nonce: "n-prog",
+        proxyPort: await freePort(),
+        healthPort: await freePort(),
+        policyRevision: 1,
+        policy: { version: 1 },
+        control: { url: gw.endpoint.url, fingerprint: tlsId.fingerprint, tokenPath: join(dir, "token"), graceMs: 400 },
+      }),
+    );
+    const recorded: object[] = [];
+    const sup = await startSupervisor({
+      configPath: join(dir, "launch.json"),
+      logger: { ...silentLogger, record: (o) => void recorded.push(o) },
+      host: "127.0.0.1",
+      control: { heartbeatMs: 100, backoffInitialMs: 50, backoffMaxMs: 200 },
+    });
+    cleanups.push(() => sup.close());
+    await healthy(gw, "sb-prog");
+
+    const healthz = async (): Promise<Record<string, unknown>> =>
+      new Promise((resolve, reject) => {
+        http.get({ host: "127.0.0.1", port: sup.healthAddress.port, path: "/healthz", agent: false }, (res) => {
+          let t = "";
+          res.setEncoding("utf8");
+          res.on("data", (c: string) => (t += c));
+          res.on("end", () => resolve({ status: res.statusCode, ...(JSON.parse(t) as object) }));
+        }).on("error", reject);
+      });
+    expect(await healthz()).toMatchObject({ status: 200, ok: true, session: "up", lockdown: null, policyRevision: 12 });
+    expect((await proxyGet(sup.proxyAddress.port, "/pushed/a")).status).toBe(200);
+
+    await gw.stop();
+    await waitFor("lockdown", () => sup.control?.status().lockdown === LOCKDOWN_SESSION_LOST, 3000);
+    // "connecting" or "down": it keeps retrying.
+    expect(await healthz()).toMatchObject({ status: 503, ok: false, session: expect.stringMatching(/^(down|connecting)$/) as string, lockdown: LOCKDOWN_SESSION_LOST });
+    expect((await proxyGet(sup.proxyAddress.port, "/pushed/a")).status).toBe(403);
+    expect(recorded.at(-1)).toMatchObject({ type: "egress", decision: "deny", reason: "lockdown_control_session_lost", lockdown: LOCKDOWN_SESSION_LOST, sandboxId: "sb-prog" });
+  });
+});
+
+describe("backoff", () => {
+  it("grows exponentially, is capped, and is jittered within [cap/2, cap]", () => {
+    expect(backoffDelay(0, 100, 10_000, () => 0)).toBe(50);
+    expect(backoffDelay(0, 100, 10_000, () => 1)).toBe(100);
+    expect(backoffDelay(3, 100, 10_000, () => 1)).toBe(800);
+    expect(backoffDelay(50, 100, 10_000, () => 1)).toBe(10_000);
+    expect(backoffDelay(50, 100, 10_000, () => 0)).toBe(5000);
+  });
+});
