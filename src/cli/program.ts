@@ -4,6 +4,7 @@ import { Command, CommanderError } from "commander";
 import { VERSION } from "../version.js";
 import { CliError, EXIT } from "./errors.js";
 import { gatewayCommands } from "./gateway-commands.js";
+import { policyCommands } from "./policy-commands.js";
 import { sandboxCommands } from "./sandbox-commands.js";
 
 export function buildProgram(): Command {
@@ -12,6 +13,8 @@ export function buildProgram(): Command {
     .version(VERSION)
     .option("--home <dir>", "gateway state directory (env SANDGATE_HOME, default ~/.sandgate)")
     .option("--url <url>", "gateway API address (env SANDGATE_URL, default: read from <home>/gateway.json)")
+    // Global options go before the command, so that `policy check --url` means the checked URL.
+    .enablePositionalOptions()
     .showHelpAfterError("(run with --help for usage)")
     .addHelpText(
       "after",
@@ -23,6 +26,7 @@ Exit codes: 0 ok, 1 failed, 2 usage or invalid input, 3 gateway not running,
   const global = () => program.opts<{ home?: string; url?: string }>();
   program.addCommand(gatewayCommands(global));
   program.addCommand(sandboxCommands(global));
+  program.addCommand(policyCommands(global));
   for (const cmd of program.commands) {
     cmd.showHelpAfterError("(run with --help for usage)");
     for (const sub of cmd.commands) sub.showHelpAfterError("(run with --help for usage)");

@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { GatewayClient } from "./client.js";
 import { execCommands } from "./exec-commands.js";
+import { boundaryLine } from "./policy-commands.js";
 import { CliError, EXIT } from "./errors.js";
 import { ago, printJson, short, table } from "./format.js";
 import type { EventView, SandboxView } from "./views.js";
@@ -154,6 +155,7 @@ export function sandboxCommands(global: () => Common): Command {
         ["workload", s.runtime ? `${short(s.runtime.workload.id)} started ${s.runtime.workload.startedAt}` : "-"],
         ["supervisor", s.runtime ? `${short(s.runtime.supervisor.id)} started ${s.runtime.supervisor.startedAt}` : "-"],
         ["proxy", s.runtime?.proxyUrl ?? "-"],
+        ["boundary", boundaryLine(s.boundary)],
         ["created", `${s.createdAt} (${ago(s.createdAt)})`],
         ["updated", `${s.updatedAt} (${ago(s.updatedAt)})`],
       ];

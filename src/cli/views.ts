@@ -8,6 +8,16 @@ export interface ContainerIdentityView {
   pid: number;
 }
 
+export interface BoundaryView {
+  session: "up" | "down";
+  generation: number | null;
+  lastHeartbeatAt: string | null;
+  enforcedRevision: number | null;
+  desiredRevision: number | null;
+  healthy: boolean;
+  problem: string | null;
+}
+
 export interface SandboxView {
   id: string;
   name: string;
@@ -17,6 +27,7 @@ export interface SandboxView {
   reasonText: string | null;
   spec: { image?: string; command?: string[]; env: Record<string, string>; resources: { memoryMb: number; cpus: number; pids: number } };
   runtime: { generation: number; nonce: string; workload: ContainerIdentityView; supervisor: ContainerIdentityView; proxyUrl: string } | null;
+  boundary: BoundaryView | null;
   createdAt: string;
   updatedAt: string;
 }

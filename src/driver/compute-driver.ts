@@ -5,6 +5,7 @@
 import type { Readable, Writable } from "node:stream";
 import type { SandboxSpec } from "../lifecycle/spec.js";
 import type { MonitorSink } from "../monitor/sink.js";
+import type { Policy } from "../policy/index.js";
 
 export type Role = "workload" | "supervisor";
 
@@ -37,6 +38,10 @@ export interface LaunchRequest {
   generation: number;
   nonce: string;
   spec: SandboxSpec;
+  /** The policy revision the supervisor starts with. */
+  policy: { revision: number; policy: Policy };
+  /** How the supervisor reaches and authenticates to the gateway (secrets: only for the supervisor). */
+  control?: { url: string; fingerprint: string; token: string; graceMs: number };
 }
 
 /** Observed state of one container, read from the runtime (never inferred). */
@@ -100,6 +105,8 @@ export class ProvisionError extends Error {
 
 export interface ComputeDriver {
   readonly kind: string;
+  /** Whether launches run a supervisor that reports to the gateway's control plane. */
+  readonly supervised: boolean;
   /** Make sure images and other shared objects exist; reports progress. */
   prepare(onProgress?: (msg: string) => void): Promise<void>;
   /**
@@ -118,6 +125,8 @@ export interface ComputeDriver {
   remove(sandboxId: string): Promise<void>;
   inspect(record: RuntimeRecord): Promise<RuntimeObservation>;
   exec(record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession>;
+  /** Address on which supervisors can reach the gateway (after prepare); null when it has no supervisors. */
+  controlAddress(): string | null;
   /** A monitor for this runtime, or null when the runtime cannot be watched. */
   watch(sink: MonitorSink, config: MonitorConfig): RuntimeMonitor | null;
   close(): Promise<void>;

@@ -26,6 +26,16 @@ export const CreateSandboxBody = z
   .strict();
 export type CreateSandboxBody = z.infer<typeof CreateSandboxBody>;
 
+export const SetPolicyBody = z
+  .object({
+    policy: z.union([z.string().max(1 << 20), z.record(z.string(), z.unknown())]),
+    /** Seconds to wait for the supervisor to acknowledge the revision as enforced. */
+    wait: z.number().min(0).max(600).optional(),
+  })
+  .strict();
+
+export const CheckPolicyBody = z.object({ url: z.string().min(1).max(8192), method: z.string().regex(/^[A-Za-z]+$/).optional() }).strict();
+
 export const EventsQuery = z
   .object({
     after: z.coerce.number().int().min(0).optional(),

@@ -6,7 +6,8 @@ import type { Logger } from "pino";
 import type { z } from "zod";
 import { describeReason } from "../lifecycle/phases.js";
 import type { EventRecord, SandboxRecord } from "../store/store.js";
-import { CreateSandboxBody, EventsQuery, WatchQuery, formatZodError } from "./api-schemas.js";
+import { CheckPolicyBody, CreateSandboxBody, EventsQuery, SetPolicyBody, WatchQuery, formatZodError } from "./api-schemas.js";
+import type { BoundaryHealth } from "./boundary.js";
 import { tokenMatches } from "./auth.js";
 import { ApiError } from "./errors.js";
 import type { SandboxService } from "./sandbox-service.js";
@@ -18,7 +19,7 @@ export interface ApiContext {
   status: () => Record<string, unknown>;
 }
 
-export function sandboxView(s: SandboxRecord) {
+export function sandboxView(s: SandboxRecord, boundary: BoundaryHealth | null = null) {
   return {
     id: s.id,
     name: s.name,
@@ -28,6 +29,7 @@ export function sandboxView(s: SandboxRecord) {
     reasonText: s.reason ? describeReason(s.reason) : null,
     spec: s.spec,
     runtime: s.runtime,
+    boundary,
     createdAt: s.createdAt,
     updatedAt: s.updatedAt,
   };
@@ -81,7 +83,7 @@ export function buildApi(ctx: ApiContext) {
 
   app.get("/v1/status", async () => ctx.status());
 
-  app.get("/v1/sandboxes", async () => ({ sandboxes: service.list().map(sandboxView) }));
+  app.get("/v1/sandboxes", async () => ({ sandboxes: service.list().map((s) => sandboxView(s, service.boundaryOf(s.id))) }));
 
   app.post("/v1/sandboxes", async (req, reply) => {
     const body = parse(CreateSandboxBody, req.body);
@@ -89,7 +91,29 @@ export function buildApi(ctx: ApiContext) {
     return reply.code(201).send(sandboxView(s));
   });
 
-  app.get("/v1/sandboxes/:name", async (req) => sandboxView(service.get(nameParam(req))));
+  app.get("/v1/sandboxes/:name", async (req) => {
+    const s = service.get(nameParam(req));
+    return sandboxView(s, service.boundaryOf(s.id));
+  });
+
+  app.get("/v1/sandboxes/:name/policy", async (req) => {
+    const p = service.policyOf(nameParam(req));
+    return { sandbox: p.sandbox.name, revision: p.revision, hash: p.hash, createdAt: p.createdAt, policy: p.policy, boundary: p.boundary };
+  });
+
+  app.put("/v1/sandboxes/:name/policy", async (req) => {
+    const body = parse(SetPolicyBody, req.body);
+    const { revision, pushed } = service.setPolicy(nameParam(req), body.policy);
+    const s = service.get(nameParam(req));
+    if (!body.wait) return { revision, pushed, enforced: null, boundary: service.boundaryOf(s.id) };
+    const w = await service.waitForPolicy(s.id, revision, body.wait * 1000);
+    return { revision, pushed, enforced: w.enforced, boundary: w.boundary };
+  });
+
+  app.post("/v1/sandboxes/:name/policy/check", async (req) => {
+    const body = parse(CheckPolicyBody, req.body);
+    return service.checkPolicy(nameParam(req), body.url, body.method);
+  });
 
   for (const intent of ["start", "stop"] as const) {
     app.post(`/v1/sandboxes/:name/${intent}`, async (req, reply) =>

@@ -6,8 +6,9 @@ import type { ComputeDriver } from "../driver/compute-driver.js";
 import { Store } from "../store/store.js";
 import { VERSION } from "../version.js";
 import { buildApi } from "./api.js";
+import { ControlPlane } from "./control-plane.js";
 import { attachExec } from "./exec-ws.js";
-import { ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
+import { ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
 import { SandboxService, type ServiceOptions } from "./sandbox-service.js";
 
 export interface GatewayOptions {
@@ -17,6 +18,10 @@ export interface GatewayOptions {
   host?: string;
   port?: number;
   service?: ServiceOptions;
+  /** Port of the supervisors' control endpoint (on the runtime's bridge address). Default 7421. */
+  supervisorPort?: number;
+  /** How long a supervisor keeps egress open without its session. Default 15 s. */
+  supervisorGraceMs?: number;
   onProgress?: (msg: string) => void;
 }
 
@@ -34,6 +39,19 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const startedAt = new Date();
   const store = Store.open(home.db);
   const service = new SandboxService(store, driver, log, opts.service);
+  // Supervisors authenticate to a control plane whenever the runtime has supervisors.
+  const control =
+    driver.supervised
+      ? await ControlPlane.open({
+          homeDir: home.dir,
+          gatewayId: ensureGatewayId(home.dir),
+          log,
+          expected: (id) => service.expectedLaunch(id),
+          port: opts.supervisorPort,
+          graceMs: opts.supervisorGraceMs,
+        })
+      : null;
+  if (control) service.attachControl(control);
   await service.prepareRuntime(opts.onProgress);
   const app = buildApi({
     service,
@@ -46,6 +64,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       uptimeSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
       driver: driver.kind,
       runtime: service.runtimeStatus(),
+      supervisorEndpoint: control ? { url: control.url, ...control.stats() } : null,
       sandboxes: countPhases(service),
       monitor: service.metrics(),
     }),
@@ -70,6 +89,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       exec.close();
       await app.close();
       await service.close();
+      await control?.close();
       await driver.close();
       store.close();
       if (readAddress(home)?.pid === process.pid) rmSync(home.address, { force: true });

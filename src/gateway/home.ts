@@ -64,3 +64,13 @@ export function readAddress(paths: HomePaths): GatewayAddress | null {
     return null;
   }
 }
+
+/** Reads or creates the gateway's id in its home (stable across restarts). */
+export function ensureGatewayId(homeDir: string): string {
+  const file = join(homeDir, "gateway-id");
+  if (existsSync(file)) return readFileSync(file, "utf8").trim();
+  const id = randomBytes(6).toString("hex");
+  mkdirSync(homeDir, { recursive: true });
+  writeFileSync(file, id + "\n", { mode: 0o600 });
+  return id;
+}

@@ -5,13 +5,24 @@
 
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
-import type { ComputeDriver, ExecOptions, ExecSession, LaunchRequest, RuntimeMonitor } from "../driver/compute-driver.js";
+import type { ComputeDriver, ExecOptions, ExecSession, LaunchRequest, ReadinessReport, RuntimeMonitor, RuntimeRecord } from "../driver/compute-driver.js";
 import { transition, type LifecycleState } from "../lifecycle/machine.js";
 import type { LifecycleEvent, UserEvent } from "../lifecycle/phases.js";
 import { DEFAULT_RESOURCES, checkSandboxName, type SandboxSpec } from "../lifecycle/spec.js";
-import { defaultPolicy, parsePolicyYaml, policyFromObject, type Policy } from "../policy/index.js";
+import {
+  changedFixedSections,
+  defaultPolicy,
+  evaluate,
+  parsePolicyYaml,
+  policyFromObject,
+  type Decision,
+  type EgressRequest,
+  type Policy,
+} from "../policy/index.js";
 import type { MonitorSink } from "../monitor/sink.js";
 import { DuplicateNameError, type SandboxRecord, type Store } from "../store/store.js";
+import type { BoundaryHealth } from "./boundary.js";
+import type { ControlPlane } from "./control-plane.js";
 import { ApiError, notFound } from "./errors.js";
 import { KeyedSerial } from "./serial.js";
 
@@ -31,6 +42,12 @@ export interface ServiceOptions {
   /** How long a sandbox may stay Recovering before it fails closed. Default 60 s. */
   recoveryDeadlineMs?: number;
 }
+
+/** Phases in which the policy may change (never while Recovering: new work waits for re-verification). */
+const POLICY_PHASES: SandboxRecord["phase"][] = ["Provisioning", "Ready", "Stopped", "Completed", "Error"];
+
+/** Phases in which a launch may hold a control session. */
+const SESSION_PHASES = new Set(["Provisioning", "Ready", "Recovering"]);
 
 function parsePolicyInput(input: CreateInput["policy"]): Policy {
   if (input === undefined) return defaultPolicy();
@@ -52,6 +69,9 @@ export class SandboxService {
   private runtimeProblem: string | null = "the runtime is being prepared";
   private preparing: Promise<void> | undefined;
   readonly monitor: RuntimeMonitor | null;
+  /** Launches in flight: the nonce a supervisor must present before its runtime is recorded. */
+  private readonly launching = new Map<string, { generation: number; nonce: string }>();
+  private control: ControlPlane | null = null;
 
   constructor(
     readonly store: Store,
@@ -61,6 +81,42 @@ export class SandboxService {
   ) {
     this.readyTimeoutMs = opts.readyTimeoutMs ?? 30_000;
     this.monitor = driver.watch(this.sink(), { recoveryDeadlineMs: opts.recoveryDeadlineMs });
+  }
+
+  /** Attach the supervisors' control plane: readiness and recovery then require a healthy boundary. */
+  attachControl(control: ControlPlane): void {
+    this.control = control;
+    control.boundary.onAudit((id, generation, event) => {
+      const s = this.store.get(id);
+      if (!s) return;
+      const target = `${event.method ?? event.protocol.toUpperCase()} ${event.host}:${event.port}${event.path ?? ""}`;
+      this.store.appendEvent({ id, name: s.name, generation }, "audit", `egress ${event.decision} ${target}${event.reason ? ` (${event.reason})` : ""}`, event);
+    });
+  }
+
+  /** The launch a supervisor of this sandbox must prove it belongs to, or null. */
+  expectedLaunch(id: string): { generation: number; nonce: string } | null {
+    const s = this.store.get(id);
+    if (!s || !SESSION_PHASES.has(s.phase)) return null;
+    const pending = this.launching.get(id);
+    if (pending?.generation === s.generation) return pending;
+    if (s.runtime?.generation === s.generation) return { generation: s.generation, nonce: s.runtime.nonce };
+    return null;
+  }
+
+  boundaryOf(id: string): BoundaryHealth | null {
+    return this.control?.boundary.health(id) ?? null;
+  }
+
+  /** Readiness evidence from the runtime, plus the boundary's own proof when supervisors report in. */
+  private async evidence(req: LaunchRequest, record: RuntimeRecord): Promise<ReadinessReport> {
+    const report = await this.driver.verify(req, record);
+    if (!this.control) return report;
+    const h = this.control.boundary.health(req.sandboxId);
+    const ok = h.healthy && h.generation === req.generation;
+    const detail = ok ? undefined : (h.problem ?? `session of generation ${h.generation ?? "none"}, launch is generation ${req.generation}`);
+    const checks = [...report.checks, detail === undefined ? { name: "control session", ok } : { name: "control session", ok, detail }];
+    return { ready: report.ready && ok, checks };
   }
 
   /** What the runtime monitor may read and do; every write is a compare-and-set. */
@@ -84,7 +140,7 @@ export class SandboxService {
       verify: async (id, generation) => {
         const s = this.store.get(id);
         if (!s?.runtime || s.generation !== generation) return { ready: false, checks: [{ name: "record", ok: false, detail: "no runtime recorded for this generation" }] };
-        return this.driver.verify(this.launchRequestOf(s), s.runtime);
+        return this.evidence(this.launchRequestOf(s), s.runtime);
       },
       teardown: (id, generation) =>
         this.serial.run(
@@ -116,7 +172,12 @@ export class SandboxService {
   }
 
   private launchRequestOf(s: SandboxRecord): LaunchRequest {
-    return { sandboxId: s.id, name: s.name, generation: s.generation, nonce: s.runtime?.nonce ?? "", spec: s.spec };
+    return { sandboxId: s.id, name: s.name, generation: s.generation, nonce: s.runtime?.nonce ?? "", spec: s.spec, policy: this.activePolicy(s) };
+  }
+
+  private activePolicy(s: SandboxRecord): { revision: number; policy: Policy } {
+    const p = this.store.policy(s.id);
+    return p ? { revision: p.revision, policy: p.policy } : { revision: 1, policy: s.spec.policy };
   }
 
   /**
@@ -128,6 +189,8 @@ export class SandboxService {
     const attempt = async (): Promise<boolean> => {
       try {
         await this.driver.prepare(onProgress);
+        const address = this.driver.controlAddress();
+        if (this.control && address) await this.control.listen(address);
         this.runtimeProblem = null;
         return true;
       } catch (err) {
@@ -197,12 +260,71 @@ export class SandboxService {
     const after = this.apply(before, { type: intent }, `${intent} requested`);
     // The intent is persisted: cancel monitoring before any runtime work, so the
     // exit this causes is never reported as a crash.
-    if (intent !== "start") this.monitor?.disarm(after.id);
+    if (intent !== "start") {
+      this.monitor?.disarm(after.id);
+      if (intent === "delete") this.control?.boundary.forget(after.id);
+      else this.control?.boundary.disconnect(after.id, "sandbox stopping");
+    }
     this.log.info({ sandboxId: after.id, name: after.name, generation: after.generation, intent }, "intent accepted");
     if (intent === "start") this.enqueueLaunch(after);
     else if (intent === "stop") this.enqueueStop(after);
     else this.enqueueDelete(after);
     return after;
+  }
+
+  policyOf(nameOrId: string): { sandbox: SandboxRecord; revision: number; policy: Policy; hash: string; createdAt: string; boundary: BoundaryHealth | null } {
+    const s = this.get(nameOrId);
+    const p = this.store.policy(s.id);
+    const active = p ?? { revision: 1, policy: s.spec.policy, hash: "", createdAt: s.createdAt };
+    return { sandbox: s, ...active, boundary: this.boundaryOf(s.id) };
+  }
+
+  /**
+   * Accept a new policy revision. Invalid input changes nothing; while the
+   * sandbox runs, it is pushed to the supervisor over its authenticated session.
+   */
+  setPolicy(nameOrId: string, input: string | Record<string, unknown>): { revision: number; pushed: boolean } {
+    this.assertOpen();
+    const s = this.get(nameOrId);
+    if (!POLICY_PHASES.includes(s.phase)) {
+      throw new ApiError(
+        "not_allowed",
+        `cannot change the policy of sandbox "${s.name}": it is ${s.phase}; policy changes are allowed from ${POLICY_PHASES.slice(0, -1).join(", ")} or ${POLICY_PHASES.at(-1)!}`,
+      );
+    }
+    const next = parsePolicyInput(input);
+    const fixed = changedFixedSections(this.activePolicy(s).policy, next);
+    if (fixed.length > 0) {
+      throw new ApiError("invalid_request", `invalid policy: ${fixed.join(" and ")} ${fixed.length > 1 ? "are" : "is"} fixed at creation and cannot change`);
+    }
+    const revision = this.store.addPolicy(s, next);
+    const live = s.phase === "Provisioning" || s.phase === "Ready";
+    const pushed = live && !!this.control?.boundary.setDesired(s.id, s.generation, next, revision);
+    this.log.info({ sandboxId: s.id, revision, pushed }, "policy revision accepted");
+    return { revision, pushed };
+  }
+
+  async waitForPolicy(id: string, revision: number, timeoutMs: number): Promise<{ enforced: boolean; boundary: BoundaryHealth | null }> {
+    if (!this.control) return { enforced: false, boundary: null };
+    const r = await this.control.boundary.waitForRevision(id, revision, timeoutMs);
+    return { enforced: r.reached, boundary: r.health };
+  }
+
+  /** Dry run: what the active policy decides for a URL (the address check happens at resolution, in the proxy). */
+  checkPolicy(nameOrId: string, url: string, method = "GET"): { revision: number; request: EgressRequest; decision: Decision } {
+    const { revision, policy } = this.policyOf(nameOrId);
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      throw new ApiError("invalid_request", `url: not an absolute URL: ${JSON.stringify(url)}`);
+    }
+    if (u.protocol !== "http:" && u.protocol !== "https:") throw new ApiError("invalid_request", `url: expected http:// or https://, got ${u.protocol}`);
+    const https = u.protocol === "https:";
+    const request: EgressRequest = https
+      ? { host: u.hostname, port: Number(u.port || 443), protocol: "https" }
+      : { host: u.hostname, port: Number(u.port || 80), protocol: "http", method: method.toUpperCase(), path: u.pathname };
+    return { revision, request, decision: evaluate(policy, request) };
   }
 
   async exec(nameOrId: string, opts: ExecOptions): Promise<ExecSession> {
@@ -280,12 +402,17 @@ export class SandboxService {
 
   private enqueueLaunch(s: SandboxRecord): void {
     const generation = s.generation;
-    const req: LaunchRequest = { sandboxId: s.id, name: s.name, generation, nonce: newNonce(), spec: s.spec };
-    void this.serial.run(
-      s.id,
-      () => this.launch(s, req),
-      (err) => this.log.error({ err, sandboxId: s.id, generation }, "launch task failed"),
-    );
+    const req: LaunchRequest = { sandboxId: s.id, name: s.name, generation, nonce: newNonce(), spec: s.spec, policy: this.activePolicy(s) };
+    this.launching.set(s.id, { generation, nonce: req.nonce });
+    void this.serial
+      .run(
+        s.id,
+        () => this.launch(s, req),
+        (err) => this.log.error({ err, sandboxId: s.id, generation }, "launch task failed"),
+      )
+      .finally(() => {
+        if (this.launching.get(s.id)?.nonce === req.nonce) this.launching.delete(s.id);
+      });
   }
 
   private async launch(s: SandboxRecord, req: LaunchRequest): Promise<void> {
@@ -295,6 +422,10 @@ export class SandboxService {
     try {
       // A new generation never shares containers with an older one.
       if (generation > 1) await this.driver.stop(id, generation - 1);
+      if (this.control) {
+        req.control = await this.control.launchControl(req);
+        this.control.boundary.setDesired(id, generation, req.policy.policy, req.policy.revision);
+      }
       await this.driver.provision(req, progress);
       if (!this.isCurrent(id, generation, "Provisioning")) return;
       const record = await this.driver.start(req, progress);
@@ -325,7 +456,7 @@ export class SandboxService {
   private async waitReady(req: LaunchRequest, record: NonNullable<SandboxRecord["runtime"]>) {
     const deadline = Date.now() + this.readyTimeoutMs;
     for (let delay = 50; ; delay = Math.min(delay * 2, 500)) {
-      const report = await this.driver.verify(req, record);
+      const report = await this.evidence(req, record);
       if (report.ready || Date.now() + delay > deadline || !this.isCurrent(req.sandboxId, req.generation, "Provisioning")) {
         return report;
       }
@@ -392,6 +523,9 @@ export class SandboxService {
   resume(): void {
     for (const s of this.store.list()) {
       if ((s.phase === "Ready" || s.phase === "Recovering") && s.runtime && this.monitor) {
+        // The desired policy lives in the store: supervisors that reconnect get it pushed again.
+        const p = this.activePolicy(s);
+        this.control?.boundary.setDesired(s.id, s.generation, p.policy, p.revision);
         if (s.phase === "Ready") this.observe(s.id, s.generation, { type: "contactLost", cause: "gateway restarted: re-verifying" }, "gateway restarted: re-verifying before trusting");
         this.monitor.arm({ sandboxId: s.id, name: s.name, generation: s.generation, record: s.runtime });
         continue;

@@ -225,6 +225,8 @@ export class DockerMonitor implements RuntimeMonitor {
     this.connected = false;
     if (!was) {
       this.log.debug({ cause }, "reconnect attempt failed");
+      // Still down: anything armed meanwhile must not stay Ready (idempotent for the rest).
+      for (const w of this.registry.all()) void this.lose(w, cause);
       return;
     }
     this.m.disconnects++;

@@ -32,6 +32,19 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX events_by_sandbox ON events (sandbox_id, seq);
   `,
+  // 2: numbered policy revisions per sandbox (the active one is the highest)
+  `
+  CREATE TABLE policies (
+    sandbox_id  TEXT NOT NULL,
+    revision    INTEGER NOT NULL,
+    policy      TEXT NOT NULL,     -- canonical JSON of the validated policy
+    hash        TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    PRIMARY KEY (sandbox_id, revision)
+  );
+  INSERT INTO policies (sandbox_id, revision, policy, hash, created_at)
+    SELECT id, 1, json_extract(spec, '$.policy'), '', created_at FROM sandboxes WHERE json_extract(spec, '$.policy') IS NOT NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -9,6 +9,7 @@ import type { RuntimeRecord } from "../driver/compute-driver.js";
 import type { LifecycleState } from "../lifecycle/machine.js";
 import type { ErrorReason, Phase } from "../lifecycle/phases.js";
 import type { SandboxSpec } from "../lifecycle/spec.js";
+import { policyHash, serializePolicy, type Policy } from "../policy/index.js";
 import { migrate } from "./migrations.js";
 
 export interface SandboxRecord {
@@ -37,6 +38,13 @@ export interface EventRecord {
   message: string | null;
   data: unknown;
   time: string;
+}
+
+export interface PolicyRevision {
+  revision: number;
+  policy: Policy;
+  hash: string;
+  createdAt: string;
 }
 
 export class DuplicateNameError extends Error {
@@ -161,6 +169,7 @@ export class Store {
              VALUES (?, ?, 'Provisioning', NULL, 1, ?, NULL, ?, ?)`,
           )
           .run(input.id, input.name, JSON.stringify(input.spec), time, time);
+        this.insertPolicy(input.id, 1, input.spec.policy, time);
         event = this.insertEvent({
           sandboxId: input.id,
           sandboxName: input.name,
@@ -271,6 +280,46 @@ export class Store {
     if (!event) return false;
     this.emit(event);
     return true;
+  }
+
+  private insertPolicy(sandboxId: string, revision: number, policy: Policy, time: string): void {
+    this.db
+      .prepare(`INSERT INTO policies (sandbox_id, revision, policy, hash, created_at) VALUES (?, ?, ?, ?, ?)`)
+      .run(sandboxId, revision, serializePolicy(policy), policyHash(policy), time);
+  }
+
+  /** The active (highest) policy revision of a sandbox. */
+  policy(sandboxId: string): PolicyRevision | null {
+    const row = this.db
+      .prepare(`SELECT revision, policy, hash, created_at FROM policies WHERE sandbox_id = ? ORDER BY revision DESC LIMIT 1`)
+      .get(sandboxId) as { revision: number; policy: string; hash: string; created_at: string } | undefined;
+    return row ? { revision: row.revision, policy: JSON.parse(row.policy) as Policy, hash: row.hash, createdAt: row.created_at } : null;
+  }
+
+  /** Record a new policy revision (numbered after the highest) and its event; returns the revision. */
+  addPolicy(sandbox: { id: string; name: string; generation: number }, policy: Policy): number {
+    const time = this.stamp();
+    let revision = 0;
+    let event: EventRecord | undefined;
+    this.db.transaction(() => {
+      const row = this.db.prepare(`SELECT max(revision) AS r FROM policies WHERE sandbox_id = ?`).get(sandbox.id) as { r: number | null };
+      revision = (row.r ?? 0) + 1;
+      this.insertPolicy(sandbox.id, revision, policy, time);
+      event = this.insertEvent({
+        sandboxId: sandbox.id,
+        sandboxName: sandbox.name,
+        generation: sandbox.generation,
+        kind: "info",
+        oldPhase: null,
+        newPhase: null,
+        reason: null,
+        message: `policy revision ${revision} accepted`,
+        data: { revision, hash: policyHash(policy) },
+        time,
+      });
+    })();
+    if (event) this.emit(event);
+    return revision;
   }
 
   /** Append a non-phase event (info, audit) for a sandbox. */

@@ -30,7 +30,8 @@ describe("transport faults with a healthy daemon", () => {
     expect(after.runtime).toEqual(before.runtime);
     const m = await monitorMetrics(fx);
     expect(m.monitors).toBe(1);
-    expect(proxy().openRequests().filter((r) => r.includes("/events"))).toHaveLength(1);
+    // One events stream, whatever the number of sandboxes (a loaded machine may need a moment to reopen it).
+    await eventually(() => (proxy().openRequests().filter((r) => r.includes("/events")).length === 1 ? true : undefined), 10_000, "one events stream");
   }, 60_000);
 
   it("Docker answering 500s is not an exit: Recovering, then Ready when it answers again", async () => {

@@ -6,7 +6,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
-import { DockerDriver, ensureGatewayId } from "../../src/driver/docker/docker-driver.js";
+import { DockerDriver } from "../../src/driver/docker/docker-driver.js";
+import { ensureGatewayId } from "../../src/gateway/home.js";
 import { EngineClient } from "../../src/driver/docker/engine.js";
 import type { ServiceOptions } from "../../src/gateway/sandbox-service.js";
 import { PrivateDockerd, type DockerdOptions } from "./dockerd.js";
@@ -28,7 +29,7 @@ export interface DockerFixture {
 }
 
 export async function startDockerFixture(
-  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean } = {},
+  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number } = {},
 ): Promise<DockerFixture> {
   const dockerd = await PrivateDockerd.start({ liveRestore: opts.liveRestore ?? true, name: opts.name ?? "it" });
   const proxy = opts.viaFaultProxy ? await FaultProxy.start({ upstreamSocket: dockerd.socketPath }) : undefined;
@@ -52,7 +53,7 @@ export async function startDockerFixture(
     async restartGateway() {
       await fx.t.close({ keepHome: true });
       fx.driver = makeDriver();
-      fx.t = await startTestGateway(fx.driver, { homeDir, service: opts.service });
+      fx.t = await startTestGateway(fx.driver, { homeDir, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs });
     },
     async close() {
       await fx.t.close().catch(() => undefined);
@@ -62,7 +63,7 @@ export async function startDockerFixture(
     },
   };
   try {
-    fx.t = await startTestGateway(fx.driver, { homeDir, service: opts.service });
+    fx.t = await startTestGateway(fx.driver, { homeDir, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs });
   } catch (err) {
     await dockerd.destroy();
     throw err;

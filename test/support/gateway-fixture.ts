@@ -20,10 +20,13 @@ export interface TestGateway {
   close(opts?: { keepHome?: boolean }): Promise<void>;
 }
 
-export async function startTestGateway(driver: ComputeDriver, opts: { homeDir?: string; service?: ServiceOptions } = {}): Promise<TestGateway> {
+export async function startTestGateway(
+  driver: ComputeDriver,
+  opts: { homeDir?: string; service?: ServiceOptions; supervisorGraceMs?: number; supervisorPort?: number } = {},
+): Promise<TestGateway> {
   const home = resolveHome(opts.homeDir ?? mkdtempSync(join(tmpdir(), "sg-home-")));
   const log = pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" });
-  const gw = await startGateway({ home, driver, log, port: 0, service: opts.service });
+  const gw = await startGateway({ home, driver, log, port: 0, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs, supervisorPort: opts.supervisorPort });
   const token = ensureToken(home);
   return {
     home,

@@ -28,6 +28,7 @@ interface FakeContainer {
 
 export class MemoryDriver implements ComputeDriver {
   readonly kind = "memory (test double)";
+  readonly supervised = false;
   readonly containers = new Map<string, FakeContainer>();
   readonly workspaces = new Set<string>();
   readonly calls: string[] = [];
@@ -110,6 +111,11 @@ export class MemoryDriver implements ComputeDriver {
     stdout.end(opts.cmd.join(" ") + "\n");
     stderr.end();
     return { stdin: new PassThrough(), stdout, stderr, resize: async () => {}, exitCode: Promise.resolve(0), close: () => {} };
+  }
+
+  /** No supervisors to talk to. */
+  controlAddress(): null {
+    return null;
   }
 
   /** No monitor: the in-memory runtime never fails on its own. */

@@ -2,8 +2,7 @@
 // workspace volume, and per generation a supervisor and a workload container,
 // all labelled with the gateway, sandbox, generation, role and launch nonce.
 
-import { randomBytes } from "node:crypto";
-import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import {
@@ -23,6 +22,7 @@ import {
 } from "../compute-driver.js";
 import { DockerMonitor } from "../../monitor/docker-monitor.js";
 import type { MonitorSink } from "../../monitor/sink.js";
+import { ensureGatewayId } from "../../gateway/home.js";
 import { serializePolicy } from "../../policy/index.js";
 import { EngineClient, describe, type EngineResult } from "./engine.js";
 import type { ContainerInspect } from "./engine-types.js";
@@ -31,6 +31,7 @@ import { ensureImages, type EnsureImagesResult } from "./images.js";
 import {
   HEALTH_PORT,
   LABEL,
+  LAUNCH_DIR,
   NO_RESOLVER,
   PROXY_PORT,
   containerName,
@@ -70,24 +71,16 @@ function identityOf(c: ContainerInspect): ContainerIdentity {
   return { id: c.Id, name: c.Name.replace(/^\//, ""), imageId: c.Image, startedAt: c.State.StartedAt, pid: c.State.Pid };
 }
 
-/** Reads or creates the gateway's id in its home (stable across restarts). */
-export function ensureGatewayId(homeDir: string): string {
-  const file = join(homeDir, "gateway-id");
-  if (existsSync(file)) return readFileSync(file, "utf8").trim();
-  const id = randomBytes(6).toString("hex");
-  mkdirSync(homeDir, { recursive: true });
-  writeFileSync(file, id + "\n", { mode: 0o600 });
-  return id;
-}
-
 export class DockerDriver implements ComputeDriver {
   readonly kind = "docker";
+  readonly supervised = true;
   readonly engine: EngineClient;
   readonly gatewayId: string;
   private readonly launchRoot: string;
   private readonly log: Logger;
   private readonly probeCommand: string[];
   private images: EnsureImagesResult | undefined;
+  private egressGateway: string | null = null;
 
   constructor(opts: DockerDriverOptions) {
     this.engine = opts.engine;
@@ -121,8 +114,16 @@ export class DockerDriver implements ComputeDriver {
     }
     this.images = await ensureImages(this.engine, { onProgress });
     await this.ensureNetwork(egressNetworkConfig(this.gatewayId));
+    const egress = must("inspect egress network", await this.engine.inspectNetwork(egressNetworkName(this.gatewayId)));
+    this.egressGateway = egress.IPAM.Config?.[0]?.Gateway ?? null;
+    if (!this.egressGateway) throw new Error(`the egress network ${egress.Name} has no gateway address for supervisors to reach`);
     mkdirSync(this.launchRoot, { recursive: true, mode: 0o755 });
     writeFileSync(this.resolvConfPath, NO_RESOLVER, { mode: 0o644 });
+  }
+
+  /** The egress bridge's host address: supervisors reach the gateway's endpoint there. */
+  controlAddress(): string | null {
+    return this.egressGateway;
   }
 
   private async ensureNetwork(config: ReturnType<typeof egressNetworkConfig>): Promise<string> {
@@ -166,13 +167,23 @@ export class DockerDriver implements ComputeDriver {
       nonce: req.nonce,
       proxyPort: PROXY_PORT,
       healthPort: HEALTH_PORT,
-      policy: JSON.parse(serializePolicy(req.spec.policy)) as unknown,
-      policyRevision: 1,
+      policy: JSON.parse(serializePolicy(req.policy.policy)) as unknown,
+      policyRevision: req.policy.revision,
+      control: req.control
+        ? { url: req.control.url, fingerprint: req.control.fingerprint, tokenPath: `${LAUNCH_DIR}/token`, graceMs: req.control.graceMs }
+        : undefined,
     };
     writeFileSync(file, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
+    const files = [file];
+    if (req.control) {
+      // The launch-scoped token: mounted into the supervisor only, never the workload.
+      const tokenFile = join(dir, "token");
+      writeFileSync(tokenFile, req.control.token + "\n", { mode: 0o600 });
+      files.push(tokenFile);
+    }
     try {
       chownSync(dir, SUPERVISOR_UID, SUPERVISOR_UID);
-      chownSync(file, SUPERVISOR_UID, SUPERVISOR_UID);
+      for (const f of files) chownSync(f, SUPERVISOR_UID, SUPERVISOR_UID);
     } catch (err) {
       throw new ProvisionError(`cannot hand the launch configuration to the supervisor's user (${(err as Error).message}); the gateway must run as root`);
     }

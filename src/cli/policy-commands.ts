@@ -1,0 +1,100 @@
+// `sandgate policy set|get|check`: numbered policy revisions, pushed to the
+// running supervisor over its authenticated session.
+
+import { readFileSync } from "node:fs";
+import { Command, InvalidArgumentError } from "commander";
+import { GatewayClient } from "./client.js";
+import { CliError, EXIT } from "./errors.js";
+import { printJson } from "./format.js";
+import type { BoundaryView } from "./views.js";
+
+interface Common {
+  home?: string;
+  url?: string;
+}
+
+const enc = encodeURIComponent;
+
+function seconds(v: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0 || n > 600) throw new InvalidArgumentError("must be 1-600 seconds");
+  return n;
+}
+
+export function boundaryLine(b: BoundaryView | null): string {
+  if (!b) return "-";
+  const beat = b.lastHeartbeatAt ? `last heartbeat ${b.lastHeartbeatAt}` : "no heartbeat";
+  const rev = `enforced revision ${b.enforcedRevision ?? "-"} of desired ${b.desiredRevision ?? "-"}`;
+  return `${b.healthy ? "healthy" : `UNHEALTHY (${b.problem ?? "?"})`}; session ${b.session}; ${beat}; ${rev}`;
+}
+
+export function policyCommands(global: () => Common): Command {
+  const policy = new Command("policy").description("view and change a sandbox's network policy");
+  const client = (): GatewayClient => new GatewayClient(global());
+
+  policy
+    .command("set")
+    .description("accept a new policy revision (hot: no restart); an invalid policy changes nothing")
+    .argument("<name>", "sandbox name or id")
+    .requiredOption("--policy <file>", "policy YAML (see docs/policy.md)")
+    .option("--wait", "return only when the supervisor has acknowledged the revision as enforced")
+    .option("--timeout <seconds>", "how long --wait waits", seconds, 30)
+    .option("--json", "print the result as JSON")
+    .action(async (name: string, o: { policy: string; wait?: boolean; timeout: number; json?: boolean }) => {
+      let text: string;
+      try {
+        text = readFileSync(o.policy, "utf8");
+      } catch (err) {
+        throw new CliError(`cannot read policy file ${o.policy}: ${(err as Error).message}`, EXIT.usage);
+      }
+      const body: Record<string, unknown> = { policy: text };
+      if (o.wait) body.wait = o.timeout;
+      const r = await client().request<{ revision: number; pushed: boolean; enforced: boolean | null; boundary: BoundaryView | null }>(
+        "PUT",
+        `/v1/sandboxes/${enc(name)}/policy`,
+        body,
+      );
+      if (o.json) printJson(r);
+      else process.stdout.write(`${name}  policy revision ${r.revision} accepted${r.enforced ? "; enforced by the supervisor" : ""}\n`);
+      if (o.wait && !r.enforced) {
+        throw new CliError(
+          `revision ${r.revision} is stored but the supervisor did not acknowledge it within ${o.timeout} s (${boundaryLine(r.boundary)})`,
+          EXIT.timeout,
+        );
+      }
+    });
+
+  policy
+    .command("get")
+    .description("show the active policy revision and whether the supervisor enforces it")
+    .argument("<name>", "sandbox name or id")
+    .option("--json", "print as JSON")
+    .action(async (name: string, o: { json?: boolean }) => {
+      const r = await client().request<{ revision: number; createdAt: string; hash: string; policy: unknown; boundary: BoundaryView | null }>(
+        "GET",
+        `/v1/sandboxes/${enc(name)}/policy`,
+      );
+      if (o.json) return printJson(r);
+      process.stdout.write(`revision  ${r.revision} (${r.createdAt})\nboundary  ${boundaryLine(r.boundary)}\n\n${JSON.stringify(r.policy, null, 2)}\n`);
+    });
+
+  policy
+    .command("check")
+    .description("dry run: what the active policy decides for a URL")
+    .argument("<name>", "sandbox name or id")
+    .requiredOption("--url <url>", "e.g. https://api.example.com/v1/x")
+    .option("--method <method>", "HTTP method (for http:// URLs)", "GET")
+    .option("--json", "print as JSON")
+    .action(async (name: string, o: { url: string; method: string; json?: boolean }) => {
+      const r = await client().request<{ revision: number; decision: { allow: boolean; rule?: string; reason?: string } }>(
+        "POST",
+        `/v1/sandboxes/${enc(name)}/policy/check`,
+        { url: o.url, method: o.method },
+      );
+      if (o.json) return printJson(r);
+      const d = r.decision;
+      process.stdout.write(d.allow ? `allow  (rule ${d.rule ?? "?"}, revision ${r.revision})\n` : `deny   (${d.reason ?? "?"}${d.rule ? `, rule ${d.rule}` : ""}, revision ${r.revision})\n`);
+    });
+
+  return policy;
+}

@@ -1,0 +1,96 @@
+// The gateway's side of the supervisors' control sessions: the TLS identity and
+// launch-token key (kept in the gateway's home, mode 0600), the boundary health
+// registry, and the supervisor endpoint listener on an address the supervisors'
+// network can reach.
+
+import type { Logger } from "pino";
+import { BoundaryRegistry } from "./boundary.js";
+import { LaunchTokens } from "./launch-tokens.js";
+import { startSupervisorEndpoint, type ExpectedLaunch, type SupervisorEndpoint } from "./supervisor-endpoint.js";
+import { ensureEndpointTls, type EndpointTls } from "./tls.js";
+
+export const DEFAULT_SUPERVISOR_PORT = 7421;
+export const DEFAULT_GRACE_MS = 15_000;
+
+/** What a launch needs to reach and authenticate to this gateway. */
+export interface LaunchControl {
+  url: string;
+  fingerprint: string;
+  token: string;
+  graceMs: number;
+}
+
+export interface ControlPlaneOptions {
+  homeDir: string;
+  gatewayId: string;
+  log: Logger;
+  expected: (sandboxId: string) => ExpectedLaunch | null;
+  port?: number;
+  /** How long a supervisor keeps egress open without its session. */
+  graceMs?: number;
+}
+
+export class ControlPlane {
+  readonly boundary: BoundaryRegistry;
+  private endpoint: SupervisorEndpoint | undefined;
+  private listening: Promise<void> | undefined;
+
+  private constructor(
+    private readonly opts: ControlPlaneOptions,
+    private readonly tls: EndpointTls,
+    private readonly tokens: LaunchTokens,
+  ) {
+    const log = opts.log.child({ component: "control" });
+    // Idle below the supervisors' grace, so a half-open session frees its slot in time.
+    this.boundary = new BoundaryRegistry({ log, sessionIdleMs: Math.min(10_000, Math.floor(this.graceMs / 2)) });
+  }
+
+  static async open(opts: ControlPlaneOptions): Promise<ControlPlane> {
+    const tls = await ensureEndpointTls(opts.homeDir);
+    const tokens = LaunchTokens.open(opts.homeDir, opts.gatewayId);
+    return new ControlPlane(opts, tls, tokens);
+  }
+
+  get graceMs(): number {
+    return this.opts.graceMs ?? DEFAULT_GRACE_MS;
+  }
+
+  get url(): string | null {
+    return this.endpoint?.url ?? null;
+  }
+
+  stats(): object | null {
+    return this.endpoint?.stats() ?? null;
+  }
+
+  /** Start the endpoint on `host` once (the runtime knows which address supervisors reach). */
+  listen(host: string): Promise<void> {
+    this.listening ??= (async () => {
+      this.endpoint = await startSupervisorEndpoint({
+        host,
+        // Fixed, so that running supervisors find a restarted gateway again.
+        port: this.opts.port ?? DEFAULT_SUPERVISOR_PORT,
+        tls: this.tls,
+        tokens: this.tokens,
+        expected: this.opts.expected,
+        boundary: this.boundary,
+        log: this.opts.log.child({ component: "supervisor-endpoint" }),
+      });
+      this.opts.log.info({ url: this.endpoint.url, fingerprint: this.tls.fingerprint }, "supervisor endpoint listening");
+    })();
+    return this.listening;
+  }
+
+  async launchControl(launch: { sandboxId: string; generation: number; nonce: string }): Promise<LaunchControl> {
+    await this.listening;
+    if (!this.endpoint) throw new Error("the supervisor endpoint is not listening");
+    const { token } = await this.tokens.mint(launch);
+    return { url: this.endpoint.url, fingerprint: this.tls.fingerprint, token, graceMs: this.graceMs };
+  }
+
+  async close(): Promise<void> {
+    this.boundary.close();
+    await this.listening?.catch(() => undefined);
+    await this.endpoint?.close();
+  }
+}

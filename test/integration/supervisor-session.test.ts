@@ -1,0 +1,210 @@
+// The supervisor as the sandbox's security boundary, end to end on a real daemon:
+// policy enforcement and hot revisions over the authenticated control session,
+// refusal of forged and misused tokens, fail-closed lockdown when the gateway
+// goes away, and no secret visible from the workload.
+
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { PassThrough } from "node:stream";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startExec } from "../../src/driver/docker/exec-session.js";
+import { LaunchTokens } from "../../src/gateway/launch-tokens.js";
+import { createJsonLogger } from "../../src/supervisor/logger.js";
+import { ControlSession } from "../../src/supervisor/control-session.js";
+import { LockdownPolicyHolder } from "../../src/supervisor/lockdown.js";
+import { cli } from "../support/cli-runner.js";
+import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
+import { eventually } from "../support/gateway-fixture.js";
+import { PROXY_GET, createReady, execIn, startOrigin, waitPhase } from "../support/recovery-helpers.js";
+
+let fx: DockerFixture;
+let origin: string;
+const GRACE_MS = 2_000;
+
+const policyFor = (methods: string[]): string => `version: 1
+network:
+  rules:
+    - name: origin
+      endpoints:
+        - host: ORIGIN
+          port: 8080
+          protocol: http
+          allowPrivate: ["10.0.0.0/8"]
+          rules:
+            - methods: [${methods.join(", ")}]
+              paths: ["/**"]
+`;
+
+/** From the workload: a request with any method through the proxy → "<status> <x-proxy-error> <body>". */
+const PROXY_REQ = (method: string, url: string): string[] => [
+  "node",
+  "-e",
+  `const u=new URL(process.env.HTTP_PROXY),t=new URL(${JSON.stringify(url)});
+   const r=require("http").request({method:${JSON.stringify(method)},host:u.hostname,port:u.port,path:t.href,headers:{host:t.host}},res=>{let b="";res.on("data",d=>b+=d);res.on("end",()=>console.log(res.statusCode+" "+(res.headers["x-proxy-error"]||"-")+" "+b))});
+   r.on("error",e=>console.log("ERR "+e.code));r.end(${method === "GET" ? "" : '"x"'});`,
+];
+
+/** Exec straight through Docker, for when the gateway is down on purpose. */
+async function dockerExec(containerId: string, cmd: string[]): Promise<string> {
+  const s = await startExec(fx.engine, containerId, { cmd, tty: false });
+  s.stdin.end();
+  let out = "";
+  s.stdout.on("data", (b: Buffer) => (out += b.toString()));
+  s.stderr.resume();
+  await s.exitCode;
+  return out;
+}
+
+beforeAll(async () => {
+  fx = await startDockerFixture({ liveRestore: true, name: "sup", supervisorGraceMs: GRACE_MS });
+  origin = await startOrigin(fx, "origin-sup");
+});
+afterAll(async () => {
+  await fx?.close();
+});
+
+describe("policy enforcement over the control session", () => {
+  it("allowed → 200, denied host → 403 JSON, L7 allows GET and denies POST; get shows a healthy boundary", async () => {
+    await createReady(fx, "pol", { policy: policyFor(["GET"]).replace("ORIGIN", origin) });
+    expect((await execIn(fx, "pol", PROXY_REQ("GET", `http://${origin}:8080/a`))).stdout).toBe("200 - hello from origin /a\n");
+    const post = (await execIn(fx, "pol", PROXY_REQ("POST", `http://${origin}:8080/a`))).stdout;
+    expect(post).toMatch(/^403 sandgate-policy \{.*"error":"policy_denied".*"method":"POST".*"reason":"method_not_allowed"/);
+    const other = (await execIn(fx, "pol", PROXY_REQ("GET", "http://elsewhere.test/"))).stdout;
+    expect(other).toMatch(/^403 sandgate-policy \{.*"host":"elsewhere.test".*"reason":"no_matching_rule"/);
+
+    const get = await cli(["sandbox", "get", "pol"], fx.cliEnv);
+    expect(get.stdout).toMatch(/^boundary\s+healthy; session up; last heartbeat \S+; enforced revision 1 of desired 1$/m);
+    // Every decision reached the gateway as an audit event.
+    await eventually(async () => {
+      const { events } = (await fx.t.api("GET", "/v1/sandboxes/pol/events")).body;
+      const audits = (events as any[]).filter((e) => e.kind === "audit").map((e) => e.message as string);
+      return audits.some((m) => m.startsWith("egress deny POST")) && audits.some((m) => m.startsWith("egress allow GET")) ? true : undefined;
+    }, 10_000, "audit events");
+  }, 60_000);
+
+  it("policy set --wait changes what the running sandbox may reach, without restarting anything", async () => {
+    const before = (await fx.t.api("GET", "/v1/sandboxes/pol")).body;
+    const file = join(fx.cliEnv.SANDGATE_HOME!, "allow-post.yaml");
+    await import("node:fs").then((fs) => fs.writeFileSync(file, policyFor(["GET", "POST"]).replace("ORIGIN", origin)));
+    const set = await cli(["policy", "set", "pol", "--policy", file, "--wait"], fx.cliEnv);
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toBe("pol  policy revision 2 accepted; enforced by the supervisor\n");
+    expect((await execIn(fx, "pol", PROXY_REQ("POST", `http://${origin}:8080/b`))).stdout).toBe("200 - hello from origin /b\n");
+    const after = (await fx.t.api("GET", "/v1/sandboxes/pol")).body;
+    expect(after.runtime).toEqual(before.runtime);
+    expect(after.boundary).toMatchObject({ healthy: true, enforcedRevision: 2, desiredRevision: 2 });
+    const check = await cli(["policy", "check", "pol", "--url", `http://${origin}:8080/x`, "--method", "DELETE"], fx.cliEnv);
+    expect(check.stderr).toBe("");
+    expect(check.stdout).toBe("deny   (method_not_allowed, rule origin, revision 2)\n");
+  }, 60_000);
+
+  it("an invalid policy is rejected with a path-precise message and the old one keeps working", async () => {
+    const file = join(fx.cliEnv.SANDGATE_HOME!, "bad.yaml");
+    await import("node:fs").then((fs) => fs.writeFileSync(file, policyFor(["GET"]).replace("ORIGIN", origin).replace("port: 8080", "port: 70000")));
+    const set = await cli(["policy", "set", "pol", "--policy", file, "--wait"], fx.cliEnv);
+    expect(set.code).toBe(2);
+    expect(set.stderr).toMatch(/network\.rules\[0\]\.endpoints\[0\]\.port: expected 1-65535, got 70000/);
+    const get = JSON.parse((await cli(["policy", "get", "pol", "--json"], fx.cliEnv)).stdout);
+    expect(get.revision).toBe(2);
+    expect((await execIn(fx, "pol", PROXY_REQ("POST", `http://${origin}:8080/c`))).stdout).toBe("200 - hello from origin /c\n");
+  }, 60_000);
+});
+
+describe("authentication of supervisors", () => {
+  it("refuses a forged token, a token for another sandbox and one from an older generation, and counts each", async () => {
+    const a = await createReady(fx, "tok-a");
+    const b = await createReady(fx, "tok-b");
+    const status = (await fx.t.api("GET", "/v1/status")).body.supervisorEndpoint;
+    const home = fx.cliEnv.SANDGATE_HOME!;
+    const real = LaunchTokens.open(home, fx.driver.gatewayId);
+    const forgerDir = mkdtempSync(join(tmpdir(), "sg-forger-"));
+    const forger = LaunchTokens.open(forgerDir, fx.driver.gatewayId);
+    const refusedBefore = { ...status.refused };
+    const fingerprint = (JSON.parse(readFileSync(join(home, "launch", `${a.id}-g1`, "launch.json"), "utf8")) as { control: { fingerprint: string } }).control.fingerprint;
+
+    const tryHello = async (sandboxId: string, generation: number, token: string): Promise<void> => {
+      const session = new ControlSession({
+        url: status.url,
+        fingerprint,
+        token: async () => token,
+        sandboxId,
+        generation,
+        policy: new LockdownPolicyHolder(),
+        proxyListening: () => true,
+        logger: createJsonLogger(new PassThrough().resume()),
+        graceMs: 60_000,
+      });
+      session.start();
+      await new Promise((r) => setTimeout(r, 1500));
+      await session.stop();
+    };
+
+    // A token signed by someone else's key.
+    await tryHello(a.id, 1, (await forger.mint({ sandboxId: a.id, generation: 1, nonce: a.runtime.nonce })).token);
+    // Sandbox A's genuine token, presented as sandbox B.
+    const tokenA = readFileSync(join(home, "launch", `${a.id}-g1`, "token"), "utf8").trim();
+    await tryHello(b.id, 1, tokenA);
+    // A genuine token of generation 1 after B moved on to generation 2.
+    const oldB = (await real.mint({ sandboxId: b.id, generation: 1, nonce: b.runtime.nonce })).token;
+    await fx.t.api("POST", "/v1/sandboxes/tok-b/stop");
+    await waitPhase(fx, "tok-b", "Stopped");
+    await fx.t.api("POST", "/v1/sandboxes/tok-b/start");
+    await waitPhase(fx, "tok-b", "Ready");
+    await tryHello(b.id, 1, oldB);
+
+    const refused = (await fx.t.api("GET", "/v1/status")).body.supervisorEndpoint.refused;
+    const delta = (k: string): number => (refused[k] ?? 0) - (refusedBefore[k] ?? 0);
+    expect(delta("bad_signature")).toBeGreaterThanOrEqual(1);
+    expect(delta("sandbox_mismatch")).toBeGreaterThanOrEqual(1);
+    expect(delta("stale_generation") + delta("generation_mismatch")).toBeGreaterThanOrEqual(1);
+    // The real sessions were never disturbed.
+    expect((await fx.t.api("GET", "/v1/sandboxes/tok-a")).body.boundary.healthy).toBe(true);
+    expect((await fx.t.api("GET", "/v1/sandboxes/tok-b")).body.boundary).toMatchObject({ healthy: true, generation: 2 });
+    rmSync(forgerDir, { recursive: true, force: true });
+  }, 90_000);
+});
+
+describe("fail closed without the gateway", () => {
+  it("gateway gone past the grace period → the supervisor denies all egress; gateway back → session re-authenticates, egress resumes", async () => {
+    const s = await createReady(fx, "lock", { policy: policyFor(["GET"]).replace("ORIGIN", origin) });
+    const wid = s.runtime.workload.id;
+    expect(await dockerExec(wid, PROXY_GET(`http://${origin}:8080/before`))).toBe("200 hello from origin /before\n");
+
+    await fx.t.close({ keepHome: true });
+    // Inside the grace period egress still follows the policy...
+    expect(await dockerExec(wid, PROXY_GET(`http://${origin}:8080/grace`))).toBe("200 hello from origin /grace\n");
+    // ...after it, everything is denied.
+    await eventually(async () => ((await dockerExec(wid, PROXY_GET(`http://${origin}:8080/locked`))).startsWith("403 ") ? true : undefined), GRACE_MS * 4, "lockdown");
+    expect(await dockerExec(wid, PROXY_GET(`http://${origin}:8080/locked`))).toMatch(/^403 \{.*"reason":"lockdown_/);
+
+    await fx.restartGateway();
+    await eventually(async () => ((await dockerExec(wid, PROXY_GET(`http://${origin}:8080/again`))).startsWith("200 ") ? true : undefined), 30_000, "egress resumed");
+    await waitPhase(fx, "lock", "Ready", 30_000);
+    expect((await fx.t.api("GET", "/v1/sandboxes/lock")).body.boundary.healthy).toBe(true);
+  }, 120_000);
+});
+
+describe("secrets stay out of the workload", () => {
+  it("no token, key or certificate in the workload's environment, mounts, files or /proc", async () => {
+    const s = await createReady(fx, "secret");
+    const home = fx.cliEnv.SANDGATE_HOME!;
+    const token = readFileSync(join(home, "launch", `${s.id}-g1`, "token"), "utf8").trim();
+    const launch = JSON.parse(readFileSync(join(home, "launch", `${s.id}-g1`, "launch.json"), "utf8")) as { nonce: string; control: { fingerprint: string } };
+    const dump = await execIn(fx, "secret", [
+      "sh",
+      "-c",
+      "env; cat /proc/mounts; for p in /proc/[0-9]*; do cat $p/environ 2>/dev/null | tr '\\0' '\\n'; cat $p/cmdline 2>/dev/null | tr '\\0' ' '; done; ls -la /run /etc /sandbox 2>&1; cat /etc/resolv.conf",
+    ]);
+    expect(dump.code).toBe(0);
+    const seen = dump.stdout + dump.stderr;
+    expect(seen.length).toBeGreaterThan(200);
+    expect(seen).not.toContain(token);
+    expect(seen).not.toContain(token.split(".")[1]!); // not even the claims part
+    expect(seen).not.toContain(launch.nonce);
+    expect(seen).not.toContain(launch.control.fingerprint.replace(/^sha256:/, ""));
+    expect(seen).not.toMatch(/BEGIN (EC |)PRIVATE KEY|BEGIN CERTIFICATE/);
+    expect(seen).not.toContain("/run/sandgate");
+    expect((await execIn(fx, "secret", ["sh", "-c", "ls /run/sandgate 2>&1; echo rc=$?"])).stdout).toMatch(/No such file or directory\nrc=1/);
+  }, 60_000);
+});
