@@ -34,8 +34,9 @@ function sandgate(args: string[], opts: { input?: string; allowFail?: boolean; q
   return r.stdout;
 }
 
-const PROXY_GET = (url: string): string =>
-  `const u=new URL(process.env.HTTP_PROXY),t=new URL("${url}");require("http").get({host:u.hostname,port:u.port,path:t.href,headers:{host:t.host}},r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>console.log(r.statusCode,r.headers["x-proxy-error"]??"",b))})`;
+/** A node one-liner run in the workload: an HTTP request through the supervisor's proxy ($HTTP_PROXY). */
+const VIA_PROXY = (url: string, method = "GET"): string =>
+  `const u=new URL(process.env.HTTP_PROXY),t=new URL("${url}");require("http").request({method:"${method}",host:u.hostname,port:u.port,path:t.href,headers:{host:t.host}},r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>console.log("${method}",r.statusCode,r.headers["x-proxy-error"]??"",b))}).end()`;
 
 async function main(): Promise<void> {
   step("Start a private Docker daemon with live-restore (its own data-root, socket and networks)");
@@ -80,20 +81,28 @@ network:
   );
   process.stdout.write(`policy: allow GET http://demo-origin:8080/** (everything else is denied)\n`);
 
-  step("Create a sandbox: workload + companion supervisor, Ready only on evidence");
+  step("Create a sandbox: workload + companion supervisor, Ready only on evidence (incl. an authenticated control session)");
   sandgate(["sandbox", "create", "demo", "--policy", policy]);
   sandgate(["sandbox", "list"]);
+  sandgate(["sandbox", "get", "demo"]);
 
   step("Run commands in it (exit codes, stdin and the workspace are real)");
   sandgate(["sandbox", "exec", "demo", "--", "sh", "-c", "id; echo 'written before the daemon restart' > /sandbox/note.txt"]);
   sandgate(["sandbox", "exec", "demo", "--", "cat"], { input: "piped through stdin\n" });
 
   step("Egress goes through the supervisor's proxy, by policy");
-  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", PROXY_GET("http://demo-origin:8080/")]);
-  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", PROXY_GET("http://example.com/")]);
+  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", VIA_PROXY("http://demo-origin:8080/")]);
+  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", VIA_PROXY("http://example.com/")]);
   sandgate(["sandbox", "exec", "demo", "--", "node", "-e", `fetch("http://${originIp}:8080/").then(()=>console.log("direct: reachable?!"),e=>console.log("direct connection to ${originIp}:8080 failed:",e.cause?.code))`]);
 
-  sandgate(["sandbox", "get", "demo"]);
+  step("Change the policy while it runs: POST is now allowed too (no restart)");
+  const PROXY_POST = VIA_PROXY("http://demo-origin:8080/", "POST");
+  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", PROXY_POST]);
+  writeFileSync(policy.replace(".yaml", "-2.yaml"), (await import("node:fs")).readFileSync(policy, "utf8").replace("methods: [GET]", "methods: [GET, POST]"));
+  sandgate(["policy", "set", "demo", "--policy", policy.replace(".yaml", "-2.yaml"), "--wait"]);
+  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", PROXY_POST]);
+  sandgate(["policy", "check", "demo", "--url", "http://demo-origin:8080/x", "--method", "DELETE"]);
+
   const before = JSON.parse(sandgate(["sandbox", "get", "demo", "--json"], { quiet: true })) as { runtime: { workload: { id: string }; supervisor: { id: string } } };
 
   step("Restart the Docker daemon (live-restore): containers survive, every API stream breaks");
@@ -114,8 +123,9 @@ network:
 
   step("Still Ready, still enforcing, workspace intact");
   sandgate(["sandbox", "exec", "demo", "--", "cat", "/sandbox/note.txt"]);
-  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", PROXY_GET("http://demo-origin:8080/")]);
-  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", PROXY_GET("http://example.com/")]);
+  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", VIA_PROXY("http://demo-origin:8080/")]);
+  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", VIA_PROXY("http://example.com/")]);
+  sandgate(["policy", "get", "demo"]);
 
   step("Stop, start (a new generation, same workspace), delete");
   sandgate(["sandbox", "stop", "demo"]);

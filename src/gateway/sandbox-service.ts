@@ -56,6 +56,28 @@ function parsePolicyInput(input: CreateInput["policy"]): Policy {
   return parsed.policy;
 }
 
+/**
+ * The filesystem section maps to mounts: the root filesystem is read-only,
+ * /sandbox (the workspace) and /tmp are writable, each other readWrite path
+ * gets a tmpfs. A readOnly path inside a writable one cannot be honoured, and
+ * the process never runs as root.
+ */
+function checkFilesystemPolicy(policy: Policy): string | null {
+  const writable = ["/sandbox", "/tmp", ...policy.filesystem.readWrite];
+  for (const [i, p] of policy.filesystem.readOnly.entries()) {
+    const inside = writable.find((w) => p === w || p.startsWith(`${w}/`));
+    if (inside) return `filesystem.readOnly[${i}]: ${JSON.stringify(p)} is inside the writable ${inside}`;
+  }
+  for (const [i, p] of policy.filesystem.readWrite.entries()) {
+    if (p === "/" || p === "/proc" || p.startsWith("/proc/") || p === "/dev" || p.startsWith("/dev/") || p === "/sys" || p.startsWith("/sys/")) {
+      return `filesystem.readWrite[${i}]: ${JSON.stringify(p)} cannot be made writable`;
+    }
+  }
+  const uid = policy.process.user?.split(":")[0];
+  if (uid === "0") return "process.user: the workload never runs as root (uid 0)";
+  return null;
+}
+
 const newId = (): string => `sbx_${randomBytes(8).toString("hex")}`;
 const newNonce = (): string => randomBytes(12).toString("hex");
 const stateOf = (s: SandboxRecord): LifecycleState => ({ phase: s.phase, generation: s.generation, reason: s.reason });
@@ -233,10 +255,14 @@ export class SandboxService {
     this.assertRuntime();
     const bad = checkSandboxName(input.name);
     if (bad) throw new ApiError("invalid_request", bad);
+    const policy = parsePolicyInput(input.policy);
+    const fsProblem = checkFilesystemPolicy(policy);
+    if (fsProblem) throw new ApiError("invalid_request", `invalid policy: ${fsProblem}`);
     const spec: SandboxSpec = {
       env: input.env ?? {},
-      resources: { ...DEFAULT_RESOURCES, ...input.resources },
-      policy: parsePolicyInput(input.policy),
+      // Explicit resources win over the policy's process limits, which win over the defaults.
+      resources: { ...DEFAULT_RESOURCES, ...policy.process.limits, ...input.resources },
+      policy,
     };
     if (input.image !== undefined) spec.image = input.image;
     if (input.command !== undefined) spec.command = input.command;

@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EngineClient } from "../../src/driver/docker/engine.js";
 import { FaultProxy } from "../support/fault-proxy.js";
 import { PrivateDockerd } from "../support/dockerd.js";
 import { eventually } from "../support/gateway-fixture.js";
@@ -107,4 +108,17 @@ describe("gateway killed while a sandbox is Recovering", () => {
     await phaseIs("adopt", "Ready", 60_000);
     expect((await api("GET", "/v1/sandboxes/adopt")).body.runtime).toEqual(before.runtime);
   }, 150_000);
+
+  it("SIGTERM shuts the gateway down gracefully (exit 0, address file removed) and leaves the sandbox running", async () => {
+    const s = (await api("GET", "/v1/sandboxes/adopt")).body;
+    const p = gateway!;
+    const exited = new Promise<number | null>((resolve) => p.once("exit", (code) => resolve(code)));
+    p.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(existsSync(join(home, "gateway.json"))).toBe(false);
+    const engine = new EngineClient({ socketPath: dockerd.socketPath });
+    const i = await engine.inspectContainer(s.runtime.workload.id);
+    await engine.close();
+    expect(i.kind === "ok" && i.body.State.Running).toBe(true);
+  }, 60_000);
 });

@@ -180,6 +180,45 @@ describe("input validation", () => {
   });
 });
 
+describe("policy: fixed sections at creation, revisions after", () => {
+  it("process limits from the policy set the resources unless given explicitly; bad fixed sections are refused", async () => {
+    const policy = "version: 1\nprocess:\n  user: \"1234:1234\"\n  limits: { memoryMb: 300, pids: 64 }\n";
+    const r = await t.api("POST", "/v1/sandboxes", { name: "lim", policy, resources: { pids: 99 } });
+    expect(r.status).toBe(201);
+    expect(r.body.spec.resources).toEqual({ memoryMb: 300, cpus: 1, pids: 99 });
+    const before = snapshot();
+    const inside = await t.api("POST", "/v1/sandboxes", { name: "ro", policy: "version: 1\nfilesystem:\n  readOnly: [/sandbox/ref]\n" });
+    expect(inside.status).toBe(400);
+    expect(inside.body.error.message).toBe('invalid policy: filesystem.readOnly[0]: "/sandbox/ref" is inside the writable /sandbox');
+    const root = await t.api("POST", "/v1/sandboxes", { name: "root", policy: 'version: 1\nprocess:\n  user: "0"\n' });
+    expect(root.status).toBe(400);
+    expect(root.body.error.message).toMatch(/process\.user: the workload never runs as root/);
+    expect(snapshot()).toEqual(before);
+  });
+
+  it("policy set: a new numbered revision; invalid or fixed-section changes are refused and change nothing", async () => {
+    await t.api("POST", "/v1/sandboxes", { name: "rev" });
+    await until("rev", "Ready");
+    expect((await t.api("GET", "/v1/sandboxes/rev/policy")).body.revision).toBe(1);
+    const ok = await t.api("PUT", "/v1/sandboxes/rev/policy", { policy: "version: 1\nnetwork:\n  rules:\n    - name: a\n      endpoints:\n        - { host: a.example.com, port: 443, protocol: https }\n" });
+    expect(ok.status).toBe(200);
+    expect(ok.body.revision).toBe(2);
+    const before = snapshot();
+    const bad = await t.api("PUT", "/v1/sandboxes/rev/policy", { policy: "version: 1\nnetwork:\n  rules:\n    - name: a\n      endpoints:\n        - { host: '*.com', port: 443, protocol: https }\n" });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/network\.rules\[0\]\.endpoints\[0\]\.host: "\*\.com"/);
+    const fixed = await t.api("PUT", "/v1/sandboxes/rev/policy", { policy: "version: 1\nprocess:\n  limits: { pids: 10 }\n" });
+    expect(fixed.status).toBe(400);
+    expect(fixed.body.error.message).toMatch(/process is fixed at creation/);
+    expect(snapshot()).toEqual(before);
+    expect((await t.api("GET", "/v1/sandboxes/rev/policy")).body.revision).toBe(2);
+    const check = await t.api("POST", "/v1/sandboxes/rev/policy/check", { url: "https://a.example.com/x" });
+    expect(check.body.decision).toMatchObject({ allow: true, rule: "a" });
+    const denied = await t.api("POST", "/v1/sandboxes/rev/policy/check", { url: "http://b.example.com/" });
+    expect(denied.body.decision).toMatchObject({ allow: false, reason: "no_matching_rule" });
+  });
+});
+
 describe("watch and events", () => {
   it("streams every phase change as Server-Sent Events", async () => {
     const ac = new AbortController();

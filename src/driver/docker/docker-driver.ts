@@ -221,6 +221,8 @@ export class DockerDriver implements ComputeDriver {
       proxyUrl: `http://${ip}:${PROXY_PORT}`,
       defaultImage: workloadImage.isDefault,
       resolvConf: this.resolvConfPath,
+      filesystem: req.spec.policy.filesystem,
+      user: req.spec.policy.process.user,
     });
     this.provisionStep("create workload container", await this.engine.createContainer(containerName(req.sandboxId, req.generation, "workload"), config));
   }

@@ -135,6 +135,9 @@ export function workloadConfig(
     defaultImage: boolean;
     /** Host file mounted as the workload's /etc/resolv.conf (see NO_RESOLVER). */
     resolvConf: string;
+    /** The policy's fixed sections: readWrite paths become tmpfs mounts; user overrides the default uid. */
+    filesystem?: { readWrite: readonly string[] };
+    user?: string;
   },
 ): ContainerCreateConfig {
   const proxyEnv = { HTTP_PROXY: opts.proxyUrl, HTTPS_PROXY: opts.proxyUrl, http_proxy: opts.proxyUrl, https_proxy: opts.proxyUrl, NO_PROXY: "", no_proxy: "" };
@@ -143,12 +146,16 @@ export function workloadConfig(
     Image: opts.imageId,
     Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
     // A non-root user always: the image's USER is not trusted to be one.
-    User: `${WORKLOAD_UID}:${WORKLOAD_UID}`,
+    User: opts.user ?? `${WORKLOAD_UID}:${WORKLOAD_UID}`,
     WorkingDir: "/sandbox",
     Labels: containerLabels(i, "workload"),
     StopTimeout: 5,
     HostConfig: {
       ...hardened(opts.resources),
+      Tmpfs: {
+        "/tmp": "rw,nosuid,nodev,size=64m",
+        ...Object.fromEntries((opts.filesystem?.readWrite ?? []).filter((p) => p !== "/sandbox" && p !== "/tmp").map((p) => [p, "rw,nosuid,nodev,size=64m"])),
+      },
       NetworkMode: networkName(i.sandboxId),
       Init: true,
       Mounts: [
