@@ -361,6 +361,11 @@ export class SandboxService {
     return this.driver.exec(s.runtime, opts);
   }
 
+  /** Lifecycle tasks queued or running (for leak checks). */
+  pendingTasks(): number {
+    return this.serial.size;
+  }
+
   /** Resolves when no lifecycle work is queued or running. */
   idle(): Promise<void> {
     return this.serial.idle();

@@ -4,7 +4,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LABEL, containerName } from "../../src/driver/docker/objects.js";
-import { startDockerFixture, startSecondGateway, type DockerFixture } from "../support/docker-fixture.js";
+import { deleteAllAndCheckMonitors, startDockerFixture, startSecondGateway, type DockerFixture } from "../support/docker-fixture.js";
 import { eventually } from "../support/gateway-fixture.js";
 import { createReady, execIn, monitorMetrics, phase, phaseLog, waitPhase } from "../support/recovery-helpers.js";
 
@@ -14,6 +14,7 @@ beforeAll(async () => {
   fx = await startDockerFixture({ liveRestore: true, name: "rf", viaFaultProxy: true, service: { recoveryDeadlineMs: 6_000 } });
 });
 afterAll(async () => {
+  if (fx) await deleteAllAndCheckMonitors(fx);
   await fx?.close();
 });
 

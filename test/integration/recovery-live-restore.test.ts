@@ -2,7 +2,7 @@
 // killed and frozen by the test itself.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
+import { deleteAllAndCheckMonitors, startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
 import { eventually } from "../support/gateway-fixture.js";
 import {
   ORIGIN_POLICY,
@@ -24,6 +24,7 @@ beforeAll(async () => {
   origin = await startOrigin(fx, "origin-rlr");
 });
 afterAll(async () => {
+  if (fx) await deleteAllAndCheckMonitors(fx);
   await fx?.close();
 });
 

@@ -3,7 +3,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LABEL } from "../../src/driver/docker/objects.js";
-import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
+import { deleteAllAndCheckMonitors, startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
 import { eventually } from "../support/gateway-fixture.js";
 import { createReady, execIn, monitorMetrics, phaseLog, waitPhase } from "../support/recovery-helpers.js";
 
@@ -13,6 +13,7 @@ beforeAll(async () => {
   fx = await startDockerFixture({ liveRestore: false, name: "rnl" });
 });
 afterAll(async () => {
+  if (fx) await deleteAllAndCheckMonitors(fx);
   await fx?.close();
 });
 

@@ -14,7 +14,7 @@ import { createJsonLogger } from "../../src/supervisor/logger.js";
 import { ControlSession } from "../../src/supervisor/control-session.js";
 import { LockdownPolicyHolder } from "../../src/supervisor/lockdown.js";
 import { cli } from "../support/cli-runner.js";
-import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
+import { deleteAllAndCheckMonitors, startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
 import { eventually } from "../support/gateway-fixture.js";
 import { PROXY_GET, createReady, execIn, startOrigin, waitPhase } from "../support/recovery-helpers.js";
 
@@ -61,6 +61,7 @@ beforeAll(async () => {
   origin = await startOrigin(fx, "origin-sup");
 });
 afterAll(async () => {
+  if (fx) await deleteAllAndCheckMonitors(fx);
   await fx?.close();
 });
 

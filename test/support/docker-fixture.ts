@@ -12,7 +12,8 @@ import { EngineClient } from "../../src/driver/docker/engine.js";
 import type { ServiceOptions } from "../../src/gateway/sandbox-service.js";
 import { PrivateDockerd, type DockerdOptions } from "./dockerd.js";
 import { FaultProxy } from "./fault-proxy.js";
-import { startTestGateway, type TestGateway } from "./gateway-fixture.js";
+import type { DockerMonitor } from "../../src/monitor/docker-monitor.js";
+import { eventually, startTestGateway, type TestGateway } from "./gateway-fixture.js";
 
 export interface DockerFixture {
   dockerd: PrivateDockerd;
@@ -56,10 +57,15 @@ export async function startDockerFixture(
       fx.t = await startTestGateway(fx.driver, { homeDir, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs });
     },
     async close() {
-      await fx.t.close().catch(() => undefined);
+      const service = fx.t.gw.service;
+      const monitor = service.monitor as DockerMonitor | null;
+      await fx.t.close();
+      // Nothing may outlive the gateway: no monitor check, timer or lifecycle task.
+      const leaks = { ...(monitor?.pending() ?? { checks: 0, timers: 0 }), tasks: service.pendingTasks() };
       await fx.engine.close();
       await proxy?.close();
       await dockerd.destroy();
+      if (leaks.checks + leaks.timers + leaks.tasks > 0) throw new Error(`leaked after close: ${JSON.stringify(leaks)}`);
     },
   };
   try {
@@ -81,4 +87,16 @@ export async function startSecondGateway(fx: DockerFixture, service?: ServiceOpt
     log: pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" }),
   });
   return { t: await startTestGateway(driver, { homeDir, service }), driver };
+}
+
+/** Delete every sandbox and check that no monitor or check is left behind. */
+export async function deleteAllAndCheckMonitors(fx: DockerFixture): Promise<void> {
+  const { sandboxes } = (await fx.t.api("GET", "/v1/sandboxes")).body as { sandboxes: { name: string }[] };
+  for (const s of sandboxes) await fx.t.api("DELETE", `/v1/sandboxes/${s.name}`);
+  await eventually(async () => ((await fx.t.api("GET", "/v1/sandboxes")).body.sandboxes.length === 0 ? true : undefined), 60_000, "all deleted");
+  await fx.t.gw.service.idle();
+  const m = (await fx.t.api("GET", "/v1/status")).body.monitor as { monitors: number };
+  if (m.monitors !== 0) throw new Error(`${m.monitors} monitors left after deleting every sandbox`);
+  const monitor = fx.t.gw.service.monitor as DockerMonitor | null;
+  await eventually(() => (monitor && monitor.pending().checks === 0 ? true : undefined), 10_000, "no monitor check in flight");
 }
