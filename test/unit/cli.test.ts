@@ -2,12 +2,12 @@
 // gateway (HTTP + SQLite) on the in-memory driver test double.
 
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, type CliRun as Run } from "../support/cli-runner.js";
 import { MemoryDriver } from "../support/memory-driver.js";
+import { freePort } from "../support/net.js";
 import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 
 /** One line, no stack trace. */
@@ -32,12 +32,7 @@ describe("CLI without a gateway", () => {
 
   it("says so too when the address file points at a dead gateway", async () => {
     writeFileSync(join(emptyHome, "token"), "x\n");
-    const port = await new Promise<number>((resolve) => {
-      const srv = createServer().listen(0, "127.0.0.1", () => {
-        const p = (srv.address() as AddressInfo).port;
-        srv.close(() => resolve(p));
-      });
-    });
+    const port = await freePort();
     writeFileSync(join(emptyHome, "gateway.json"), JSON.stringify({ url: `http://127.0.0.1:${port}`, pid: 1 }));
     const r = await cli(["--home", emptyHome, "sandbox", "get", "demo"]);
     expect(r.code).toBe(3);

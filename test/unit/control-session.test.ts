@@ -5,7 +5,6 @@ import http from "node:http";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { generateKeyPairSync } from "node:crypto";
 import https from "node:https";
-import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
@@ -29,6 +28,7 @@ import { silentLogger } from "../../src/supervisor/logger.js";
 import type { Logger } from "../../src/supervisor/logger.js";
 import { startSupervisor } from "../../src/supervisor/supervisor.js";
 import { SUPERVISOR_PATH } from "../../src/supervisor/wire.js";
+import { freePort } from "../support/net.js";
 
 const GATEWAY_ID = "gw-test";
 let stateDir: string;
@@ -69,13 +69,6 @@ async function waitFor<T>(what: string, probe: () => T | undefined | false | Pro
   }
 }
 
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 function policyOf(network: unknown): Policy {
   const r = policyFromObject({ version: 1, network });

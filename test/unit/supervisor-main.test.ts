@@ -17,6 +17,7 @@ import { LaunchTokens } from "../../src/gateway/launch-tokens.js";
 import { startSupervisorEndpoint } from "../../src/gateway/supervisor-endpoint.js";
 import { ensureEndpointTls } from "../../src/gateway/tls.js";
 import { policyFromObject } from "../../src/policy/index.js";
+import { freePort } from "../support/net.js";
 
 let dir: string;
 let bundle: string;
@@ -45,13 +46,6 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 interface Running {
   child: ChildProcess;
