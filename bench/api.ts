@@ -1,0 +1,115 @@
+// api: throughput of GET /v1/sandboxes and GET /v1/sandboxes/:name with 200
+// sandboxes in the store. The gateway (real store, service and HTTP API on the
+// in-memory test driver: no Docker needed to read the store) runs in this
+// process; the load comes from a second process (bench/api-load.ts).
+
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { MemoryDriver } from "../test/support/memory-driver.js";
+import { startTestGateway } from "../test/support/gateway-fixture.js";
+import { BENCH_DIR, Cleanup, PROJECT_ROOT, machine, mapLimit, parseNumber, printTable, progress, sleep, stats, writeResult, type BenchOptions, type Stats } from "./lib.js";
+
+interface LoadResult {
+  requests: number;
+  errors: number;
+  sec: number;
+  reqPerSec: number;
+  meanBytes: number;
+  latencyMs: Stats;
+  loadGenCpuPct: number;
+}
+
+/** Runs the load generator; also returns this process's (the gateway's) CPU % of a core during the measured phase. */
+function runLoad(cfg: object): Promise<LoadResult & { gatewayCpuPct: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", join(BENCH_DIR, "api-load.ts"), JSON.stringify(cfg)], { cwd: PROJECT_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    let cpu0: NodeJS.CpuUsage | undefined;
+    let w0 = 0;
+    let gatewayCpuPct = Number.NaN;
+    child.stdout.on("data", (b: Buffer) => {
+      out += b.toString();
+      if (cpu0 === undefined && out.includes("measure-start\n")) {
+        cpu0 = process.cpuUsage();
+        w0 = performance.now();
+      } else if (cpu0 !== undefined && Number.isNaN(gatewayCpuPct) && out.endsWith("}\n")) {
+        const cpu = process.cpuUsage(cpu0);
+        gatewayCpuPct = ((cpu.user + cpu.system) / 1e3 / (performance.now() - w0)) * 100;
+      }
+    });
+    child.stderr.on("data", (b: Buffer) => (err += b.toString()));
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      if (code !== 0) return reject(new Error(`load generator exited ${code ?? "?"}: ${err.slice(-1000)}`));
+      try {
+        resolve({ ...(JSON.parse(out.trim().split("\n").at(-1) ?? "") as LoadResult), gatewayCpuPct });
+      } catch {
+        reject(new Error(`load generator printed no result: ${out.slice(-500)} ${err.slice(-500)}`));
+      }
+    });
+  });
+}
+
+export async function run(o: BenchOptions): Promise<void> {
+  const count = parseNumber(o.flags.sandboxes, 200);
+  const reps = parseNumber(o.flags.reps, o.quick ? 1 : 3);
+  const durationS = parseNumber(o.flags.duration, o.quick ? 2 : 5);
+  const m = machine();
+  const cleanup = new Cleanup();
+  try {
+    progress("api: starting a gateway on the in-memory driver");
+    const t = await startTestGateway(new MemoryDriver());
+    cleanup.add("gateway", () => t.close());
+    const names = Array.from({ length: count }, (_, i) => `api-${i}`);
+    await mapLimit(names, 8, async (name) => {
+      const r = await t.api("POST", "/v1/sandboxes", { name });
+      if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+    });
+    await t.gw.service.idle();
+    const notReady = t.gw.service.list().filter((s) => s.phase !== "Ready").length;
+    if (notReady > 0) throw new Error(`${notReady} of ${count} sandboxes are not Ready`);
+    progress(`api: ${count} sandboxes Ready`);
+
+    const scenarios = [
+      { name: "list", paths: ["/v1/sandboxes"], concurrency: 16 },
+      { name: "get", paths: names.map((n) => `/v1/sandboxes/${n}`), concurrency: 16 },
+      { name: "list", paths: ["/v1/sandboxes"], concurrency: 1 },
+      { name: "get", paths: names.map((n) => `/v1/sandboxes/${n}`), concurrency: 1 },
+    ];
+    const rows: (string | number)[][] = [];
+    const out: Record<string, unknown>[] = [];
+    for (const s of scenarios) {
+      const runs: LoadResult[] = [];
+      const gwCpu: number[] = [];
+      for (let rep = 0; rep < reps; rep++) {
+        progress(`api: ${s.name} c=${s.concurrency}, run ${rep + 1}/${reps} (${durationS} s)`);
+        const r = await runLoad({ url: t.url, token: t.token, paths: s.paths, concurrency: s.concurrency, durationS, warmupS: 1 });
+        gwCpu.push(r.gatewayCpuPct);
+        if (r.errors > 0) throw new Error(`${r.errors} non-200 answers for ${s.name}`);
+        runs.push(r);
+        await sleep(500);
+      }
+      const rps = stats(runs.map((r) => r.reqPerSec));
+      const p50 = stats(runs.map((r) => r.latencyMs.median));
+      const p95 = stats(runs.map((r) => r.latencyMs.p95));
+      rows.push([`GET ${s.name === "list" ? "/v1/sandboxes" : "/v1/sandboxes/:name"}`, s.concurrency, rps.median, rps.min, p50.median, p95.median, runs[0]!.meanBytes / 1024, stats(gwCpu).median, stats(runs.map((r) => r.loadGenCpuPct)).median]);
+      out.push({ scenario: s.name, concurrency: s.concurrency, reqPerSec: rps, latencyP50Ms: p50, latencyP95Ms: p95, gatewayCpuPct: stats(gwCpu), runs });
+    }
+    printTable(`api with ${count} sandboxes (${reps} runs of ${durationS} s each, load generator in a second process, ${m.cores} cores, load ${m.loadavg.join("/")})`, [
+      "request",
+      "conc.",
+      "req/s (median run)",
+      "(worst run)",
+      "p50 ms",
+      "p95 ms",
+      "body KiB",
+      "gateway CPU %",
+      "loadgen CPU %",
+    ], rows);
+    const file = writeResult("api", m, { sandboxes: count, reps, durationS, driver: "memory (test double): the API reads only the store", scenarios: out });
+    progress(`api: wrote ${file}`);
+  } finally {
+    await cleanup.run();
+  }
+}

@@ -1,0 +1,190 @@
+// create: `sandbox create` → Ready through the gateway, against the plain Docker
+// API creating and starting the same network, volume and two containers (same
+// configs, from the same builders) with no readiness check. Runs alternate
+// between the two so drift on a busy machine hits both alike.
+
+import { chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import type { EngineClient, EngineResult } from "../src/driver/docker/engine.js";
+import { describe } from "../src/driver/docker/engine.js";
+import {
+  HEALTH_PORT,
+  NO_RESOLVER,
+  PROXY_PORT,
+  egressNetworkName,
+  internalNetworkConfig,
+  supervisorConfig,
+  volumeConfig,
+  workloadConfig,
+  type SandboxObjectsInput,
+} from "../src/driver/docker/objects.js";
+import { SUPERVISOR_UID } from "../src/driver/docker/rootfs.js";
+import { DEFAULT_RESOURCES } from "../src/lifecycle/spec.js";
+import { defaultPolicy, serializePolicy } from "../src/policy/index.js";
+import { startDockerFixture, type DockerFixture } from "../test/support/docker-fixture.js";
+import { Cleanup, machine, parseNumber, printTable, progress, sleep, stats, writeResult, type BenchOptions } from "./lib.js";
+
+function must<T>(step: string, r: EngineResult<T>): T {
+  if (r.kind === "ok") return r.body;
+  throw new Error(`${step}: ${describe(r)}`);
+}
+
+/** Polls the API (as a client would) until the sandbox is Ready; ms since the POST. */
+async function sandgateCreate(fx: DockerFixture, name: string): Promise<{ ms: number; id: string }> {
+  const t0 = performance.now();
+  const r = await fx.t.api("POST", "/v1/sandboxes", { name });
+  if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+  for (;;) {
+    const g = await fx.t.api("GET", `/v1/sandboxes/${name}`);
+    const phase = g.body?.phase as string | undefined;
+    if (phase === "Ready") return { ms: performance.now() - t0, id: g.body.id as string };
+    if (phase === "Error") throw new Error(`sandbox ${name} failed: ${JSON.stringify(g.body.reason)}`);
+    if (performance.now() - t0 > 60_000) throw new Error(`sandbox ${name} not Ready after 60 s (${phase ?? "?"})`);
+    await sleep(5);
+  }
+}
+
+/** Where the gateway's own time goes, from its event log: Docker calls vs readiness verification. */
+function breakdown(fx: DockerFixture, id: string): { dockerMs: number; verifyMs: number } {
+  const events = fx.t.gw.store.events(id, { limit: 1000 });
+  const at = (pred: (e: (typeof events)[number]) => boolean): number => Date.parse(events.find(pred)?.time ?? "");
+  const created = Date.parse(events[0]?.time ?? "");
+  const verifying = at((e) => e.message === "verifying readiness");
+  const ready = at((e) => e.newPhase === "Ready");
+  return { dockerMs: verifying - created, verifyMs: ready - verifying };
+}
+
+async function sandgateDelete(fx: DockerFixture, name: string): Promise<void> {
+  const r = await fx.t.api("DELETE", `/v1/sandboxes/${name}`);
+  if (r.status !== 202) throw new Error(`delete ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+  const deadline = Date.now() + 60_000;
+  while ((await fx.t.api("GET", `/v1/sandboxes/${name}`)).status !== 404) {
+    if (Date.now() > deadline) throw new Error(`sandbox ${name} not deleted after 60 s`);
+    await sleep(20);
+  }
+}
+
+interface Baseline {
+  engine: EngineClient;
+  egressNetwork: string;
+  supervisorImage: string;
+  workloadImage: string;
+  launchRoot: string;
+  resolvConf: string;
+}
+
+/** The same objects the driver makes, with plain Docker calls and no readiness check. */
+async function plainDockerCreate(b: Baseline, i: SandboxObjectsInput): Promise<number> {
+  // The launch file is written (untimed) like the driver does, so the supervisor has its config.
+  const launchDir = join(b.launchRoot, i.sandboxId);
+  mkdirSync(launchDir, { recursive: true, mode: 0o700 });
+  const policy = JSON.parse(serializePolicy(defaultPolicy())) as unknown;
+  const launch = { sandboxId: i.sandboxId, generation: 1, nonce: i.nonce, proxyPort: PROXY_PORT, healthPort: HEALTH_PORT, policy, policyRevision: 1 };
+  writeFileSync(join(launchDir, "launch.json"), JSON.stringify(launch));
+  chownSync(launchDir, SUPERVISOR_UID, SUPERVISOR_UID);
+  chownSync(join(launchDir, "launch.json"), SUPERVISOR_UID, SUPERVISOR_UID);
+
+  const t0 = performance.now();
+  must("create network", await b.engine.createNetwork(internalNetworkConfig(i)));
+  must("create volume", await b.engine.createVolume(volumeConfig(i)));
+  const sup = must("create supervisor", await b.engine.createContainer(`${i.sandboxId}-supervisor`, supervisorConfig(i, b.supervisorImage, launchDir)));
+  must("connect supervisor", await b.engine.request("POST", `/networks/${b.egressNetwork}/connect`, { body: { Container: sup.Id } }));
+  must("start supervisor", await b.engine.startContainer(sup.Id));
+  const wl = must(
+    "create workload",
+    await b.engine.createContainer(
+      `${i.sandboxId}-workload`,
+      workloadConfig(i, { imageId: b.workloadImage, command: undefined, env: {}, resources: DEFAULT_RESOURCES, proxyUrl: "http://sandgate-proxy:3128", defaultImage: true, resolvConf: b.resolvConf }),
+    ),
+  );
+  must("start workload", await b.engine.startContainer(wl.Id));
+  return performance.now() - t0;
+}
+
+async function plainDockerRemove(b: Baseline, i: SandboxObjectsInput): Promise<void> {
+  for (const role of ["workload", "supervisor"]) await b.engine.removeContainer(`${i.sandboxId}-${role}`, { force: true });
+  await b.engine.removeNetwork(internalNetworkConfig(i).Name);
+  await b.engine.removeVolume(volumeConfig(i).Name!, true);
+  rmSync(join(b.launchRoot, i.sandboxId), { recursive: true, force: true });
+}
+
+export async function run(o: BenchOptions): Promise<void> {
+  const reps = parseNumber(o.flags.reps, o.quick ? 4 : 20);
+  const m = machine();
+  const cleanup = new Cleanup();
+  try {
+    progress("create: starting a private dockerd and a gateway");
+    const fx = await startDockerFixture({ liveRestore: true, name: "bcreate" });
+    cleanup.add("fixture", () => fx.close());
+    const launchRoot = mkdtempSync(join(tmpdir(), "sg-bench-launch-"));
+    cleanup.add("launch dir", () => rmSync(launchRoot, { recursive: true, force: true }));
+    const refs = fx.driver.imageRefs!;
+    const b: Baseline = {
+      engine: fx.engine,
+      egressNetwork: egressNetworkName(fx.driver.gatewayId),
+      supervisorImage: refs.supervisor.id,
+      workloadImage: refs.workload.id,
+      launchRoot,
+      resolvConf: join(launchRoot, "resolv.conf"),
+    };
+    writeFileSync(b.resolvConf, NO_RESOLVER, { mode: 0o644 });
+
+    const sg: number[] = [];
+    const plain: number[] = [];
+    const dockerMs: number[] = [];
+    const verifyMs: number[] = [];
+    // Rep 0 is a warm-up (first container start on a fresh daemon, JIT): discarded.
+    for (let rep = 0; rep <= reps; rep++) {
+      const input: SandboxObjectsInput = { gatewayId: "bench-baseline", sandboxId: `plain${rep}`, name: `plain${rep}`, generation: 1, nonce: `n${rep}` };
+      const doSandgate = async (): Promise<void> => {
+        const name = `bench-${rep}`;
+        const r = await sandgateCreate(fx, name);
+        const bd = breakdown(fx, r.id);
+        await sandgateDelete(fx, name);
+        if (rep === 0) return;
+        sg.push(r.ms);
+        dockerMs.push(bd.dockerMs);
+        verifyMs.push(bd.verifyMs);
+      };
+      const doPlain = async (): Promise<void> => {
+        const ms = await plainDockerCreate(b, input);
+        await plainDockerRemove(b, input);
+        if (rep > 0) plain.push(ms);
+      };
+      progress(`create: rep ${rep}/${reps}${rep === 0 ? " (warm-up)" : ""}, sandgate median so far ${stats(sg).median.toFixed(0)} ms`);
+      if (rep % 2 === 0) {
+        await doSandgate();
+        await doPlain();
+      } else {
+        await doPlain();
+        await doSandgate();
+      }
+    }
+
+    const s = stats(sg);
+    const p = stats(plain);
+    const ratio = s.median / p.median;
+    printTable(`create (${reps} reps, ${m.cores} cores, load ${m.loadavg.join("/")})`, ["path", "median ms", "p95 ms", "min ms", "max ms"], [
+      ["sandgate create → Ready", s.median, s.p95, s.min, s.max],
+      ["  of which Docker calls", stats(dockerMs).median, stats(dockerMs).p95, stats(dockerMs).min, stats(dockerMs).max],
+      ["  of which readiness verify", stats(verifyMs).median, stats(verifyMs).p95, stats(verifyMs).min, stats(verifyMs).max],
+      ["plain Docker API create+start", p.median, p.p95, p.min, p.max],
+    ]);
+    printTable("create ratio", ["ratio (median/median)", "target ≤ 1.5", "goal ≤ 1.3"], [[ratio, ratio <= 1.5 ? "met" : "MISSED", ratio <= 1.3 ? "met" : "missed"]]);
+    const file = writeResult("create", m, {
+      reps,
+      sandgateMs: s,
+      sandgateDockerCallsMs: stats(dockerMs),
+      sandgateVerifyMs: stats(verifyMs),
+      plainDockerMs: p,
+      ratio,
+      target: { ratio: 1.5, goal: 1.3, met: ratio <= 1.5 },
+      samples: { sandgate: sg, plain },
+    });
+    progress(`create: wrote ${file}`);
+  } finally {
+    await cleanup.run();
+  }
+}

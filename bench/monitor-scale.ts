@@ -1,0 +1,158 @@
+// monitor-scale: the cost of watching N idle Ready sandboxes, read from /proc of
+// a gateway running as its own process: RSS, CPU over an idle window, its
+// connections to the Docker socket, and its sessions with supervisors.
+
+import { freemem } from "node:os";
+import { PrivateDockerd } from "../test/support/dockerd.js";
+import { cpuSeconds, remoteTcpConnections, rssBytes, startGatewayProcess, unixConnectionsTo, type GatewayProcess } from "./gateway-process.js";
+import { Cleanup, machine, mapLimit, parseList, parseNumber, printTable, progress, sleep, stats, writeResult, type BenchOptions, type Stats } from "./lib.js";
+
+const CREATE_CONCURRENCY = 4;
+const MiB = 2 ** 20;
+/** Stop adding sandboxes when the machine gets this close to running out of memory. */
+const MIN_FREE_BYTES = 2 * 2 ** 30;
+
+interface Level {
+  n: number;
+  idleWindowS: number;
+  rssMiB: Stats;
+  cpuPctOfCore: number;
+  dockerConnections: Stats;
+  remoteTcp: number;
+  /** Established connections on the control endpoint: one per supervisor session. */
+  sessions: number | null;
+  /** Sessions the endpoint has accepted since it started (from /v1/status). */
+  sessionsAccepted: number | null;
+}
+
+async function createUpTo(gw: GatewayProcess, from: number, to: number, deadline: number): Promise<number> {
+  const names = Array.from({ length: to - from }, (_, i) => `s${from + i}`);
+  let made = from;
+  await mapLimit(names, CREATE_CONCURRENCY, async (name) => {
+    if (Date.now() > deadline || freemem() < MIN_FREE_BYTES) return;
+    const r = await gw.api("POST", "/v1/sandboxes", { name });
+    if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+    const until = Date.now() + 120_000;
+    for (;;) {
+      const g = await gw.api("GET", `/v1/sandboxes/${name}`);
+      if (g.body?.phase === "Ready") break;
+      if (g.body?.phase === "Error") throw new Error(`sandbox ${name} failed: ${JSON.stringify(g.body.reason)}`);
+      if (Date.now() > until) throw new Error(`sandbox ${name} not Ready after 120 s`);
+      await sleep(100);
+    }
+    progress(`monitor-scale: ${++made}/${to} sandboxes Ready (free memory ${(freemem() / 2 ** 30).toFixed(1)} GiB)`);
+  });
+  return made;
+}
+
+/** The supervisors' control endpoint port, from /v1/status; null when the gateway has none. */
+function endpointPort(status: any): number | null {
+  const url = status?.supervisorEndpoint?.url;
+  if (typeof url !== "string") return null;
+  const port = Number(new URL(url).port);
+  return Number.isInteger(port) && port > 0 ? port : null;
+}
+
+async function measure(gw: GatewayProcess, socketPath: string, n: number, windowS: number): Promise<Level> {
+  // Let launch-time work (verifies, GC of the create burst) settle first.
+  await sleep(5000);
+  const rss: number[] = [];
+  const conns: number[] = [];
+  const cpu0 = cpuSeconds(gw.pid);
+  const t0 = performance.now();
+  const end = t0 + windowS * 1000;
+  while (performance.now() < end) {
+    rss.push(rssBytes(gw.pid) / MiB);
+    conns.push(unixConnectionsTo(gw.pid, socketPath));
+    progress(`monitor-scale: N=${n}, idle window ${((performance.now() - t0) / 1000).toFixed(0)}/${windowS} s`);
+    await sleep(Math.min(2000, Math.max(0, end - performance.now())));
+  }
+  const cpuPct = ((cpuSeconds(gw.pid) - cpu0) / ((performance.now() - t0) / 1000)) * 100;
+  const status = await gw.api("GET", "/v1/status");
+  const port = endpointPort(status.body);
+  return {
+    n,
+    idleWindowS: windowS,
+    rssMiB: stats(rss),
+    cpuPctOfCore: cpuPct,
+    dockerConnections: stats(conns),
+    remoteTcp: remoteTcpConnections(gw.pid),
+    sessions: port === null ? null : remoteTcpConnections(gw.pid, port),
+    sessionsAccepted: typeof status.body?.supervisorEndpoint?.accepted === "number" ? (status.body.supervisorEndpoint.accepted as number) : null,
+  };
+}
+
+export async function run(o: BenchOptions): Promise<void> {
+  const ns = parseList(o.flags.n, o.quick ? [5, 10] : [50, 100, 200]).sort((a, b) => a - b);
+  const windowS = parseNumber(o.flags.window, o.quick ? 10 : 60);
+  const setupMinutes = parseNumber(o.flags["setup-minutes"], 25);
+  const m = machine();
+  const cleanup = new Cleanup();
+  const levels: Level[] = [];
+  let stoppedEarly: string | null = null;
+  try {
+    progress("monitor-scale: starting a private dockerd");
+    const dockerd = await PrivateDockerd.start({ liveRestore: true, name: "bscale" });
+    cleanup.add("dockerd", () => dockerd.destroy());
+    progress("monitor-scale: starting the gateway process (imports images)");
+    const gw = await startGatewayProcess(dockerd.dockerHost);
+    cleanup.add("gateway process", () => gw.stop());
+
+    levels.push(await measure(gw, dockerd.socketPath, 0, windowS));
+    const deadline = Date.now() + setupMinutes * 60_000;
+    const setupStart = Date.now();
+    let have = 0;
+    for (const n of ns) {
+      const made = await createUpTo(gw, have, n, deadline);
+      if (made < n) {
+        stoppedEarly = `stopped at ${made} of ${n} sandboxes: ${Date.now() > deadline ? `setup budget of ${setupMinutes} min spent` : "free memory below 2 GiB"}`;
+        progress(`monitor-scale: ${stoppedEarly}`);
+      }
+      have = made;
+      if (made > (levels.at(-1)?.n ?? 0)) levels.push(await measure(gw, dockerd.socketPath, made, windowS));
+      if (stoppedEarly) break;
+    }
+    const setupS = (Date.now() - setupStart) / 1000;
+
+    const base = levels[0]!;
+    const rows = levels.map((l, i) => [
+      l.n,
+      l.rssMiB.median,
+      l.n === 0 ? null : ((l.rssMiB.median - base.rssMiB.median) * 1024) / l.n,
+      i < 2 ? null : ((l.rssMiB.median - levels[i - 1]!.rssMiB.median) * 1024) / (l.n - levels[i - 1]!.n),
+      l.cpuPctOfCore,
+      l.dockerConnections.median,
+      l.dockerConnections.max,
+      l.sessions ?? "n/a",
+      l.sessionsAccepted ?? "n/a",
+      l.remoteTcp,
+    ]);
+    printTable(`monitor-scale: idle gateway process (${windowS} s windows, ${m.cores} cores, load ${m.loadavg.join("/")})`, [
+      "N",
+      "RSS MiB (median)",
+      "KiB/sandbox vs N=0",
+      "KiB/sandbox vs previous N",
+      "CPU % of a core",
+      "docker conns (median)",
+      "(max)",
+      "open sessions",
+      "accepted",
+      "all non-loopback TCP",
+    ], rows);
+    const top = levels.at(-1)!;
+    // The N=0 reading still holds the startup image import's heap, which GC returns
+    // later: the slope between the smallest and largest N measured is the honest figure.
+    const low = levels.length > 2 ? levels[1]! : base;
+    const perSandboxMiB = top.n > low.n ? (top.rssMiB.median - low.rssMiB.median) / (top.n - low.n) : Number.NaN;
+    const connsConstant = levels.every((l) => l.dockerConnections.max <= base.dockerConnections.max + 1) && levels.length > 1;
+    process.stdout.write(
+      `targets: docker connections constant in N: ${connsConstant ? "met" : "MISSED"}; RSS/sandbox ≤ 1 MiB: ${perSandboxMiB <= 1 ? "met" : "MISSED"} (${perSandboxMiB.toFixed(3)} MiB, slope from N=${low.n} to N=${top.n}); ` +
+        `idle CPU ≤ 1% at N=200: ${top.n >= 200 ? (top.cpuPctOfCore <= 1 ? "met" : "MISSED") : `not measured (largest N ${top.n})`}\n`,
+    );
+    if (stoppedEarly) process.stdout.write(`note: ${stoppedEarly}\n`);
+    const file = writeResult("monitor-scale", m, { windowS, createConcurrency: CREATE_CONCURRENCY, setupSeconds: setupS, stoppedEarly, perSandboxMiB, connsConstant, levels });
+    progress(`monitor-scale: wrote ${file}`);
+  } finally {
+    await cleanup.run();
+  }
+}

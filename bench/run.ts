@@ -1,0 +1,72 @@
+// `npm run bench` runs every benchmark; `npm run bench -- create proxy` runs the
+// named ones. Flags: --quick (small N, few repetitions: a smoke run, not numbers
+// for the docs) and --key=value options a bench reads (e.g. --n=50,100).
+// Several benches run one after another, each in its own process, so one's
+// leftovers (heap, daemon load) do not colour the next one's numbers.
+
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { BENCH_DIR, progressDone, type BenchOptions } from "./lib.js";
+
+const BENCHES = {
+  create: () => import("./create.js"),
+  recovery: () => import("./recovery.js"),
+  "monitor-scale": () => import("./monitor-scale.js"),
+  proxy: () => import("./proxy.js"),
+  api: () => import("./api.js"),
+} satisfies Record<string, () => Promise<{ run(o: BenchOptions): Promise<void> }>>;
+
+type Name = keyof typeof BENCHES;
+const isName = (s: string): s is Name => Object.hasOwn(BENCHES, s);
+
+function parseArgs(argv: string[]): { names: Name[]; opts: BenchOptions; passthrough: string[] } {
+  const names: Name[] = [];
+  const flags: Record<string, string> = {};
+  const passthrough: string[] = [];
+  let quick = false;
+  for (const a of argv) {
+    if (a === "--quick") {
+      quick = true;
+      passthrough.push(a);
+    } else if (a.startsWith("--")) {
+      const eq = a.indexOf("=");
+      if (eq < 0) throw new Error(`flag ${a} needs a value: --key=value`);
+      flags[a.slice(2, eq)] = a.slice(eq + 1);
+      passthrough.push(a);
+    } else if (isName(a)) {
+      names.push(a);
+    } else {
+      throw new Error(`unknown benchmark "${a}"; known: ${Object.keys(BENCHES).join(", ")}`);
+    }
+  }
+  return { names: names.length > 0 ? names : (Object.keys(BENCHES) as Name[]), opts: { quick, flags }, passthrough };
+}
+
+async function main(): Promise<number> {
+  const { names, opts, passthrough } = parseArgs(process.argv.slice(2));
+  if (names.length === 1) {
+    const mod = await BENCHES[names[0]!]();
+    await mod.run(opts);
+    progressDone();
+    // Everything the bench started is cleaned up by now; an idle keep-alive socket must not hold the process.
+    process.exit(0);
+  }
+  const failed: string[] = [];
+  for (const name of names) {
+    const r = spawnSync(process.execPath, [...process.execArgv, join(BENCH_DIR, "run.ts"), name, ...passthrough], { stdio: "inherit" });
+    if (r.status !== 0) failed.push(`${name} (${r.signal ?? `exit ${r.status ?? "?"}`})`);
+  }
+  if (failed.length > 0) process.stderr.write(`\nfailed: ${failed.join(", ")}\n`);
+  return failed.length > 0 ? 1 : 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    progressDone();
+    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);
