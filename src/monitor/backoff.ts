@@ -8,7 +8,9 @@ export interface BackoffPolicy {
   jitter: number;
 }
 
-export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 200, factor: 1.6, maxMs: 5_000, jitter: 0.2 };
+// Capped at 2 s: a daemon that comes back is noticed within about 2 s, at a
+// cost of one failed connect per 2 s while it is away.
+export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 200, factor: 1.6, maxMs: 2_000, jitter: 0.2 };
 
 /** Delay before reconnect attempt `attempt` (0-based); `random` in [0, 1). */
 export function backoffDelay(attempt: number, random: number, p: BackoffPolicy = DEFAULT_BACKOFF): number {

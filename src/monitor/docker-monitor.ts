@@ -134,6 +134,11 @@ export class DockerMonitor implements RuntimeMonitor {
     const r = this.registry.arm(w);
     this.log.info({ sandboxId: w.sandboxId, generation: w.generation, result: r }, "monitor arm");
     if (r === "refused-older" || r === "already-armed") return;
+    // Adopted while Recovering: its deadline runs from when it entered Recovering.
+    const current = this.sink.current(w.sandboxId);
+    if (current?.phase === "Recovering" && current.generation === w.generation) {
+      this.recoveringAt.set(w.sandboxId, this.sink.recoveringSince(w.sandboxId) ?? Date.now());
+    }
     if (!this.connected && this.loop) void this.lose(w, "the Docker events stream is down");
     else if (this.connected) this.check(w.sandboxId);
   }
@@ -386,6 +391,7 @@ export class DockerMonitor implements RuntimeMonitor {
 
   private settleRecovery(sandboxId: string, recovered: boolean): void {
     const since = this.recoveringAt.get(sandboxId);
+    this.lastRetry.delete(sandboxId);
     if (since === undefined) return;
     this.recoveringAt.delete(sandboxId);
     this.m.recoveringMsTotal += Date.now() - since;
@@ -416,25 +422,28 @@ export class DockerMonitor implements RuntimeMonitor {
   /** Deadlines, and re-checks of Recovering sandboxes while Docker answers. */
   private tick(): void {
     const now = Date.now();
-    for (const w of this.registry.all()) {
-      const current = this.sink.current(w.sandboxId);
-      if (!current || current.phase !== "Recovering" || current.generation !== w.generation) continue;
-      const since = this.recoveringAt.get(w.sandboxId) ?? this.sink.recoveringSince(w.sandboxId) ?? now;
-      if (!this.recoveringAt.has(w.sandboxId)) this.recoveringAt.set(w.sandboxId, since);
+    // Only Recovering sandboxes need anything here: idle cost stays flat in N.
+    for (const [sandboxId, since] of [...this.recoveringAt]) {
+      const w = this.registry.get(sandboxId);
+      const current = this.sink.current(sandboxId);
+      if (!w || !current || current.phase !== "Recovering" || current.generation !== w.generation) {
+        this.settleRecovery(sandboxId, false);
+        continue;
+      }
       if (now - since > this.opts.recoveryDeadlineMs) {
         const seconds = Math.round(this.opts.recoveryDeadlineMs / 1000);
         const reason = this.connected
           ? ({ code: "BoundaryUnhealthy", detail: `boundary not re-verified within ${seconds} s` } as const)
           : ({ code: "RuntimeUnavailable", detail: `Docker unreachable for more than ${seconds} s` } as const);
-        if (!this.inflight.has(w.sandboxId)) {
-          const p = this.failClosed(w, { type: "failed", reason }, reason.detail).finally(() => this.inflight.delete(w.sandboxId));
-          this.inflight.set(w.sandboxId, p);
+        if (!this.inflight.has(sandboxId)) {
+          const p = this.failClosed(w, { type: "failed", reason }, reason.detail).finally(() => this.inflight.delete(sandboxId));
+          this.inflight.set(sandboxId, p);
         }
         continue;
       }
-      if (this.connected && now - (this.lastRetry.get(w.sandboxId) ?? 0) >= this.opts.retryIntervalMs) {
-        this.lastRetry.set(w.sandboxId, now);
-        this.check(w.sandboxId);
+      if (this.connected && now - (this.lastRetry.get(sandboxId) ?? 0) >= this.opts.retryIntervalMs) {
+        this.lastRetry.set(sandboxId, now);
+        this.check(sandboxId);
       }
     }
   }

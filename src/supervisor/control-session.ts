@@ -99,7 +99,8 @@ export class ControlSession {
       sandboxId: opts.sandboxId,
       generation: opts.generation,
       graceMs: opts.graceMs ?? DEFAULT_GRACE_MS,
-      heartbeatMs: opts.heartbeatMs ?? 1000,
+      // 2 s: the top of the 1-2 s band; the gateway's idle cost is one message per supervisor per beat.
+      heartbeatMs: opts.heartbeatMs ?? 2000,
       deadAfterMs: opts.deadAfterMs ?? 5000,
       backoffInitialMs: opts.backoffInitialMs ?? 250,
       backoffMaxMs: opts.backoffMaxMs ?? 10_000,
