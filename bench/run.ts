@@ -17,6 +17,9 @@ const BENCHES = {
 } satisfies Record<string, () => Promise<{ run(o: BenchOptions): Promise<void> }>>;
 
 type Name = keyof typeof BENCHES;
+
+/** Bad arguments: reported in one line, without a stack trace. */
+class UsageError extends Error {}
 const isName = (s: string): s is Name => Object.hasOwn(BENCHES, s);
 
 function parseArgs(argv: string[]): { names: Name[]; opts: BenchOptions; passthrough: string[] } {
@@ -30,13 +33,13 @@ function parseArgs(argv: string[]): { names: Name[]; opts: BenchOptions; passthr
       passthrough.push(a);
     } else if (a.startsWith("--")) {
       const eq = a.indexOf("=");
-      if (eq < 0) throw new Error(`flag ${a} needs a value: --key=value`);
+      if (eq < 0) throw new UsageError(`flag ${a} needs a value: --key=value`);
       flags[a.slice(2, eq)] = a.slice(eq + 1);
       passthrough.push(a);
     } else if (isName(a)) {
       names.push(a);
     } else {
-      throw new Error(`unknown benchmark "${a}"; known: ${Object.keys(BENCHES).join(", ")}`);
+      throw new UsageError(`unknown benchmark "${a}"; known: ${Object.keys(BENCHES).join(", ")}`);
     }
   }
   return { names: names.length > 0 ? names : (Object.keys(BENCHES) as Name[]), opts: { quick, flags }, passthrough };
@@ -66,6 +69,11 @@ main().then(
   },
   (err: unknown) => {
     progressDone();
+    if (err instanceof UsageError) {
+      process.stderr.write(`bench: ${err.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
     process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exitCode = 1;
   },
