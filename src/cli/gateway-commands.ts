@@ -123,6 +123,10 @@ async function detach(homeDir: string, logPath: string, o: { port: number; logLe
     const addr = readAddress(resolveHome(homeDir));
     if (addr?.pid === child.pid && (await answers(new GatewayClient({ home: homeDir })))) {
       process.stdout.write(`gateway listening on ${addr!.url} (pid ${addr!.pid})\n`);
+      const status = await new GatewayClient({ home: homeDir }).request<{ runtime?: { ready: boolean; problem: string | null } }>("GET", "/v1/status");
+      if (status.runtime && !status.runtime.ready) {
+        process.stderr.write(`warning: the runtime is not ready yet (${status.runtime.problem ?? "?"}); the gateway keeps retrying\n`);
+      }
       return;
     }
     if (child.exitCode !== null || !alive(child.pid!)) {

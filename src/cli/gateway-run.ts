@@ -4,10 +4,16 @@ import type { HomePaths } from "../gateway/home.js";
 import { startGateway } from "../gateway/gateway.js";
 import { createLogger } from "../gateway/logger.js";
 import { DockerDriver } from "../driver/docker/docker-driver.js";
+import { CliError, EXIT } from "./errors.js";
 
 export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number }): Promise<void> {
   const log = createLogger({ level: opts.logLevel });
-  const driver = DockerDriver.fromEnv({ log, homeDir: opts.home.dir });
+  let driver: DockerDriver;
+  try {
+    driver = DockerDriver.fromEnv({ log, homeDir: opts.home.dir });
+  } catch (err) {
+    throw new CliError(`cannot use the Docker daemon: ${(err as Error).message}`, EXIT.usage);
+  }
   const gw = await startGateway({
     home: opts.home,
     driver,

@@ -45,6 +45,9 @@ describe("sandbox lifecycle on Docker", () => {
     first = await waitPhase(fx, name, "Ready", { generation: 1 });
     const rt = first.runtime!;
     expect(rt.generation).toBe(1);
+    // The driver's own view agrees: both recorded instances running, as recorded.
+    const seen = await fx.driver.inspect(rt as never);
+    expect(seen).toEqual({ workload: { state: "running", identity: rt.workload }, supervisor: { state: "running", identity: rt.supervisor } });
 
     for (const role of ["workload", "supervisor"] as const) {
       const c = await engineGet(fx, `/containers/${rt[role].id}/json`);
