@@ -15,6 +15,7 @@ import type { LifecycleEvent } from "../lifecycle/phases.js";
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "./backoff.js";
 import { classifyInspect, isTerminal, type ExpectedInstance, type Verdict } from "./classify.js";
 import { decide, type RoleVerdicts } from "./decide.js";
+import { Limiter } from "./limiter.js";
 import { MonitorRegistry, type Watched } from "./registry.js";
 import type { MonitorSink } from "./sink.js";
 
@@ -56,6 +57,11 @@ const COUNTER: Record<Verdict["kind"], keyof MonitorMetrics["classifications"]> 
   Alive: "alive",
 };
 
+/** How often a disconnected monitor pings for the daemon's return. */
+const DAEMON_POLL_MS = 200;
+/** Sandboxes checked at once (each check may run an exec probe). */
+const CHECK_CONCURRENCY = 8;
+
 const WATCHED_ACTIONS = new Set(["die", "kill", "oom", "stop", "destroy", "start", "restart", "pause", "unpause"]);
 
 export class DockerMonitor implements RuntimeMonitor {
@@ -71,6 +77,7 @@ export class DockerMonitor implements RuntimeMonitor {
   private loop: Promise<void> | undefined;
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly inflight = new Map<string, Promise<void>>();
+  private readonly limiter = new Limiter(CHECK_CONCURRENCY);
   private readonly again = new Set<string>();
   private readonly recoveringAt = new Map<string, number>();
   private pinging = false;
@@ -192,12 +199,26 @@ export class DockerMonitor implements RuntimeMonitor {
       this.m.reconnectAttempts++;
       this.m.recentBackoffMs.push(delay);
       if (this.m.recentBackoffMs.length > 50) this.m.recentBackoffMs.shift();
-      await this.pause(delay);
+      await this.untilDaemonAnswers(delay);
     }
     this.connected = false;
   }
 
   private abortCause: string | undefined;
+
+  /**
+   * The backoff delay, cut short as soon as a cheap ping answers: a daemon that
+   * comes back is noticed within a fraction of a second, while stream
+   * reconnects stay paced by the backoff.
+   */
+  private async untilDaemonAnswers(delayMs: number): Promise<void> {
+    const until = Date.now() + delayMs;
+    while (!this.closed && Date.now() < until) {
+      await this.pause(Math.min(DAEMON_POLL_MS, until - Date.now()));
+      if (this.closed || Date.now() >= until) return;
+      if ((await this.engine.ping({ timeoutMs: DAEMON_POLL_MS * 2 })).kind === "ok") return;
+    }
+  }
 
   /** A wait that close() cuts short (it resolves early, never hangs). */
   private pause(ms: number): Promise<void> {
@@ -286,7 +307,8 @@ export class DockerMonitor implements RuntimeMonitor {
       this.again.add(sandboxId);
       return;
     }
-    const p = this.checkOnce(sandboxId)
+    const p = this.limiter
+      .run(() => this.checkOnce(sandboxId))
       .catch((err: unknown) => this.log.error({ sandboxId, err: (err as Error).message }, "monitor check failed"))
       .finally(() => {
         this.inflight.delete(sandboxId);
