@@ -4,6 +4,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { PolicyHolder } from "./policy-holder.js";
 import type { ControlSessionStatus } from "./control-session.js";
+import { listen } from "./listen.js";
 
 export interface HealthIdentity {
   sandboxId: string | null;
@@ -79,14 +80,7 @@ export function createHealthServer(opts: HealthServerOptions): HealthServer {
   return {
     server,
     listen(port, host = "0.0.0.0") {
-      return new Promise((resolve, reject) => {
-        const onError = (err: Error): void => reject(err);
-        server.once("error", onError);
-        server.listen(port, host, () => {
-          server.off("error", onError);
-          resolve(server.address() as AddressInfo);
-        });
-      });
+      return listen(server, port, host);
     },
     close() {
       return new Promise((resolve) => {

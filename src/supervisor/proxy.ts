@@ -12,6 +12,7 @@ import { evaluate, checkResolvedAddress } from "../policy/index.js";
 import type { PolicyHolder } from "./policy-holder.js";
 import type { Logger } from "./logger.js";
 import { errorFields } from "./logger.js";
+import { listen } from "./listen.js";
 
 export type Resolver = (host: string) => Promise<string[]>;
 
@@ -513,14 +514,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   return {
     server,
     listen(port, host = "0.0.0.0") {
-      return new Promise((resolveListen, reject) => {
-        const onError = (err: Error): void => reject(err);
-        server.once("error", onError);
-        server.listen(port, host, () => {
-          server.off("error", onError);
-          resolveListen(server.address() as AddressInfo);
-        });
-      });
+      return listen(server, port, host);
     },
     isListening: () => server.listening,
     async close(graceMs = 5000) {

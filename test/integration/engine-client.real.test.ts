@@ -10,8 +10,9 @@ import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, 
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EngineClient, createDemuxer, describe as describeResult, isOk } from "../../src/driver/docker/engine.js";
+import { EngineClient, describe as describeResult, isOk } from "../../src/driver/docker/engine.js";
 import type { DockerEvent, EngineResult, StreamEnd } from "../../src/driver/docker/engine.js";
+import { collectDemuxed } from "../support/demux.js";
 
 function onPath(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? "").split(":").concat(["/usr/sbin", "/usr/bin", "/sbin", "/bin"])) {
@@ -169,17 +170,7 @@ describe.skipIf(!canRun)("EngineClient against a real dockerd", () => {
       "exec create",
     );
     const sock: Duplex = must(await client.execStart(exec.Id, { tty: false }), "exec start");
-    const output = new Promise<{ out: string; err: string }>((resolve, reject) => {
-      let out = "";
-      let err = "";
-      const d = createDemuxer((b) => (out += b.toString()), (b) => (err += b.toString()), { onError: (m) => reject(new Error(m)) });
-      sock.on("data", (c: Buffer) => d.push(c));
-      sock.on("error", reject);
-      sock.on("end", () => {
-        d.end();
-        resolve({ out, err });
-      });
-    });
+    const output = collectDemuxed(sock);
     sock.write("hello from stdin\n");
     sock.end();
     expect(await output).toEqual({ out: "hello from stdin\n", err: "err\n" });

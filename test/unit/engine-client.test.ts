@@ -4,7 +4,6 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import type { Duplex } from "node:stream";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -20,6 +19,7 @@ import {
 import type { DockerEvent, EngineResult, StreamEnd } from "../../src/driver/docker/engine.js";
 import { createJsonLineSplitter } from "../../src/driver/docker/engine-lines.js";
 import { FakeEngine, reply, staleSocket } from "../support/fake-engine.js";
+import { collectDemuxed } from "../support/demux.js";
 
 const CUT_BUDGET_MS = 1000;
 
@@ -593,20 +593,6 @@ describe("multiplexed stream demuxer", () => {
 describe("exec", () => {
   const UPGRADED = "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n";
 
-  function collect(sock: Duplex): Promise<{ out: string; err: string }> {
-    return new Promise((resolve, reject) => {
-      let out = "";
-      let err = "";
-      const d = createDemuxer((b) => (out += b.toString()), (b) => (err += b.toString()), { onError: (m) => reject(new Error(m)) });
-      sock.on("data", (c: Buffer) => d.push(c));
-      sock.on("error", reject);
-      sock.on("end", () => {
-        d.end();
-        resolve({ out, err });
-      });
-    });
-  }
-
   it("execCreate / execInspect are plain calls", async () => {
     fake.on("POST", "/containers/c1/exec", reply.json(201, { Id: "e1" }));
     fake.on("GET", "/exec/e1/json", reply.json(200, { ID: "e1", ContainerID: "c1", Running: false, ExitCode: 3, Pid: 0 }));
@@ -638,7 +624,7 @@ describe("exec", () => {
     if (r.kind !== "ok") return;
     expect(r.status).toBe(101);
     const sock = r.body;
-    const done = collect(sock);
+    const done = collectDemuxed(sock);
     sock.write("hello ");
     sock.write("world");
     sock.end();

@@ -23,6 +23,6 @@ describe("Limiter", () => {
     expect(peak).toBe(3);
     expect(started).toEqual([...Array(12).keys()]);
     expect(results.filter((r) => r.status === "rejected")).toHaveLength(3);
-    expect(results.filter((r) => r.status === "fulfilled").map((r) => (r as PromiseFulfilledResult<number>).value)).toEqual([1, 2, 3, 5, 6, 7, 9, 10, 11]);
+    expect(results.filter((r) => r.status === "fulfilled").map((r) => r.value)).toEqual([1, 2, 3, 5, 6, 7, 9, 10, 11]);
   });
 });
