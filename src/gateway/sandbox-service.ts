@@ -183,12 +183,8 @@ export class SandboxService {
           .filter((s) => (s.phase === "Error" || s.phase === "Completed") && s.runtime !== null)
           .map((s) => ({ sandboxId: s.id, generation: s.generation })),
       recoveringSince: (id) => {
-        const events = this.store.events(id, { limit: 100_000 });
-        for (let i = events.length - 1; i >= 0; i--) {
-          const e = events[i]!;
-          if (e.kind === "phase" && e.newPhase === "Recovering" && e.oldPhase !== "Recovering") return Date.parse(e.time);
-        }
-        return undefined;
+        const at = this.store.enteredPhaseAt(id, "Recovering");
+        return at === null ? undefined : Date.parse(at);
       },
     };
   }

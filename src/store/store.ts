@@ -340,6 +340,17 @@ export class Store {
     return event;
   }
 
+  /** When the sandbox last entered `phase` from another phase (ISO time), or null. */
+  enteredPhaseAt(sandboxId: string, phase: Phase): string | null {
+    const row = this.db
+      .prepare(
+        `SELECT time FROM events WHERE sandbox_id = ? AND kind = 'phase' AND new_phase = ? AND (old_phase IS NULL OR old_phase <> new_phase)
+         ORDER BY seq DESC LIMIT 1`,
+      )
+      .get(sandboxId, phase) as { time: string } | undefined;
+    return row?.time ?? null;
+  }
+
   events(sandboxId: string, opts: { afterSeq?: number; limit?: number } = {}): EventRecord[] {
     const rows = this.db
       .prepare(`SELECT * FROM events WHERE sandbox_id = ? AND seq > ? ORDER BY seq LIMIT ?`)

@@ -90,6 +90,21 @@ describe("store", () => {
     s.close();
   });
 
+  it("tells when a sandbox last entered a phase, ignoring self-transitions and other events", () => {
+    let t = 0;
+    const s = Store.open(db, { now: () => new Date(Date.UTC(2026, 0, 1, 0, 0, t++)) });
+    s.createSandbox({ id: "a", name: "demo", spec });
+    const step = (from: "Provisioning" | "Ready" | "Recovering", to: "Ready" | "Recovering") =>
+      s.transition("a", { expect: { phase: from, generation: 1 }, next: { phase: to, generation: 1, reason: null } });
+    expect(s.enteredPhaseAt("a", "Recovering")).toBeNull();
+    step("Provisioning", "Ready");
+    step("Ready", "Recovering"); // t = 2
+    step("Recovering", "Recovering"); // a new cause, not a new entry
+    s.appendEvent({ id: "a", name: "demo", generation: 1 }, "audit", "egress allow");
+    expect(s.enteredPhaseAt("a", "Recovering")).toBe("2026-01-01T00:00:02.000Z");
+    s.close();
+  });
+
   it("deletes only a Deleting sandbox and keeps its events", () => {
     const s = Store.open(db);
     s.createSandbox({ id: "a", name: "demo", spec });
