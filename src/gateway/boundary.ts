@@ -45,7 +45,7 @@ export interface BoundaryLog {
 }
 
 export interface BoundaryOptions {
-  /** A heartbeat older than this makes the sandbox unhealthy. Default 5000. */
+  /** A heartbeat older than this makes the sandbox unhealthy. Default 6000: three 2 s heartbeats. */
   heartbeatStaleMs?: number;
   /** No message for this long closes the session (frees the slot after a half-open loss). Default 10000. */
   sessionIdleMs?: number;
@@ -90,7 +90,7 @@ export class BoundaryRegistry {
   #closed = false;
 
   constructor(opts: BoundaryOptions = {}) {
-    this.#staleMs = opts.heartbeatStaleMs ?? 5000;
+    this.#staleMs = opts.heartbeatStaleMs ?? 6000;
     this.#idleMs = opts.sessionIdleMs ?? 10_000;
     this.#log = opts.log ?? quiet;
   }
