@@ -34,10 +34,6 @@ const ACCEPTED_FROM: Record<EventType, readonly Phase[]> = {
   deleted: ["Deleting"],
 };
 
-export function allowedFrom(event: EventType): readonly Phase[] {
-  return ACCEPTED_FROM[event];
-}
-
 export function isAccepted(phase: Phase, event: EventType): boolean {
   return ACCEPTED_FROM[event].includes(phase);
 }

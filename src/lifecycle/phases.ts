@@ -26,18 +26,6 @@ export type ErrorReason =
   | { code: "RuntimeUnavailable"; detail: string };
 export type ErrorCode = ErrorReason["code"];
 
-export const ERROR_CODES: readonly ErrorCode[] = [
-  "ProvisioningFailed",
-  "SupervisorExited",
-  "SupervisorReplaced",
-  "SupervisorMissing",
-  "WorkloadExited",
-  "WorkloadReplaced",
-  "WorkloadMissing",
-  "BoundaryUnhealthy",
-  "RuntimeUnavailable",
-];
-
 /** One line a human can read, e.g. `SupervisorExited (exit code 137)`. */
 export function describeReason(reason: ErrorReason): string {
   const code = "exitCode" in reason ? `${reason.code} (exit code ${reason.exitCode})` : reason.code;

@@ -20,6 +20,7 @@ import {
   type RuntimeObservation,
   type RuntimeRecord,
 } from "../compute-driver.js";
+import { NEVER_STARTED } from "../../monitor/classify.js";
 import { DockerMonitor } from "../../monitor/docker-monitor.js";
 import type { MonitorSink } from "../../monitor/sink.js";
 import { ensureGatewayId } from "../../gateway/home.js";
@@ -40,7 +41,6 @@ import {
   internalNetworkConfig,
   labelFilter,
   networkName,
-  sandboxLabels,
   supervisorConfig,
   volumeConfig,
   workloadConfig,
@@ -64,8 +64,6 @@ function must<T>(step: string, r: EngineResult<T>): T {
   if (r.kind === "ok") return r.body;
   throw new Error(`${step}: ${describe(r)}`);
 }
-
-const NEVER_STARTED = "0001-01-01T00:00:00Z";
 
 function identityOf(c: ContainerInspect): ContainerIdentity {
   return { id: c.Id, name: c.Name.replace(/^\//, ""), imageId: c.Image, startedAt: c.State.StartedAt, pid: c.State.Pid };
@@ -302,8 +300,7 @@ export class DockerDriver implements ComputeDriver {
   }
 
   async remove(sandboxId: string): Promise<void> {
-    const labels = sandboxLabels({ gatewayId: this.gatewayId, sandboxId, name: "" });
-    const filter = labelFilter({ [LABEL.gateway]: labels[LABEL.gateway]!, [LABEL.sandbox]: sandboxId });
+    const filter = labelFilter({ [LABEL.gateway]: this.gatewayId, [LABEL.sandbox]: sandboxId });
     await this.removeContainers({ [LABEL.sandbox]: sandboxId });
     for (const n of must("list networks", await this.engine.listNetworks({ filters: filter }))) {
       const r = await this.engine.removeNetwork(n.Id);
