@@ -7,8 +7,8 @@ import { chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import type { EngineClient, EngineResult } from "../src/driver/docker/engine.js";
-import { describe } from "../src/driver/docker/engine.js";
+import type { EngineClient, EngineResult } from "../src/driver/docker/engine/client.js";
+import { describe } from "../src/driver/docker/engine/client.js";
 import {
   HEALTH_PORT,
   NO_RESOLVER,

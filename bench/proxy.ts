@@ -4,7 +4,7 @@
 // keep-alive agent and the same CPU and memory limits. Throughput with 1 MiB
 // bodies; latency of small requests at concurrency 1 and 16.
 
-import type { ExecSession } from "../src/driver/compute-driver.js";
+import type { ExecSession } from "../src/driver/contract.js";
 import { startExec } from "../src/driver/docker/exec-session.js";
 import { egressNetworkName } from "../src/driver/docker/objects.js";
 import { WORKLOAD_UID } from "../src/driver/docker/rootfs.js";

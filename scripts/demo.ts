@@ -6,7 +6,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { EngineClient } from "../src/driver/docker/engine.js";
+import { EngineClient } from "../src/driver/docker/engine/client.js";
 import { PrivateDockerd } from "../test/support/dockerd.js";
 
 const ROOT = join(import.meta.dirname, "..");

@@ -2,14 +2,14 @@
 
 import { rmSync } from "node:fs";
 import type { Logger } from "pino";
-import type { ComputeDriver } from "../driver/compute-driver.js";
+import type { ComputeDriver } from "../driver/contract.js";
 import { Store } from "../store/store.js";
 import { VERSION } from "../version.js";
-import { buildApi } from "./api.js";
-import { ControlPlane } from "./control-plane.js";
-import { attachExec } from "./exec-ws.js";
+import { buildApi } from "./api/api.js";
+import { ControlPlane } from "./control/control-plane.js";
+import { attachExec } from "./api/exec-ws.js";
 import { ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
-import { SandboxService, type ServiceOptions } from "./sandbox-service.js";
+import { SandboxService, type ServiceOptions } from "./sandboxes/service.js";
 
 export interface GatewayOptions {
   home: HomePaths;

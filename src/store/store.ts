@@ -5,7 +5,7 @@
 import Database from "better-sqlite3";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import type { RuntimeRecord } from "../driver/compute-driver.js";
+import type { RuntimeRecord } from "../driver/contract.js";
 import type { LifecycleState } from "../lifecycle/machine.js";
 import type { ErrorReason, Phase } from "../lifecycle/phases.js";
 import type { SandboxSpec } from "../lifecycle/spec.js";

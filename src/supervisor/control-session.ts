@@ -13,8 +13,8 @@ import { LOCKDOWN_SESSION_LOST } from "./lockdown.js";
 import type { Logger } from "./logger.js";
 import { errorFields } from "./logger.js";
 import type { AuditEvent } from "./proxy.js";
-import { CLOSE, normalizeFingerprint, parseGatewayMessage } from "./wire.js";
-import type { GatewayMessage, SupervisorMessage } from "./wire.js";
+import { CLOSE, normalizeFingerprint, parseGatewayMessage } from "../protocol/wire.js";
+import type { GatewayMessage, SupervisorMessage } from "../protocol/wire.js";
 
 export const DEFAULT_GRACE_MS = 15_000;
 

@@ -4,7 +4,7 @@
 import { readFile } from "node:fs/promises";
 import { policyFromObject } from "../policy/index.js";
 import type { LoadedPolicy } from "./policy-holder.js";
-import { normalizeFingerprint } from "./wire.js";
+import { normalizeFingerprint } from "../protocol/wire.js";
 
 export const DEFAULT_LAUNCH_CONFIG_PATH = "/run/sandgate/launch.json";
 export const DEFAULT_PROXY_PORT = 3128;

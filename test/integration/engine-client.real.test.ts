@@ -10,8 +10,8 @@ import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, 
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EngineClient, describe as describeResult, isOk } from "../../src/driver/docker/engine.js";
-import type { DockerEvent, EngineResult, StreamEnd } from "../../src/driver/docker/engine.js";
+import { EngineClient, describe as describeResult, isOk } from "../../src/driver/docker/engine/client.js";
+import type { DockerEvent, EngineResult, StreamEnd } from "../../src/driver/docker/engine/client.js";
 import { collectDemuxed } from "../support/demux.js";
 
 function onPath(name: string): string | undefined {

@@ -4,8 +4,8 @@
 import { existsSync } from "node:fs";
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EngineClient, isOk } from "../../src/driver/docker/engine.js";
-import type { StreamEnd } from "../../src/driver/docker/engine.js";
+import { EngineClient, isOk } from "../../src/driver/docker/engine/client.js";
+import type { StreamEnd } from "../../src/driver/docker/engine/client.js";
 import { PrivateDockerd } from "../support/dockerd.js";
 import { FaultProxy } from "../support/fault-proxy.js";
 

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CACHED_SUPERVISOR_BUNDLE, PREBUILT_SUPERVISOR_BUNDLE, bundleSupervisor, resolveSupervisorBundle } from "../../src/driver/docker/bundle.js";
-import { EngineClient } from "../../src/driver/docker/engine.js";
+import { EngineClient } from "../../src/driver/docker/engine/client.js";
 import { ensureImages, planImage } from "../../src/driver/docker/images.js";
 import type { EnsureImagesResult } from "../../src/driver/docker/images.js";
 import { PrivateDockerd } from "../support/dockerd.js";

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EngineClient } from "../../src/driver/docker/engine.js";
+import { EngineClient } from "../../src/driver/docker/engine/client.js";
 import { FaultProxy } from "../support/fault-proxy.js";
 import { PrivateDockerd } from "../support/dockerd.js";
 import { eventually } from "../support/gateway-fixture.js";

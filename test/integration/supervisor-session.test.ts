@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startExec } from "../../src/driver/docker/exec-session.js";
-import { LaunchTokens } from "../../src/gateway/launch-tokens.js";
+import { LaunchTokens } from "../../src/gateway/control/launch-tokens.js";
 import { createJsonLogger } from "../../src/supervisor/logger.js";
 import { ControlSession } from "../../src/supervisor/control-session.js";
 import { LockdownPolicyHolder } from "../../src/supervisor/lockdown.js";

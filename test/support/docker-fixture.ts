@@ -8,11 +8,11 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { DockerDriver } from "../../src/driver/docker/docker-driver.js";
 import { ensureGatewayId } from "../../src/gateway/home.js";
-import { EngineClient } from "../../src/driver/docker/engine.js";
-import type { ServiceOptions } from "../../src/gateway/sandbox-service.js";
+import { EngineClient } from "../../src/driver/docker/engine/client.js";
+import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
 import { PrivateDockerd, type DockerdOptions } from "./dockerd.js";
 import { FaultProxy } from "./fault-proxy.js";
-import type { DockerMonitor } from "../../src/monitor/docker-monitor.js";
+import type { DockerMonitor } from "../../src/driver/docker/monitor/docker-monitor.js";
 import { eventually, startTestGateway, type TestGateway } from "./gateway-fixture.js";
 
 export interface DockerFixture {

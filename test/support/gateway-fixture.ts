@@ -5,10 +5,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
-import type { ComputeDriver } from "../../src/driver/compute-driver.js";
+import type { ComputeDriver } from "../../src/driver/contract.js";
 import { startGateway, type RunningGateway } from "../../src/gateway/gateway.js";
 import { ensureToken, resolveHome, type HomePaths } from "../../src/gateway/home.js";
-import type { ServiceOptions } from "../../src/gateway/sandbox-service.js";
+import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
 
 export interface TestGateway {
   home: HomePaths;

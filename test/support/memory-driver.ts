@@ -14,7 +14,7 @@ import {
   type Role,
   type RuntimeObservation,
   type RuntimeRecord,
-} from "../../src/driver/compute-driver.js";
+} from "../../src/driver/contract.js";
 
 interface FakeContainer {
   sandboxId: string;

@@ -15,9 +15,9 @@ import {
   encodeQuery,
   isOk,
   socketPathFromDockerHost,
-} from "../../src/driver/docker/engine.js";
-import type { DockerEvent, EngineResult, StreamEnd } from "../../src/driver/docker/engine.js";
-import { createJsonLineSplitter } from "../../src/driver/docker/engine-lines.js";
+} from "../../src/driver/docker/engine/client.js";
+import type { DockerEvent, EngineResult, StreamEnd } from "../../src/driver/docker/engine/client.js";
+import { createJsonLineSplitter } from "../../src/driver/docker/engine/lines.js";
 import { FakeEngine, reply, staleSocket } from "../support/fake-engine.js";
 import { collectDemuxed } from "../support/demux.js";
 

@@ -6,9 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SignJWT, decodeJwt, decodeProtectedHeader } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LaunchTokens, SIGNING_KEY_FILE, ensureSigningKey } from "../../src/gateway/launch-tokens.js";
-import { TLS_CERT_FILE, TLS_KEY_FILE, certificateFingerprint, ensureEndpointTls } from "../../src/gateway/tls.js";
-import { normalizeFingerprint } from "../../src/supervisor/wire.js";
+import { LaunchTokens, SIGNING_KEY_FILE, ensureSigningKey } from "../../src/gateway/control/launch-tokens.js";
+import { TLS_CERT_FILE, TLS_KEY_FILE, certificateFingerprint, ensureEndpointTls } from "../../src/gateway/control/tls.js";
+import { normalizeFingerprint } from "../../src/protocol/wire.js";
 
 let dir: string;
 

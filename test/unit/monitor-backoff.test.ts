@@ -2,7 +2,7 @@
 // (attempt 0 again after a connection held) gives the small delay again.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "../../src/monitor/backoff.js";
+import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "../../src/util/backoff.js";
 
 const P: BackoffPolicy = { initialMs: 200, factor: 1.6, maxMs: 5_000, jitter: 0.2 };
 const ALMOST_ONE = 1 - Number.EPSILON;

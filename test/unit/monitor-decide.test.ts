@@ -4,8 +4,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Phase } from "../../src/lifecycle/phases.js";
-import type { Verdict } from "../../src/monitor/classify.js";
-import { decide, type Decision } from "../../src/monitor/decide.js";
+import type { Verdict } from "../../src/driver/docker/monitor/classify.js";
+import { decide, type Decision } from "../../src/driver/docker/monitor/decide.js";
 
 const instance = { id: "c0ffee", startedAt: "2025-05-01T10:00:00Z" };
 const FINISHED = "2025-05-01T10:05:00.5Z";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Limiter } from "../../src/monitor/limiter.js";
+import { Limiter } from "../../src/util/limiter.js";
 
 describe("Limiter", () => {
   it("runs at most N tasks at once, in order, and frees a slot when a task fails", async () => {

@@ -12,10 +12,10 @@ import type { AddressInfo } from "node:net";
 import { build } from "esbuild";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parseLaunchConfig, readLaunchConfig } from "../../src/supervisor/launch-config.js";
-import { BoundaryRegistry } from "../../src/gateway/boundary.js";
-import { LaunchTokens } from "../../src/gateway/launch-tokens.js";
-import { startSupervisorEndpoint } from "../../src/gateway/supervisor-endpoint.js";
-import { ensureEndpointTls } from "../../src/gateway/tls.js";
+import { BoundaryRegistry } from "../../src/gateway/control/boundary.js";
+import { LaunchTokens } from "../../src/gateway/control/launch-tokens.js";
+import { startSupervisorEndpoint } from "../../src/gateway/control/supervisor-endpoint.js";
+import { ensureEndpointTls } from "../../src/gateway/control/tls.js";
 import { policyFromObject } from "../../src/policy/index.js";
 import { freePort } from "../support/net.js";
 

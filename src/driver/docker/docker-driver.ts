@@ -19,14 +19,14 @@ import {
   type RuntimeMonitor,
   type RuntimeObservation,
   type RuntimeRecord,
-} from "../compute-driver.js";
-import { NEVER_STARTED } from "../../monitor/classify.js";
-import { DockerMonitor } from "../../monitor/docker-monitor.js";
-import type { MonitorSink } from "../../monitor/sink.js";
+} from "../contract.js";
+import { NEVER_STARTED } from "./monitor/classify.js";
+import { DockerMonitor } from "./monitor/docker-monitor.js";
+import type { MonitorSink } from "../monitor-sink.js";
 import { ensureGatewayId } from "../../gateway/home.js";
 import { serializePolicy } from "../../policy/index.js";
-import { EngineClient, describe, type EngineResult } from "./engine.js";
-import type { ContainerInspect } from "./engine-types.js";
+import { EngineClient, describe, type EngineResult } from "./engine/client.js";
+import type { ContainerInspect } from "./engine/types.js";
 import { startExec } from "./exec-session.js";
 import { ensureImages, type EnsureImagesResult } from "./images.js";
 import {

@@ -2,9 +2,9 @@
 // (demultiplexed unless tty), and the exit code once the output is drained.
 
 import { PassThrough, Writable } from "node:stream";
-import type { ExecOptions, ExecSession } from "../compute-driver.js";
-import { describe, type EngineClient } from "./engine.js";
-import { createDemuxer } from "./engine-demux.js";
+import type { ExecOptions, ExecSession } from "../contract.js";
+import { describe, type EngineClient } from "./engine/client.js";
+import { createDemuxer } from "./engine/demux.js";
 
 export class ExecError extends Error {
   override readonly name = "ExecError";

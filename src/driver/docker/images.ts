@@ -10,7 +10,7 @@ import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Readable } from "node:stream";
 import { PROJECT_ROOT, resolveSupervisorBundle } from "./bundle.js";
-import type { EngineResult } from "./engine-result.js";
+import type { EngineResult } from "./engine/result.js";
 import {
   IMAGE_NODE_PATH,
   IMAGE_PATH_ENV,

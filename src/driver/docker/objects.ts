@@ -2,9 +2,9 @@
 // create configs of its network, volume and two containers. Every security
 // property of a sandbox is decided here, so it can be read and tested in one place.
 
-import type { Role } from "../compute-driver.js";
+import type { Role } from "../contract.js";
 import type { Resources } from "../../lifecycle/spec.js";
-import type { ContainerCreateConfig, Labels, NetworkCreateConfig, VolumeCreateConfig } from "./engine-types.js";
+import type { ContainerCreateConfig, Labels, NetworkCreateConfig, VolumeCreateConfig } from "./engine/types.js";
 import { IMAGE_NODE_PATH, IMAGE_SUPERVISOR_PATH, SUPERVISOR_UID, WORKLOAD_UID } from "./rootfs.js";
 
 export const LABEL = {

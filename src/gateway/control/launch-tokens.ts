@@ -7,7 +7,7 @@ import type { KeyObject } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SignJWT, errors, jwtVerify } from "jose";
-import { TOKEN_AUDIENCE, TOKEN_TYPE } from "../supervisor/wire.js";
+import { TOKEN_AUDIENCE, TOKEN_TYPE } from "../../protocol/wire.js";
 
 export const SIGNING_KEY_FILE = "launch-signing-key.pem";
 /** Long enough for any sandbox lifetime; a new generation gets a new token anyway. */

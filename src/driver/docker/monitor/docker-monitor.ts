@@ -6,18 +6,18 @@
 // from re-read state (inspect), never from replayed events.
 
 import type { Logger } from "pino";
-import type { RuntimeMonitor } from "../driver/compute-driver.js";
-import { describe, type EngineResult } from "../driver/docker/engine-result.js";
-import type { ContainerInspect, ContainerSummary, DockerEvent } from "../driver/docker/engine-types.js";
-import type { EngineClient } from "../driver/docker/engine.js";
-import { LABEL, containerName } from "../driver/docker/objects.js";
-import type { LifecycleEvent } from "../lifecycle/phases.js";
-import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "./backoff.js";
+import type { RuntimeMonitor } from "../../contract.js";
+import { describe, type EngineResult } from "../engine/result.js";
+import type { ContainerInspect, ContainerSummary, DockerEvent } from "../engine/types.js";
+import type { EngineClient } from "../engine/client.js";
+import { LABEL, containerName } from "../objects.js";
+import type { LifecycleEvent } from "../../../lifecycle/phases.js";
+import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "../../../util/backoff.js";
 import { classifyInspect, isTerminal, type ExpectedInstance, type Verdict } from "./classify.js";
 import { decide, type RoleVerdicts } from "./decide.js";
-import { Limiter } from "./limiter.js";
+import { Limiter } from "../../../util/limiter.js";
 import { MonitorRegistry, type Watched } from "./registry.js";
-import type { MonitorSink } from "./sink.js";
+import type { MonitorSink } from "../../monitor-sink.js";
 
 export interface MonitorOptions {
   engine: EngineClient;

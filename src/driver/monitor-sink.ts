@@ -1,7 +1,7 @@
 // The gateway side of monitoring: what a runtime monitor may read and do.
 // Every write through it is a compare-and-set on (sandbox, generation, phase).
 
-import type { ReadinessReport } from "../driver/compute-driver.js";
+import type { ReadinessReport } from "./contract.js";
 import type { LifecycleEvent, Phase } from "../lifecycle/phases.js";
 
 /** What the monitor needs from the gateway; every write there is a compare-and-set. */

@@ -1,8 +1,8 @@
 // Per-call abort bookkeeping: one AbortController fed by our deadline and the caller's
 // signal, remembering which of the two fired so the failure can say TIMEOUT or ABORTED
 // instead of undici's generic abort error.
-import { TransportCode, failureFromError, transport } from "./engine-result.js";
-import type { TransportFailure } from "./engine-result.js";
+import { TransportCode, failureFromError, transport } from "./result.js";
+import type { TransportFailure } from "./result.js";
 
 export type AbortCause = "deadline" | "caller";
 

@@ -7,7 +7,7 @@ import { X509Certificate, randomBytes, webcrypto } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as x509 from "@peculiar/x509";
-import { normalizeFingerprint } from "../supervisor/wire.js";
+import { normalizeFingerprint } from "../../protocol/wire.js";
 
 export const TLS_KEY_FILE = "supervisor-endpoint.key";
 export const TLS_CERT_FILE = "supervisor-endpoint.crt";

@@ -3,9 +3,9 @@
 // anything that does not prove a fact about the instance is ChannelLost.
 // See docs/recovery.md and ../shared/reference/recovery-design-rules.md.
 
-import type { EngineResult } from "../driver/docker/engine-result.js";
-import type { ContainerInspect, WaitResponse } from "../driver/docker/engine-types.js";
-import { describe } from "../driver/docker/engine-result.js";
+import type { EngineResult } from "../engine/result.js";
+import type { ContainerInspect, WaitResponse } from "../engine/types.js";
+import { describe } from "../engine/result.js";
 
 /** The instance we trust: id + StartedAt (+ pid), compared for equality only. */
 export interface ExpectedInstance {

@@ -2,9 +2,9 @@
 // policy revision it wants enforced, which one the supervisor reports enforcing, and
 // whether that report is recent. Transport-free: the supervisor endpoint hands it
 // authenticated sessions (SessionLink); policy only ever travels over those.
-import type { Policy } from "../policy/index.js";
-import { CLOSE } from "../supervisor/wire.js";
-import type { AckMessage, GatewayMessage, HeartbeatMessage, WireAuditEvent } from "../supervisor/wire.js";
+import type { Policy } from "../../policy/index.js";
+import { CLOSE } from "../../protocol/wire.js";
+import type { AckMessage, GatewayMessage, HeartbeatMessage, WireAuditEvent } from "../../protocol/wire.js";
 
 /** An authenticated control session as the registry sees it. */
 export interface SessionLink {

@@ -11,11 +11,11 @@ import { Agent } from "undici";
 import type { Dispatcher } from "undici";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Duplex, Readable } from "node:stream";
-import { CallGuard } from "./engine-call.js";
-import { socketPathFromDockerHost } from "./engine-host.js";
-import { createJsonLineSplitter } from "./engine-lines.js";
-import { TransportCode, dockerError, ok, transport } from "./engine-result.js";
-import type { DockerError, EngineResult, TransportFailure } from "./engine-result.js";
+import { CallGuard } from "./call.js";
+import { socketPathFromDockerHost } from "./host.js";
+import { createJsonLineSplitter } from "./lines.js";
+import { TransportCode, dockerError, ok, transport } from "./result.js";
+import type { DockerError, EngineResult, TransportFailure } from "./result.js";
 import type {
   ContainerCreateConfig,
   ContainerCreateResponse,
@@ -35,15 +35,15 @@ import type {
   VolumeCreateConfig,
   VolumeList,
   WaitResponse,
-} from "./engine-types.js";
-import { negotiateApiVersion } from "./engine-version.js";
+} from "./types.js";
+import { negotiateApiVersion } from "./version.js";
 
-export * from "./engine-result.js";
-export type * from "./engine-types.js";
-export { createDemuxer, encodeFrame, StreamType } from "./engine-demux.js";
-export type { Demuxer, DemuxerOptions } from "./engine-demux.js";
-export { DEFAULT_SOCKET_PATH, socketPathFromDockerHost } from "./engine-host.js";
-export { MAX_API_VERSION, compareApiVersions, negotiateApiVersion } from "./engine-version.js";
+export * from "./result.js";
+export type * from "./types.js";
+export { createDemuxer, encodeFrame, StreamType } from "./demux.js";
+export type { Demuxer, DemuxerOptions } from "./demux.js";
+export { DEFAULT_SOCKET_PATH, socketPathFromDockerHost } from "./host.js";
+export { MAX_API_VERSION, compareApiVersions, negotiateApiVersion } from "./version.js";
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const DEFAULT_IMPORT_TIMEOUT_MS = 10 * 60_000;

@@ -10,8 +10,8 @@ import { WebSocketServer } from "ws";
 import type { WebSocket } from "ws";
 import type { BoundaryRegistry, SessionLink } from "./boundary.js";
 import type { LaunchTokens } from "./launch-tokens.js";
-import { CLOSE, SUPERVISOR_PATH, parseSupervisorMessage } from "../supervisor/wire.js";
-import type { GatewayMessage, HelloMessage } from "../supervisor/wire.js";
+import { CLOSE, SUPERVISOR_PATH, parseSupervisorMessage } from "../../protocol/wire.js";
+import type { GatewayMessage, HelloMessage } from "../../protocol/wire.js";
 
 /** The launch a sandbox is expected to run now; null when none (stopped, deleted, unknown). */
 export interface ExpectedLaunch {

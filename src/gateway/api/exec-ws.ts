@@ -12,11 +12,11 @@ import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { WebSocketServer, type WebSocket } from "ws";
 import { z } from "zod";
-import type { ExecSession } from "../driver/compute-driver.js";
-import { ExecQuery, formatZodError } from "./api-schemas.js";
-import { ApiError } from "./errors.js";
+import type { ExecSession } from "../../driver/contract.js";
+import { ExecQuery, formatZodError } from "./schemas.js";
+import { ApiError } from "../errors.js";
 import { tokenMatches } from "./auth.js";
-import type { SandboxService } from "./sandbox-service.js";
+import type { SandboxService } from "../sandboxes/service.js";
 
 export const STDIN = 0;
 export const STDOUT = 1;

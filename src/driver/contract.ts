@@ -4,7 +4,7 @@
 
 import type { Readable, Writable } from "node:stream";
 import type { SandboxSpec } from "../lifecycle/spec.js";
-import type { MonitorSink } from "../monitor/sink.js";
+import type { MonitorSink } from "./monitor-sink.js";
 import type { Policy } from "../policy/index.js";
 
 export type Role = "workload" | "supervisor";

@@ -4,13 +4,13 @@ import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { describeReason } from "../lifecycle/phases.js";
-import type { EventRecord, SandboxRecord } from "../store/store.js";
-import { CheckPolicyBody, CreateSandboxBody, EventsQuery, SetPolicyBody, WatchQuery, formatZodError } from "./api-schemas.js";
-import type { BoundaryHealth } from "./boundary.js";
+import { describeReason } from "../../lifecycle/phases.js";
+import type { EventRecord, SandboxRecord } from "../../store/store.js";
+import { CheckPolicyBody, CreateSandboxBody, EventsQuery, SetPolicyBody, WatchQuery, formatZodError } from "./schemas.js";
+import type { BoundaryHealth } from "../control/boundary.js";
 import { tokenMatches } from "./auth.js";
-import { ApiError } from "./errors.js";
-import type { SandboxService } from "./sandbox-service.js";
+import { ApiError } from "../errors.js";
+import type { SandboxService } from "../sandboxes/service.js";
 
 export interface ApiContext {
   service: SandboxService;

@@ -1,6 +1,6 @@
 // What the verdicts about a sandbox's two containers mean for the sandbox. Pure.
 
-import type { ErrorReason, Phase } from "../lifecycle/phases.js";
+import type { ErrorReason, Phase } from "../../../lifecycle/phases.js";
 import type { Verdict } from "./classify.js";
 
 export type FailureReason = Exclude<ErrorReason, { code: "ProvisioningFailed" | "BoundaryUnhealthy" | "RuntimeUnavailable" }>;

@@ -5,10 +5,10 @@
 
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
-import type { ComputeDriver, ExecOptions, ExecSession, LaunchRequest, ReadinessReport, RuntimeMonitor, RuntimeRecord } from "../driver/compute-driver.js";
-import { transition, type LifecycleState } from "../lifecycle/machine.js";
-import type { LifecycleEvent, UserEvent } from "../lifecycle/phases.js";
-import { DEFAULT_RESOURCES, checkSandboxName, type SandboxSpec } from "../lifecycle/spec.js";
+import type { ComputeDriver, ExecOptions, ExecSession, LaunchRequest, ReadinessReport, RuntimeMonitor, RuntimeRecord } from "../../driver/contract.js";
+import { transition, type LifecycleState } from "../../lifecycle/machine.js";
+import type { LifecycleEvent, UserEvent } from "../../lifecycle/phases.js";
+import { DEFAULT_RESOURCES, checkSandboxName, type SandboxSpec } from "../../lifecycle/spec.js";
 import {
   changedFixedSections,
   defaultPolicy,
@@ -18,13 +18,13 @@ import {
   type Decision,
   type EgressRequest,
   type Policy,
-} from "../policy/index.js";
-import type { MonitorSink } from "../monitor/sink.js";
-import { DuplicateNameError, type SandboxRecord, type Store } from "../store/store.js";
-import type { BoundaryHealth } from "./boundary.js";
-import type { ControlPlane } from "./control-plane.js";
-import { ApiError, notFound } from "./errors.js";
-import { KeyedSerial } from "./serial.js";
+} from "../../policy/index.js";
+import type { MonitorSink } from "../../driver/monitor-sink.js";
+import { DuplicateNameError, type SandboxRecord, type Store } from "../../store/store.js";
+import type { BoundaryHealth } from "../control/boundary.js";
+import type { ControlPlane } from "../control/control-plane.js";
+import { ApiError, notFound } from "../errors.js";
+import { KeyedSerial } from "../../util/keyed-serial.js";
 
 export interface CreateInput {
   name: string;
