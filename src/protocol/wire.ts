@@ -54,7 +54,7 @@ export const heartbeatMessage = z.strictObject({
   auditDropped: z.number().int().min(0),
 });
 
-/** Mirrors AuditEvent in proxy.ts. */
+/** One egress decision of the proxy (the supervisor's AuditEvent). */
 export const auditEventSchema = z.strictObject({
   type: z.literal("egress"),
   time: z.string().max(64),

@@ -13,10 +13,11 @@ import { LOCKDOWN_SESSION_LOST } from "./lockdown.js";
 import type { Logger } from "./logger.js";
 import { errorFields } from "./logger.js";
 import type { AuditEvent } from "./proxy.js";
+import { DEFAULT_GRACE_MS } from "../protocol/launch.js";
 import { CLOSE, normalizeFingerprint, parseGatewayMessage } from "../protocol/wire.js";
+import { backoffDelay, type BackoffPolicy } from "../util/backoff.js";
 import type { GatewayMessage, SupervisorMessage } from "../protocol/wire.js";
 
-export const DEFAULT_GRACE_MS = 15_000;
 
 export interface ControlSessionOptions {
   /** wss://…/v1/supervisor */
@@ -54,10 +55,12 @@ export interface ControlSessionStatus {
   auditDropped: number;
 }
 
-/** Full-jitter-ish backoff: half fixed, half random, capped. attempt starts at 0. */
-export function backoffDelay(attempt: number, initialMs: number, maxMs: number, random: () => number): number {
-  const cap = Math.min(maxMs, initialMs * 2 ** Math.min(attempt, 30));
-  return Math.round(cap / 2 + (cap / 2) * random());
+/**
+ * Reconnect pacing: the cap doubles from backoffInitialMs up to backoffMaxMs and
+ * each delay falls in [cap/2, cap] (a base of 3/4 cap with ±1/3 jitter).
+ */
+export function sessionBackoff(initialMs: number, maxMs: number): BackoffPolicy {
+  return { initialMs: initialMs * 0.75, factor: 2, maxMs: maxMs * 0.75, jitter: 1 / 3 };
 }
 
 export class ControlSession {
@@ -352,7 +355,7 @@ export class ControlSession {
 
   #retry(): void {
     if (this.#state === "stopped" || this.#retryTimer !== undefined) return;
-    const delay = backoffDelay(this.#attempt++, this.#o.backoffInitialMs, this.#o.backoffMaxMs, this.#o.random);
+    const delay = backoffDelay(this.#attempt++, this.#o.random(), sessionBackoff(this.#o.backoffInitialMs, this.#o.backoffMaxMs));
     this.#retryTimer = setTimeout(() => this.#connect(), delay);
   }
 

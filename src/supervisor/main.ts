@@ -1,10 +1,10 @@
 // Supervisor entry point (bundled to one file for the companion container).
-import { DEFAULT_LAUNCH_CONFIG_PATH } from "./launch-config.js";
+import { LAUNCH_CONFIG_PATH } from "../protocol/launch.js";
 import { createJsonLogger, errorFields } from "./logger.js";
 import { startSupervisor } from "./supervisor.js";
 
 const logger = createJsonLogger();
-const configPath = process.env.SANDGATE_LAUNCH_CONFIG ?? DEFAULT_LAUNCH_CONFIG_PATH;
+const configPath = process.env.SANDGATE_LAUNCH_CONFIG ?? LAUNCH_CONFIG_PATH;
 
 process.on("unhandledRejection", (err) => {
   logger.error("unhandled rejection", errorFields(err));

@@ -1,9 +1,7 @@
 import type { Policy } from "../policy/index.js";
+import type { LaunchPolicy } from "../protocol/launch.js";
 
-export interface LoadedPolicy {
-  readonly policy: Policy;
-  readonly revision: number;
-}
+export type LoadedPolicy = LaunchPolicy;
 
 export type PolicyListener = (loaded: LoadedPolicy | undefined) => void;
 

@@ -13,24 +13,15 @@ import type { PolicyHolder } from "./policy-holder.js";
 import type { Logger } from "./logger.js";
 import { errorFields } from "./logger.js";
 import { listen } from "./listen.js";
+import type { WireAuditEvent } from "../protocol/wire.js";
+import { TimeoutError, withTimeout } from "../util/timeout.js";
 
 export type Resolver = (host: string) => Promise<string[]>;
 
 export type EgressProtocol = "http" | "https" | "tcp";
 
-export interface AuditEvent {
-  type: "egress";
-  time: string;
-  decision: "allow" | "deny";
-  reason?: string;
-  rule?: string;
-  host: string;
-  port: number;
-  protocol: EgressProtocol;
-  method?: string;
-  path?: string;
-  address?: string;
-}
+/** One egress decision, as it travels to the gateway (its schema is in the wire protocol). */
+export type AuditEvent = WireAuditEvent;
 
 export interface EgressProxyOptions {
   policy: PolicyHolder;
@@ -87,9 +78,6 @@ type AuditedDecision =
   | { kind: "allow"; rule: string; address?: string }
   | { kind: "deny"; reason: string; rule?: string; address?: string };
 
-class UpstreamTimeout extends Error {
-  readonly code = "ETIMEDOUT";
-}
 
 export const defaultResolver: Resolver = async (host) => {
   const found = await dns.promises.lookup(host, { all: true, verbatim: true });
@@ -172,21 +160,6 @@ function normalizeHost(hostname: string): string {
   return h;
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new UpstreamTimeout(`timed out after ${ms} ms`)), ms);
-    promise.then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(timer);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      },
-    );
-  });
-}
 
 function unreachable(err: unknown): Outcome & { kind: "unreachable" } {
   const code = (err as NodeJS.ErrnoException | undefined)?.code ?? "EUPSTREAM";
@@ -401,7 +374,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
 
     upReq.on("socket", (socket) => {
       if (!socket.connecting) return;
-      const timer = setTimeout(() => upReq.destroy(new UpstreamTimeout(`connect to ${address}:${t.port} timed out`)), connectTimeoutMs);
+      const timer = setTimeout(() => upReq.destroy(new TimeoutError(`connect to ${address}:${t.port} timed out`)), connectTimeoutMs);
       const clear = (): void => clearTimeout(timer);
       socket.once("connect", clear);
       socket.once("close", clear);
@@ -472,7 +445,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     const upstream = net.connect({ host: address, port: t.port, allowHalfOpen: true });
     upstream.setNoDelay(true);
     let established = false;
-    const timer = setTimeout(() => upstream.destroy(new UpstreamTimeout(`connect to ${address}:${t.port} timed out`)), connectTimeoutMs);
+    const timer = setTimeout(() => upstream.destroy(new TimeoutError(`connect to ${address}:${t.port} timed out`)), connectTimeoutMs);
     const abandon = (): void => {
       if (!established) upstream.destroy();
     };

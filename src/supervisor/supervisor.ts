@@ -3,7 +3,7 @@
 import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { readLaunchConfig } from "./launch-config.js";
-import type { LaunchSettings } from "./launch-config.js";
+import type { LaunchSettings } from "../protocol/launch.js";
 import { LockdownPolicyHolder } from "./lockdown.js";
 import { ControlSession } from "./control-session.js";
 import { createEgressProxy } from "./proxy.js";

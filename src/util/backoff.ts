@@ -1,4 +1,5 @@
-// Bounded exponential backoff with jitter for reconnecting to Docker. Pure.
+// Bounded exponential backoff with jitter: the one used for reconnecting to
+// Docker and for a supervisor's control session. Pure.
 
 export interface BackoffPolicy {
   initialMs: number;
@@ -8,8 +9,8 @@ export interface BackoffPolicy {
   jitter: number;
 }
 
-// Capped at 2 s: a daemon that comes back is noticed within about 2 s, at a
-// cost of one failed connect per 2 s while it is away.
+// Docker: capped at 2 s, so a daemon that comes back is noticed within about 2 s,
+// at a cost of one failed connect per 2 s while it is away.
 export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 200, factor: 1.6, maxMs: 2_000, jitter: 0.2 };
 
 /** Delay before reconnect attempt `attempt` (0-based); `random` in [0, 1). */

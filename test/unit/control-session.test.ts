@@ -20,7 +20,8 @@ import { startSupervisorEndpoint } from "../../src/gateway/control/supervisor-en
 import type { ExpectedLaunch, SupervisorEndpoint } from "../../src/gateway/control/supervisor-endpoint.js";
 import { ensureEndpointTls, issueEndpointCertificate } from "../../src/gateway/control/tls.js";
 import type { EndpointTls } from "../../src/gateway/control/tls.js";
-import { ControlSession, backoffDelay } from "../../src/supervisor/control-session.js";
+import { ControlSession, sessionBackoff } from "../../src/supervisor/control-session.js";
+import { backoffDelay as sharedBackoff } from "../../src/util/backoff.js";
 import { LockdownPolicyHolder, LOCKDOWN_SESSION_LOST } from "../../src/supervisor/lockdown.js";
 import { createEgressProxy } from "../../src/supervisor/proxy.js";
 import type { AuditEvent, EgressProxy } from "../../src/supervisor/proxy.js";
@@ -591,6 +592,9 @@ describe("supervisor program with a control section", () => {
     expect(recorded.at(-1)).toMatchObject({ type: "egress", decision: "deny", reason: "lockdown_control_session_lost", lockdown: LOCKDOWN_SESSION_LOST, sandboxId: "sb-prog" });
   });
 });
+
+const backoffDelay = (attempt: number, initialMs: number, maxMs: number, random: () => number): number =>
+  sharedBackoff(attempt, random(), sessionBackoff(initialMs, maxMs));
 
 describe("backoff", () => {
   it("grows exponentially, is capped, and is jittered within [cap/2, cap]", () => {

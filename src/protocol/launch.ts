@@ -1,0 +1,139 @@
+// The launch configuration: what the gateway hands one supervisor at start, as a
+// read-only file in its container. Written by the Docker driver, read by the
+// supervisor; both import this module, so the format and its defaults exist once.
+// Anything wrong with it leaves the supervisor without a policy (deny all); it
+// never falls back to allowing.
+import { policyFromObject, type Policy } from "../policy/index.js";
+import { normalizeFingerprint } from "./wire.js";
+
+/** The supervisor's egress proxy port, as the workload sees it. */
+export const PROXY_PORT = 3128;
+/** The supervisor's health endpoint (on the egress network only). */
+export const HEALTH_PORT = 9901;
+/** Where the launch files are mounted in the supervisor (read-only). */
+export const LAUNCH_DIR = "/run/sandgate";
+export const LAUNCH_CONFIG_FILE = "launch.json";
+export const LAUNCH_TOKEN_FILE = "token";
+export const LAUNCH_CONFIG_PATH = `${LAUNCH_DIR}/${LAUNCH_CONFIG_FILE}`;
+/** Session down this long → the supervisor denies all egress. */
+export const DEFAULT_GRACE_MS = 15_000;
+export const GRACE_MS_RANGE = { min: 100, max: 3_600_000 } as const;
+
+/** The file's content, as the gateway writes it. */
+export interface LaunchConfig {
+  sandboxId: string;
+  generation: number;
+  /** Per-launch secret, also in the containers' labels; never logged. */
+  nonce: string;
+  proxyPort: number;
+  healthPort: number;
+  /** The policy in its canonical JSON form (serializePolicy). */
+  policy: unknown;
+  policyRevision: number;
+  control?: ControlSettings;
+}
+
+/** How to reach and authenticate to the gateway's supervisor endpoint. */
+export interface ControlSettings {
+  /** wss://<egress bridge gateway IP>:<port>/v1/supervisor */
+  url: string;
+  /** Canonical "sha256:<hex>" pin of the gateway's endpoint certificate. */
+  fingerprint: string;
+  /** File holding the launch-scoped JWT (mounted only into the supervisor). */
+  tokenPath: string;
+  graceMs: number;
+}
+
+export interface LaunchSettings {
+  sandboxId: string | null;
+  generation: number | null;
+  nonce: string | null;
+  proxyPort: number;
+  healthPort: number;
+  /** Null: no control session configured (standalone; the launch policy applies as is). */
+  control: ControlSettings | null;
+}
+
+export interface LaunchPolicy {
+  readonly policy: Policy;
+  readonly revision: number;
+}
+
+export interface LaunchLoadResult {
+  settings: LaunchSettings;
+  /** Undefined whenever anything in the config or policy was invalid. */
+  policy: LaunchPolicy | undefined;
+  errors: string[];
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function port(v: unknown, fallback: number, name: string, errors: string[]): number {
+  if (v === undefined) return fallback;
+  if (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= 65535) return v;
+  errors.push(`${name} must be an integer port (1-65535)`);
+  return fallback;
+}
+
+function parseControl(raw: unknown, errors: string[]): ControlSettings | null {
+  if (raw === undefined) return null;
+  if (!isRecord(raw)) {
+    errors.push("control must be an object");
+    return null;
+  }
+  const before = errors.length;
+  let url = "";
+  try {
+    const u = new URL(typeof raw.url === "string" ? raw.url : "");
+    if (u.protocol !== "wss:") throw new Error("not wss");
+    url = u.toString();
+  } catch {
+    errors.push("control.url must be a wss:// URL");
+  }
+  const fingerprint = typeof raw.fingerprint === "string" ? normalizeFingerprint(raw.fingerprint) : null;
+  if (fingerprint === null) errors.push("control.fingerprint must be sha256:<64 hex digits>");
+  const tokenPath = typeof raw.tokenPath === "string" && raw.tokenPath.startsWith("/") ? raw.tokenPath : "";
+  if (tokenPath === "") errors.push("control.tokenPath must be an absolute path");
+  let graceMs = DEFAULT_GRACE_MS;
+  if (raw.graceMs !== undefined) {
+    const g = raw.graceMs;
+    if (typeof g === "number" && Number.isInteger(g) && g >= GRACE_MS_RANGE.min && g <= GRACE_MS_RANGE.max) graceMs = g;
+    else errors.push(`control.graceMs must be an integer between ${GRACE_MS_RANGE.min} and ${GRACE_MS_RANGE.max}`);
+  }
+  if (errors.length > before || fingerprint === null) return null;
+  return { url, fingerprint, tokenPath, graceMs };
+}
+
+/** Validate a parsed launch file; every problem is listed, and any problem withholds the policy. */
+export function parseLaunchConfig(raw: unknown): LaunchLoadResult {
+  const errors: string[] = [];
+  const settings: LaunchSettings = { sandboxId: null, generation: null, nonce: null, proxyPort: PROXY_PORT, healthPort: HEALTH_PORT, control: null };
+  if (!isRecord(raw)) return { settings, policy: undefined, errors: ["launch config must be a JSON object"] };
+
+  if (typeof raw.sandboxId === "string" && raw.sandboxId !== "") settings.sandboxId = raw.sandboxId;
+  else errors.push("sandboxId must be a non-empty string");
+  if (typeof raw.generation === "number" && Number.isSafeInteger(raw.generation) && raw.generation >= 0) settings.generation = raw.generation;
+  else errors.push("generation must be a non-negative integer");
+  if (typeof raw.nonce === "string" && raw.nonce !== "") settings.nonce = raw.nonce;
+  else errors.push("nonce must be a non-empty string");
+  settings.proxyPort = port(raw.proxyPort, PROXY_PORT, "proxyPort", errors);
+  settings.healthPort = port(raw.healthPort, HEALTH_PORT, "healthPort", errors);
+  if (settings.proxyPort === settings.healthPort) errors.push("proxyPort and healthPort must differ");
+  settings.control = parseControl(raw.control, errors);
+
+  const revision = raw.policyRevision;
+  if (!(typeof revision === "number" && Number.isSafeInteger(revision) && revision >= 0)) {
+    errors.push("policyRevision must be a non-negative integer");
+  }
+  let policy: LaunchPolicy | undefined;
+  if (raw.policy === undefined) {
+    errors.push("policy is missing");
+  } else {
+    const parsed = policyFromObject(raw.policy);
+    if (!parsed.ok) errors.push(...parsed.errors.map((e) => `policy: ${e}`));
+    else if (typeof revision === "number") policy = { policy: parsed.policy, revision };
+  }
+  return { settings, policy: errors.length === 0 ? policy : undefined, errors };
+}
