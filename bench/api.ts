@@ -66,8 +66,8 @@ export async function run(o: BenchOptions): Promise<void> {
       const r = await t.api("POST", "/v1/sandboxes", { name });
       if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
     });
-    await t.gw.service.idle();
-    const notReady = t.gw.service.list().filter((s) => s.phase !== "Ready").length;
+    await t.gw.idle();
+    const notReady = t.gw.read.list().filter((s) => s.phase !== "Ready").length;
     if (notReady > 0) throw new Error(`${notReady} of ${count} sandboxes are not Ready`);
     progress(`api: ${count} sandboxes Ready`);
 

@@ -7,12 +7,11 @@ import { chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import type { EngineClient, EngineResult } from "../src/driver/docker/engine/client.js";
-import { describe } from "../src/driver/docker/engine/client.js";
+import type { EngineClient } from "../src/driver/docker/engine/client.js";
+import { describe, type EngineResult } from "../src/driver/docker/engine/result.js";
+import { HEALTH_PORT, PROXY_PORT } from "../src/protocol/launch.js";
 import {
-  HEALTH_PORT,
   NO_RESOLVER,
-  PROXY_PORT,
   egressNetworkName,
   internalNetworkConfig,
   supervisorConfig,

@@ -2,7 +2,8 @@
 // file (dist/supervisor/supervisor.mjs) for its image.
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import { PREBUILT_SUPERVISOR_BUNDLE, PROJECT_ROOT, bundleSupervisor } from "../src/driver/docker/bundle.js";
+import { PREBUILT_SUPERVISOR_BUNDLE, PROJECT_ROOT } from "../src/driver/docker/supervisor-bundle.js";
+import { bundleSupervisor } from "./bundle-supervisor.js";
 
 execFileSync(process.execPath, [join(PROJECT_ROOT, "node_modules/typescript/bin/tsc"), "-p", join(PROJECT_ROOT, "tsconfig.build.json")], { stdio: "inherit" });
 await bundleSupervisor(PREBUILT_SUPERVISOR_BUNDLE);

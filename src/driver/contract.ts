@@ -1,17 +1,18 @@
-// The contract between the gateway and a container runtime. The gateway never
-// talks to Docker directly: it asks a ComputeDriver, and every answer is
-// evidence (identities, observed state), never a guess.
+// The contract between the gateway and a container runtime, in both directions:
+// what the gateway asks of a ComputeDriver, and what a runtime monitor may ask
+// of the gateway (MonitorSink). Types only: this file imports no implementation.
+// Every answer a driver gives is evidence (identities, observed state), never a guess.
 
 import type { Readable, Writable } from "node:stream";
+import type { LifecycleEvent, Phase } from "../lifecycle/phases.js";
 import type { SandboxSpec } from "../lifecycle/spec.js";
-import type { MonitorSink } from "./monitor-sink.js";
 import type { Policy } from "../policy/index.js";
 
 export type Role = "workload" | "supervisor";
 
 /**
- * One container instance. Identity is id + startedAt (+ pid), compared for
- * equality only: a container restarted under the same id is another instance.
+ * One container instance as recorded at start. Whether a container still is this
+ * instance is decided in one place per driver (Docker: src/driver/docker/identity.ts).
  */
 export interface ContainerIdentity {
   id: string;
@@ -32,35 +33,35 @@ export interface RuntimeRecord {
   proxyUrl: string;
 }
 
+/** How a supervisor reaches and authenticates to the gateway (secrets: only for the supervisor). */
+export interface LaunchControl {
+  url: string;
+  fingerprint: string;
+  token: string;
+  graceMs: number;
+}
+
 export interface LaunchRequest {
   sandboxId: string;
   name: string;
   generation: number;
   nonce: string;
   spec: SandboxSpec;
-  /** The policy revision the supervisor starts with. */
+  /** The policy revision the supervisor starts with (its fixed sections shape the workload). */
   policy: { revision: number; policy: Policy };
-  /** How the supervisor reaches and authenticates to the gateway (secrets: only for the supervisor). */
-  control?: { url: string; fingerprint: string; token: string; graceMs: number };
+  control?: LaunchControl;
 }
 
-/** Observed state of one container, read from the runtime (never inferred). */
-export type ContainerObservation =
-  | { state: "running"; identity: ContainerIdentity }
-  | { state: "created"; identity: ContainerIdentity }
-  | { state: "exited"; identity: ContainerIdentity; exitCode: number; finishedAt: string }
-  | { state: "missing" }
-  | { state: "unreachable"; detail: string };
-
-export interface RuntimeObservation {
-  workload: ContainerObservation;
-  supervisor: ContainerObservation;
+export interface ReadinessCheck {
+  name: string;
+  ok: boolean;
+  detail?: string;
 }
 
 export interface ReadinessReport {
   ready: boolean;
   /** Each piece of evidence, in the order it was checked. */
-  checks: { name: string; ok: boolean; detail?: string }[];
+  checks: ReadinessCheck[];
 }
 
 export interface ExecOptions {
@@ -85,14 +86,46 @@ export interface ExecSession {
   close(): void;
 }
 
+/** One armed sandbox generation, as a monitor watches it. */
+export interface Watched {
+  sandboxId: string;
+  name: string;
+  generation: number;
+  record: RuntimeRecord;
+}
+
 /** Watches armed sandbox generations and reports what it proves through a MonitorSink. */
 export interface RuntimeMonitor {
   start(): void;
   /** One monitor per sandbox generation: re-arming is a no-op, an older generation is refused. */
-  arm(w: { sandboxId: string; name: string; generation: number; record: RuntimeRecord }): void;
+  arm(w: Watched): void;
   disarm(sandboxId: string): void;
   metrics(): object;
+  /** Checks and timers still pending (leak checks). */
+  pending(): { checks: number; timers: number };
   close(): Promise<void>;
+}
+
+/**
+ * What a runtime monitor may read and do on the gateway's side. Every write
+ * through it is a compare-and-set on (sandbox, generation, phase), validated by
+ * the lifecycle state machine.
+ */
+export interface MonitorSink {
+  current(sandboxId: string): { phase: Phase; generation: number } | null;
+  /** Apply an observation for `generation`; false when it was stale or lost the race. */
+  apply(sandboxId: string, generation: number, event: LifecycleEvent, message: string): Promise<boolean>;
+  /**
+   * The gateway's own evidence about the boundary of a generation (its control
+   * session); the runtime's evidence (identities, health, exec probe) is the monitor's.
+   */
+  boundary(sandboxId: string, generation: number): ReadinessCheck;
+  /** Fail closed: remove the generation's containers. */
+  teardown(sandboxId: string, generation: number): Promise<void>;
+  /** Sandboxes that failed while the runtime was unreachable and still have containers to remove. */
+  owedTeardowns(): { sandboxId: string; generation: number }[];
+  /** When the sandbox entered Recovering (ms since epoch), carried over gateway restarts. */
+  recoveringSince(sandboxId: string): number | undefined;
 }
 
 export interface MonitorConfig {
@@ -117,17 +150,16 @@ export interface ComputeDriver {
   provision(req: LaunchRequest, onProgress?: (msg: string) => void): Promise<void>;
   /** Start the generation's containers and return their recorded identities. */
   start(req: LaunchRequest, onProgress?: (msg: string) => void): Promise<RuntimeRecord>;
-  /** Readiness evidence for a started generation: identities, supervisor health, exec probe. */
+  /** The runtime's readiness evidence for a started generation: identities, supervisor health, exec probe. */
   verify(req: LaunchRequest, record: RuntimeRecord): Promise<ReadinessReport>;
   /** Remove the generation's containers; keep the network and the workspace. */
   stop(sandboxId: string, generation: number): Promise<void>;
   /** Remove every runtime object of the sandbox, workspace included. */
   remove(sandboxId: string): Promise<void>;
-  inspect(record: RuntimeRecord): Promise<RuntimeObservation>;
   exec(record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession>;
   /** Address on which supervisors can reach the gateway (after prepare); null when it has no supervisors. */
   controlAddress(): string | null;
-  /** A monitor for this runtime, or null when the runtime cannot be watched. */
+  /** A monitor for this runtime (it owns its own connection), or null when the runtime cannot be watched. */
   watch(sink: MonitorSink, config: MonitorConfig): RuntimeMonitor | null;
   close(): Promise<void>;
 }

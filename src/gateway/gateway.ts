@@ -1,15 +1,19 @@
-// The long-running gateway process: state store, lifecycle service, API server.
+// The long-running gateway process, and the one place its parts are put
+// together: state store, lifecycle (controller, generation handles, tasks,
+// recovery sink, runtime monitor), the supervisors' control plane, and the API.
 
 import { rmSync } from "node:fs";
 import type { Logger } from "pino";
-import type { ComputeDriver } from "../driver/contract.js";
+import type { ComputeDriver, RuntimeMonitor } from "../driver/contract.js";
 import { Store } from "../store/store.js";
 import { VERSION } from "../version.js";
 import { buildApi } from "./api/api.js";
-import { ControlPlane } from "./control/control-plane.js";
 import { attachExec } from "./api/exec-ws.js";
+import { ControlPlane } from "./control/control-plane.js";
 import { ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
-import { SandboxService, type ServiceOptions } from "./sandboxes/service.js";
+import { createLifecycle, type Lifecycle } from "./sandboxes/lifecycle.js";
+import type { SandboxReadModel } from "./sandboxes/read-model.js";
+import type { SandboxService, ServiceOptions } from "./sandboxes/service.js";
 
 export interface GatewayOptions {
   home: HomePaths;
@@ -28,7 +32,13 @@ export interface GatewayOptions {
 export interface RunningGateway {
   url: string;
   service: SandboxService;
+  read: SandboxReadModel;
   store: Store;
+  monitor: RuntimeMonitor | null;
+  /** Resolves when no lifecycle work is queued or running. */
+  idle(): Promise<void>;
+  /** Work still pending (leak checks after close): lifecycle tasks, monitor checks and timers, handle timers. */
+  pending(): { tasks: number; checks: number; timers: number };
   close(): Promise<void>;
 }
 
@@ -38,23 +48,33 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const token = ensureToken(home);
   const startedAt = new Date();
   const store = Store.open(home.db);
-  const service = new SandboxService(store, driver, log, opts.service);
-  // Supervisors authenticate to a control plane whenever the runtime has supervisors.
-  const control =
-    driver.supervised
-      ? await ControlPlane.open({
-          homeDir: home.dir,
-          gatewayId: ensureGatewayId(home.dir),
-          log,
-          expected: (id) => service.expectedLaunch(id),
-          port: opts.supervisorPort,
-          graceMs: opts.supervisorGraceMs,
-        })
-      : null;
-  if (control) service.attachControl(control);
-  await service.prepareRuntime(opts.onProgress);
+  // The control plane asks which launch a supervisor must belong to; the lifecycle
+  // (assembled right after it) knows. Nothing asks before the endpoint listens.
+  const control: ControlPlane | null = driver.supervised
+    ? await ControlPlane.open({
+        homeDir: home.dir,
+        gatewayId: ensureGatewayId(home.dir),
+        log,
+        expected: (id) => lifecycle.expectedLaunch(id),
+        port: opts.supervisorPort,
+        graceMs: opts.supervisorGraceMs,
+      })
+    : null;
+  const lifecycle: Lifecycle = createLifecycle({ store, driver, control, log, options: opts.service });
+  const { service, read, runtime, monitor } = lifecycle;
+  if (control) {
+    control.boundary.onAudit((id, generation, event) => {
+      const s = store.get(id);
+      if (!s) return;
+      const target = `${event.method ?? event.protocol.toUpperCase()} ${event.host}:${event.port}${event.path ?? ""}`;
+      store.appendEvent({ id, name: s.name, generation }, "audit", `egress ${event.decision} ${target}${event.reason ? ` (${event.reason})` : ""}`, event);
+    });
+  }
+
+  await runtime.prepare(opts.onProgress);
   const app = buildApi({
     service,
+    read,
     token,
     log,
     status: () => ({
@@ -63,10 +83,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       startedAt: startedAt.toISOString(),
       uptimeSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
       driver: driver.kind,
-      runtime: service.runtimeStatus(),
+      runtime: runtime.status(),
       supervisorEndpoint: control ? { url: control.url, ...control.stats() } : null,
-      sandboxes: countPhases(service),
-      monitor: service.metrics(),
+      sandboxes: read.countByPhase(),
+      monitor: monitor?.metrics() ?? null,
     }),
   });
   const exec = attachExec(app.server, { service, token, log });
@@ -75,11 +95,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     // Loopback only: the API is never exposed to other hosts or to sandboxes.
     url = await app.listen({ host: opts.host ?? "127.0.0.1", port: opts.port ?? 0 });
   } catch (err) {
+    await lifecycle.close();
+    await control?.close();
     store.close();
     throw err;
   }
   writeAddress(home, { url, pid: process.pid, startedAt: startedAt.toISOString(), version: VERSION });
-  service.resume();
+  lifecycle.resume();
   log.info({ url, home: home.dir, driver: driver.kind }, "gateway listening");
 
   let closing: Promise<void> | undefined;
@@ -88,18 +110,21 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       log.info("gateway shutting down");
       exec.close();
       await app.close();
-      await service.close();
+      await lifecycle.close();
       await control?.close();
       await driver.close();
       store.close();
       if (readAddress(home)?.pid === process.pid) rmSync(home.address, { force: true });
       log.info("gateway stopped");
     })());
-  return { url, service, store, close };
-}
-
-function countPhases(service: SandboxService): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const s of service.list()) counts[s.phase] = (counts[s.phase] ?? 0) + 1;
-  return counts;
+  return {
+    url,
+    service,
+    read,
+    store,
+    monitor,
+    idle: () => lifecycle.idle(),
+    pending: () => lifecycle.pending(),
+    close,
+  };
 }

@@ -1,7 +1,5 @@
 // What a user asks for when creating a sandbox, and the rules on names. Pure.
 
-import type { Policy } from "../policy/index.js";
-
 export interface Resources {
   /** Memory limit in MiB. */
   memoryMb: number;
@@ -18,8 +16,6 @@ export interface SandboxSpec {
   command?: string[];
   env: Record<string, string>;
   resources: Resources;
-  /** Network policy the supervisor enforces; default: deny all egress. */
-  policy: Policy;
 }
 
 export const DEFAULT_RESOURCES: Resources = { memoryMb: 512, cpus: 1, pids: 256 };

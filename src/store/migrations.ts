@@ -45,22 +45,27 @@ const MIGRATIONS: readonly string[] = [
   INSERT INTO policies (sandbox_id, revision, policy, hash, created_at)
     SELECT id, 1, json_extract(spec, '$.policy'), '', created_at FROM sandboxes WHERE json_extract(spec, '$.policy') IS NOT NULL;
   `,
+  // 3: the policy lives only in its revisions (it went stale in the spec after a change)
+  `
+  UPDATE sandboxes SET spec = json_remove(spec, '$.policy') WHERE json_extract(spec, '$.policy') IS NOT NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-export function migrate(db: Database.Database): { from: number; to: number } {
+/** Bring the schema to `to` (default: the current version); tests use `to` to build older files. */
+export function migrate(db: Database.Database, to = MIGRATIONS.length): { from: number; to: number } {
   const from = db.pragma("user_version", { simple: true }) as number;
   if (from > MIGRATIONS.length) {
     throw new Error(
       `state database is at schema version ${from}, newer than this sandgate (${MIGRATIONS.length}); upgrade sandgate`,
     );
   }
-  for (let v = from; v < MIGRATIONS.length; v++) {
+  for (let v = from; v < to; v++) {
     db.transaction(() => {
       db.exec(MIGRATIONS[v]!);
       db.pragma(`user_version = ${v + 1}`);
     })();
   }
-  return { from, to: MIGRATIONS.length };
+  return { from, to: Math.max(from, to) };
 }

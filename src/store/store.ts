@@ -158,7 +158,8 @@ export class Store {
     return this.now().toISOString();
   }
 
-  createSandbox(input: { id: string; name: string; spec: SandboxSpec }): SandboxRecord {
+  /** A new sandbox at generation 1, Provisioning, with its first policy revision. */
+  createSandbox(input: { id: string; name: string; spec: SandboxSpec; policy: Policy }): SandboxRecord {
     const time = this.stamp();
     let event: EventRecord | undefined;
     try {
@@ -169,7 +170,7 @@ export class Store {
              VALUES (?, ?, 'Provisioning', NULL, 1, ?, NULL, ?, ?)`,
           )
           .run(input.id, input.name, JSON.stringify(input.spec), time, time);
-        this.insertPolicy(input.id, 1, input.spec.policy, time);
+        this.insertPolicy(input.id, 1, input.policy, time);
         event = this.insertEvent({
           sandboxId: input.id,
           sandboxName: input.name,

@@ -10,8 +10,10 @@ import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, 
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EngineClient, describe as describeResult, isOk } from "../../src/driver/docker/engine/client.js";
-import type { DockerEvent, EngineResult, StreamEnd } from "../../src/driver/docker/engine/client.js";
+import { EngineClient } from "../../src/driver/docker/engine/client.js";
+import { describe as describeResult, type EngineResult } from "../../src/driver/docker/engine/result.js";
+import type { StreamEnd } from "../../src/driver/docker/engine/transport.js";
+import type { DockerEvent } from "../../src/driver/docker/engine/types.js";
 import { collectDemuxed } from "../support/demux.js";
 
 function onPath(name: string): string | undefined {
@@ -29,7 +31,7 @@ const canRun = process.getuid?.() === 0 && DOCKERD !== undefined && BUSYBOX !== 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 function must<T>(r: EngineResult<T>, what: string): T {
-  if (!isOk(r)) throw new Error(`${what}: ${describeResult(r)}`);
+  if (r.kind !== "ok") throw new Error(`${what}: ${describeResult(r)}`);
   return r.body;
 }
 
@@ -66,7 +68,7 @@ describe.skipIf(!canRun)("EngineClient against a real dockerd", () => {
     const deadline = Date.now() + ms;
     for (;;) {
       const r = await c.ping({ timeoutMs: 1000 });
-      if (isOk(r)) return;
+      if (r.kind === "ok") return;
       if (Date.now() > deadline) throw new Error(`dockerd did not answer /_ping: ${describeResult(r)}\n${readLog()}`);
       await sleep(200);
     }
@@ -185,24 +187,20 @@ describe.skipIf(!canRun)("EngineClient against a real dockerd", () => {
     expect(await client.execStart("no-such-exec", { tty: false })).toMatchObject({ kind: "docker", status: 404 });
     expect(await client.inspectContainer("no-such-container")).toMatchObject({ kind: "docker", status: 404 });
 
-    // Daemon stop while a wait and an events stream are open: both end as a broken channel.
+    // Daemon stop while an events stream is open: it ends as a broken channel.
     const events: DockerEvent[] = [];
     let eventsOpen = false;
     const eventsEnd: Promise<StreamEnd> = client.events({ onOpen: () => (eventsOpen = true) }, (e) => events.push(e));
-    const waitEnd = client.wait(containerId, "not-running");
     for (let i = 0; i < 50 && !eventsOpen; i++) await sleep(20);
     expect(eventsOpen).toBe(true);
-    await sleep(200); // let the wait's headers arrive too
     const t0 = Date.now();
     await stopDaemon("SIGTERM");
     const stoppedAt = Date.now();
-    const w = await waitEnd;
     const e = await eventsEnd;
-    expect(w.kind, `wait must not report an exit: ${describeResult(w)}`).toBe("transport");
     expect(["transport", "eof"]).toContain(e.kind);
-    // Both had settled by the time the daemon was gone (plus scheduling slack).
+    // It had settled by the time the daemon was gone (plus scheduling slack).
     expect(Date.now() - stoppedAt).toBeLessThan(1000);
-    console.log(`daemon stop: wait → ${describeResult(w)}; events → ${describeResult(e)}; dockerd exited ${stoppedAt - t0} ms after SIGTERM`);
+    console.log(`daemon stop: events → ${describeResult(e)}; dockerd exited ${stoppedAt - t0} ms after SIGTERM`);
 
     // With live-restore, the container outlived the daemon: same instance after restart.
     daemon = startDaemon();

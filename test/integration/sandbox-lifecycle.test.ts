@@ -5,6 +5,7 @@
 
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { checkInstance, expectedInstance, identityOf } from "../../src/driver/docker/identity.js";
 import { LABEL, egressNetworkName, networkName, volumeName } from "../../src/driver/docker/objects.js";
 import { cli } from "../support/cli-runner.js";
 import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
@@ -45,12 +46,11 @@ describe("sandbox lifecycle on Docker", () => {
     first = await waitPhase(fx, name, "Ready", { generation: 1 });
     const rt = first.runtime!;
     expect(rt.generation).toBe(1);
-    // The driver's own view agrees: both recorded instances running, as recorded.
-    const seen = await fx.driver.inspect(rt as never);
-    expect(seen).toEqual({ workload: { state: "running", identity: rt.workload }, supervisor: { state: "running", identity: rt.supervisor } });
-
     for (const role of ["workload", "supervisor"] as const) {
       const c = await engineGet(fx, `/containers/${rt[role].id}/json`);
+      // The driver's one definition of "same instance" agrees: the recorded instance, running.
+      expect(checkInstance(c, expectedInstance(fx.driver.gatewayId, { sandboxId: first.id, generation: 1, record: rt as never }, role))).toEqual({ kind: "running" });
+      expect(identityOf(c)).toEqual(rt[role]);
       expect(c.Id).toBe(rt[role].id);
       expect(c.State.Running).toBe(true);
       expect(c.State.StartedAt).toBe(rt[role].startedAt);

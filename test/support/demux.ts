@@ -1,7 +1,7 @@
 // Collect a hijacked exec stream's stdout and stderr (Docker's multiplexed framing) until it ends.
 
 import type { Duplex } from "node:stream";
-import { createDemuxer } from "../../src/driver/docker/engine/client.js";
+import { createDemuxer } from "../../src/driver/docker/engine/demux.js";
 
 export function collectDemuxed(sock: Duplex): Promise<{ out: string; err: string }> {
   return new Promise((resolve, reject) => {

@@ -12,7 +12,6 @@ import { EngineClient } from "../../src/driver/docker/engine/client.js";
 import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
 import { PrivateDockerd, type DockerdOptions } from "./dockerd.js";
 import { FaultProxy } from "./fault-proxy.js";
-import type { DockerMonitor } from "../../src/driver/docker/monitor/docker-monitor.js";
 import { eventually, startTestGateway, type TestGateway } from "./gateway-fixture.js";
 
 export interface DockerFixture {
@@ -57,11 +56,10 @@ export async function startDockerFixture(
       fx.t = await startTestGateway(fx.driver, { homeDir, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs });
     },
     async close() {
-      const service = fx.t.gw.service;
-      const monitor = service.monitor as DockerMonitor | null;
+      const gw = fx.t.gw;
       await fx.t.close();
       // Nothing may outlive the gateway: no monitor check, timer or lifecycle task.
-      const leaks = { ...(monitor?.pending() ?? { checks: 0, timers: 0 }), tasks: service.pendingTasks() };
+      const leaks = gw.pending();
       await fx.engine.close();
       await proxy?.close();
       await dockerd.destroy();
@@ -94,9 +92,9 @@ export async function deleteAllAndCheckMonitors(fx: DockerFixture): Promise<void
   const { sandboxes } = (await fx.t.api("GET", "/v1/sandboxes")).body as { sandboxes: { name: string }[] };
   for (const s of sandboxes) await fx.t.api("DELETE", `/v1/sandboxes/${s.name}`);
   await eventually(async () => ((await fx.t.api("GET", "/v1/sandboxes")).body.sandboxes.length === 0 ? true : undefined), 60_000, "all deleted");
-  await fx.t.gw.service.idle();
+  await fx.t.gw.idle();
   const m = (await fx.t.api("GET", "/v1/status")).body.monitor as { monitors: number };
   if (m.monitors !== 0) throw new Error(`${m.monitors} monitors left after deleting every sandbox`);
-  const monitor = fx.t.gw.service.monitor as DockerMonitor | null;
+  const monitor = fx.t.gw.monitor;
   await eventually(() => (monitor && monitor.pending().checks === 0 ? true : undefined), 10_000, "no monitor check in flight");
 }

@@ -6,13 +6,11 @@ import { PassThrough } from "node:stream";
 import {
   ProvisionError,
   type ComputeDriver,
-  type ContainerObservation,
   type ExecOptions,
   type ExecSession,
   type LaunchRequest,
   type ReadinessReport,
   type Role,
-  type RuntimeObservation,
   type RuntimeRecord,
 } from "../../src/driver/contract.js";
 
@@ -91,17 +89,6 @@ export class MemoryDriver implements ComputeDriver {
     await this.pause();
     for (const [id, c] of this.containers) if (c.sandboxId === sandboxId) this.containers.delete(id);
     this.workspaces.delete(sandboxId);
-  }
-
-  async inspect(record: RuntimeRecord): Promise<RuntimeObservation> {
-    const observe = (identity: RuntimeRecord["workload"]): ContainerObservation => {
-      const c = this.containers.get(identity.id);
-      if (!c) return { state: "missing" };
-      return c.running
-        ? { state: "running", identity }
-        : { state: "exited", identity, exitCode: c.exitCode, finishedAt: new Date().toISOString() };
-    };
-    return { workload: observe(record.workload), supervisor: observe(record.supervisor) };
   }
 
   /** Echoes the command line on stdout and exits 0. */

@@ -8,12 +8,13 @@ import { defaultPolicy } from "../../src/policy/index.js";
 
 const [mode, db, ...rest] = process.argv.slice(2);
 const store = Store.open(db!);
-const spec = { env: {}, resources: { memoryMb: 64, cpus: 1, pids: 64 }, policy: defaultPolicy() };
+const spec = { env: {}, resources: { memoryMb: 64, cpus: 1, pids: 64 } };
+const policy = defaultPolicy();
 
 if (mode === "churn") {
   for (let i = 0; ; i++) {
     const name = `churn-${process.pid}-${i}`;
-    const s = store.createSandbox({ id: `id-${process.pid}-${i}`, name, spec });
+    const s = store.createSandbox({ id: `id-${process.pid}-${i}`, name, spec, policy });
     process.stdout.write(`committed ${name} Provisioning\n`);
     store.transition(s.id, { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Ready", generation: 1, reason: null } });
     process.stdout.write(`committed ${name} Ready\n`);

@@ -6,17 +6,12 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  EngineClient,
-  TransportCode,
-  createDemuxer,
-  describe as describeResult,
-  encodeFrame,
-  encodeQuery,
-  isOk,
-  socketPathFromDockerHost,
-} from "../../src/driver/docker/engine/client.js";
-import type { DockerEvent, EngineResult, StreamEnd } from "../../src/driver/docker/engine/client.js";
+import { EngineClient } from "../../src/driver/docker/engine/client.js";
+import { createDemuxer, encodeFrame } from "../../src/driver/docker/engine/demux.js";
+import { socketPathFromDockerHost } from "../../src/driver/docker/engine/host.js";
+import { TransportCode, describe as describeResult, type EngineResult } from "../../src/driver/docker/engine/result.js";
+import { encodeQuery, type StreamEnd } from "../../src/driver/docker/engine/transport.js";
+import type { DockerEvent } from "../../src/driver/docker/engine/types.js";
 import { createJsonLineSplitter } from "../../src/driver/docker/engine/lines.js";
 import { FakeEngine, reply, staleSocket } from "../support/fake-engine.js";
 import { collectDemuxed } from "../support/demux.js";
@@ -89,7 +84,7 @@ describe("DOCKER_HOST", () => {
     const c = EngineClient.fromEnv({ DOCKER_HOST: `unix://${fake.socketPath}` });
     try {
       expect(c.socketPath).toBe(fake.socketPath);
-      expect(isOk(await c.ping())).toBe(true);
+      expect((await c.ping()).kind).toBe("ok");
     } finally {
       await c.close();
     }
@@ -133,7 +128,7 @@ describe("API version negotiation", () => {
     expect(await client.request("GET", "/info")).toEqual({ kind: "docker", status: 500, message: "daemon not ready" });
     expect(fake.requestsTo("/info")).toHaveLength(0);
     fake.on("GET", "/_ping", reply.text(200, "OK"));
-    expect(isOk(await client.request("GET", "/info"))).toBe(true);
+    expect((await client.request("GET", "/info")).kind).toBe("ok");
   });
 });
 
@@ -272,7 +267,6 @@ describe("connection failures", () => {
       const t0 = Date.now();
       expectTransport(await c.ping(), ["ENOENT"]);
       expectTransport(await c.inspectContainer("x"), ["ENOENT"]);
-      expectTransport(await c.wait("x", "not-running"), ["ENOENT"]);
       expect(await c.events({}, () => undefined)).toMatchObject({ kind: "transport", code: "ENOENT" });
       expect(Date.now() - t0).toBeLessThan(CUT_BUDGET_MS);
     } finally {
@@ -285,7 +279,7 @@ describe("connection failures", () => {
     try {
       const t0 = Date.now();
       expectTransport(await c.ping(), ["ECONNREFUSED"]);
-      expectTransport(await c.wait("x", "not-running"), ["ECONNREFUSED"]);
+      expect(await c.events({}, () => undefined)).toMatchObject({ kind: "transport", code: "ECONNREFUSED" });
       expect(Date.now() - t0).toBeLessThan(CUT_BUDGET_MS);
     } finally {
       await c.close();
@@ -302,80 +296,13 @@ describe("connection failures", () => {
     expectTransport(await client.request("GET", "/info"), ["UND_ERR_DESTROYED"]);
   });
 
-  it("close() ends an in-flight long-poll as a transport failure", async () => {
-    fake.on("POST", "/containers/c1/wait", reply.stallAfterHeaders());
-    const p = client.wait("c1", "not-running");
+  it("close() ends an in-flight stream as a transport failure", async () => {
+    fake.on("GET", "/events", reply.stallAfterHeaders());
+    const p = client.events({}, () => undefined);
     await sleep(100);
     await client.close();
     const r = await within(CUT_BUDGET_MS, p);
     expect(r.kind).toBe("transport");
-  });
-});
-
-describe("wait (long-poll)", () => {
-  it("returns the parsed body with the condition sent", async () => {
-    fake.on("POST", "/containers/c1/wait", reply.chunks(['{"Error":null,"StatusCode":7}\n'], "end", 100));
-    expect(await client.wait("c1", "next-exit")).toEqual({ kind: "ok", status: 200, body: { Error: null, StatusCode: 7 } });
-    expect(fake.requestsTo("/containers/c1/wait")[0]?.query.get("condition")).toBe("next-exit");
-  });
-
-  it("StatusCode -1 and Error are passed through uninterpreted", async () => {
-    fake.on("POST", "/containers/c1/wait", reply.json(200, { Error: { Message: "lost" }, StatusCode: -1 }));
-    expect(await client.wait("c1", "not-running")).toEqual({
-      kind: "ok",
-      status: 200,
-      body: { Error: { Message: "lost" }, StatusCode: -1 },
-    });
-  });
-
-  it("404 → DockerError", async () => {
-    fake.on("POST", "/containers/gone/wait", reply.error(404, "No such container: gone"));
-    expect(await client.wait("gone", "not-running")).toEqual({ kind: "docker", status: 404, message: "No such container: gone" });
-  });
-
-  it("headers then a cut → transport, within 1 s", async () => {
-    fake.on("POST", "/containers/c1/wait", reply.headersThenDestroy(300));
-    expectTransport(await within(3000, client.wait("c1", "not-running")), ["UND_ERR_SOCKET"]);
-    expectCutObservedPromptly();
-  });
-
-  it("partial JSON then a cut → transport, within 1 s", async () => {
-    fake.on("POST", "/containers/c1/wait", reply.partialThenDestroy('{"Error":null,"Stat'));
-    expectTransport(await within(3000, client.wait("c1", "not-running")), ["UND_ERR_SOCKET"]);
-    expectCutObservedPromptly();
-  });
-
-  it.each([
-    ["partial JSON, clean end", '{"Error":null,"Stat'],
-    ["plain text", "Internal Server Error"],
-    ["JSON without StatusCode", '{"Error":null}'],
-  ])("%s → BAD_BODY", async (_name, text) => {
-    fake.on("POST", "/containers/c1/wait", reply.chunkedThenEnd(text));
-    expectTransport(await client.wait("c1", "not-running"), [TransportCode.BAD_BODY]);
-  });
-
-  it("empty 200 → EMPTY_BODY", async () => {
-    fake.on("POST", "/containers/c1/wait", reply.empty(200));
-    expectTransport(await client.wait("c1", "not-running"), [TransportCode.EMPTY_BODY]);
-  });
-
-  it("does not time out while the body stalls; ends only by the caller's signal", async () => {
-    // Client timeoutMs is 400: a body timeout or deadline would fire well before 1.5 s.
-    fake.on("POST", "/containers/c1/wait", reply.stallAfterHeaders());
-    const ac = new AbortController();
-    let settled = false;
-    const p = client.wait("c1", "not-running", { signal: ac.signal }).finally(() => {
-      settled = true;
-    });
-    await sleep(1500);
-    expect(settled).toBe(false);
-    ac.abort();
-    expectTransport(await within(CUT_BUDGET_MS, p), [TransportCode.ABORTED]);
-  });
-
-  it("a daemon that never sends the headers → headers timeout (hung daemon)", async () => {
-    fake.on("POST", "/containers/c1/wait", reply.stall());
-    expectTransport(await within(3000, client.wait("c1", "not-running")), ["UND_ERR_HEADERS_TIMEOUT"]);
   });
 });
 
@@ -430,6 +357,19 @@ describe("events (stream)", () => {
     expectTransport(end, ["UND_ERR_SOCKET"]);
     expectCutObservedPromptly();
     expect(got).toEqual(events);
+  });
+
+  it("headers, then a partial line and a cut → transport, the partial event not delivered", async () => {
+    fake.on("GET", "/events", reply.partialThenDestroy('{"Type":"container","Act'));
+    const got: DockerEvent[] = [];
+    expectTransport(await within(3000, client.events({}, (e) => got.push(e))), ["UND_ERR_SOCKET"]);
+    expectCutObservedPromptly();
+    expect(got).toEqual([]);
+  });
+
+  it("a daemon that never sends the headers → headers timeout (hung daemon)", async () => {
+    fake.on("GET", "/events", reply.stall());
+    expect(await within(3000, client.events({}, () => undefined))).toMatchObject({ kind: "transport", code: "UND_ERR_HEADERS_TIMEOUT" });
   });
 
   it("a non-JSON line → BAD_BODY, after the good ones", async () => {
@@ -600,7 +540,7 @@ describe("exec", () => {
     expect(await client.execCreate("c1", cfg)).toEqual({ kind: "ok", status: 201, body: { Id: "e1" } });
     expect(JSON.parse(fake.requestsTo("/containers/c1/exec")[0]!.body.toString())).toEqual(cfg);
     const i = await client.execInspect("e1");
-    expect(isOk(i) && i.body.ExitCode).toBe(3);
+    expect(i.kind === "ok" && i.body.ExitCode).toBe(3);
   });
 
   it("start hijacks the connection: stdin in, half-close, multiplexed stdout/stderr out", async () => {

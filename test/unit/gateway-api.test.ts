@@ -113,7 +113,7 @@ describe("sandbox lifecycle through the API", () => {
     const c = await t.api("POST", "/v1/sandboxes", { name: "racy" });
     expect((await t.api("POST", "/v1/sandboxes/racy/stop")).status).toBe(202);
     await until("racy", "Stopped");
-    await t.gw.service.idle();
+    await t.gw.idle();
     expect(await phaseOf("racy")).toBe("Stopped");
     expect(t.gw.store.events(c.body.id).some((e) => e.newPhase === "Ready")).toBe(false);
     expect(driver.containers.size).toBe(0);
@@ -124,7 +124,7 @@ describe("sandbox lifecycle through the API", () => {
     await t.api("POST", "/v1/sandboxes", { name: "racy" });
     expect((await t.api("DELETE", "/v1/sandboxes/racy")).status).toBe(202);
     await until("racy", "gone");
-    await t.gw.service.idle();
+    await t.gw.idle();
     expect(driver.containers.size).toBe(0);
     expect(driver.workspaces.size).toBe(0);
   });

@@ -4,17 +4,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { dockerError, ok, transport, TransportCode, type EngineResult } from "../../src/driver/docker/engine/result.js";
-import type { ContainerInspect, WaitResponse } from "../../src/driver/docker/engine/types.js";
+import type { ContainerInspect } from "../../src/driver/docker/engine/types.js";
 import { LABEL } from "../../src/driver/docker/objects.js";
-import {
-  classifyInspect,
-  classifyWait,
-  isTerminal,
-  NEVER_STARTED,
-  waitClaimsExit,
-  type ExpectedInstance,
-  type Verdict,
-} from "../../src/driver/docker/monitor/classify.js";
+import { NEVER_STARTED, type ExpectedInstance } from "../../src/driver/docker/identity.js";
+import { classifyInspect, isTerminal, type Verdict } from "../../src/driver/docker/monitor/classify.js";
 
 const ID = "3f1c9a7e5b2d4c6e8f0a1b3c5d7e9f1a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e";
 const OTHER_ID = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a0f9e8d";
@@ -59,7 +52,6 @@ function body(o: { Id?: unknown; labels?: Record<string, string> | null; state?:
 
 const exitedState = (code: number): StateOverrides => ({ Status: "exited", Running: false, Pid: 0, ExitCode: code, FinishedAt: FINISHED });
 const inspectOk = (b: unknown): EngineResult<ContainerInspect> => ok(200, b as ContainerInspect);
-const waitOk = (b: unknown, status = 200): EngineResult<WaitResponse> => ok(status, b as WaitResponse);
 
 const TRANSPORT_CODES = [
   "ECONNRESET",
@@ -160,7 +152,7 @@ describe("classifyInspect: InstanceChanged", () => {
   });
 
   it("no expected labels: container labels are not consulted", () => {
-    const noLabels: ExpectedInstance = { id: ID, startedAt: STARTED, pid: PID };
+    const noLabels: ExpectedInstance = { id: ID, startedAt: STARTED, pid: PID, labels: {} };
     expect(classifyInspect(inspectOk(body({ labels: null })), noLabels).kind).toBe("Alive");
   });
 
@@ -276,103 +268,12 @@ describe("isTerminal", () => {
   });
 });
 
-describe("waitClaimsExit", () => {
-  it.each<[string, unknown, number]>([
-    ["Error null", { StatusCode: 0, Error: null }, 0],
-    ["Error absent", { StatusCode: 137 }, 137],
-    ["Error undefined", { StatusCode: 143, Error: undefined }, 143],
-    ["exit 255", { StatusCode: 255, Error: null }, 255],
-  ])("claims: HTTP 200, %s", (_n, b, code) => {
-    expect(waitClaimsExit(waitOk(b))).toEqual({ claims: true, code });
-  });
-
-  it.each<[string, unknown]>([
-    ["StatusCode -1", { StatusCode: -1, Error: null }],
-    ["StatusCode -1 with an Error", { StatusCode: -1, Error: { Message: "driver failed" } }],
-    ["non-integer StatusCode", { StatusCode: 1.5, Error: null }],
-    ["StatusCode as a string", { StatusCode: "0", Error: null }],
-    ["StatusCode null", { StatusCode: null, Error: null }],
-    ["StatusCode missing", { Error: null }],
-    ["Error with a Message", { StatusCode: 0, Error: { Message: "context canceled" } }],
-    ["Error {}", { StatusCode: 0, Error: {} }],
-    ["Error as a string", { StatusCode: 0, Error: "boom" }],
-    ["Error false", { StatusCode: 0, Error: false }],
-    ["body undefined", undefined],
-    ["body null", null],
-    ["body a string", '{"StatusCode":0}'],
-    ["body a number", 0],
-    ["body an array", [{ StatusCode: 0 }]],
-    ["body {}", {}],
-  ])("does not claim: HTTP 200, %s", (_n, b) => {
-    expect(waitClaimsExit(waitOk(b)).claims).toBe(false);
-  });
-
-  it.each([201, 202, 204, 206])("does not claim: HTTP %i, even with a valid body", (status) => {
-    expect(waitClaimsExit(waitOk({ StatusCode: 0, Error: null }, status)).claims).toBe(false);
-    expect(waitClaimsExit(waitOk(undefined, status)).claims).toBe(false);
-  });
-
-  it.each(TRANSPORT_CODES)("does not claim: transport failure %s (cut, partial, empty, non-JSON, timeout)", (code) => {
-    const r = waitClaimsExit(transport(code, "stream ended"));
-    expect(r.claims).toBe(false);
-    expect(!r.claims && r.cause).toContain(code);
-  });
-
-  it.each([404, 409, 500, 502, 503])("does not claim: docker HTTP %i", (status) => {
-    expect(waitClaimsExit(dockerError(status, "x")).claims).toBe(false);
-  });
-});
-
-describe("classifyWait: a claim needs inspect's confirmation", () => {
-  const exited137 = inspectOk(body({ state: exitedState(137) }));
-
-  it("no claim: ChannelLost whatever inspect says", () => {
-    const noClaims: EngineResult<WaitResponse>[] = [
-      ...TRANSPORT_CODES.map((c) => transport(c, "cut")),
-      dockerError(500, "x"),
-      waitOk({ StatusCode: -1, Error: null }),
-      waitOk({ StatusCode: 0, Error: { Message: "x" } }),
-      waitOk(undefined, 204),
-    ];
-    for (const w of noClaims) {
-      for (const i of [exited137, inspectOk(body()), dockerError(404, "gone"), undefined]) {
-        expect(classifyWait(w, i, EXPECTED).kind).toBe("ChannelLost");
-      }
-    }
-  });
-
-  it("a claim with no inspect: ChannelLost", () => {
-    expect(classifyWait(waitOk({ StatusCode: 0, Error: null }), undefined, EXPECTED).kind).toBe("ChannelLost");
-  });
-
-  it("a claim while inspect shows the instance running: Alive, never Exited", () => {
-    expect(classifyWait(waitOk({ StatusCode: 0, Error: null }), inspectOk(body()), EXPECTED)).toEqual({ kind: "Alive" });
-  });
-
-  it("a claim of 0 + inspect ExitCode 137: Exited(137), inspect wins", () => {
-    expect(classifyWait(waitOk({ StatusCode: 0, Error: null }), exited137, EXPECTED)).toMatchObject({ kind: "Exited", code: 137, finishedAt: FINISHED });
-  });
-
-  it("a claim + inspect of a created, never started container: not Exited", () => {
-    const created = inspectOk(body({ state: { Status: "created", Running: false, StartedAt: NEVER_STARTED, Pid: 0 } }));
-    expect(classifyWait(waitOk({ StatusCode: 0, Error: null }), created, EXPECTED).kind).toBe("InstanceChanged");
-    expect(classifyWait(waitOk({ StatusCode: 0, Error: null }), created, { ...EXPECTED, startedAt: NEVER_STARTED }).kind).toBe("ChannelLost");
-  });
-
-  it("a claim + inspect failures follow inspect", () => {
-    const claim = waitOk({ StatusCode: 1, Error: null });
-    expect(classifyWait(claim, dockerError(404, "x"), EXPECTED).kind).toBe("Gone");
-    expect(classifyWait(claim, transport("ECONNRESET", "x"), EXPECTED).kind).toBe("ChannelLost");
-    expect(classifyWait(claim, inspectOk(body({ state: { ...exitedState(1), StartedAt: "2025-05-02T00:00:00Z" } })), EXPECTED).kind).toBe("InstanceChanged");
-  });
-});
-
 // ---- properties over arbitrary Engine answers ---------------------------------------
 
 const EXPECTEDS: ExpectedInstance[] = [
   EXPECTED,
-  { id: ID, startedAt: STARTED },
-  { id: ID, startedAt: STARTED, pid: PID },
+  { id: ID, startedAt: STARTED, labels: {} },
+  { id: ID, startedAt: STARTED, pid: PID, labels: {} },
   { id: ID, startedAt: NEVER_STARTED, labels: LABELS },
 ];
 
@@ -423,27 +324,6 @@ const inspectResultArb: fc.Arbitrary<EngineResult<ContainerInspect>> = fc.oneof(
   { weight: 1, arbitrary: transportArb },
   { weight: 1, arbitrary: dockerArb },
 );
-const waitBodyArb = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ StatusCode: fc.nat(255), Error: fc.constantFrom(null, undefined) }) },
-  {
-    weight: 6,
-    arbitrary: fc.record(
-      {
-        StatusCode: fc.oneof(fc.constantFrom(0, 1, 137, -1), fc.integer(), fc.double(), fc.constant("0"), fc.constant(null)),
-        Error: fc.oneof(fc.constant(null), fc.constant(undefined), fc.record({ Message: fc.string() }), fc.jsonValue()),
-      },
-      { requiredKeys: [] },
-    ),
-  },
-  { weight: 1, arbitrary: fc.jsonValue() },
-  { weight: 1, arbitrary: fc.constant(undefined) },
-);
-const waitResultArb: fc.Arbitrary<EngineResult<WaitResponse>> = fc.oneof(
-  { weight: 6, arbitrary: fc.tuple(waitBodyArb, fc.oneof({ weight: 6, arbitrary: fc.constant(200) }, { weight: 1, arbitrary: fc.integer({ min: 200, max: 299 }) })).map(([b, s]) => waitOk(b, s)) },
-  { weight: 1, arbitrary: transportArb },
-  { weight: 1, arbitrary: dockerArb },
-);
-
 const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null;
 
 /** The raw State of an answer that provesSameInstanceStopped() accepted. */
@@ -457,7 +337,7 @@ function provesSameInstanceStopped(r: EngineResult<ContainerInspect>, e: Expecte
   const s = b.State;
   if (!isRecord(s) || s.Running !== false || s.StartedAt !== e.startedAt) return false;
   const labels = isRecord(b.Config) ? b.Config.Labels : undefined;
-  return Object.entries(e.labels ?? {}).every(([k, v]) => isRecord(labels) && labels[k] === v);
+  return Object.entries(e.labels).every(([k, v]) => isRecord(labels) && labels[k] === v);
 }
 
 describe("properties", () => {
@@ -508,42 +388,5 @@ describe("properties", () => {
     );
   });
 
-  it("classifyWait is Exited only if the wait claims it and classifyInspect on the same inspect is Exited", () => {
-    let exited = 0;
-    fc.assert(
-      fc.property(waitResultArb, fc.option(inspectResultArb, { nil: undefined }), fc.constantFrom(...EXPECTEDS), (w, i, e) => {
-        const v = classifyWait(w, i, e);
-        const claim = waitClaimsExit(w);
-        // Either nothing is proven, or inspect's verdict stands unchanged.
-        if (!claim.claims || i === undefined) expect(v.kind).toBe("ChannelLost");
-        else expect(v).toEqual(classifyInspect(i, e));
-        if (v.kind === "Exited") {
-          exited++;
-          expect(claim.claims).toBe(true);
-          expect(i && classifyInspect(i, e).kind).toBe("Exited");
-        }
-      }),
-      { numRuns: 3000 },
-    );
-    expect(exited).toBeGreaterThan(20);
-  });
 
-  it("waitClaimsExit claims only HTTP 200 + object + integer StatusCode >= 0 + no Error", () => {
-    fc.assert(
-      fc.property(waitResultArb, (w) => {
-        const c = waitClaimsExit(w);
-        const b: unknown = w.kind === "ok" ? w.body : undefined;
-        const valid =
-          w.kind === "ok" &&
-          w.status === 200 &&
-          isRecord(b) &&
-          Number.isInteger(b.StatusCode) &&
-          (b.StatusCode as number) >= 0 &&
-          (b.Error === null || b.Error === undefined);
-        expect(c.claims).toBe(valid);
-        if (c.claims) expect(c.code).toBe((b as { StatusCode: number }).StatusCode);
-      }),
-      { numRuns: 3000 },
-    );
-  });
 });

@@ -3,7 +3,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { RuntimeRecord } from "../../src/driver/contract.js";
-import { MonitorRegistry, type ArmResult, type Watched } from "../../src/driver/docker/monitor/registry.js";
+import type { Watched } from "../../src/driver/contract.js";
+import { MonitorRegistry, type ArmResult } from "../../src/driver/docker/monitor/registry.js";
 
 function watched(sandboxId: string, generation: number, tag = ""): Watched {
   const identity = (role: string) => ({ id: `${sandboxId}-${generation}-${role}${tag}`, name: `sg-${sandboxId}-${role}`, imageId: "sha256:1", startedAt: "2025-05-01T10:00:00Z", pid: 100 + generation });

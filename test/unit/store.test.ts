@@ -4,11 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SCHEMA_VERSION } from "../../src/store/migrations.js";
+import { SCHEMA_VERSION, migrate } from "../../src/store/migrations.js";
 import { DuplicateNameError, Store } from "../../src/store/store.js";
 import { defaultPolicy } from "../../src/policy/index.js";
 
-const spec = { env: {}, resources: { memoryMb: 64, cpus: 1, pids: 64 }, policy: defaultPolicy() };
+const spec = { env: {}, resources: { memoryMb: 64, cpus: 1, pids: 64 } };
+const policy = defaultPolicy();
 const WRITER = join(import.meta.dirname, "../support/store-writer.ts");
 // `node --import tsx` rather than the tsx CLI: the CLI forks a child, and a
 // SIGKILL must hit the writer itself.
@@ -27,11 +28,27 @@ describe("store", () => {
     const s = Store.open(db);
     expect(s.db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
     expect(s.db.pragma("journal_mode", { simple: true })).toBe("wal");
-    s.createSandbox({ id: "a", name: "demo", spec });
+    s.createSandbox({ id: "a", name: "demo", spec, policy });
     s.close();
     const again = Store.open(db);
     expect(again.get("demo")?.id).toBe("a");
     again.close();
+  });
+
+  it("migration 3 keeps the policy only in its revisions: a v2 file's spec.policy moves out, revision 1 stays", () => {
+    const raw = new Database(db);
+    migrate(raw, 2);
+    const oldPolicy = { ...policy, network: { rules: [{ name: "api", endpoints: [] }], deny: [] } };
+    raw
+      .prepare(`INSERT INTO sandboxes (id, name, phase, reason, generation, spec, runtime, created_at, updated_at) VALUES ('a', 'demo', 'Ready', NULL, 1, ?, NULL, 't', 't')`)
+      .run(JSON.stringify({ ...spec, policy: oldPolicy }));
+    raw.prepare(`INSERT INTO policies (sandbox_id, revision, policy, hash, created_at) VALUES ('a', 1, ?, '', 't')`).run(JSON.stringify(oldPolicy));
+    raw.close();
+    const s = Store.open(db);
+    expect(s.get("demo")?.spec).toEqual(spec);
+    expect(s.policy("a")?.revision).toBe(1);
+    expect(s.policy("a")?.policy.network.rules[0]?.name).toBe("api");
+    s.close();
   });
 
   it("refuses a database from a newer sandgate", () => {
@@ -43,8 +60,8 @@ describe("store", () => {
 
   it("keeps names unique and records creation in the event log", () => {
     const s = Store.open(db);
-    s.createSandbox({ id: "a", name: "demo", spec });
-    expect(() => s.createSandbox({ id: "b", name: "demo", spec })).toThrow(DuplicateNameError);
+    s.createSandbox({ id: "a", name: "demo", spec, policy });
+    expect(() => s.createSandbox({ id: "b", name: "demo", spec, policy })).toThrow(DuplicateNameError);
     expect(s.list().map((x) => x.id)).toEqual(["a"]);
     expect(s.events("a").map((e) => [e.kind, e.oldPhase, e.newPhase])).toEqual([["phase", null, "Provisioning"]]);
     expect(s.events("b")).toEqual([]);
@@ -53,7 +70,7 @@ describe("store", () => {
 
   it("compare-and-set: a transition against a stale phase or generation changes nothing", () => {
     const s = Store.open(db);
-    s.createSandbox({ id: "a", name: "demo", spec });
+    s.createSandbox({ id: "a", name: "demo", spec, policy });
     const ready = { phase: "Ready" as const, generation: 1, reason: null };
     expect(s.transition("a", { expect: { phase: "Provisioning", generation: 1 }, next: ready })).not.toBeNull();
     // Same write again: the expected phase no longer holds.
@@ -67,7 +84,7 @@ describe("store", () => {
 
   it("stores the reason and runtime with the phase, and clears runtime on request", () => {
     const s = Store.open(db);
-    s.createSandbox({ id: "a", name: "demo", spec });
+    s.createSandbox({ id: "a", name: "demo", spec, policy });
     const runtime = {
       generation: 1,
       nonce: "n",
@@ -93,7 +110,7 @@ describe("store", () => {
   it("tells when a sandbox last entered a phase, ignoring self-transitions and other events", () => {
     let t = 0;
     const s = Store.open(db, { now: () => new Date(Date.UTC(2026, 0, 1, 0, 0, t++)) });
-    s.createSandbox({ id: "a", name: "demo", spec });
+    s.createSandbox({ id: "a", name: "demo", spec, policy });
     const step = (from: "Provisioning" | "Ready" | "Recovering", to: "Ready" | "Recovering") =>
       s.transition("a", { expect: { phase: from, generation: 1 }, next: { phase: to, generation: 1, reason: null } });
     expect(s.enteredPhaseAt("a", "Recovering")).toBeNull();
@@ -107,14 +124,14 @@ describe("store", () => {
 
   it("deletes only a Deleting sandbox and keeps its events", () => {
     const s = Store.open(db);
-    s.createSandbox({ id: "a", name: "demo", spec });
+    s.createSandbox({ id: "a", name: "demo", spec, policy });
     expect(s.deleteSandbox("a", { generation: 1 })).toBe(false);
     s.transition("a", { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Deleting", generation: 1, reason: null } });
     expect(s.deleteSandbox("a", { generation: 1 })).toBe(true);
     expect(s.get("a")).toBeNull();
     expect(s.events("a").map((e) => e.kind)).toEqual(["phase", "phase", "deleted"]);
     // The name is free again.
-    s.createSandbox({ id: "b", name: "demo", spec });
+    s.createSandbox({ id: "b", name: "demo", spec, policy });
     s.close();
   });
 
@@ -122,7 +139,7 @@ describe("store", () => {
     const n = 300;
     const s = Store.open(db);
     for (let i = 0; i < n; i++) {
-      s.createSandbox({ id: `race-${i}`, name: `race-${i}`, spec });
+      s.createSandbox({ id: `race-${i}`, name: `race-${i}`, spec, policy });
       s.transition(`race-${i}`, { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Ready", generation: 1, reason: null } });
     }
     const at = Date.now() + 2500;

@@ -8,33 +8,28 @@ import type { Logger } from "pino";
 import {
   ProvisionError,
   type ComputeDriver,
-  type ContainerIdentity,
-  type ContainerObservation,
   type ExecOptions,
   type ExecSession,
   type LaunchRequest,
-  type ReadinessReport,
   type MonitorConfig,
-  type Role,
+  type MonitorSink,
+  type ReadinessReport,
   type RuntimeMonitor,
-  type RuntimeObservation,
   type RuntimeRecord,
 } from "../contract.js";
-import { NEVER_STARTED } from "./monitor/classify.js";
-import { DockerMonitor } from "./monitor/docker-monitor.js";
-import type { MonitorSink } from "../monitor-sink.js";
 import { ensureGatewayId } from "../../gateway/home.js";
 import { serializePolicy } from "../../policy/index.js";
-import { EngineClient, describe, type EngineResult } from "./engine/client.js";
+import { HEALTH_PORT, LAUNCH_CONFIG_FILE, LAUNCH_DIR, LAUNCH_TOKEN_FILE, PROXY_PORT, type LaunchConfig } from "../../protocol/launch.js";
+import { EngineClient } from "./engine/client.js";
+import { describe, type EngineResult } from "./engine/result.js";
 import type { ContainerInspect } from "./engine/types.js";
 import { startExec } from "./exec-session.js";
+import { expectedInstance, identityOf, notRunningInstance } from "./identity.js";
 import { ensureImages, type EnsureImagesResult } from "./images.js";
+import { DockerMonitor } from "./monitor/docker-monitor.js";
 import {
-  HEALTH_PORT,
   LABEL,
-  LAUNCH_DIR,
   NO_RESOLVER,
-  PROXY_PORT,
   containerName,
   egressNetworkConfig,
   egressNetworkName,
@@ -46,6 +41,7 @@ import {
   workloadConfig,
   type SandboxObjectsInput,
 } from "./objects.js";
+import { runtimeChecks, type RuntimeProbes } from "./readiness.js";
 import { SUPERVISOR_UID } from "./rootfs.js";
 
 export interface DockerDriverOptions {
@@ -63,10 +59,6 @@ export interface DockerDriverOptions {
 function must<T>(step: string, r: EngineResult<T>): T {
   if (r.kind === "ok") return r.body;
   throw new Error(`${step}: ${describe(r)}`);
-}
-
-function identityOf(c: ContainerInspect): ContainerIdentity {
-  return { id: c.Id, name: c.Name.replace(/^\//, ""), imageId: c.Image, startedAt: c.State.StartedAt, pid: c.State.Pid };
 }
 
 export class DockerDriver implements ComputeDriver {
@@ -158,8 +150,8 @@ export class DockerDriver implements ComputeDriver {
   private writeLaunchConfig(req: LaunchRequest): string {
     const dir = this.launchDir(req.sandboxId, req.generation);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const file = join(dir, "launch.json");
-    const config = {
+    const file = join(dir, LAUNCH_CONFIG_FILE);
+    const config: LaunchConfig = {
       sandboxId: req.sandboxId,
       generation: req.generation,
       nonce: req.nonce,
@@ -167,15 +159,15 @@ export class DockerDriver implements ComputeDriver {
       healthPort: HEALTH_PORT,
       policy: JSON.parse(serializePolicy(req.policy.policy)) as unknown,
       policyRevision: req.policy.revision,
-      control: req.control
-        ? { url: req.control.url, fingerprint: req.control.fingerprint, tokenPath: `${LAUNCH_DIR}/token`, graceMs: req.control.graceMs }
-        : undefined,
     };
+    if (req.control) {
+      config.control = { url: req.control.url, fingerprint: req.control.fingerprint, tokenPath: `${LAUNCH_DIR}/${LAUNCH_TOKEN_FILE}`, graceMs: req.control.graceMs };
+    }
     writeFileSync(file, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
     const files = [file];
     if (req.control) {
       // The launch-scoped token: mounted into the supervisor only, never the workload.
-      const tokenFile = join(dir, "token");
+      const tokenFile = join(dir, LAUNCH_TOKEN_FILE);
       writeFileSync(tokenFile, req.control.token + "\n", { mode: 0o600 });
       files.push(tokenFile);
     }
@@ -204,7 +196,7 @@ export class DockerDriver implements ComputeDriver {
     const launchDir = this.writeLaunchConfig(req);
     const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir));
     const supId = this.provisionStep("create supervisor container", sup).Id;
-    this.provisionStep("connect supervisor to egress network", await this.engine.request("POST", `/networks/${egressNetworkName(this.gatewayId)}/connect`, { body: { Container: supId } }));
+    this.provisionStep("connect supervisor to egress network", await this.engine.connectNetwork(egressNetworkName(this.gatewayId), supId));
     this.provisionStep("start supervisor", await this.engine.startContainer(supId));
     const supInspect = this.provisionStep("inspect supervisor", await this.engine.inspectContainer(supId));
     const ip = supInspect.NetworkSettings.Networks?.[networkName(req.sandboxId)]?.IPAddress;
@@ -219,8 +211,8 @@ export class DockerDriver implements ComputeDriver {
       proxyUrl: `http://${ip}:${PROXY_PORT}`,
       defaultImage: workloadImage.isDefault,
       resolvConf: this.resolvConfPath,
-      filesystem: req.spec.policy.filesystem,
-      user: req.spec.policy.process.user,
+      filesystem: req.policy.policy.filesystem,
+      user: req.policy.policy.process.user,
     });
     this.provisionStep("create workload container", await this.engine.createContainer(containerName(req.sandboxId, req.generation, "workload"), config));
   }
@@ -246,40 +238,23 @@ export class DockerDriver implements ComputeDriver {
     };
   }
 
-  /** Evidence, not status: identity, supervisor health and a workload exec probe. */
+  /** Evidence, not status: identities (one inspect per container), supervisor health and a workload exec probe. */
   async verify(req: LaunchRequest, record: RuntimeRecord): Promise<ReadinessReport> {
     const checks: ReadinessReport["checks"] = [];
-    const add = (name: string, ok: boolean, detail?: string): boolean => {
-      checks.push(detail === undefined ? { name, ok } : { name, ok, detail });
-      return ok;
-    };
-    const inspected: Partial<Record<Role, ContainerInspect>> = {};
+    const inspected: Partial<Record<"supervisor" | "workload", ContainerInspect>> = {};
     for (const role of ["supervisor", "workload"] as const) {
       const r = await this.engine.inspectContainer(record[role].id, { timeoutMs: 3000 });
-      if (r.kind !== "ok") {
-        add(`${role} identity`, false, describe(r));
-        continue;
-      }
-      const problem = identityProblem(r.body, record[role], { ...this.input(req), role });
-      if (add(`${role} identity`, problem === null, problem ?? undefined)) inspected[role] = r.body;
+      const problem = r.kind === "ok" ? notRunningInstance(r.body, expectedInstance(this.gatewayId, { sandboxId: req.sandboxId, generation: req.generation, record }, role)) : describe(r);
+      checks.push(problem === null ? { name: `${role} identity`, ok: true } : { name: `${role} identity`, ok: false, detail: problem });
+      if (problem === null && r.kind === "ok") inspected[role] = r.body;
     }
     if (!inspected.supervisor || !inspected.workload) return { ready: false, checks };
-
-    const egressIp = inspected.supervisor.NetworkSettings.Networks?.[egressNetworkName(this.gatewayId)]?.IPAddress;
-    const health = await probeHealth(egressIp);
-    if (!add("supervisor health", health === null, health ?? undefined)) return { ready: false, checks };
-
-    try {
-      const session = await startExec(this.engine, record.workload.id, { cmd: this.probeCommand, tty: false });
-      session.stdin.end();
-      session.stdout.resume();
-      session.stderr.resume();
-      const code = await withTimeout(session.exitCode, 5000, "exec probe timed out");
-      add("workload exec probe", code === 0, code === 0 ? undefined : `${this.probeCommand.join(" ")} exited ${code}`);
-    } catch (err) {
-      add("workload exec probe", false, (err as Error).message);
-    }
+    checks.push(...(await runtimeChecks(this.probes, inspected.supervisor, record)));
     return { ready: checks.every((c) => c.ok), checks };
+  }
+
+  private get probes(): RuntimeProbes {
+    return { engine: this.engine, gatewayId: this.gatewayId, probeCommand: this.probeCommand };
   }
 
   private async listOwned(labels: Record<string, string>): Promise<{ Id: string }[]> {
@@ -316,77 +291,23 @@ export class DockerDriver implements ComputeDriver {
     }
   }
 
-  async inspect(record: RuntimeRecord): Promise<RuntimeObservation> {
-    const observe = async (expected: ContainerIdentity): Promise<ContainerObservation> => {
-      const r = await this.engine.inspectContainer(expected.id, { timeoutMs: 3000 });
-      if (r.kind === "docker" && r.status === 404) return { state: "missing" };
-      if (r.kind !== "ok") return { state: "unreachable", detail: describe(r) };
-      const identity = identityOf(r.body);
-      const s = r.body.State;
-      if (s.Running) return { state: "running", identity };
-      if (s.Status === "created" || s.StartedAt === NEVER_STARTED) return { state: "created", identity };
-      return { state: "exited", identity, exitCode: s.ExitCode, finishedAt: s.FinishedAt };
-    };
-    const [workload, supervisor] = await Promise.all([observe(record.workload), observe(record.supervisor)]);
-    return { workload, supervisor };
-  }
-
   exec(record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession> {
     return startExec(this.engine, record.workload.id, opts);
   }
 
-  /** One monitor for all of this gateway's sandboxes, on its own Docker connection. */
+  /** One monitor for all of this gateway's sandboxes, on a Docker connection of its own. */
   watch(sink: MonitorSink, config: MonitorConfig): RuntimeMonitor {
-    const engine = new EngineClient({ socketPath: this.engine.socketPath, timeoutMs: 3_000 });
-    const monitor = new DockerMonitor({ engine, gatewayId: this.gatewayId, sink, log: this.log, recoveryDeadlineMs: config.recoveryDeadlineMs });
-    const close = monitor.close.bind(monitor);
-    monitor.close = async () => {
-      await close();
-      await engine.close();
-    };
-    return monitor;
+    return new DockerMonitor({
+      socketPath: this.engine.socketPath,
+      gatewayId: this.gatewayId,
+      sink,
+      log: this.log,
+      probeCommand: this.probeCommand,
+      recoveryDeadlineMs: config.recoveryDeadlineMs,
+    });
   }
 
   async close(): Promise<void> {
     await this.engine.close();
   }
-}
-
-/** Null when the container is exactly the recorded instance of this launch, else why not. */
-export function identityProblem(
-  c: ContainerInspect,
-  expected: ContainerIdentity,
-  launch: SandboxObjectsInput & { role: Role },
-): string | null {
-  const labels = c.Config.Labels ?? {};
-  if (c.Id !== expected.id) return `container id ${c.Id.slice(0, 12)} is not the recorded ${expected.id.slice(0, 12)}`;
-  if (labels[LABEL.sandbox] !== launch.sandboxId) return "sandbox label does not match";
-  if (labels[LABEL.gateway] !== launch.gatewayId) return "gateway label does not match";
-  if (labels[LABEL.generation] !== String(launch.generation)) return `generation label ${labels[LABEL.generation]} is not ${launch.generation}`;
-  if (labels[LABEL.role] !== launch.role) return "role label does not match";
-  if (labels[LABEL.nonce] !== launch.nonce) return "launch nonce does not match";
-  if (!c.State.Running) return `not running (${c.State.Status})`;
-  if (c.State.StartedAt !== expected.startedAt) return `started at ${c.State.StartedAt}, not the recorded ${expected.startedAt}: another instance`;
-  return null;
-}
-
-async function probeHealth(ip: string | undefined): Promise<string | null> {
-  if (!ip) return "the supervisor has no egress address";
-  try {
-    const res = await fetch(`http://${ip}:${HEALTH_PORT}/healthz`, { signal: AbortSignal.timeout(1000) });
-    const body = await res.text();
-    return res.ok ? null : `health endpoint answered ${res.status}: ${body.slice(0, 200)}`;
-  } catch (err) {
-    return `health endpoint unreachable: ${(err as Error).message}`;
-  }
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(message)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }

@@ -3,7 +3,8 @@
 
 import { PassThrough, Writable } from "node:stream";
 import type { ExecOptions, ExecSession } from "../contract.js";
-import { describe, type EngineClient } from "./engine/client.js";
+import type { EngineClient } from "./engine/client.js";
+import { describe } from "./engine/result.js";
 import { createDemuxer } from "./engine/demux.js";
 
 export class ExecError extends Error {

@@ -9,7 +9,7 @@ import { createReadStream, existsSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Readable } from "node:stream";
-import { PROJECT_ROOT, resolveSupervisorBundle } from "./bundle.js";
+import { PROJECT_ROOT, resolveSupervisorBundle } from "./supervisor-bundle.js";
 import type { EngineResult } from "./engine/result.js";
 import {
   IMAGE_NODE_PATH,
@@ -41,7 +41,7 @@ export interface ImageRef {
 }
 
 export interface EnsureImagesOptions extends HostInputs {
-  /** Default: resolveSupervisorBundle() (prebuilt dist bundle, else bundled into .cache/). */
+  /** Default: the prebuilt bundle (dist/supervisor/supervisor.mjs, made by `npm run build`). */
   supervisorBundlePath?: string;
   /** Where image tars are cached. Default: <project>/.cache/images. */
   cacheDir?: string;
@@ -87,7 +87,7 @@ export async function planImage(kind: ImageKind, opts: EnsureImagesOptions = {})
   const layout =
     kind === "workload"
       ? await workloadLayout(opts)
-      : await supervisorLayout(opts.supervisorBundlePath ?? (await resolveSupervisorBundle(opts)), opts);
+      : await supervisorLayout(opts.supervisorBundlePath ?? resolveSupervisorBundle(), opts);
   const repo = kind === "workload" ? WORKLOAD_REPO : SUPERVISOR_REPO;
   // The changes carry the hash label, so hash what they say without it.
   const hash = await layoutHash(layout, imageChanges(kind, ""));
@@ -150,7 +150,7 @@ async function ensureImage(engine: ImageEngine, plan: ImagePlan, progress: (msg:
 /** Make sure both images exist in the daemon; import (from cache, or assembled) only what is missing. */
 export async function ensureImages(engine: ImageEngine, opts: EnsureImagesOptions = {}): Promise<EnsureImagesResult> {
   const progress = opts.onProgress ?? ((): void => undefined);
-  const supervisorBundlePath = opts.supervisorBundlePath ?? (await resolveSupervisorBundle(opts));
+  const supervisorBundlePath = opts.supervisorBundlePath ?? resolveSupervisorBundle();
   const [workloadPlan, supervisorPlan] = await Promise.all([planImage("workload", opts), planImage("supervisor", { ...opts, supervisorBundlePath })]);
   const result: EnsureImagesResult = {
     workload: { ref: workloadPlan.ref, id: "" },

@@ -6,6 +6,7 @@ import type { Role } from "../contract.js";
 import type { Resources } from "../../lifecycle/spec.js";
 import type { ContainerCreateConfig, Labels, NetworkCreateConfig, VolumeCreateConfig } from "./engine/types.js";
 import { IMAGE_NODE_PATH, IMAGE_SUPERVISOR_PATH, SUPERVISOR_UID, WORKLOAD_UID } from "./rootfs.js";
+import { LAUNCH_CONFIG_PATH, LAUNCH_DIR } from "../../protocol/launch.js";
 
 export const LABEL = {
   gateway: "sandgate.gateway",
@@ -16,10 +17,6 @@ export const LABEL = {
   nonce: "sandgate.nonce",
 } as const;
 
-export const PROXY_PORT = 3128;
-export const HEALTH_PORT = 9901;
-/** Where the supervisor finds its launch configuration (a read-only bind mount). */
-export const LAUNCH_DIR = "/run/sandgate";
 
 export interface SandboxObjectsInput {
   gatewayId: string;
@@ -101,7 +98,7 @@ export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launch
     Image: imageId,
     Cmd: [IMAGE_NODE_PATH, IMAGE_SUPERVISOR_PATH],
     User: `${SUPERVISOR_UID}:${SUPERVISOR_UID}`,
-    Env: [`SANDGATE_LAUNCH_CONFIG=${LAUNCH_DIR}/launch.json`],
+    Env: [`SANDGATE_LAUNCH_CONFIG=${LAUNCH_CONFIG_PATH}`],
     Labels: containerLabels(i, "supervisor"),
     StopSignal: "SIGTERM",
     StopTimeout: 5,

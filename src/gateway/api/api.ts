@@ -4,39 +4,21 @@ import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { describeReason } from "../../lifecycle/phases.js";
-import type { EventRecord, SandboxRecord } from "../../store/store.js";
 import { CheckPolicyBody, CreateSandboxBody, EventsQuery, SetPolicyBody, WatchQuery, formatZodError } from "./schemas.js";
-import type { BoundaryHealth } from "../control/boundary.js";
 import { tokenMatches } from "./auth.js";
 import { ApiError } from "../errors.js";
+import type { SandboxReadModel } from "../sandboxes/read-model.js";
 import type { SandboxService } from "../sandboxes/service.js";
+import { eventView, sandboxView } from "./views.js";
 
 export interface ApiContext {
+  /** Writes: intents and policy changes. */
   service: SandboxService;
+  /** Reads. */
+  read: SandboxReadModel;
   token: string;
   log: Logger;
   status: () => Record<string, unknown>;
-}
-
-export function sandboxView(s: SandboxRecord, boundary: BoundaryHealth | null = null) {
-  return {
-    id: s.id,
-    name: s.name,
-    phase: s.phase,
-    generation: s.generation,
-    reason: s.reason,
-    reasonText: s.reason ? describeReason(s.reason) : null,
-    spec: s.spec,
-    runtime: s.runtime,
-    boundary,
-    createdAt: s.createdAt,
-    updatedAt: s.updatedAt,
-  };
-}
-
-export function eventView(e: EventRecord) {
-  return { ...e, reasonText: e.reason ? describeReason(e.reason) : null };
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
@@ -48,7 +30,7 @@ function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
 const nameParam = (req: FastifyRequest): string => (req.params as { name: string }).name;
 
 export function buildApi(ctx: ApiContext) {
-  const { service } = ctx;
+  const { service, read } = ctx;
   const app = Fastify({
     loggerInstance: ctx.log,
     // Our own one-line request log (below) replaces fastify's two lines per request.
@@ -83,7 +65,7 @@ export function buildApi(ctx: ApiContext) {
 
   app.get("/v1/status", async () => ctx.status());
 
-  app.get("/v1/sandboxes", async () => ({ sandboxes: service.list().map((s) => sandboxView(s, service.boundaryOf(s.id))) }));
+  app.get("/v1/sandboxes", async () => ({ sandboxes: read.list().map((s) => sandboxView(s, read.boundaryOf(s.id))) }));
 
   app.post("/v1/sandboxes", async (req, reply) => {
     const body = parse(CreateSandboxBody, req.body);
@@ -92,20 +74,20 @@ export function buildApi(ctx: ApiContext) {
   });
 
   app.get("/v1/sandboxes/:name", async (req) => {
-    const s = service.get(nameParam(req));
-    return sandboxView(s, service.boundaryOf(s.id));
+    const s = read.get(nameParam(req));
+    return sandboxView(s, read.boundaryOf(s.id));
   });
 
   app.get("/v1/sandboxes/:name/policy", async (req) => {
-    const p = service.policyOf(nameParam(req));
+    const p = read.policyOf(nameParam(req));
     return { sandbox: p.sandbox.name, revision: p.revision, hash: p.hash, createdAt: p.createdAt, policy: p.policy, boundary: p.boundary };
   });
 
   app.put("/v1/sandboxes/:name/policy", async (req) => {
     const body = parse(SetPolicyBody, req.body);
     const { revision, pushed } = service.setPolicy(nameParam(req), body.policy);
-    const s = service.get(nameParam(req));
-    if (!body.wait) return { revision, pushed, enforced: null, boundary: service.boundaryOf(s.id) };
+    const s = read.get(nameParam(req));
+    if (!body.wait) return { revision, pushed, enforced: null, boundary: read.boundaryOf(s.id) };
     const w = await service.waitForPolicy(s.id, revision, body.wait * 1000);
     return { revision, pushed, enforced: w.enforced, boundary: w.boundary };
   });
@@ -127,8 +109,8 @@ export function buildApi(ctx: ApiContext) {
 
   app.get("/v1/sandboxes/:name/events", async (req) => {
     const q = parse(EventsQuery, req.query);
-    const s = service.get(nameParam(req));
-    return { events: service.store.events(s.id, { afterSeq: q.after, limit: q.limit }).map(eventView) };
+    const s = read.get(nameParam(req));
+    return { events: read.events(s.id, { afterSeq: q.after, limit: q.limit }).map(eventView) };
   });
 
   // Watch streams are hijacked from fastify: end them ourselves on close.
@@ -144,15 +126,15 @@ export function buildApi(ctx: ApiContext) {
 /** Server-Sent Events: one `event: sandbox` per committed event, optionally for one sandbox. */
 function watch(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, streams: Set<ServerResponse>): void {
   const q = parse(WatchQuery, req.query);
-  const only = q.sandbox === undefined ? undefined : ctx.service.get(q.sandbox).id;
+  const only = q.sandbox === undefined ? undefined : ctx.read.get(q.sandbox).id;
   reply.hijack();
   const res = reply.raw;
   streams.add(res);
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" });
   res.write(": sandgate watch\n\n");
-  const off = ctx.service.store.onEvent((e) => {
+  const off = ctx.read.onEvent((e) => {
     if (only !== undefined && e.sandboxId !== only) return;
-    const s = ctx.service.store.get(e.sandboxId);
+    const s = ctx.read.find(e.sandboxId);
     res.write(`event: sandbox\nid: ${e.seq}\ndata: ${JSON.stringify({ event: eventView(e), sandbox: s ? sandboxView(s) : null })}\n\n`);
   });
   // Comments keep idle proxies and clients from timing the stream out.

@@ -22,9 +22,6 @@ export const TransportCode = {
   UNKNOWN: "UNKNOWN",
 } as const;
 
-export function isOk<T>(r: EngineResult<T>): r is Ok<T> {
-  return r.kind === "ok";
-}
 
 export function transport(code: string, message: string): TransportFailure {
   return { kind: "transport", code, message };
@@ -54,8 +51,6 @@ export function describe(r: EngineResult<unknown> | { kind: "eof" } | { kind: "a
   }
 }
 
-/** Alias of describe(), for modules where a test framework's describe() is in scope. */
-export const describeResult = describe;
 
 function oneLine(s: string): string {
   return s.replace(/\s+/g, " ").trim();

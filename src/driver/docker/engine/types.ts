@@ -113,11 +113,6 @@ export interface ContainerCreateResponse {
   Warnings: string[] | null;
 }
 
-export interface WaitResponse {
-  StatusCode: number;
-  Error?: { Message: string } | null;
-}
-
 export interface NetworkCreateConfig {
   Name: string;
   Driver?: string;

@@ -6,21 +6,26 @@
 // from re-read state (inspect), never from replayed events.
 
 import type { Logger } from "pino";
-import type { RuntimeMonitor } from "../../contract.js";
-import { describe, type EngineResult } from "../engine/result.js";
-import type { ContainerInspect, ContainerSummary, DockerEvent } from "../engine/types.js";
-import type { EngineClient } from "../engine/client.js";
-import { LABEL, containerName } from "../objects.js";
+import type { MonitorSink, ReadinessReport, RuntimeMonitor, Watched } from "../../contract.js";
 import type { LifecycleEvent } from "../../../lifecycle/phases.js";
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "../../../util/backoff.js";
-import { classifyInspect, isTerminal, type ExpectedInstance, type Verdict } from "./classify.js";
-import { decide, type RoleVerdicts } from "./decide.js";
 import { Limiter } from "../../../util/limiter.js";
-import { MonitorRegistry, type Watched } from "./registry.js";
-import type { MonitorSink } from "../../monitor-sink.js";
+import { EngineClient } from "../engine/client.js";
+import { describe, type EngineResult } from "../engine/result.js";
+import type { ContainerInspect, ContainerSummary, DockerEvent } from "../engine/types.js";
+import { expectedInstance } from "../identity.js";
+import { LABEL, containerName } from "../objects.js";
+import { runtimeChecks } from "../readiness.js";
+import { HEALTH_PORT } from "../../../protocol/launch.js";
+import { classifyInspect, isTerminal, type Verdict } from "./classify.js";
+import { decide, type RoleVerdicts } from "./decide.js";
+import { MonitorRegistry } from "./registry.js";
 
 export interface MonitorOptions {
-  engine: EngineClient;
+  /** The Docker socket; the monitor opens (and closes) a connection of its own. */
+  socketPath: string;
+  /** Deadline of each Docker call the monitor makes. Default 3000. */
+  engineTimeoutMs?: number;
   gatewayId: string;
   sink: MonitorSink;
   log: Logger;
@@ -34,6 +39,10 @@ export interface MonitorOptions {
   attributionGraceMs?: number;
   backoff?: BackoffPolicy;
   random?: () => number;
+  /** Command run in the workload as the exec probe of a re-verification. Default ["true"]. */
+  probeCommand?: string[];
+  /** The supervisors' health port. Default HEALTH_PORT. */
+  healthPort?: number;
 }
 
 export interface MonitorMetrics {
@@ -66,7 +75,7 @@ const WATCHED_ACTIONS = new Set(["die", "kill", "oom", "stop", "destroy", "start
 
 export class DockerMonitor implements RuntimeMonitor {
   readonly registry = new MonitorRegistry();
-  private readonly opts: Required<Omit<MonitorOptions, "engine" | "sink" | "log" | "gatewayId">>;
+  private readonly opts: Required<Omit<MonitorOptions, "socketPath" | "engineTimeoutMs" | "sink" | "log" | "gatewayId">>;
   private readonly engine: EngineClient;
   private readonly sink: MonitorSink;
   private readonly log: Logger;
@@ -94,7 +103,7 @@ export class DockerMonitor implements RuntimeMonitor {
   };
 
   constructor(o: MonitorOptions) {
-    this.engine = o.engine;
+    this.engine = new EngineClient({ socketPath: o.socketPath, timeoutMs: o.engineTimeoutMs ?? 3_000 });
     this.sink = o.sink;
     this.log = o.log.child({ component: "monitor" });
     this.gatewayId = o.gatewayId;
@@ -106,6 +115,8 @@ export class DockerMonitor implements RuntimeMonitor {
       attributionGraceMs: o.attributionGraceMs ?? 750,
       backoff: o.backoff ?? DEFAULT_BACKOFF,
       random: o.random ?? Math.random,
+      probeCommand: o.probeCommand ?? ["true"],
+      healthPort: o.healthPort ?? HEALTH_PORT,
     };
   }
 
@@ -164,6 +175,7 @@ export class DockerMonitor implements RuntimeMonitor {
     this.stream?.abort();
     await this.loop;
     while (this.inflight.size > 0) await Promise.all([...this.inflight.values()]);
+    await this.engine.close();
   }
 
   private every(ms: number, fn: () => void): void {
@@ -317,24 +329,9 @@ export class DockerMonitor implements RuntimeMonitor {
     this.inflight.set(sandboxId, p);
   }
 
-  private expected(w: Watched, role: "workload" | "supervisor"): ExpectedInstance {
-    const id = w.record[role];
-    return {
-      id: id.id,
-      startedAt: id.startedAt,
-      pid: id.pid,
-      labels: {
-        [LABEL.gateway]: this.gatewayId,
-        [LABEL.sandbox]: w.sandboxId,
-        [LABEL.generation]: String(w.generation),
-        [LABEL.role]: role,
-        [LABEL.nonce]: w.record.nonce,
-      },
-    };
-  }
-
-  private async verdictFor(w: Watched, role: "workload" | "supervisor"): Promise<Verdict> {
-    const expected = this.expected(w, role);
+  /** One inspect of the recorded instance, classified; the answer is kept for re-verification. */
+  private async verdictFor(w: Watched, role: "workload" | "supervisor"): Promise<{ verdict: Verdict; inspect?: ContainerInspect }> {
+    const expected = expectedInstance(this.gatewayId, w, role);
     const r: EngineResult<ContainerInspect> = await this.engine.inspectContainer(expected.id, { timeoutMs: this.opts.pingTimeoutMs });
     let v = classifyInspect(r, expected);
     if (v.kind === "Gone") {
@@ -346,7 +343,19 @@ export class DockerMonitor implements RuntimeMonitor {
     }
     this.m.classifications[COUNTER[v.kind]]++;
     this.log.info({ sandboxId: w.sandboxId, generation: w.generation, role, instance: { id: expected.id.slice(0, 12), startedAt: expected.startedAt }, verdict: v }, "classification");
-    return v;
+    return v.kind === "Alive" && r.kind === "ok" ? { verdict: v, inspect: r.body } : { verdict: v };
+  }
+
+  /**
+   * Everything a Recovering sandbox must prove before it is Ready again, on the
+   * inspect answers that showed both instances alive: supervisor health, an exec
+   * probe, and the gateway's own evidence of a healthy control session.
+   */
+  private async reverify(w: Watched, supervisor: ContainerInspect): Promise<ReadinessReport> {
+    const checks = [{ name: "supervisor identity", ok: true }, { name: "workload identity", ok: true }];
+    checks.push(...(await runtimeChecks({ engine: this.engine, gatewayId: this.gatewayId, probeCommand: this.opts.probeCommand, healthPort: this.opts.healthPort }, supervisor, w.record)));
+    if (checks.every((c) => c.ok)) checks.push(this.sink.boundary(w.sandboxId, w.generation));
+    return { ready: checks.every((c) => c.ok), checks };
   }
 
   private async checkOnce(sandboxId: string): Promise<void> {
@@ -354,14 +363,14 @@ export class DockerMonitor implements RuntimeMonitor {
     if (!w) return;
     let supervisor = await this.verdictFor(w, "supervisor");
     const workload = await this.verdictFor(w, "workload");
-    if (isTerminal(workload) && supervisor.kind === "Alive") {
+    if (isTerminal(workload.verdict) && supervisor.verdict.kind === "Alive") {
       // When both go down together (a daemon stopping its containers), the
       // boundary's failure is the cause to report: give the supervisor's exit a
       // moment to land before blaming the workload.
       await this.pause(this.opts.attributionGraceMs);
       supervisor = await this.verdictFor(w, "supervisor");
     }
-    const verdicts: RoleVerdicts = { supervisor, workload };
+    const verdicts: RoleVerdicts = { supervisor: supervisor.verdict, workload: workload.verdict };
     if (!this.registry.isCurrent(sandboxId, w.generation)) {
       this.m.classifications.stale_dropped++;
       return;
@@ -384,7 +393,9 @@ export class DockerMonitor implements RuntimeMonitor {
         await this.lose(w, d.cause);
         return;
       case "verify": {
-        const report = await this.sink.verify(sandboxId, w.generation);
+        // decide() says verify only when both verdicts are Alive, which carry their inspect.
+        if (!supervisor.inspect) return;
+        const report = await this.reverify(w, supervisor.inspect);
         if (!report.ready) {
           this.log.info({ sandboxId, generation: w.generation, checks: report.checks }, "not yet verified; still Recovering");
           return;

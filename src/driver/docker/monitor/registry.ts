@@ -2,14 +2,7 @@
 // is a no-op, arming an older one is refused, arming a newer one replaces the
 // older: a duplicate or a stale monitor cannot exist.
 
-import type { RuntimeRecord } from "../../contract.js";
-
-export interface Watched {
-  sandboxId: string;
-  name: string;
-  generation: number;
-  record: RuntimeRecord;
-}
+import type { Watched } from "../../contract.js";
 
 export type ArmResult = "armed" | "already-armed" | "replaced-older" | "refused-older";
 

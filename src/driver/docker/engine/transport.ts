@@ -1,0 +1,415 @@
+// The Engine API transport over the Unix socket, on undici (not dockerode, which
+// hangs forever when the socket is cut mid-response). Knows HTTP, deadlines,
+// version negotiation and the three shapes of answer (one JSON body, a JSON-lines
+// stream, a hijacked raw socket); knows nothing of containers or images.
+//
+// Contract: every method resolves with a typed result; nothing throws and nothing hangs.
+// - Short calls have an overall deadline of our own (dockerd accepts connections while it
+//   restores and then answers nothing) plus undici's headers/body timeouts as a backstop.
+// - Streams have bodyTimeout 0 and no deadline, but a headers timeout: dockerd flushes
+//   their headers at once, so missing headers mean a hung daemon.
+// - A socket cut at any point surfaces as a TransportFailure carrying undici's code.
+import { Agent } from "undici";
+import type { Dispatcher } from "undici";
+import type { IncomingHttpHeaders } from "node:http";
+import type { Duplex, Readable } from "node:stream";
+import { CallGuard } from "./call.js";
+import { createJsonLineSplitter } from "./lines.js";
+import { TransportCode, dockerError, ok, transport } from "./result.js";
+import type { DockerError, EngineResult, TransportFailure } from "./result.js";
+import { negotiateApiVersion } from "./version.js";
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+/** Host part of request URLs; dockerd ignores it on a Unix socket. */
+const ORIGIN = "http://docker";
+
+export type QueryValue = string | number | boolean | string[] | undefined;
+export type Query = Record<string, QueryValue>;
+
+export interface CallOptions {
+  /** Overall deadline for this call (default: the transport's timeoutMs). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface RequestOptions extends CallOptions {
+  query?: Query;
+  /** Sent as JSON. */
+  body?: unknown;
+}
+
+export type StreamEnd = { kind: "eof" } | { kind: "aborted" } | TransportFailure | DockerError;
+
+export interface StreamOptions {
+  query?: Query;
+  signal?: AbortSignal;
+  /** Called once when the response headers arrive (the stream is live). */
+  onOpen?: () => void;
+}
+
+export interface PingBody {
+  /** The version this client now uses (path prefix /v{apiVersion}). */
+  apiVersion: string;
+  /** What the daemon announced in its API-Version header, if anything. */
+  serverApiVersion: string | undefined;
+}
+
+type Opened = { kind: "response"; status: number; headers: IncomingHttpHeaders; body: Dispatcher.ResponseData["body"] };
+
+interface OpenOptions {
+  versioned: boolean;
+  query?: Query;
+  body?: string | Readable;
+  contentType?: string;
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+  guard: CallGuard;
+}
+
+export class EngineTransport {
+  readonly socketPath: string;
+  readonly timeoutMs: number;
+  private readonly dispatcher: Agent;
+  private version: string | undefined;
+  private negotiation: Promise<EngineResult<PingBody>> | undefined;
+  private closed = false;
+
+  constructor(opts: { socketPath: string; timeoutMs?: number }) {
+    this.socketPath = opts.socketPath;
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.dispatcher = new Agent({
+      connect: { socketPath: opts.socketPath, timeout: this.timeoutMs },
+      headersTimeout: this.timeoutMs,
+      bodyTimeout: this.timeoutMs,
+    });
+  }
+
+  /** The negotiated API version, once known. */
+  get apiVersion(): string | undefined {
+    return this.version;
+  }
+
+  /** Destroys the dispatcher and its sockets; in-flight calls end as transport failures. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.dispatcher.destroy();
+  }
+
+  /** GET /_ping; (re)negotiates the API version from its API-Version header. */
+  async ping(opts: CallOptions = {}): Promise<EngineResult<PingBody>> {
+    const guard = new CallGuard(opts.signal);
+    guard.arm(opts.timeoutMs ?? this.timeoutMs);
+    try {
+      const r = await this.open("GET", "/_ping", this.shortOpen(guard, opts, false));
+      if (r.kind !== "response") return r;
+      const buf = await readAll(r.body, guard);
+      if (!Buffer.isBuffer(buf)) return buf;
+      if (r.status >= 400) return errorFromBody(r.status, buf);
+      const announced = headerValue(r.headers["api-version"]);
+      this.version = negotiateApiVersion(announced);
+      return ok(r.status, { apiVersion: this.version, serverApiVersion: announced });
+    } finally {
+      guard.dispose();
+    }
+  }
+
+  /** Negotiates once; concurrent first calls share one ping. */
+  private async ensureVersion(opts: CallOptions): Promise<TransportFailure | DockerError | undefined> {
+    if (this.version !== undefined) return undefined;
+    this.negotiation ??= this.ping({ timeoutMs: opts.timeoutMs ?? this.timeoutMs }).finally(() => {
+      this.negotiation = undefined;
+    });
+    const r = await this.negotiation;
+    if (r.kind !== "ok") return r;
+    if (opts.signal?.aborted) return transport(TransportCode.ABORTED, "aborted by caller");
+    return undefined;
+  }
+
+  /**
+   * One short call to `path` (without the version prefix). JSON answers are parsed;
+   * an empty answer (204, 304, ...) gives body undefined; 4xx/5xx give a DockerError.
+   */
+  async request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<EngineResult<T>> {
+    const pending = await this.ensureVersion(opts);
+    if (pending) return pending;
+    const guard = new CallGuard(opts.signal);
+    guard.arm(opts.timeoutMs ?? this.timeoutMs);
+    try {
+      const hasBody = opts.body !== undefined;
+      const r = await this.open(method, path, {
+        ...this.shortOpen(guard, opts, true),
+        query: opts.query,
+        ...(hasBody ? { body: JSON.stringify(opts.body), contentType: "application/json" } : {}),
+      });
+      if (r.kind !== "response") return r;
+      const buf = await readAll(r.body, guard);
+      if (!Buffer.isBuffer(buf)) return buf;
+      if (r.status >= 400) return errorFromBody(r.status, buf);
+      if (buf.length === 0) return ok(r.status, undefined as T);
+      const parsed = parseJson(buf);
+      if (parsed.kind !== "ok") return parsed;
+      return ok(r.status, parsed.body as T);
+    } finally {
+      guard.dispose();
+    }
+  }
+
+  /**
+   * A call whose body is a stream (e.g. an image tar) and whose answer is read whole,
+   * under one deadline for both. The body stream is consumed, or destroyed if the call
+   * fails before sending it.
+   */
+  async upload(method: string, path: string, body: Readable, o: { contentType: string; query?: Query; timeoutMs: number; signal?: AbortSignal }): Promise<EngineResult<Buffer>> {
+    const pending = await this.ensureVersion(o);
+    if (pending) {
+      body.destroy();
+      return pending;
+    }
+    const guard = new CallGuard(o.signal);
+    guard.arm(o.timeoutMs);
+    try {
+      const r = await this.open(method, path, {
+        versioned: true,
+        guard,
+        query: o.query,
+        body,
+        contentType: o.contentType,
+        headersTimeoutMs: o.timeoutMs,
+        bodyTimeoutMs: o.timeoutMs,
+      });
+      if (r.kind !== "response") return r;
+      const buf = await readAll(r.body, guard);
+      if (!Buffer.isBuffer(buf)) return buf;
+      if (r.status >= 400) return errorFromBody(r.status, buf);
+      return ok(r.status, buf);
+    } finally {
+      guard.dispose();
+    }
+  }
+
+  /**
+   * A GET answered with newline-delimited JSON, calling onValue per message. Resolves
+   * (never rejects) when the stream ends: eof (clean end: a disconnect all the same),
+   * aborted (the caller's signal), a TransportFailure (cut, non-JSON line, onValue
+   * threw) or a DockerError (e.g. bad filters).
+   */
+  async jsonLines(path: string, opts: StreamOptions, onValue: (v: unknown) => void): Promise<StreamEnd> {
+    const pending = await this.ensureVersion(opts);
+    if (pending) return pending.kind === "transport" && pending.code === TransportCode.ABORTED ? { kind: "aborted" } : pending;
+    const guard = new CallGuard(opts.signal);
+    const ended = (f: TransportFailure): StreamEnd => (guard.cause === "caller" ? { kind: "aborted" } : f);
+    try {
+      const r = await this.open("GET", path, { versioned: true, guard, query: opts.query, headersTimeoutMs: this.timeoutMs, bodyTimeoutMs: 0 });
+      if (r.kind !== "response") return ended(r);
+      if (r.status >= 400) {
+        const e = await this.readError(r, guard);
+        return e.kind === "transport" ? ended(e) : e;
+      }
+      const splitter = createJsonLineSplitter();
+      const deliver = (lines: ReturnType<typeof splitter.push>): TransportFailure | undefined => {
+        for (const line of lines) {
+          if (!line.ok) return transport(TransportCode.BAD_BODY, `stream sent a non-JSON line: ${line.line.slice(0, 200)}`);
+          try {
+            onValue(line.value);
+          } catch (err) {
+            return transport(TransportCode.HANDLER_ERROR, `onEvent threw: ${err instanceof Error ? err.message : String(err)}`);
+          }
+        }
+        return undefined;
+      };
+      try {
+        opts.onOpen?.();
+      } catch (err) {
+        r.body.destroy();
+        return transport(TransportCode.HANDLER_ERROR, `onOpen threw: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      try {
+        // Returning from inside the loop destroys the body (and its socket).
+        for await (const chunk of r.body as AsyncIterable<Buffer>) {
+          const bad = deliver(splitter.push(chunk));
+          if (bad) return bad;
+        }
+        return deliver(splitter.end()) ?? { kind: "eof" };
+      } catch (err) {
+        return ended(guard.failure(err));
+      }
+    } finally {
+      guard.dispose();
+    }
+  }
+
+  /**
+   * A POST hijacked through an HTTP upgrade (Docker's exec start). Resolves with the raw
+   * socket, which then belongs to the caller; the deadline covers only the upgrade.
+   */
+  async hijack(path: string, body: unknown, opts: CallOptions = {}): Promise<EngineResult<Duplex>> {
+    const pending = await this.ensureVersion(opts);
+    if (pending) return pending;
+    const t = opts.timeoutMs ?? this.timeoutMs;
+    const guard = new CallGuard(opts.signal);
+    guard.arm(t);
+    try {
+      return await this.upgrade(
+        {
+          origin: ORIGIN,
+          path: this.fullPath(path, true, undefined),
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+          upgrade: "tcp", // undici then sends Connection: upgrade, Upgrade: tcp
+          headersTimeout: t,
+          bodyTimeout: t,
+        },
+        guard,
+      );
+    } finally {
+      guard.dispose();
+    }
+  }
+
+  /** Reads a 4xx/5xx body under the short deadline (armed now). */
+  private async readError(r: Opened, guard: CallGuard): Promise<DockerError | TransportFailure> {
+    guard.arm(this.timeoutMs);
+    const buf = await readAll(r.body, guard);
+    if (!Buffer.isBuffer(buf)) return buf;
+    return errorFromBody(r.status, buf);
+  }
+
+  /** Undici timeouts of a short call: the same as its deadline, as a backstop for it. */
+  private shortOpen(guard: CallGuard, opts: CallOptions, versioned: boolean): OpenOptions {
+    const t = opts.timeoutMs ?? this.timeoutMs;
+    return { versioned, guard, headersTimeoutMs: t, bodyTimeoutMs: t };
+  }
+
+  private fullPath(path: string, versioned: boolean, query: Query | undefined): string {
+    const prefix = versioned ? `/v${this.version ?? negotiateApiVersion(undefined)}` : "";
+    const qs = encodeQuery(query);
+    return `${prefix}${path}${qs === "" ? "" : `?${qs}`}`;
+  }
+
+  private async open(method: string, path: string, o: OpenOptions): Promise<Opened | TransportFailure> {
+    if (o.guard.cause !== undefined) return o.guard.failure(undefined);
+    try {
+      const res = await this.dispatcher.request({
+        origin: ORIGIN,
+        path: this.fullPath(path, o.versioned, o.query),
+        method,
+        headers: o.contentType !== undefined ? { "content-type": o.contentType } : {},
+        body: o.body ?? null,
+        headersTimeout: o.headersTimeoutMs,
+        bodyTimeout: o.bodyTimeoutMs,
+        signal: o.guard.signal,
+      });
+      return { kind: "response", status: res.statusCode, headers: res.headers, body: res.body };
+    } catch (err) {
+      return o.guard.failure(err);
+    }
+  }
+
+  /**
+   * A raw dispatch rather than undici's upgrade(): that one turns a non-101 answer into
+   * "bad upgrade" and drops Docker's error message (404 no such exec, 409 not running).
+   */
+  private upgrade(dispatchOpts: Dispatcher.DispatchOptions, guard: CallGuard): Promise<EngineResult<Duplex>> {
+    return new Promise((resolve) => {
+      let settled = false;
+      let controller: Dispatcher.DispatchController | undefined;
+      let status = 0;
+      const chunks: Buffer[] = [];
+      const settle = (r: EngineResult<Duplex>): void => {
+        if (settled) return;
+        settled = true;
+        resolve(r);
+      };
+      guard.onAbort(() => {
+        controller?.abort(new Error("aborted"));
+        settle(guard.failure(undefined));
+      });
+      const handler: Dispatcher.DispatchHandler = {
+        onRequestStart(c) {
+          controller = c;
+          if (settled) c.abort(new Error("aborted"));
+        },
+        onRequestUpgrade(_c, statusCode, _headers, socket) {
+          if (settled) {
+            socket.destroy();
+            return;
+          }
+          settle(ok(statusCode, socket));
+        },
+        onResponseStart(_c, statusCode) {
+          status = statusCode;
+        },
+        onResponseData(_c, chunk) {
+          chunks.push(chunk);
+        },
+        onResponseEnd() {
+          const buf = Buffer.concat(chunks);
+          if (status >= 400) settle(errorFromBody(status, buf));
+          else settle(transport("NO_UPGRADE", `the upgrade was answered with HTTP ${status} instead of 101 Switching Protocols`));
+        },
+        onResponseError(_c, err) {
+          settle(guard.failure(err));
+        },
+      };
+      try {
+        this.dispatcher.dispatch(dispatchOpts, handler);
+      } catch (err) {
+        settle(guard.failure(err));
+      }
+    });
+  }
+}
+
+// ---- helpers -------------------------------------------------------------------------
+
+async function readAll(body: AsyncIterable<Buffer>, guard: CallGuard): Promise<Buffer | TransportFailure> {
+  const chunks: Buffer[] = [];
+  try {
+    for await (const chunk of body) chunks.push(chunk);
+    return Buffer.concat(chunks);
+  } catch (err) {
+    return guard.failure(err);
+  }
+}
+
+export function parseJson(buf: Buffer): { kind: "ok"; body: unknown } | TransportFailure {
+  try {
+    return { kind: "ok", body: JSON.parse(buf.toString("utf8")) as unknown };
+  } catch {
+    return transport(TransportCode.BAD_BODY, `expected JSON, got ${buf.length} bytes: ${snippet(buf)}`);
+  }
+}
+
+export function errorFromBody(status: number, buf: Buffer): DockerError {
+  const text = buf.toString("utf8").trim();
+  try {
+    const parsed = JSON.parse(text) as { message?: unknown };
+    if (typeof parsed.message === "string") return dockerError(status, parsed.message);
+  } catch {
+    // not JSON: fall through to the raw text
+  }
+  return dockerError(status, text === "" ? `HTTP ${status}` : text.slice(0, 500));
+}
+
+export function snippet(buf: Buffer): string {
+  return JSON.stringify(buf.subarray(0, 120).toString("utf8"));
+}
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** Undefined values are left out; arrays repeat the key (e.g. changes=...&changes=...). */
+export function encodeQuery(query: Query | undefined): string {
+  if (!query) return "";
+  const qs = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) {
+    if (v === undefined) continue;
+    if (Array.isArray(v)) for (const item of v) qs.append(k, item);
+    else qs.append(k, String(v));
+  }
+  return qs.toString();
+}

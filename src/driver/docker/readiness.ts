@@ -1,0 +1,60 @@
+// The runtime's evidence that a generation's boundary is up, after its identities
+// have been checked (identity.ts): the supervisor's health endpoint answers on the
+// egress network, and a probe command runs in the workload. Used at provisioning
+// (DockerDriver.verify) and in recovery (the monitor), on the same inspect answers
+// the identity check read, so each check inspects each container once.
+
+import type { ReadinessCheck, RuntimeRecord } from "../contract.js";
+import { HEALTH_PORT } from "../../protocol/launch.js";
+import { withTimeout } from "../../util/timeout.js";
+import type { EngineClient } from "./engine/client.js";
+import type { ContainerInspect } from "./engine/types.js";
+import { startExec } from "./exec-session.js";
+import { egressNetworkName } from "./objects.js";
+
+export interface RuntimeProbes {
+  engine: EngineClient;
+  gatewayId: string;
+  /** Command run in the workload as the exec probe. */
+  probeCommand: string[];
+  /** The supervisor's health port (HEALTH_PORT; another only where a test serves it). */
+  healthPort?: number;
+  healthTimeoutMs?: number;
+  execTimeoutMs?: number;
+}
+
+/** Health endpoint, then exec probe; stops at the first failure. */
+export async function runtimeChecks(p: RuntimeProbes, supervisor: ContainerInspect, record: RuntimeRecord): Promise<ReadinessCheck[]> {
+  const checks: ReadinessCheck[] = [];
+  const egressIp = supervisor.NetworkSettings.Networks?.[egressNetworkName(p.gatewayId)]?.IPAddress;
+  const health = await probeHealth(egressIp, p.healthPort ?? HEALTH_PORT, p.healthTimeoutMs ?? 1000);
+  checks.push(health === null ? { name: "supervisor health", ok: true } : { name: "supervisor health", ok: false, detail: health });
+  if (health !== null) return checks;
+  const probe = await execProbe(p, record.workload.id, p.execTimeoutMs ?? 5000);
+  checks.push(probe === null ? { name: "workload exec probe", ok: true } : { name: "workload exec probe", ok: false, detail: probe });
+  return checks;
+}
+
+async function probeHealth(ip: string | undefined, port: number, timeoutMs: number): Promise<string | null> {
+  if (!ip) return "the supervisor has no egress address";
+  try {
+    const res = await fetch(`http://${ip}:${port}/healthz`, { signal: AbortSignal.timeout(timeoutMs) });
+    const body = await res.text();
+    return res.ok ? null : `health endpoint answered ${res.status}: ${body.slice(0, 200)}`;
+  } catch (err) {
+    return `health endpoint unreachable: ${(err as Error).message}`;
+  }
+}
+
+async function execProbe(p: RuntimeProbes, workloadId: string, timeoutMs: number): Promise<string | null> {
+  try {
+    const session = await startExec(p.engine, workloadId, { cmd: p.probeCommand, tty: false });
+    session.stdin.end();
+    session.stdout.resume();
+    session.stderr.resume();
+    const code = await withTimeout(session.exitCode, timeoutMs, "exec probe timed out").finally(() => session.close());
+    return code === 0 ? null : `${p.probeCommand.join(" ")} exited ${code}`;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}

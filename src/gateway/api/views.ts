@@ -1,0 +1,25 @@
+// The API's JSON shapes of stored records.
+
+import { describeReason } from "../../lifecycle/phases.js";
+import type { EventRecord, SandboxRecord } from "../../store/store.js";
+import type { BoundaryHealth } from "../control/boundary.js";
+
+export function sandboxView(s: SandboxRecord, boundary: BoundaryHealth | null = null) {
+  return {
+    id: s.id,
+    name: s.name,
+    phase: s.phase,
+    generation: s.generation,
+    reason: s.reason,
+    reasonText: s.reason ? describeReason(s.reason) : null,
+    spec: s.spec,
+    runtime: s.runtime,
+    boundary,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+  };
+}
+
+export function eventView(e: EventRecord) {
+  return { ...e, reasonText: e.reason ? describeReason(e.reason) : null };
+}

@@ -1,0 +1,80 @@
+// The sandbox lifecycle, assembled: controller, generation handles, the serial
+// queue, runtime gate, tasks, the recovery sink and the runtime monitor it feeds,
+// the read model and the service. The gateway process wires this to its API and
+// control plane; unit tests wire it to a fake runtime.
+
+import type { Logger } from "pino";
+import type { ComputeDriver, RuntimeMonitor } from "../../driver/contract.js";
+import type { Store } from "../../store/store.js";
+import { KeyedSerial } from "../../util/keyed-serial.js";
+import type { ControlPlane } from "../control/control-plane.js";
+import { LifecycleController } from "./controller.js";
+import { Generations } from "./generations.js";
+import { SandboxReadModel } from "./read-model.js";
+import { recoverySink } from "./recovery.js";
+import { RuntimeGate } from "./runtime-gate.js";
+import { SandboxService, type ServiceOptions } from "./service.js";
+import { LifecycleTasks } from "./tasks.js";
+
+export interface Lifecycle {
+  service: SandboxService;
+  read: SandboxReadModel;
+  runtime: RuntimeGate;
+  monitor: RuntimeMonitor | null;
+  /** The launch a supervisor of this sandbox must prove it belongs to, or null. */
+  expectedLaunch(sandboxId: string): { generation: number; nonce: string } | null;
+  /** Finish what a previous gateway left, adopt running sandboxes, start monitoring. */
+  resume(): void;
+  /** Resolves when no lifecycle work is queued or running. */
+  idle(): Promise<void>;
+  pending(): { tasks: number; checks: number; timers: number };
+  close(): Promise<void>;
+}
+
+export function createLifecycle(d: { store: Store; driver: ComputeDriver; control: ControlPlane | null; log: Logger; options?: ServiceOptions }): Lifecycle {
+  const { store, driver, control, log } = d;
+  const generations = new Generations(control?.boundary ?? null, log);
+  // Every committed phase change settles its generation's handle, whoever made it.
+  const unsubscribe = store.onEvent((e) => {
+    if (e.kind !== "phase" && e.kind !== "deleted") return;
+    try {
+      generations.settle(e.sandboxId, e.generation, e.newPhase);
+    } catch (err) {
+      log.error({ sandboxId: e.sandboxId, err }, "settling a generation failed");
+    }
+  });
+  const controller = new LifecycleController(store, log);
+  const serial = new KeyedSerial();
+  const runtime = new RuntimeGate(driver, control, log);
+  const read = new SandboxReadModel(store, control);
+  const monitor = driver.watch(recoverySink({ store, controller, driver, generations, control, serial, log }), {
+    recoveryDeadlineMs: d.options?.recoveryDeadlineMs,
+  });
+  const tasks = new LifecycleTasks({ store, controller, driver, control, generations, monitor, serial, log, readyTimeoutMs: d.options?.readyTimeoutMs ?? 30_000 });
+  const service = new SandboxService({ store, driver, control, controller, generations, tasks, runtime, read, log });
+  return {
+    service,
+    read,
+    runtime,
+    monitor,
+    expectedLaunch: (id) => {
+      const s = store.get(id);
+      return generations.expectedLaunch(id, s && { phase: s.phase, generation: s.generation });
+    },
+    resume: () => tasks.resume(),
+    idle: () => serial.idle(),
+    pending: () => {
+      const m = monitor?.pending() ?? { checks: 0, timers: 0 };
+      return { tasks: serial.size, checks: m.checks, timers: m.timers + generations.timers() };
+    },
+    close: async () => {
+      service.close();
+      tasks.close();
+      await monitor?.close();
+      await runtime.close();
+      await serial.idle();
+      generations.closeAll();
+      unsubscribe();
+    },
+  };
+}

@@ -1,0 +1,56 @@
+// What the API reads: sandboxes, their event log, their active policy and their
+// boundary health. Reads only; every write goes through the SandboxService.
+
+import type { EventRecord, PolicyRevision, SandboxRecord, Store } from "../../store/store.js";
+import type { BoundaryHealth } from "../control/boundary.js";
+import type { ControlPlane } from "../control/control-plane.js";
+import { notFound } from "../errors.js";
+
+export class SandboxReadModel {
+  constructor(
+    private readonly store: Store,
+    private readonly control: ControlPlane | null,
+  ) {}
+
+  /** By name or id; throws 404. */
+  get(nameOrId: string): SandboxRecord {
+    const s = this.store.get(nameOrId);
+    if (!s) throw notFound(nameOrId);
+    return s;
+  }
+
+  /** By name or id, or null. */
+  find(nameOrId: string): SandboxRecord | null {
+    return this.store.get(nameOrId);
+  }
+
+  list(): SandboxRecord[] {
+    return this.store.list();
+  }
+
+  countByPhase(): Record<string, number> {
+    const counts: Record<string, number> = {};
+    for (const s of this.store.list()) counts[s.phase] = (counts[s.phase] ?? 0) + 1;
+    return counts;
+  }
+
+  events(sandboxId: string, opts: { afterSeq?: number; limit?: number } = {}): EventRecord[] {
+    return this.store.events(sandboxId, opts);
+  }
+
+  /** Called after every committed event (watch streams); returns the unsubscribe function. */
+  onEvent(listener: (e: EventRecord) => void): () => void {
+    return this.store.onEvent(listener);
+  }
+
+  boundaryOf(sandboxId: string): BoundaryHealth | null {
+    return this.control?.boundary.health(sandboxId) ?? null;
+  }
+
+  policyOf(nameOrId: string): { sandbox: SandboxRecord; boundary: BoundaryHealth | null } & PolicyRevision {
+    const s = this.get(nameOrId);
+    const p = this.store.policy(s.id);
+    if (!p) throw new Error(`sandbox ${s.id} has no policy revision`);
+    return { sandbox: s, ...p, boundary: this.boundaryOf(s.id) };
+  }
+}

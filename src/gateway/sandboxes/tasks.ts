@@ -1,0 +1,218 @@
+// The runtime work behind lifecycle intents: launch a generation, stop it, delete
+// the sandbox, and pick up what a previous gateway left. Each runs in the
+// sandbox's serial queue; each result is applied only if the sandbox is still at
+// the generation and phase the work was started for.
+
+import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
+import type { ComputeDriver, LaunchRequest, ReadinessReport, RuntimeMonitor, RuntimeRecord } from "../../driver/contract.js";
+import type { Policy } from "../../policy/index.js";
+import type { SandboxRecord, Store } from "../../store/store.js";
+import type { KeyedSerial } from "../../util/keyed-serial.js";
+import type { ControlPlane } from "../control/control-plane.js";
+import type { LifecycleController } from "./controller.js";
+import type { GenerationHandle, Generations } from "./generations.js";
+import { sessionCheck } from "./recovery.js";
+
+export interface TaskDeps {
+  store: Store;
+  controller: LifecycleController;
+  driver: ComputeDriver;
+  control: ControlPlane | null;
+  generations: Generations;
+  monitor: RuntimeMonitor | null;
+  serial: KeyedSerial;
+  log: Logger;
+  /** How long readiness evidence may take to appear after the containers start. */
+  readyTimeoutMs: number;
+}
+
+const newNonce = (): string => randomBytes(12).toString("hex");
+const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** The policy revision a sandbox enforces: the highest one recorded. */
+export function activePolicy(store: Store, sandboxId: string): { revision: number; policy: Policy } {
+  const p = store.policy(sandboxId);
+  if (!p) throw new Error(`sandbox ${sandboxId} has no policy revision`);
+  return { revision: p.revision, policy: p.policy };
+}
+
+export class LifecycleTasks {
+  #closed = false;
+  readonly #sleeps = new Set<() => void>();
+
+  constructor(private readonly d: TaskDeps) {}
+
+  /** Launch the sandbox's current generation (it is Provisioning). */
+  launch(s: SandboxRecord): void {
+    const handle = this.d.generations.open(s, newNonce());
+    const req: LaunchRequest = { sandboxId: s.id, name: s.name, generation: s.generation, nonce: handle.nonce, spec: s.spec, policy: activePolicy(this.d.store, s.id) };
+    void this.d.serial.run(
+      s.id,
+      () => this.#launch(s, req, handle),
+      (err) => this.d.log.error({ err, sandboxId: s.id, generation: s.generation }, "launch task failed"),
+    );
+  }
+
+  async #launch(s: SandboxRecord, req: LaunchRequest, handle: GenerationHandle): Promise<void> {
+    const { sandboxId: id, generation } = req;
+    const { controller, driver, control } = this.d;
+    if (!controller.isCurrent(id, generation, "Provisioning")) return;
+    const progress = (msg: string): void => controller.note(s, generation, msg);
+    try {
+      // A new generation never shares containers with an older one.
+      if (generation > 1) await driver.stop(id, generation - 1);
+      if (control) {
+        req.control = await control.launchControl(req);
+        handle.desire(req.policy.policy, req.policy.revision);
+      }
+      await driver.provision(req, progress);
+      if (!controller.isCurrent(id, generation, "Provisioning")) return;
+      const record = await driver.start(req, progress);
+      // Persist the identities before trusting them: recovery re-verifies against these.
+      if (!controller.recordRuntime(id, { phase: "Provisioning", generation }, record)) return;
+      handle.recorded(record);
+      progress("verifying readiness");
+      const report = await this.#waitReady(req, record, handle);
+      if (!report.ready) {
+        const failed = report.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail ?? "failed"}`);
+        throw new Error(`not ready after ${this.d.readyTimeoutMs} ms (${failed.join("; ")})`);
+      }
+      if (controller.observe(id, generation, { type: "ready" }, "readiness verified")) {
+        this.d.log.info({ sandboxId: id, generation, record }, "sandbox ready");
+        handle.watch(this.d.monitor);
+      }
+    } catch (err) {
+      const detail = message(err);
+      const failed = controller.observe(id, generation, { type: "provisionFailed", detail }, detail);
+      this.d.log.warn({ sandboxId: id, generation, err: detail }, failed ? "provisioning failed" : "provisioning aborted");
+      // Leave nothing running behind a failed launch.
+      await driver.stop(id, generation).catch((e: unknown) => this.d.log.error({ sandboxId: id, generation, err: message(e) }, "cleanup after failed provisioning failed"));
+    }
+  }
+
+  /** Readiness evidence from the runtime, plus the boundary's own proof when supervisors report in. */
+  async #evidence(req: LaunchRequest, record: RuntimeRecord): Promise<ReadinessReport> {
+    const report = await this.d.driver.verify(req, record);
+    if (!this.d.control) return report;
+    const session = sessionCheck(this.d.control, req.sandboxId, req.generation);
+    return { ready: report.ready && session.ok, checks: [...report.checks, session] };
+  }
+
+  async #waitReady(req: LaunchRequest, record: RuntimeRecord, handle: GenerationHandle): Promise<ReadinessReport> {
+    const deadline = Date.now() + this.d.readyTimeoutMs;
+    for (let delay = 50; ; delay = Math.min(delay * 2, 500)) {
+      const report = await this.#evidence(req, record);
+      if (report.ready || Date.now() + delay > deadline || !this.d.controller.isCurrent(req.sandboxId, req.generation, "Provisioning")) return report;
+      if (!(await handle.sleep(delay))) return report;
+    }
+  }
+
+  /** Carry out a persisted stop (the sandbox is Stopping). */
+  stop(s: SandboxRecord): void {
+    const { id, generation } = s;
+    const { controller, driver } = this.d;
+    void this.d.serial.run(
+      id,
+      async () => {
+        if (!controller.isCurrent(id, generation, "Stopping")) return;
+        await this.#untilDone(s, "stop", () => driver.stop(id, generation), () => controller.isCurrent(id, generation, "Stopping"));
+        controller.observe(id, generation, { type: "stopped" }, "containers removed; workspace kept", null);
+      },
+      (err) => {
+        this.d.log.error({ sandboxId: id, generation, err: message(err) }, "stop failed; sandbox stays Stopping");
+        controller.note(s, generation, `stop failed: ${message(err)}`);
+      },
+    );
+  }
+
+  /** Carry out a persisted delete (the sandbox is Deleting). */
+  delete(s: SandboxRecord): void {
+    const { id, generation } = s;
+    const { controller, driver } = this.d;
+    void this.d.serial.run(
+      id,
+      async () => {
+        if (!controller.isCurrent(id, generation, "Deleting")) return;
+        await this.#untilDone(s, "delete", () => driver.remove(id), () => controller.isCurrent(id, generation, "Deleting"));
+        this.d.store.deleteSandbox(id, { generation });
+        this.d.log.info({ sandboxId: id, name: s.name }, "sandbox deleted");
+      },
+      (err) => {
+        this.d.log.error({ sandboxId: id, generation, err: message(err) }, "delete failed; sandbox stays Deleting");
+        controller.note(s, generation, `delete failed: ${message(err)}`);
+      },
+    );
+  }
+
+  /**
+   * A persisted stop or delete is carried out even if the runtime is away for a
+   * while: retry with capped backoff while the intent still stands.
+   */
+  async #untilDone(s: SandboxRecord, what: string, work: () => Promise<void>, stillWanted: () => boolean): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await work();
+        return;
+      } catch (err) {
+        if (this.#closed || !stillWanted()) throw err;
+        if (attempt === 0) this.d.controller.note(s, s.generation, `${what} is waiting for the runtime: ${message(err)}`);
+        this.d.log.warn({ sandboxId: s.id, attempt, err: message(err) }, `${what} failed; retrying`);
+        await this.#sleep(Math.min(5000, 200 * 2 ** attempt));
+      }
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = (): void => {
+        clearTimeout(t);
+        this.#sleeps.delete(wake);
+        resolve();
+      };
+      const t = setTimeout(wake, ms);
+      this.#sleeps.add(wake);
+    });
+  }
+
+  /**
+   * On gateway start: finish intents a previous gateway persisted but did not
+   * complete, adopt running sandboxes through the same verification path as
+   * recovery (nothing is torn down just because the gateway restarted), and take
+   * over the teardowns it still owed.
+   */
+  resume(): void {
+    const { store, controller, generations, monitor } = this.d;
+    for (const s of store.list()) {
+      if ((s.phase === "Ready" || s.phase === "Recovering") && s.runtime) {
+        const handle = generations.open(s, s.runtime.nonce, s.runtime);
+        // The desired policy lives in the store: supervisors that reconnect get it pushed again.
+        const p = activePolicy(store, s.id);
+        handle.desire(p.policy, p.revision);
+        if (!monitor) continue;
+        if (s.phase === "Ready") controller.observe(s.id, s.generation, { type: "contactLost", cause: "gateway restarted: re-verifying" }, "gateway restarted: re-verifying before trusting");
+        handle.watch(monitor);
+      } else if ((s.phase === "Error" || s.phase === "Completed") && s.runtime) {
+        generations.open(s, s.runtime.nonce, s.runtime).end();
+      } else if (s.phase === "Stopping") {
+        this.stop(s);
+      } else if (s.phase === "Deleting") {
+        this.delete(s);
+      } else if (s.phase === "Provisioning") {
+        // The launch was cut short; its half-made runtime cannot be trusted.
+        const detail = "the gateway restarted during provisioning";
+        if (controller.observe(s.id, s.generation, { type: "provisionFailed", detail }, detail)) {
+          void this.d.serial.run(s.id, () => this.d.driver.stop(s.id, s.generation), (err) =>
+            this.d.log.error({ sandboxId: s.id, err: message(err) }, "cleanup of an interrupted launch failed"),
+          );
+        }
+      }
+    }
+    monitor?.start();
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const wake of [...this.#sleeps]) wake();
+  }
+}
