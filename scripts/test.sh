@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 echo "test: lint"
 npm run --silent lint
+echo "test: import rules"
+npm run --silent check:imports
 echo "test: typecheck"
 npm run --silent typecheck
 echo "test: vitest ${*:-(all)}"
