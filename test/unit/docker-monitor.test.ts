@@ -1,0 +1,309 @@
+// The Docker monitor and the gateway's recovery path, assembled as in the gateway
+// (createLifecycle: service, controller, generation handles, recovery sink), on a
+// FAKE Docker daemon (test/support/fake-docker.ts) whose streams the test cuts,
+// garbles and stalls, and whose containers it exits, replaces and holds. A real
+// SQLite file holds the state. Assertions are on outcomes and their order.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { MonitorSink, ReadinessCheck } from "../../src/driver/contract.js";
+import type { MonitorMetrics } from "../../src/driver/docker/monitor/docker-monitor.js";
+import { createLifecycle, type Lifecycle } from "../../src/gateway/sandboxes/lifecycle.js";
+import { Store, type SandboxRecord } from "../../src/store/store.js";
+import { FakeDocker, FakeDockerDriver } from "../support/fake-docker.js";
+import { eventually } from "../support/gateway-fixture.js";
+
+const log = pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" });
+
+interface Harness {
+  fd: FakeDocker;
+  driver: FakeDockerDriver;
+  store: Store;
+  lc: Lifecycle;
+  /** The gateway's own boundary evidence, as the sink reports it; a test may fail it. */
+  boundary: { check: ReadinessCheck | null };
+  close(): Promise<void>;
+}
+
+let dir: string;
+let h: Harness;
+
+async function harness(opts: { recoveryDeadlineMs?: number } = {}): Promise<Harness> {
+  const fd = await FakeDocker.start("gw-unit");
+  const boundary: Harness["boundary"] = { check: null };
+  const wrap = (s: MonitorSink): MonitorSink => ({ ...s, boundary: (id, g) => boundary.check ?? s.boundary(id, g) });
+  const driver = new FakeDockerDriver(fd, {}, wrap);
+  const store = Store.open(join(dir, "state.db"));
+  const lc = createLifecycle({ store, driver, control: null, log, options: { recoveryDeadlineMs: opts.recoveryDeadlineMs ?? 60_000, readyTimeoutMs: 5_000 } });
+  await lc.runtime.prepare();
+  lc.resume();
+  // Sandboxes made Ready before the monitor's stream is open go Recovering at once
+  // (nothing proves them yet): start the tests from a connected monitor.
+  await eventually(() => ((lc.monitor!.metrics() as MonitorMetrics).dockerConnected ? true : undefined), 10_000, "monitor connected");
+  return {
+    fd,
+    driver,
+    store,
+    lc,
+    boundary,
+    async close() {
+      await lc.close();
+      const leaks = lc.pending();
+      store.close();
+      await fd.close();
+      expect(leaks).toEqual({ tasks: 0, checks: 0, timers: 0 });
+    },
+  };
+}
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "sg-monitor-"));
+  h = await harness();
+});
+afterEach(async () => {
+  await h.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const phase = (name: string): string | undefined => h.store.get(name)?.phase;
+const metrics = (): MonitorMetrics => h.lc.monitor!.metrics() as MonitorMetrics;
+const waitPhase = (name: string, p: string, ms = 10_000): Promise<SandboxRecord> =>
+  eventually(() => (h.store.get(name)?.phase === p ? h.store.get(name)! : undefined), ms, `${name} → ${p} (now ${phase(name) ?? "gone"})`);
+/** Phase changes of a sandbox, in order, as "Old→New". */
+const phaseLog = (name: string): string[] => {
+  const id = h.store.get(name)?.id ?? name;
+  return h.store
+    .events(id, { limit: 10_000 })
+    .filter((e) => e.kind === "phase" || e.kind === "deleted")
+    .map((e) => `${e.oldPhase ?? ""}→${e.newPhase ?? ""}`);
+};
+const containersOf = (s: SandboxRecord) => ({ sup: h.fd.containers.get(s.runtime!.supervisor.id), wl: h.fd.containers.get(s.runtime!.workload.id) });
+
+async function ready(name: string): Promise<SandboxRecord> {
+  h.lc.service.create({ name });
+  const s = await waitPhase(name, "Ready");
+  // Armed, and the events stream is open: the monitor is watching.
+  await eventually(() => (metrics().monitors > 0 && metrics().dockerConnected && h.fd.openStreams > 0 ? true : undefined), 10_000, "monitor connected");
+  return s;
+}
+
+describe("a lost channel is never an exit", () => {
+  it("events stream cut, containers alive: Ready → Recovering → Ready, same instances, nothing removed", async () => {
+    const s = await ready("cut");
+    h.fd.cutStreams();
+    await waitPhase("cut", "Recovering");
+    const back = await waitPhase("cut", "Ready");
+    expect(phaseLog("cut")).toEqual(["→Provisioning", "Provisioning→Ready", "Ready→Recovering", "Recovering→Ready"]);
+    expect(back.runtime).toEqual(s.runtime);
+    expect(containersOf(s).sup).toBeDefined();
+    expect(containersOf(s).wl).toBeDefined();
+    expect(h.driver.calls.filter((c) => c.startsWith("stop") || c.startsWith("remove"))).toEqual([]);
+    expect(metrics().classifications.exited).toBe(0);
+    expect(metrics().disconnects).toBeGreaterThan(0);
+  });
+
+  it("a non-JSON line on the events stream (a proxy's error page): the same as a cut", async () => {
+    await ready("garbled");
+    h.fd.garbleStreams();
+    await waitPhase("garbled", "Recovering");
+    await waitPhase("garbled", "Ready");
+    expect(phaseLog("garbled").slice(2)).toEqual(["Ready→Recovering", "Recovering→Ready"]);
+    expect(metrics().classifications.exited).toBe(0);
+  });
+
+  it("a frozen daemon (accepts, answers nothing): Recovering while frozen, Ready after, nothing removed", async () => {
+    const s = await ready("frozen");
+    h.fd.freeze();
+    await waitPhase("frozen", "Recovering");
+    h.fd.resume();
+    await waitPhase("frozen", "Ready");
+    expect(phaseLog("frozen").slice(2)).toEqual(["Ready→Recovering", "Recovering→Ready"]);
+    expect(containersOf(s).wl).toBeDefined();
+    expect(metrics().classifications.exited).toBe(0);
+  });
+
+  it("a daemon that is down (every connection cut) and comes back: reconnects with backoff, then Ready", async () => {
+    await ready("down");
+    h.fd.stop();
+    await waitPhase("down", "Recovering");
+    await eventually(() => (metrics().reconnectAttempts >= 3 ? true : undefined), 10_000, "several reconnect attempts");
+    expect(phase("down")).toBe("Recovering");
+    h.fd.resume();
+    await waitPhase("down", "Ready");
+    expect(metrics().dockerConnected).toBe(true);
+  });
+});
+
+describe("proven failures fail closed", () => {
+  it("the supervisor exits while the stream is up (die event): Error(SupervisorExited, 7), then its containers are removed", async () => {
+    const s = await ready("sup-exit");
+    const { sup } = containersOf(s);
+    h.fd.exit(sup!.id, 7);
+    h.fd.emit(sup!, "die");
+    const failed = await waitPhase("sup-exit", "Error");
+    expect(failed.reason).toMatchObject({ code: "SupervisorExited", exitCode: 7 });
+    await eventually(() => (h.store.get("sup-exit")?.runtime === null ? true : undefined), 10_000, "runtime cleared after teardown");
+    expect(containersOf(s).wl).toBeUndefined();
+    expect(h.driver.calls).toContain(`stop ${s.id} g1`);
+    expect(phaseLog("sup-exit").slice(2)).toEqual(["Ready→Error"]);
+  });
+
+  it("an exit while the stream is down (no event at all): found by re-reading state after reconnect", async () => {
+    const s = await ready("gap-exit");
+    h.fd.stop();
+    await waitPhase("gap-exit", "Recovering");
+    h.fd.exit(containersOf(s).sup!.id, 137);
+    h.fd.resume();
+    const failed = await waitPhase("gap-exit", "Error");
+    expect(failed.reason).toMatchObject({ code: "SupervisorExited", exitCode: 137 });
+    expect(phaseLog("gap-exit").slice(2)).toEqual(["Ready→Recovering", "Recovering→Error"]);
+  });
+
+  it("the workload exits 0 on its own: Completed, and its supervisor is removed", async () => {
+    const s = await ready("done");
+    const { wl } = containersOf(s);
+    h.fd.exit(wl!.id, 0);
+    h.fd.emit(wl!, "die");
+    await waitPhase("done", "Completed");
+    await eventually(() => (containersOf(s).sup === undefined ? true : undefined), 10_000, "supervisor removed");
+  });
+
+  it("a container replaced under its recorded name: Error(SupervisorReplaced), never resumed", async () => {
+    const s = await ready("replaced");
+    const { sup } = containersOf(s);
+    h.fd.containers.delete(sup!.id);
+    const look = h.fd.add(s.id, 1, "supervisor", s.runtime!.nonce);
+    look.name = sup!.name;
+    h.fd.emit(look, "start");
+    const failed = await waitPhase("replaced", "Error");
+    expect(failed.reason?.code).toBe("SupervisorReplaced");
+  });
+
+  it("Docker away past the recovery deadline: Error(RuntimeUnavailable) while it is down; the teardown happens when it answers", async () => {
+    await h.close();
+    h = await harness({ recoveryDeadlineMs: 600 });
+    const s = await ready("deadline");
+    h.fd.stop();
+    const failed = await waitPhase("deadline", "Error");
+    expect(failed.reason?.code).toBe("RuntimeUnavailable");
+    // Still owed: the containers are there, nothing could remove them.
+    expect(containersOf(s).wl).toBeDefined();
+    expect(h.store.get("deadline")?.runtime).not.toBeNull();
+    h.fd.resume();
+    await eventually(() => (containersOf(s).wl === undefined && containersOf(s).sup === undefined ? true : undefined), 10_000, "owed teardown done");
+    await eventually(() => (h.store.get("deadline")?.runtime === null ? true : undefined), 10_000, "runtime cleared");
+    expect(phase("deadline")).toBe("Error");
+  });
+});
+
+describe("re-verification gates the return to Ready", () => {
+  it("both instances alive but the supervisor's health fails: stays Recovering until it answers", async () => {
+    await ready("unhealthy");
+    h.fd.healthy = false;
+    h.fd.cutStreams();
+    await waitPhase("unhealthy", "Recovering");
+    // Reconnected and re-checked several times, and still not Ready.
+    const checked = metrics().classifications.alive;
+    await eventually(() => (metrics().dockerConnected && metrics().classifications.alive >= checked + 6 ? true : undefined), 10_000, "re-checks while unhealthy");
+    expect(phase("unhealthy")).toBe("Recovering");
+    h.fd.healthy = true;
+    await waitPhase("unhealthy", "Ready");
+  });
+
+  it("both instances alive, health ok, but the gateway's boundary evidence fails: stays Recovering until it holds", async () => {
+    await ready("no-session");
+    h.boundary.check = { name: "control session", ok: false, detail: "no control session" };
+    h.fd.cutStreams();
+    await waitPhase("no-session", "Recovering");
+    const checked = metrics().classifications.alive;
+    await eventually(() => (metrics().dockerConnected && metrics().classifications.alive >= checked + 6 ? true : undefined), 10_000, "re-checks without a session");
+    expect(phase("no-session")).toBe("Recovering");
+    h.boundary.check = null;
+    await waitPhase("no-session", "Ready");
+  });
+
+  it("the workload exec probe fails: stays Recovering", async () => {
+    await ready("probe");
+    h.fd.probeExitCode = 1;
+    h.fd.cutStreams();
+    await waitPhase("probe", "Recovering");
+    const checked = metrics().classifications.alive;
+    await eventually(() => (metrics().classifications.alive >= checked + 6 ? true : undefined), 10_000, "re-checks with a failing probe");
+    expect(phase("probe")).toBe("Recovering");
+    h.fd.probeExitCode = 0;
+    await waitPhase("probe", "Ready");
+  });
+});
+
+describe("late and stale observations", () => {
+  it("a check in flight when stop is persisted: its exit verdict is dropped, the stop completes, no Error", async () => {
+    const s = await ready("late-stop");
+    const { sup } = containersOf(s);
+    let release!: () => void;
+    h.fd.holdInspect.set(sup!.id, new Promise<void>((r) => (release = r)));
+    h.fd.exit(sup!.id, 9);
+    h.fd.emit(sup!, "die");
+    await eventually(() => (h.fd.engine.requestsTo(`/containers/${sup!.id}/json`).length > 0 ? true : undefined), 5_000, "the check is waiting on inspect");
+    h.lc.service.request("late-stop", "stop");
+    h.fd.holdInspect.delete(sup!.id);
+    release();
+    await waitPhase("late-stop", "Stopped");
+    expect(phaseLog("late-stop").slice(2)).toEqual(["Ready→Stopping", "Stopping→Stopped"]);
+    expect(h.store.get("late-stop")?.reason).toBeNull();
+  });
+
+  it("a check in flight when delete is persisted: the delete wins, no Error is ever recorded", async () => {
+    const s = await ready("late-del");
+    const { wl } = containersOf(s);
+    let release!: () => void;
+    h.fd.holdInspect.set(wl!.id, new Promise<void>((r) => (release = r)));
+    h.fd.exit(wl!.id, 3);
+    h.fd.emit(wl!, "die");
+    await eventually(() => (h.fd.engine.requestsTo(`/containers/${wl!.id}/json`).length > 0 ? true : undefined), 5_000, "the check is waiting on inspect");
+    h.lc.service.request("late-del", "delete");
+    h.fd.holdInspect.delete(wl!.id);
+    release();
+    await eventually(() => (h.store.get("late-del") === null ? true : undefined), 10_000, "deleted");
+    expect(phaseLog(s.id)).toEqual(["→Provisioning", "Provisioning→Ready", "Ready→Deleting", "Deleting→"]);
+  });
+
+  it("an observation for a stopped generation goes through the state machine and is refused (no bypass)", async () => {
+    const s = await ready("fenced");
+    h.lc.service.request("fenced", "stop");
+    await waitPhase("fenced", "Stopped");
+    // What a monitor that missed the stop would report, straight to the sink.
+    const sink = h.driver.sink!;
+    const applied = await sink.apply(s.id, 1, { type: "failed", reason: { code: "SupervisorExited", exitCode: 1 } }, "late");
+    expect(applied).toBe(false);
+    expect(phase("fenced")).toBe("Stopped");
+    expect(h.store.get("fenced")?.reason).toBeNull();
+    // Nor while Stopping (the window a late verdict usually lands in).
+    h.lc.service.request("fenced", "start");
+    await waitPhase("fenced", "Ready");
+    h.lc.service.request("fenced", "stop");
+    expect(await sink.apply(s.id, 2, { type: "failed", reason: { code: "WorkloadExited", exitCode: 1 } }, "late")).toBe(false);
+    expect(await sink.apply(s.id, 2, { type: "completed" }, "late")).toBe(false);
+    await waitPhase("fenced", "Stopped");
+    expect(phaseLog("fenced").filter((l) => l.includes("Error") || l.includes("Completed"))).toEqual([]);
+  });
+
+  it("events of an older generation are dropped and counted; the newer generation is unaffected", async () => {
+    const s1 = await ready("gens");
+    const old = containersOf(s1);
+    h.lc.service.request("gens", "stop");
+    await waitPhase("gens", "Stopped");
+    h.lc.service.request("gens", "start");
+    const s2 = await waitPhase("gens", "Ready");
+    expect(s2.generation).toBe(2);
+    await eventually(() => (metrics().monitors === 1 ? true : undefined), 5_000, "generation 2 armed");
+    const dropped = metrics().classifications.stale_dropped;
+    // A late event about generation 1's supervisor (its labels say generation 1).
+    h.fd.emit(old.sup!, "die");
+    await eventually(() => (metrics().classifications.stale_dropped > dropped ? true : undefined), 5_000, "stale event dropped");
+    expect(phase("gens")).toBe("Ready");
+    expect(h.store.get("gens")?.generation).toBe(2);
+    expect(containersOf(s2).sup).toBeDefined();
+  });
+});
