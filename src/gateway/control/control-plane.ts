@@ -4,21 +4,15 @@
 // network can reach.
 
 import type { Logger } from "pino";
+import { DEFAULT_GRACE_MS } from "../../protocol/launch.js";
+import type { LaunchControl } from "../../driver/contract.js";
 import { BoundaryRegistry } from "./boundary.js";
 import { LaunchTokens } from "./launch-tokens.js";
 import { startSupervisorEndpoint, type ExpectedLaunch, type SupervisorEndpoint } from "./supervisor-endpoint.js";
 import { ensureEndpointTls, type EndpointTls } from "./tls.js";
 
 export const DEFAULT_SUPERVISOR_PORT = 7421;
-export const DEFAULT_GRACE_MS = 15_000;
 
-/** What a launch needs to reach and authenticate to this gateway. */
-export interface LaunchControl {
-  url: string;
-  fingerprint: string;
-  token: string;
-  graceMs: number;
-}
 
 export interface ControlPlaneOptions {
   homeDir: string;
