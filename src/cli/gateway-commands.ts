@@ -42,7 +42,13 @@ export function gatewayCommands(global: () => Common): Command {
       seconds,
       Number(process.env.SANDGATE_RECOVERY_DEADLINE ?? 60),
     )
-    .action(async (o: { port: number; detach?: boolean; logLevel: string; recoveryDeadline: number }) => {
+    .option(
+      "--boundary-deadline <seconds>",
+      "how long a sandbox whose supervisor runs but cannot show its boundary may stay Recovering (env SANDGATE_BOUNDARY_DEADLINE)",
+      seconds,
+      Number(process.env.SANDGATE_BOUNDARY_DEADLINE ?? 30),
+    )
+    .action(async (o: { port: number; detach?: boolean; logLevel: string; recoveryDeadline: number; boundaryDeadline: number }) => {
       const paths = resolveHome(global().home);
       const running = readAddress(paths);
       if (running && (await answers(new GatewayClient({ home: global().home })))) {
@@ -50,7 +56,7 @@ export function gatewayCommands(global: () => Common): Command {
       }
       if (o.detach) return detach(paths.dir, paths.log, o);
       const { runGatewayForeground } = await import("./gateway-run.js");
-      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline });
+      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline });
     });
 
   gw.command("status")
@@ -111,10 +117,10 @@ async function answers(client: GatewayClient): Promise<boolean> {
 }
 
 /** Re-run ourselves in the background and wait until the new gateway answers. */
-async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number }): Promise<void> {
+async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number }): Promise<void> {
   ensureHomeDir(resolveHome(homeDir));
   const out = openSync(logPath, "a");
-  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline)];
+  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline)];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out] });
   child.unref();
   process.stderr.write(`starting gateway (pid ${child.pid}); log: ${logPath}\n`);

@@ -6,7 +6,7 @@ import { createLogger } from "../gateway/logger.js";
 import { DockerDriver } from "../driver/docker/docker-driver.js";
 import { CliError, EXIT } from "./errors.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number }): Promise<void> {
+export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number }): Promise<void> {
   const log = createLogger({ level: opts.logLevel });
   let driver: DockerDriver;
   try {
@@ -19,7 +19,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; port: number
     driver,
     log,
     port: opts.port,
-    service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000 },
+    service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000, boundaryDeadlineMs: opts.boundaryDeadlineS * 1000 },
     onProgress: (msg) => log.info({ step: msg }, "preparing"),
   });
   await new Promise<void>((resolve) => {

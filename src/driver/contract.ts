@@ -100,6 +100,12 @@ export interface RuntimeMonitor {
   /** One monitor per sandbox generation: re-arming is a no-op, an older generation is refused. */
   arm(w: Watched): void;
   disarm(sandboxId: string): void;
+  /**
+   * The gateway's own evidence says the boundary of this generation is not in
+   * place (session lost, heartbeats stale, lockdown): a Ready sandbox goes
+   * Recovering, re-verification decides, and the boundary deadline applies.
+   */
+  boundaryLost(sandboxId: string, generation: number, problem: string): void;
   metrics(): object;
   /** Checks and timers still pending (leak checks). */
   pending(): { checks: number; timers: number };
@@ -120,16 +126,17 @@ export interface MonitorSink {
    * session); the runtime's evidence (identities, health, exec probe) is the monitor's.
    */
   boundary(sandboxId: string, generation: number): ReadinessCheck;
-  /** Fail closed: remove the generation's containers. */
-  teardown(sandboxId: string, generation: number): Promise<void>;
-  /** Sandboxes that failed while the runtime was unreachable and still have containers to remove. */
-  owedTeardowns(): { sandboxId: string; generation: number }[];
+  /** The runtime answers again after an absence: work owed to it (fail-closed teardowns) is retried now. */
+  reconnected(): void;
   /** When the sandbox entered Recovering (ms since epoch), carried over gateway restarts. */
   recoveringSince(sandboxId: string): number | undefined;
 }
 
 export interface MonitorConfig {
+  /** How long a sandbox may stay Recovering after losing the runtime. */
   recoveryDeadlineMs?: number;
+  /** How long it may stay Recovering after its boundary was reported unhealthy while the runtime answers. */
+  boundaryDeadlineMs?: number;
 }
 
 export class ProvisionError extends Error {
@@ -152,7 +159,7 @@ export interface ComputeDriver {
   start(req: LaunchRequest, onProgress?: (msg: string) => void): Promise<RuntimeRecord>;
   /** The runtime's readiness evidence for a started generation: identities, supervisor health, exec probe. */
   verify(req: LaunchRequest, record: RuntimeRecord): Promise<ReadinessReport>;
-  /** Remove the generation's containers; keep the network and the workspace. */
+  /** Remove the containers of this generation and of every older one; keep the network and the workspace. */
   stop(sandboxId: string, generation: number): Promise<void>;
   /** Remove every runtime object of the sandbox, workspace included. */
   remove(sandboxId: string): Promise<void>;

@@ -92,7 +92,13 @@ export const policyMessage = z.strictObject({
   policy: z.record(z.string(), z.unknown()),
 });
 
-export const gatewayMessage = z.discriminatedUnion("type", [welcomeMessage, policyMessage]);
+/** Deny all egress and close every connection, for good: the sandbox failed, completed, stops or is deleted. */
+export const lockdownMessage = z.strictObject({
+  type: z.literal("lockdown"),
+  reason: z.string().min(1).max(200),
+});
+
+export const gatewayMessage = z.discriminatedUnion("type", [welcomeMessage, policyMessage, lockdownMessage]);
 
 export type HelloMessage = z.infer<typeof helloMessage>;
 export type AckMessage = z.infer<typeof ackMessage>;
@@ -102,6 +108,7 @@ export type WireAuditEvent = z.infer<typeof auditEventSchema>;
 export type SupervisorMessage = z.infer<typeof supervisorMessage>;
 export type WelcomeMessage = z.infer<typeof welcomeMessage>;
 export type PolicyMessage = z.infer<typeof policyMessage>;
+export type LockdownMessage = z.infer<typeof lockdownMessage>;
 export type GatewayMessage = z.infer<typeof gatewayMessage>;
 
 export type Parsed<T> = { ok: true; message: T } | { ok: false; error: string };

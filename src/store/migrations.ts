@@ -49,6 +49,12 @@ const MIGRATIONS: readonly string[] = [
   `
   UPDATE sandboxes SET spec = json_remove(spec, '$.policy') WHERE json_extract(spec, '$.policy') IS NOT NULL;
   `,
+  // 4: a failed or completed generation owes the removal of its containers (and any
+  // older ones) until a teardown succeeds, whatever step its launch reached
+  `
+  ALTER TABLE sandboxes ADD COLUMN teardown_owed INTEGER;
+  UPDATE sandboxes SET teardown_owed = generation WHERE phase IN ('Error', 'Completed') AND runtime IS NOT NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

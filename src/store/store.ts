@@ -20,6 +20,8 @@ export interface SandboxRecord {
   generation: number;
   spec: SandboxSpec;
   runtime: RuntimeRecord | null;
+  /** The generation whose containers (and any older ones) must still be removed, or null. */
+  teardownOwed: number | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -59,6 +61,7 @@ interface SandboxRow {
   generation: number;
   spec: string;
   runtime: string | null;
+  teardown_owed: number | null;
   created_at: string;
   updated_at: string;
 }
@@ -89,6 +92,7 @@ function toSandbox(row: SandboxRow): SandboxRecord {
     generation: row.generation,
     spec: JSON.parse(row.spec) as SandboxSpec,
     runtime: parse<RuntimeRecord>(row.runtime),
+    teardownOwed: row.teardown_owed,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -116,6 +120,8 @@ export interface TransitionWrite {
   message?: string;
   /** undefined keeps the recorded runtime; null clears it. */
   runtime?: RuntimeRecord | null;
+  /** A generation whose containers are now owed a teardown (kept at the highest owed). */
+  oweTeardown?: number;
 }
 
 export class Store {
@@ -216,13 +222,15 @@ export class Store {
     let event: EventRecord | undefined;
     this.db.transaction(() => {
       const runtimeSql = write.runtime === undefined ? "runtime" : "?";
+      const owedSql = write.oweTeardown === undefined ? "teardown_owed" : "max(coalesce(teardown_owed, 0), ?)";
       const params: unknown[] = [write.next.phase, write.next.reason ? JSON.stringify(write.next.reason) : null];
       params.push(write.next.generation);
       if (write.runtime !== undefined) params.push(write.runtime === null ? null : JSON.stringify(write.runtime));
+      if (write.oweTeardown !== undefined) params.push(write.oweTeardown);
       params.push(time, id, write.expect.generation, write.expect.phase);
       const info = this.db
         .prepare(
-          `UPDATE sandboxes SET phase = ?, reason = ?, generation = ?, runtime = ${runtimeSql}, updated_at = ?
+          `UPDATE sandboxes SET phase = ?, reason = ?, generation = ?, runtime = ${runtimeSql}, teardown_owed = ${owedSql}, updated_at = ?
            WHERE id = ? AND generation = ? AND phase = ?`,
         )
         .run(...params);
@@ -251,6 +259,22 @@ export class Store {
     const info = this.db
       .prepare(`UPDATE sandboxes SET runtime = ?, updated_at = ? WHERE id = ? AND generation = ? AND phase = ?`)
       .run(runtime === null ? null : JSON.stringify(runtime), this.stamp(), id, expect.generation, expect.phase);
+    return info.changes === 1;
+  }
+
+  /**
+   * The containers of `generation` and every older one are gone: the owed teardown
+   * (if it was for that generation or an older one) is settled, and a failed or
+   * completed generation's runtime record is cleared.
+   */
+  settleTeardown(id: string, generation: number): boolean {
+    const info = this.db
+      .prepare(
+        `UPDATE sandboxes SET teardown_owed = NULL,
+           runtime = CASE WHEN phase IN ('Error', 'Completed') AND generation = ? THEN NULL ELSE runtime END, updated_at = ?
+         WHERE id = ? AND teardown_owed IS NOT NULL AND teardown_owed <= ?`,
+      )
+      .run(generation, this.stamp(), id, generation);
     return info.changes === 1;
   }
 

@@ -302,7 +302,15 @@ export class ControlSession {
       return;
     }
     if (this.#state !== "up") {
-      this.#protocolError(ws, "policy before welcome");
+      this.#protocolError(ws, `${m.type} before welcome`);
+      return;
+    }
+    if (m.type === "lockdown") {
+      // Error means closed: the gateway says so over the session, without Docker.
+      this.#policy.seal(`gateway_${m.reason}`);
+      this.#log.error("lockdown ordered by the gateway: denying all egress for good", { sandboxId: this.#o.sandboxId, reason: m.reason });
+      this.#emit();
+      this.#sendHeartbeat();
       return;
     }
     const checked = policyFromObject(m.policy);

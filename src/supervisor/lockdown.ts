@@ -11,6 +11,8 @@ export type LockdownListener = (reason: string | null) => void;
 
 export class LockdownPolicyHolder extends PolicyHolder {
   #lockdown: string | null = null;
+  /** Locked down by the gateway for good: nothing lifts it for the life of this supervisor. */
+  #sealed = false;
   readonly #lockListeners = new Set<LockdownListener>();
 
   override current(): LoadedPolicy | undefined {
@@ -33,8 +35,18 @@ export class LockdownPolicyHolder extends PolicyHolder {
     for (const l of this.#lockListeners) l(reason);
   }
 
+  /** A lockdown the gateway ordered (the sandbox failed, stops or is deleted): final. */
+  seal(reason: string): void {
+    this.#sealed = true;
+    this.lock(reason);
+  }
+
+  get sealed(): boolean {
+    return this.#sealed;
+  }
+
   unlock(): void {
-    if (this.#lockdown === null) return;
+    if (this.#lockdown === null || this.#sealed) return;
     this.#lockdown = null;
     for (const l of this.#lockListeners) l(null);
   }

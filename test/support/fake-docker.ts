@@ -286,7 +286,7 @@ export class FakeDockerDriver implements ComputeDriver {
 
   async stop(sandboxId: string, generation: number): Promise<void> {
     this.calls.push(`stop ${sandboxId} g${generation}`);
-    this.removeWhere((c) => c.labels[LABEL.sandbox] === sandboxId && c.labels[LABEL.generation] === String(generation));
+    this.removeWhere((c) => c.labels[LABEL.sandbox] === sandboxId && Number(c.labels[LABEL.generation]) <= generation);
   }
 
   async remove(sandboxId: string): Promise<void> {
@@ -316,6 +316,7 @@ export class FakeDockerDriver implements ComputeDriver {
       attributionGraceMs: 50,
       backoff: { initialMs: 20, factor: 1.5, maxMs: 100, jitter: 0 },
       recoveryDeadlineMs: config.recoveryDeadlineMs ?? 60_000,
+      boundaryDeadlineMs: config.boundaryDeadlineMs ?? 30_000,
       ...this.monitorOptions,
     });
     return this.monitor;

@@ -81,7 +81,7 @@ export class MemoryDriver implements ComputeDriver {
   async stop(sandboxId: string, generation: number): Promise<void> {
     this.calls.push(`stop ${sandboxId} g${generation}`);
     await this.pause();
-    for (const [id, c] of this.containers) if (c.sandboxId === sandboxId && c.generation === generation) this.containers.delete(id);
+    for (const [id, c] of this.containers) if (c.sandboxId === sandboxId && c.generation <= generation) this.containers.delete(id);
   }
 
   async remove(sandboxId: string): Promise<void> {

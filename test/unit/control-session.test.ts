@@ -605,3 +605,27 @@ describe("backoff", () => {
     expect(backoffDelay(50, 100, 10_000, () => 0)).toBe(5000);
   });
 });
+
+describe("lockdown ordered by the gateway", () => {
+  it("denies all egress at once, and nothing lifts it: not the session coming back, not a re-push of the policy", async () => {
+    const gw = await startGatewaySide();
+    const token = await launch(gw, "sb-l", 1, "nonce-l", { policy: allowOrigin(["/ok/**"]), revision: 2 });
+    const sup = await startSupervisorSide(gw, { sandboxId: "sb-l", generation: 1, token, initial: { policy: policyOf({ rules: [] }), revision: 1 } });
+    await healthy(gw, "sb-l");
+    expect((await proxyGet(sup.proxyPort, "/ok/1")).status).toBe(200);
+
+    gw.boundary.lockdown("sb-l", "sandbox_failed");
+    await waitFor("locked down", () => (sup.policy.lockdownReason() === "gateway_sandbox_failed" ? true : undefined));
+    const denied = await proxyGet(sup.proxyPort, "/ok/2");
+    expect(denied.status).toBe(403);
+    // (This harness's proxy reads only the holder, so a lockdown shows as "no policy".)
+    expect(denied.body).toMatchObject({ error: "policy_denied", reason: "policy_missing" });
+
+    // The launch is still admitted here (this fake gateway does not know the sandbox
+    // failed): the supervisor reconnects and gets its policy pushed again. Still locked.
+    await waitFor("session up again", () => (gw.boundary.health("sb-l").session === "up" && gw.boundary.health("sb-l").enforcedRevision === 2 ? true : undefined));
+    expect(sup.policy.lockdownReason()).toBe("gateway_sandbox_failed");
+    expect((await proxyGet(sup.proxyPort, "/ok/3")).status).toBe(403);
+    expect(gw.boundary.health("sb-l")).toMatchObject({ lockdown: true, healthy: false, problem: "supervisor in lockdown" });
+  });
+});

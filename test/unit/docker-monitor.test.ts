@@ -30,13 +30,13 @@ interface Harness {
 let dir: string;
 let h: Harness;
 
-async function harness(opts: { recoveryDeadlineMs?: number } = {}): Promise<Harness> {
+async function harness(opts: { recoveryDeadlineMs?: number; boundaryDeadlineMs?: number } = {}): Promise<Harness> {
   const fd = await FakeDocker.start("gw-unit");
   const boundary: Harness["boundary"] = { check: null };
   const wrap = (s: MonitorSink): MonitorSink => ({ ...s, boundary: (id, g) => boundary.check ?? s.boundary(id, g) });
   const driver = new FakeDockerDriver(fd, {}, wrap);
   const store = Store.open(join(dir, "state.db"));
-  const lc = createLifecycle({ store, driver, control: null, log, options: { recoveryDeadlineMs: opts.recoveryDeadlineMs ?? 60_000, readyTimeoutMs: 5_000 } });
+  const lc = createLifecycle({ store, driver, control: null, log, options: { recoveryDeadlineMs: opts.recoveryDeadlineMs ?? 60_000, boundaryDeadlineMs: opts.boundaryDeadlineMs ?? 30_000, readyTimeoutMs: 5_000 } });
   await lc.runtime.prepare();
   lc.resume();
   // Sandboxes made Ready before the monitor's stream is open go Recovering at once
@@ -234,6 +234,43 @@ describe("re-verification gates the return to Ready", () => {
     expect(phase("probe")).toBe("Recovering");
     h.fd.probeExitCode = 0;
     await waitPhase("probe", "Ready");
+  });
+});
+
+describe("the boundary reported lost by the gateway", () => {
+  it("Ready → Recovering with the reason; re-verified once the boundary holds again → Ready, nothing removed", async () => {
+    const s = await ready("b-back");
+    h.boundary.check = { name: "control session", ok: false, detail: "heartbeat stale" };
+    h.lc.monitor!.boundaryLost(s.id, 1, "heartbeat stale");
+    const r = await waitPhase("b-back", "Recovering");
+    expect(h.store.events(r.id, { limit: 100 }).find((e) => e.newPhase === "Recovering")?.message).toBe("boundary unhealthy: heartbeat stale");
+    h.boundary.check = null;
+    await waitPhase("b-back", "Ready");
+    expect(containersOf(s).wl).toBeDefined();
+    expect(phaseLog("b-back").slice(2)).toEqual(["Ready→Recovering", "Recovering→Ready"]);
+  });
+
+  it("not restored within the boundary deadline (Docker answering): Error(BoundaryUnhealthy) naming the failing check, containers removed", async () => {
+    await h.close();
+    h = await harness({ boundaryDeadlineMs: 500 });
+    const s = await ready("b-gone");
+    h.boundary.check = { name: "control session", ok: false, detail: "no control session" };
+    h.lc.monitor!.boundaryLost(s.id, 1, "no control session");
+    const failed = await waitPhase("b-gone", "Error");
+    expect(failed.reason).toMatchObject({ code: "BoundaryUnhealthy" });
+    expect(failed.reason?.code === "BoundaryUnhealthy" && failed.reason.detail).toMatch(/control session: no control session/);
+    await eventually(() => (containersOf(s).wl === undefined ? true : undefined), 10_000, "workload removed");
+  });
+
+  it("a report for another generation, or for a sandbox not Ready, changes nothing", async () => {
+    const s = await ready("b-other");
+    h.lc.monitor!.boundaryLost(s.id, 2, "stale report");
+    h.lc.monitor!.boundaryLost("sbx_unknown", 1, "stale report");
+    // A later, real trigger is handled, so the two above were seen and ignored.
+    h.fd.cutStreams();
+    await waitPhase("b-other", "Recovering");
+    await waitPhase("b-other", "Ready");
+    expect(h.store.events(s.id, { limit: 100 }).filter((e) => e.message?.startsWith("boundary unhealthy"))).toEqual([]);
   });
 });
 

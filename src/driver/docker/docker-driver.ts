@@ -257,12 +257,13 @@ export class DockerDriver implements ComputeDriver {
     return { engine: this.engine, gatewayId: this.gatewayId, probeCommand: this.probeCommand };
   }
 
-  private async listOwned(labels: Record<string, string>): Promise<{ Id: string }[]> {
+  private async listOwned(labels: Record<string, string>): Promise<{ Id: string; Labels: Record<string, string> | null }[]> {
     return must("list containers", await this.engine.listContainers({ all: true, filters: labelFilter({ [LABEL.gateway]: this.gatewayId, ...labels }) }));
   }
 
-  private async removeContainers(labels: Record<string, string>): Promise<void> {
-    for (const c of await this.listOwned(labels)) {
+  /** Remove the sandbox's containers (found by their labels, whatever step made them) that `which` selects. */
+  private async removeContainers(labels: Record<string, string>, which: (c: { Labels: Record<string, string> | null }) => boolean = () => true): Promise<void> {
+    for (const c of (await this.listOwned(labels)).filter(which)) {
       const r = await this.engine.removeContainer(c.Id, { force: true, volumes: false });
       // 404: already gone (removed concurrently, or auto-removed); that is the goal.
       if (!(r.kind === "docker" && r.status === 404)) must(`remove container ${c.Id.slice(0, 12)}`, r);
@@ -270,8 +271,19 @@ export class DockerDriver implements ComputeDriver {
   }
 
   async stop(sandboxId: string, generation: number): Promise<void> {
-    await this.removeContainers({ [LABEL.sandbox]: sandboxId, [LABEL.generation]: String(generation) });
-    rmSync(this.launchDir(sandboxId, generation), { recursive: true, force: true });
+    // This generation and every older one: a generation never outlives its successor.
+    const upTo = (c: { Labels: Record<string, string> | null }): boolean => Number(c.Labels?.[LABEL.generation] ?? "0") <= generation;
+    await this.removeContainers({ [LABEL.sandbox]: sandboxId }, upTo);
+    this.removeLaunchDirs(sandboxId, generation);
+  }
+
+  /** The launch files of the sandbox's generations up to `upTo` (all of them by default). */
+  private removeLaunchDirs(sandboxId: string, upTo = Infinity): void {
+    if (!existsSync(this.launchRoot)) return;
+    for (const d of readdirSync(this.launchRoot)) {
+      const m = /^(.+)-g(\d+)$/.exec(d);
+      if (m?.[1] === sandboxId && Number(m[2]) <= upTo) rmSync(join(this.launchRoot, d), { recursive: true, force: true });
+    }
   }
 
   async remove(sandboxId: string): Promise<void> {
@@ -286,9 +298,7 @@ export class DockerDriver implements ComputeDriver {
       const r = await this.engine.removeVolume(v.Name, true);
       if (!(r.kind === "docker" && r.status === 404)) must(`remove volume ${v.Name}`, r);
     }
-    if (existsSync(this.launchRoot)) {
-      for (const d of readdirSync(this.launchRoot)) if (d.startsWith(`${sandboxId}-g`)) rmSync(join(this.launchRoot, d), { recursive: true, force: true });
-    }
+    this.removeLaunchDirs(sandboxId);
   }
 
   exec(record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession> {
@@ -304,6 +314,7 @@ export class DockerDriver implements ComputeDriver {
       log: this.log,
       probeCommand: this.probeCommand,
       recoveryDeadlineMs: config.recoveryDeadlineMs,
+      boundaryDeadlineMs: config.boundaryDeadlineMs,
     });
   }
 

@@ -195,9 +195,22 @@ export class BoundaryRegistry {
     live.link.close(CLOSE.superseded, reason);
   }
 
-  /** Forgets everything about a sandbox (delete). */
-  forget(sandboxId: string): void {
-    this.disconnect(sandboxId, "sandbox deleted");
+  /**
+   * Fail closed over the session itself (no Docker needed): the supervisor is told
+   * to deny all egress and close every connection, then the session is closed.
+   * Its reconnects are refused while the sandbox is not live, so nothing lifts it.
+   */
+  lockdown(sandboxId: string, reason: string): void {
+    const live = this.#live.get(sandboxId);
+    if (live === undefined) return;
+    live.link.send({ type: "lockdown", reason });
+    this.#log.info({ event: "supervisor_lockdown_sent", sandboxId, generation: live.link.generation, reason }, "lockdown sent to the supervisor");
+    this.disconnect(sandboxId, reason);
+  }
+
+  /** Forgets everything about a sandbox (delete), locking its live session down first. */
+  forget(sandboxId: string, reason = "sandbox_deleted"): void {
+    this.lockdown(sandboxId, reason);
     this.#desired.delete(sandboxId);
     this.#lastEmitted.delete(sandboxId);
   }

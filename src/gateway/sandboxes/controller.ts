@@ -49,7 +49,15 @@ export class LifecycleController {
       this.log.info({ sandboxId: id, generation, event: event.type, phase: s.phase, current: s.generation }, `observation dropped: ${t.message}`);
       return null;
     }
-    return this.store.transition(id, { expect: { phase: s.phase, generation }, next: t.next, message: msg, runtime });
+    // A generation that ends in Error or Completed owes the removal of its containers,
+    // recorded in the same transaction: a crash right after cannot lose it.
+    const owes = t.next.phase === "Error" || t.next.phase === "Completed";
+    return this.store.transition(id, { expect: { phase: s.phase, generation }, next: t.next, message: msg, runtime, ...(owes ? { oweTeardown: generation } : {}) });
+  }
+
+  /** The containers of `generation` and older ones are gone. */
+  settleTeardown(id: string, generation: number): void {
+    this.store.settleTeardown(id, generation);
   }
 
   /** Still the generation and phase a task was started for? */

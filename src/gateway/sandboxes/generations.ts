@@ -24,7 +24,8 @@ export class GenerationHandle {
   #state: HandleState = "live";
   #record: RuntimeRecord | null;
   #monitor: RuntimeMonitor | null = null;
-  readonly #timers = new Map<NodeJS.Timeout, () => void>();
+  /** Pending sleeps: each is ended early with true (go on) or false (stop). */
+  readonly #timers = new Map<NodeJS.Timeout, (goOn: boolean) => void>();
 
   constructor(
     readonly sandboxId: string,
@@ -63,56 +64,63 @@ export class GenerationHandle {
     monitor.arm({ sandboxId: this.sandboxId, name: this.name, generation: this.generation, record: this.#record });
   }
 
-  /** A pause that ends early (resolving false) when the handle is disposed. */
+  /**
+   * A pause that ends early when the handle's state changes: resolves true to go
+   * on (the timer ran out, or kick()), false when the work it paces is over.
+   */
   sleep(ms: number): Promise<boolean> {
     if (this.#state === "disposed") return Promise.resolve(false);
+    const state = this.#state;
     return new Promise((resolve) => {
       const t = setTimeout(() => {
         this.#timers.delete(t);
-        resolve(this.#state !== "disposed");
+        resolve(this.#state === state);
       }, ms);
-      this.#timers.set(t, () => resolve(false));
+      this.#timers.set(t, (goOn) => resolve(goOn && this.#state === state));
     });
   }
 
+  /** End pending sleeps now, to go on at once (e.g. Docker answers again). */
+  kick(): void {
+    this.#wakeTimers(true);
+  }
+
   /**
-   * The generation failed or completed: stop watching it and close its session;
-   * its containers are still owed a teardown when it recorded any.
+   * The generation failed or completed. Its boundary is locked down first (over
+   * the control session: that needs no Docker), it is no longer watched, and its
+   * containers are owed a teardown until one succeeds.
    */
-  end(): void {
+  end(reason: string): void {
     if (this.#state !== "live") return;
-    if (!this.#record) {
-      this.dispose("ended before its containers were recorded");
-      return;
-    }
-    this.#unwatch();
-    this.boundary?.disconnect(this.sandboxId, "sandbox failed");
-    this.#wakeTimers();
     this.#state = "owed";
+    this.#unwatch();
+    this.boundary?.lockdown(this.sandboxId, reason);
+    this.#wakeTimers(false);
   }
 
   /**
    * Everything of this generation goes: monitor subscription, timers, and its
-   * session (closed; forgotten with its desired policy on delete; kept as it is
-   * when the gateway itself shuts down, so supervisors ride out a restart).
+   * session (locked down and closed; forgotten with its desired policy on delete;
+   * kept as it is when the gateway itself shuts down, so supervisors ride out a
+   * gateway restart).
    */
-  dispose(why: string, session: "disconnect" | "forget" | "keep" = "disconnect"): void {
+  dispose(why: string, session: "lockdown" | "forget" | "keep" = "lockdown"): void {
     if (this.#state === "disposed") return;
     this.#state = "disposed";
     this.#unwatch();
-    if (session === "forget") this.boundary?.forget(this.sandboxId);
-    else if (session === "disconnect") this.boundary?.disconnect(this.sandboxId, why);
-    this.#wakeTimers();
+    if (session === "forget") this.boundary?.forget(this.sandboxId, why);
+    else if (session === "lockdown") this.boundary?.lockdown(this.sandboxId, why);
+    this.#wakeTimers(false);
   }
 
   get timers(): number {
     return this.#timers.size;
   }
 
-  #wakeTimers(): void {
+  #wakeTimers(goOn: boolean): void {
     for (const [t, wake] of this.#timers) {
       clearTimeout(t);
-      wake();
+      wake(goOn);
     }
     this.#timers.clear();
   }
@@ -135,7 +143,7 @@ export class Generations {
   open(s: { id: string; name: string; generation: number }, nonce: string, record: RuntimeRecord | null = null): GenerationHandle {
     const old = this.#handles.get(s.id);
     if (old && old.generation > s.generation) throw new Error(`generation ${s.generation} of ${s.id} is older than its handle's ${old.generation}`);
-    old?.dispose("superseded by a newer launch");
+    old?.dispose("superseded");
     const h = new GenerationHandle(s.id, s.name, s.generation, nonce, record, this.boundary);
     this.#handles.set(s.id, h);
     return h;
@@ -153,9 +161,9 @@ export class Generations {
     return h?.state === "live" ? { generation: h.generation, nonce: h.nonce } : null;
   }
 
-  /** Generations whose containers must still be removed. */
-  owed(): { sandboxId: string; generation: number }[] {
-    return [...this.#handles.values()].filter((h) => h.state === "owed").map((h) => ({ sandboxId: h.sandboxId, generation: h.generation }));
+  /** Wake every owed teardown's pause: the runtime answers again. */
+  kickOwed(): void {
+    for (const h of this.#handles.values()) if (h.state === "owed") h.kick();
   }
 
   /** Called for every committed phase change: a generation that left the live phases is released. */
@@ -163,15 +171,15 @@ export class Generations {
     const h = this.#handles.get(sandboxId);
     if (!h || h.generation > generation) return;
     if (phase === null) {
-      h.dispose("sandbox deleted", "forget");
+      h.dispose("sandbox_deleted", "forget");
     } else if (h.generation < generation) {
-      h.dispose("superseded by a newer generation");
+      h.dispose("superseded");
     } else if (OWED_PHASES.has(phase)) {
-      h.end();
+      h.end(phase === "Error" ? "sandbox_failed" : "sandbox_completed");
     } else if (phase === "Deleting") {
-      h.dispose("sandbox deleting", "forget");
+      h.dispose("sandbox_deleting", "forget");
     } else if (!SESSION_PHASES.has(phase)) {
-      h.dispose("sandbox stopping");
+      h.dispose("sandbox_stopping");
     } else {
       return;
     }

@@ -11,7 +11,7 @@ import type { ControlPlane } from "../control/control-plane.js";
 import { LifecycleController } from "./controller.js";
 import { Generations } from "./generations.js";
 import { SandboxReadModel } from "./read-model.js";
-import { recoverySink } from "./recovery.js";
+import { boundaryFailure, recoverySink } from "./recovery.js";
 import { RuntimeGate } from "./runtime-gate.js";
 import { SandboxService, type ServiceOptions } from "./service.js";
 import { LifecycleTasks } from "./tasks.js";
@@ -34,23 +34,34 @@ export interface Lifecycle {
 export function createLifecycle(d: { store: Store; driver: ComputeDriver; control: ControlPlane | null; log: Logger; options?: ServiceOptions }): Lifecycle {
   const { store, driver, control, log } = d;
   const generations = new Generations(control?.boundary ?? null, log);
-  // Every committed phase change settles its generation's handle, whoever made it.
-  const unsubscribe = store.onEvent((e) => {
-    if (e.kind !== "phase" && e.kind !== "deleted") return;
-    try {
-      generations.settle(e.sandboxId, e.generation, e.newPhase);
-    } catch (err) {
-      log.error({ sandboxId: e.sandboxId, err }, "settling a generation failed");
-    }
-  });
   const controller = new LifecycleController(store, log);
   const serial = new KeyedSerial();
   const runtime = new RuntimeGate(driver, control, log);
   const read = new SandboxReadModel(store, control);
-  const monitor = driver.watch(recoverySink({ store, controller, driver, generations, control, serial, log }), {
+  const monitor = driver.watch(recoverySink({ store, controller, control, serial, log, reconnected: () => tasks.kickTeardowns() }), {
     recoveryDeadlineMs: d.options?.recoveryDeadlineMs,
+    boundaryDeadlineMs: d.options?.boundaryDeadlineMs,
   });
-  const tasks = new LifecycleTasks({ store, controller, driver, control, generations, monitor, serial, log, readyTimeoutMs: d.options?.readyTimeoutMs ?? 30_000 });
+  const tasks: LifecycleTasks = new LifecycleTasks({ store, controller, driver, control, generations, monitor, serial, log, readyTimeoutMs: d.options?.readyTimeoutMs ?? 30_000 });
+  // Every committed phase change settles its generation's handle, whoever made it;
+  // an Error or Completed generation then owes (and gets) its teardown.
+  const unsubscribe = store.onEvent((e) => {
+    if (e.kind !== "phase" && e.kind !== "deleted") return;
+    try {
+      generations.settle(e.sandboxId, e.generation, e.newPhase);
+      if (e.newPhase === "Error" || e.newPhase === "Completed") tasks.teardown(e.sandboxId, e.generation);
+    } catch (err) {
+      log.error({ sandboxId: e.sandboxId, err }, "settling a generation failed");
+    }
+  });
+  // The boundary's health drives the lifecycle: a Ready sandbox whose supervisor is
+  // running but cannot be shown to hold its boundary goes Recovering at once.
+  const offBoundary = control?.boundary.onChange((h) => {
+    const s = store.get(h.sandboxId);
+    if (s?.phase !== "Ready") return;
+    const problem = boundaryFailure(h, s.generation);
+    if (problem !== null) monitor?.boundaryLost(s.id, s.generation, problem);
+  });
   const service = new SandboxService({ store, driver, control, controller, generations, tasks, runtime, read, log });
   return {
     service,
@@ -75,6 +86,7 @@ export function createLifecycle(d: { store: Store; driver: ComputeDriver; contro
       await serial.idle();
       generations.closeAll();
       unsubscribe();
+      offBoundary?.();
     },
   };
 }

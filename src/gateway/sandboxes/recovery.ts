@@ -1,28 +1,40 @@
 // Recovery as the runtime monitor sees the gateway: a MonitorSink. The monitor
 // proves facts about containers; this applies them through the lifecycle
 // controller (machine + compare-and-set, serialized with the sandbox's other
-// lifecycle work), adds the gateway's own evidence about the boundary, and
-// carries out fail-closed teardowns.
+// lifecycle work) and adds the gateway's own evidence about the boundary. What
+// a failure then owes (lockdown, teardown) follows from the committed phase
+// change, in the generation's handle and LifecycleTasks.
 
 import type { Logger } from "pino";
-import type { ComputeDriver, MonitorSink, ReadinessCheck } from "../../driver/contract.js";
+import type { MonitorSink, ReadinessCheck } from "../../driver/contract.js";
 import type { Store } from "../../store/store.js";
 import type { KeyedSerial } from "../../util/keyed-serial.js";
+import type { BoundaryHealth } from "../control/boundary.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import type { LifecycleController } from "./controller.js";
-import type { Generations } from "./generations.js";
 
 export interface RecoveryDeps {
   store: Store;
   controller: LifecycleController;
-  driver: ComputeDriver;
-  generations: Generations;
   control: ControlPlane | null;
   serial: KeyedSerial;
   log: Logger;
+  /** Docker answers again: retry owed teardowns now. */
+  reconnected: () => void;
 }
 
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/**
+ * The problem, when the boundary health of a Ready generation says its boundary
+ * is not in place; null while it is, or while only a policy push is in flight.
+ */
+export function boundaryFailure(h: BoundaryHealth, generation: number): string | null {
+  if (h.session === "down") return h.problem ?? "no control session";
+  if (h.generation !== generation) return `session of generation ${String(h.generation)}, launch is generation ${generation}`;
+  if (h.problem === "heartbeat stale" || h.problem === "supervisor in lockdown" || h.problem === "proxy not listening") return h.problem;
+  return null;
+}
 
 /** The control session's proof for one generation, as a readiness check. */
 export function sessionCheck(control: ControlPlane | null, sandboxId: string, generation: number): ReadinessCheck {
@@ -50,21 +62,7 @@ export function recoverySink(d: RecoveryDeps): MonitorSink {
       return applied;
     },
     boundary: (id, generation) => sessionCheck(d.control, id, generation),
-    teardown: (id, generation) =>
-      d.serial.run(
-        id,
-        async () => {
-          await d.driver.stop(id, generation);
-          const s = d.store.get(id);
-          if (s && s.generation === generation && (s.phase === "Error" || s.phase === "Completed")) d.controller.recordRuntime(id, { phase: s.phase, generation }, null);
-          d.generations.tornDown(id, generation);
-          d.log.info({ sandboxId: id, generation }, "workload stopped (fail closed)");
-        },
-        (err) => {
-          throw err;
-        },
-      ),
-    owedTeardowns: () => d.generations.owed(),
+    reconnected: () => d.reconnected(),
     recoveringSince: (id) => {
       const at = d.store.enteredPhaseAt(id, "Recovering");
       return at === null ? undefined : Date.parse(at);

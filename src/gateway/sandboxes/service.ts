@@ -33,8 +33,10 @@ export interface CreateInput {
 export interface ServiceOptions {
   /** How long readiness evidence may take to appear after the containers start. */
   readyTimeoutMs?: number;
-  /** How long a sandbox may stay Recovering before it fails closed. Default 60 s. */
+  /** How long a sandbox may stay Recovering after losing Docker before it fails closed. Default 60 s. */
   recoveryDeadlineMs?: number;
+  /** How long it may stay Recovering after its boundary was reported unhealthy (Docker answering). Default 30 s. */
+  boundaryDeadlineMs?: number;
 }
 
 export interface ServiceDeps {

@@ -61,7 +61,10 @@ export class LifecycleTasks {
     const progress = (msg: string): void => controller.note(s, generation, msg);
     try {
       // A new generation never shares containers with an older one.
-      if (generation > 1) await driver.stop(id, generation - 1);
+      if (generation > 1) {
+        await driver.stop(id, generation - 1);
+        controller.settleTeardown(id, generation - 1);
+      }
       if (control) {
         req.control = await control.launchControl(req);
         handle.desire(req.policy.policy, req.policy.revision);
@@ -84,10 +87,10 @@ export class LifecycleTasks {
       }
     } catch (err) {
       const detail = message(err);
+      // Error owes the teardown of whatever this launch made (retried until done);
+      // an aborted launch is cleaned up by the stop or delete that aborted it.
       const failed = controller.observe(id, generation, { type: "provisionFailed", detail }, detail);
       this.d.log.warn({ sandboxId: id, generation, err: detail }, failed ? "provisioning failed" : "provisioning aborted");
-      // Leave nothing running behind a failed launch.
-      await driver.stop(id, generation).catch((e: unknown) => this.d.log.error({ sandboxId: id, generation, err: message(e) }, "cleanup after failed provisioning failed"));
     }
   }
 
@@ -117,6 +120,7 @@ export class LifecycleTasks {
       async () => {
         if (!controller.isCurrent(id, generation, "Stopping")) return;
         await this.#untilDone(s, "stop", () => driver.stop(id, generation), () => controller.isCurrent(id, generation, "Stopping"));
+        controller.settleTeardown(id, generation);
         controller.observe(id, generation, { type: "stopped" }, "containers removed; workspace kept", null);
       },
       (err) => {
@@ -143,6 +147,48 @@ export class LifecycleTasks {
         controller.note(s, generation, `delete failed: ${message(err)}`);
       },
     );
+  }
+
+  /**
+   * Fail closed: remove the containers of a generation that ended in Error or
+   * Completed (and of any older one), whatever step its launch reached, retrying
+   * with capped backoff until it is done, the gateway closes, or a newer intent
+   * (start, stop, delete) takes the sandbox over.
+   */
+  teardown(id: string, generation: number): void {
+    const handle = this.d.generations.get(id, generation);
+    if (!handle || handle.state !== "owed") return;
+    const { store, controller, driver, serial, log } = this.d;
+    const attempt = async (): Promise<boolean> => {
+      const s = store.get(id);
+      if (!s || s.generation !== generation || s.teardownOwed === null || s.teardownOwed > generation || handle.state !== "owed") return true;
+      await driver.stop(id, generation);
+      controller.settleTeardown(id, generation);
+      this.d.generations.tornDown(id, generation);
+      log.info({ sandboxId: id, generation }, "containers removed (fail closed)");
+      return true;
+    };
+    void (async () => {
+      for (let n = 0; !this.#closed; n++) {
+        let done = false;
+        await serial.run(
+          id,
+          async () => {
+            done = await attempt();
+          },
+          (err) => {
+            if (n === 0) controller.note({ id, name: handle.name }, generation, `teardown is waiting for the runtime: ${message(err)}`);
+            log.warn({ sandboxId: id, generation, attempt: n, err: message(err) }, "teardown failed; retrying");
+          },
+        );
+        if (done || !(await handle.sleep(Math.min(5000, 200 * 2 ** n)))) return;
+      }
+    })();
+  }
+
+  /** The runtime answers again: owed teardowns retry now. */
+  kickTeardowns(): void {
+    this.d.generations.kickOwed();
   }
 
   /**
@@ -192,20 +238,20 @@ export class LifecycleTasks {
         if (!monitor) continue;
         if (s.phase === "Ready") controller.observe(s.id, s.generation, { type: "contactLost", cause: "gateway restarted: re-verifying" }, "gateway restarted: re-verifying before trusting");
         handle.watch(monitor);
-      } else if ((s.phase === "Error" || s.phase === "Completed") && s.runtime) {
-        generations.open(s, s.runtime.nonce, s.runtime).end();
+      } else if ((s.phase === "Error" || s.phase === "Completed") && s.teardownOwed !== null) {
+        // A previous gateway owed this teardown; it is ours now.
+        generations.open(s, s.runtime?.nonce ?? "", s.runtime).end(s.phase === "Error" ? "sandbox_failed" : "sandbox_completed");
+        this.teardown(s.id, s.generation);
       } else if (s.phase === "Stopping") {
         this.stop(s);
       } else if (s.phase === "Deleting") {
         this.delete(s);
       } else if (s.phase === "Provisioning") {
-        // The launch was cut short; its half-made runtime cannot be trusted.
+        // The launch was cut short at an unknown step; its half-made runtime cannot be
+        // trusted. Error owes the removal of every container of the generation.
         const detail = "the gateway restarted during provisioning";
-        if (controller.observe(s.id, s.generation, { type: "provisionFailed", detail }, detail)) {
-          void this.d.serial.run(s.id, () => this.d.driver.stop(s.id, s.generation), (err) =>
-            this.d.log.error({ sandboxId: s.id, err: message(err) }, "cleanup of an interrupted launch failed"),
-          );
-        }
+        generations.open(s, "", s.runtime);
+        controller.observe(s.id, s.generation, { type: "provisionFailed", detail }, detail);
       }
     }
     monitor?.start();

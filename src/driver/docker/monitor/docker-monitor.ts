@@ -29,8 +29,10 @@ export interface MonitorOptions {
   gatewayId: string;
   sink: MonitorSink;
   log: Logger;
-  /** How long a sandbox may stay Recovering before it fails closed. Default 60 s. */
+  /** How long a sandbox may stay Recovering after losing Docker before it fails closed. Default 60 s. */
   recoveryDeadlineMs?: number;
+  /** How long it may stay Recovering after its boundary was reported unhealthy, while Docker answers. Default 30 s. */
+  boundaryDeadlineMs?: number;
   pingIntervalMs?: number;
   pingTimeoutMs?: number;
   /** How often Recovering sandboxes are re-checked while Docker answers. */
@@ -88,7 +90,8 @@ export class DockerMonitor implements RuntimeMonitor {
   private readonly inflight = new Map<string, Promise<void>>();
   private readonly limiter = new Limiter(CHECK_CONCURRENCY);
   private readonly again = new Set<string>();
-  private readonly recoveringAt = new Map<string, number>();
+  /** Recovering sandboxes: since when, and whether the runtime or the boundary was lost. */
+  private readonly recoveringAt = new Map<string, { since: number; cause: "runtime" | "boundary"; problem?: string }>();
   private pinging = false;
   private readonly m: MonitorMetrics = {
     dockerConnected: false,
@@ -109,6 +112,7 @@ export class DockerMonitor implements RuntimeMonitor {
     this.gatewayId = o.gatewayId;
     this.opts = {
       recoveryDeadlineMs: o.recoveryDeadlineMs ?? 60_000,
+      boundaryDeadlineMs: o.boundaryDeadlineMs ?? 30_000,
       pingIntervalMs: o.pingIntervalMs ?? 2_000,
       pingTimeoutMs: o.pingTimeoutMs ?? 1_500,
       retryIntervalMs: o.retryIntervalMs ?? 1_000,
@@ -123,7 +127,7 @@ export class DockerMonitor implements RuntimeMonitor {
   metrics(): MonitorMetrics {
     const now = Date.now();
     let open = 0;
-    for (const t of this.recoveringAt.values()) open += now - t;
+    for (const r of this.recoveringAt.values()) open += now - r.since;
     return {
       ...this.m,
       classifications: { ...this.m.classifications },
@@ -155,10 +159,16 @@ export class DockerMonitor implements RuntimeMonitor {
     // Adopted while Recovering: its deadline runs from when it entered Recovering.
     const current = this.sink.current(w.sandboxId);
     if (current?.phase === "Recovering" && current.generation === w.generation) {
-      this.recoveringAt.set(w.sandboxId, this.sink.recoveringSince(w.sandboxId) ?? Date.now());
+      this.recoveringAt.set(w.sandboxId, { since: this.sink.recoveringSince(w.sandboxId) ?? Date.now(), cause: "runtime" });
     }
     if (!this.connected && this.loop) void this.lose(w, "the Docker events stream is down");
     else if (this.connected) this.check(w.sandboxId);
+  }
+
+  boundaryLost(sandboxId: string, generation: number, problem: string): void {
+    const w = this.registry.get(sandboxId);
+    if (!w || w.generation !== generation || this.closed) return;
+    void this.lose(w, `boundary unhealthy: ${problem}`, "boundary");
   }
 
   /** Stop and delete disarm first, so an intended exit is never reported as a crash. */
@@ -254,7 +264,7 @@ export class DockerMonitor implements RuntimeMonitor {
     this.connected = true;
     this.log.info({ monitors: this.registry.size }, "docker events stream connected; reconciling from inspect");
     // Containers that failed while Docker was away are removed now that it answers.
-    void this.sweepTeardowns();
+    this.sink.reconnected();
     for (const w of this.registry.all()) this.check(w.sandboxId);
   }
 
@@ -397,6 +407,8 @@ export class DockerMonitor implements RuntimeMonitor {
         if (!supervisor.inspect) return;
         const report = await this.reverify(w, supervisor.inspect);
         if (!report.ready) {
+          const r = this.recoveringAt.get(sandboxId);
+          if (r) r.problem = report.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail ?? "failed"}`).join("; ");
           this.log.info({ sandboxId, generation: w.generation, checks: report.checks }, "not yet verified; still Recovering");
           return;
         }
@@ -412,61 +424,56 @@ export class DockerMonitor implements RuntimeMonitor {
   }
 
   /** Ready → Recovering; nothing is stopped. */
-  private async lose(w: Watched, cause: string): Promise<void> {
+  private async lose(w: Watched, cause: string, what: "runtime" | "boundary" = "runtime"): Promise<void> {
     const current = this.sink.current(w.sandboxId);
     if (!current || current.generation !== w.generation) return;
     if (current.phase === "Ready" && (await this.sink.apply(w.sandboxId, w.generation, { type: "contactLost", cause }, cause))) {
-      this.recoveringAt.set(w.sandboxId, Date.now());
+      this.recoveringAt.set(w.sandboxId, { since: Date.now(), cause: what, problem: cause });
+      // Re-verification starts at once (it also runs on every tick while Recovering).
+      if (what === "boundary" && this.connected) this.check(w.sandboxId);
     } else if (current.phase === "Recovering" && !this.recoveringAt.has(w.sandboxId)) {
-      this.recoveringAt.set(w.sandboxId, this.sink.recoveringSince(w.sandboxId) ?? Date.now());
+      this.recoveringAt.set(w.sandboxId, { since: this.sink.recoveringSince(w.sandboxId) ?? Date.now(), cause: what, problem: cause });
     }
   }
 
   private settleRecovery(sandboxId: string, recovered: boolean): void {
-    const since = this.recoveringAt.get(sandboxId);
+    const r = this.recoveringAt.get(sandboxId);
     this.lastRetry.delete(sandboxId);
-    if (since === undefined) return;
+    if (r === undefined) return;
     this.recoveringAt.delete(sandboxId);
-    this.m.recoveringMsTotal += Date.now() - since;
+    this.m.recoveringMsTotal += Date.now() - r.since;
     if (recovered) this.m.recovered++;
   }
 
+  /**
+   * A proven failure: Error (or Completed) through the sink. The gateway then locks
+   * the boundary down and removes the containers, retrying until Docker allows it.
+   */
   private async failClosed(w: Watched, event: LifecycleEvent, message: string): Promise<void> {
     const applied = await this.sink.apply(w.sandboxId, w.generation, event, message);
     if (!applied) return; // a stop or delete won, or a newer generation exists: not ours to act on
     this.registry.disarm(w.sandboxId, w.generation);
     this.settleRecovery(w.sandboxId, false);
-    if (this.connected) {
-      await this.sink.teardown(w.sandboxId, w.generation).catch((err: unknown) =>
-        this.log.warn({ sandboxId: w.sandboxId, err: (err as Error).message }, "teardown failed; retried when Docker answers"),
-      );
-    }
-  }
-
-  private async sweepTeardowns(): Promise<void> {
-    for (const t of this.sink.owedTeardowns()) {
-      if (this.registry.isCurrent(t.sandboxId, t.generation)) continue;
-      await this.sink.teardown(t.sandboxId, t.generation).catch((err: unknown) =>
-        this.log.warn({ sandboxId: t.sandboxId, err: (err as Error).message }, "owed teardown failed; retried on next reconnect"),
-      );
-    }
   }
 
   /** Deadlines, and re-checks of Recovering sandboxes while Docker answers. */
   private tick(): void {
     const now = Date.now();
     // Only Recovering sandboxes need anything here: idle cost stays flat in N.
-    for (const [sandboxId, since] of [...this.recoveringAt]) {
+    for (const [sandboxId, r] of [...this.recoveringAt]) {
       const w = this.registry.get(sandboxId);
       const current = this.sink.current(sandboxId);
       if (!w || !current || current.phase !== "Recovering" || current.generation !== w.generation) {
         this.settleRecovery(sandboxId, false);
         continue;
       }
-      if (now - since > this.opts.recoveryDeadlineMs) {
-        const seconds = Math.round(this.opts.recoveryDeadlineMs / 1000);
+      // A lost boundary has its own (shorter) deadline while Docker answers; without
+      // Docker the runtime deadline applies whatever the cause.
+      const deadlineMs = r.cause === "boundary" && this.connected ? this.opts.boundaryDeadlineMs : this.opts.recoveryDeadlineMs;
+      if (now - r.since > deadlineMs) {
+        const seconds = Math.round(deadlineMs / 1000);
         const reason = this.connected
-          ? ({ code: "BoundaryUnhealthy", detail: `boundary not re-verified within ${seconds} s` } as const)
+          ? ({ code: "BoundaryUnhealthy", detail: `boundary not re-verified within ${seconds} s${r.problem ? ` (${r.problem})` : ""}` } as const)
           : ({ code: "RuntimeUnavailable", detail: `Docker unreachable for more than ${seconds} s` } as const);
         if (!this.inflight.has(sandboxId)) {
           const p = this.failClosed(w, { type: "failed", reason }, reason.detail).finally(() => this.inflight.delete(sandboxId));
