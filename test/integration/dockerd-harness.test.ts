@@ -143,6 +143,10 @@ describe("PrivateDockerd (real daemon)", () => {
       await importBusybox(other, "sg-busybox:test");
       const net = await docker(other, "network", "create", "sg-net");
       expect(net).toMatch(/^[0-9a-f]{64}$/);
+      // An internal network without a host address (as every sandbox network is) has a bridge too.
+      const internal = await docker(other, "network", "create", "--internal", "-o", "com.docker.network.bridge.inhibit_ipv4=true", "sg-internal");
+      const bridges = [`br-${net.slice(0, 12)}`, `br-${internal.slice(0, 12)}`];
+      expect(bridges.map((b) => existsSync(`/sys/class/net/${b}`))).toEqual([true, true]);
       const id = await docker(other, "run", "-d", "--network", "sg-net", "sg-busybox:test", "/bin/sleep", "1001");
       const state = await inspectState(other, id);
       expect(state.Status).toBe("running");
@@ -160,6 +164,8 @@ describe("PrivateDockerd (real daemon)", () => {
       expect(readFileSync("/proc/self/mountinfo", "utf8")).not.toContain(other.dir);
       const { stdout: addrs } = await run("ip", ["-o", "-4", "addr", "show"]);
       expect(addrs).not.toContain(` ${other.addressPool.split(".").slice(0, 2).join(".")}.`);
+      // Every bridge the daemon made is gone from the host, the address-less one included.
+      expect(bridges.map((b) => existsSync(`/sys/class/net/${b}`))).toEqual([false, false]);
       // The first daemon is untouched.
       expect(await d.ping()).toBe(true);
     } finally {

@@ -5,7 +5,8 @@
 # Kills every process whose command line names DIR/ or "-namespace NAMESPACE " (dockerd,
 # its managed containerd, the shims that outlive a live-restore daemon) and all their
 # descendants (the containers); deletes br-* bridges holding an address that starts with
-# POOL_PREFIX (the /16 reserved for this daemon alone); unmounts everything under DIR;
+# POOL_PREFIX (the /16 reserved for this daemon alone) and the bridge of every network in
+# the daemon's store (internal networks have no address); unmounts everything under DIR;
 # removes DIR and the pool LOCK file.
 set -u
 mode=$1 dir=$2 ns=$3 pool=$4 lock=$5
@@ -60,6 +61,17 @@ if [ -n "$pool" ] && [ "$pool" != - ]; then
     while read -r ifc; do
       case "$ifc" in br-*) ip link delete "$ifc" 2>/dev/null ;; esac
     done
+fi
+
+# Networks without an IPv4 address on the host (internal ones with inhibit_ipv4) are
+# not found by the pool above: delete the bridge of every network this daemon's
+# store knows (br- + the first 12 hex digits of the network id).
+kv="$dir/data/network/files/local-kv.db"
+if [ -f "$kv" ]; then
+  grep -aoE 'network/[0-9a-f]{64}' "$kv" 2>/dev/null | sort -u | while read -r key; do
+    ifc="br-${key:8:12}"
+    if [ -e "/sys/class/net/$ifc/bridge" ]; then ip link delete "$ifc" 2>/dev/null; fi
+  done
 fi
 
 for _ in 1 2 3; do
