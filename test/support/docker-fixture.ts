@@ -31,7 +31,12 @@ export interface DockerFixture {
 export async function startDockerFixture(
   opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number } = {},
 ): Promise<DockerFixture> {
-  const dockerd = await PrivateDockerd.start({ liveRestore: opts.liveRestore ?? true, name: opts.name ?? "it" });
+  const dockerd = await PrivateDockerd.start({
+    liveRestore: opts.liveRestore ?? true,
+    name: opts.name ?? "it",
+    ...(opts.resolvConf === undefined ? {} : { resolvConf: opts.resolvConf }),
+    ...(opts.extraArgs === undefined ? {} : { extraArgs: opts.extraArgs }),
+  });
   const proxy = opts.viaFaultProxy ? await FaultProxy.start({ upstreamSocket: dockerd.socketPath }) : undefined;
   const gatewaySocket = proxy?.socketPath ?? dockerd.socketPath;
   const homeDir = mkdtempSync(join(tmpdir(), "sg-home-"));

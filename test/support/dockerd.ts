@@ -30,6 +30,11 @@ export interface DockerdOptions {
   startTimeoutMs?: number;
   /** More dockerd flags (e.g. "--debug"). */
   extraArgs?: string[];
+  /**
+   * A file the daemon sees as the host's /etc/resolv.conf (it runs in a mount
+   * namespace of its own with this file bound over it); default: the host's.
+   */
+  resolvConf?: string;
 }
 
 const SYSTEM_CONTAINERD_SOCKET = "/run/containerd/containerd.sock";
@@ -164,6 +169,7 @@ export class PrivateDockerd {
   #liveRestore: boolean;
   #startTimeoutMs: number;
   #extraArgs: string[];
+  #resolvConf: string | undefined;
   #child: ChildProcess | undefined;
   #exited: Promise<void> = Promise.resolve();
   #reaper: ChildProcess | undefined;
@@ -193,6 +199,7 @@ export class PrivateDockerd {
     this.#liveRestore = opts.liveRestore;
     this.#startTimeoutMs = opts.startTimeoutMs ?? 30_000;
     this.#extraArgs = opts.extraArgs ?? [];
+    this.#resolvConf = opts.resolvConf;
     if (this.socketPath.length > 100) throw new Error(`socket path too long: ${this.socketPath}`);
   }
 
@@ -408,7 +415,12 @@ export class PrivateDockerd {
     this.#dropStaleContainerdPidfile();
     this.#appendLog(`start #${this.#starts} live-restore=${this.#liveRestore} storage-driver=${this.#storageDriver}`);
     const logFd = openSync(this.logPath, "a");
-    const child = spawn(findExecutable("dockerd"), this.#args(), {
+    // With resolvConf: dockerd (and its containerd and shims) in a mount namespace of
+    // their own where /etc/resolv.conf is that file; the host's is untouched.
+    const [cmd, args] = this.#resolvConf === undefined
+      ? [findExecutable("dockerd"), this.#args()]
+      : [findExecutable("unshare"), ["--mount", "--propagation", "private", "--", "sh", "-c", 'mount --bind "$0" /etc/resolv.conf && exec "$@"', this.#resolvConf, findExecutable("dockerd"), ...this.#args()]];
+    const child = spawn(cmd, args, {
       detached: true, // own process group: a terminal ^C must not reach the daemon
       stdio: ["ignore", logFd, logFd],
       env: { ...process.env, PATH: `${process.env.PATH ?? ""}:${EXTRA_PATH}` },

@@ -154,6 +154,11 @@ export function workloadConfig(
         ...Object.fromEntries((opts.filesystem?.readWrite ?? []).filter((p) => p !== "/sandbox" && p !== "/tmp").map((p) => [p, "rw,nosuid,nodev,size=64m"])),
       },
       NetworkMode: networkName(i.sandboxId),
+      // Docker's embedded DNS (127.0.0.11) still answers on this network; with a
+      // loopback server configured for the container it forwards names to the
+      // container's own loopback, never to the host's resolvers (CVE-2024-29018:
+      // with the host's loopback resolver it would, from the host's namespace).
+      Dns: ["127.0.0.1"],
       Init: true,
       Mounts: [
         { Type: "volume", Source: volumeName(i.sandboxId), Target: "/sandbox" },
