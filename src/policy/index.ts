@@ -6,5 +6,5 @@ export { evaluate, type EgressRequest, type Decision, type DenyReason } from "./
 export { checkResolvedAddress, type AddressCheck } from "./address.js";
 export { hostMatches, validateHostPattern, normalizeRequestHost } from "./hosts.js";
 export { pathMatches, validatePathGlob } from "./paths.js";
-export { parseCidr, cidrContains, parseIp, type Cidr, type IpAddress } from "./cidr.js";
+export { parseCidr, formatCidr, cidrContains, parseIp, type Cidr, type IpAddress } from "./cidr.js";
 export { serializePolicy, policyHash, canonicalJson, changedFixedSections } from "./canonical.js";

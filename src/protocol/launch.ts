@@ -3,7 +3,7 @@
 // supervisor; both import this module, so the format and its defaults exist once.
 // Anything wrong with it leaves the supervisor without a policy (deny all); it
 // never falls back to allowing.
-import { policyFromObject, type Policy } from "../policy/index.js";
+import { formatCidr, parseCidr, policyFromObject, type Policy } from "../policy/index.js";
 import { normalizeFingerprint } from "./wire.js";
 
 /** The supervisor's egress proxy port, as the workload sees it. */
@@ -30,6 +30,11 @@ export interface LaunchConfig {
   /** The policy in its canonical JSON form (serializePolicy). */
   policy: unknown;
   policyRevision: number;
+  /**
+   * The egress network's subnet (CIDR): the health endpoint listens only on the
+   * supervisor's address in it, out of the workload's reach.
+   */
+  healthSubnet?: string;
   control?: ControlSettings;
 }
 
@@ -50,6 +55,8 @@ export interface LaunchSettings {
   nonce: string | null;
   proxyPort: number;
   healthPort: number;
+  /** Canonical CIDR the health endpoint binds in; null: every interface (standalone use). */
+  healthSubnet: string | null;
   /** Null: no control session configured (standalone; the launch policy applies as is). */
   control: ControlSettings | null;
 }
@@ -109,7 +116,7 @@ function parseControl(raw: unknown, errors: string[]): ControlSettings | null {
 /** Validate a parsed launch file; every problem is listed, and any problem withholds the policy. */
 export function parseLaunchConfig(raw: unknown): LaunchLoadResult {
   const errors: string[] = [];
-  const settings: LaunchSettings = { sandboxId: null, generation: null, nonce: null, proxyPort: PROXY_PORT, healthPort: HEALTH_PORT, control: null };
+  const settings: LaunchSettings = { sandboxId: null, generation: null, nonce: null, proxyPort: PROXY_PORT, healthPort: HEALTH_PORT, healthSubnet: null, control: null };
   if (!isRecord(raw)) return { settings, policy: undefined, errors: ["launch config must be a JSON object"] };
 
   if (typeof raw.sandboxId === "string" && raw.sandboxId !== "") settings.sandboxId = raw.sandboxId;
@@ -121,6 +128,11 @@ export function parseLaunchConfig(raw: unknown): LaunchLoadResult {
   settings.proxyPort = port(raw.proxyPort, PROXY_PORT, "proxyPort", errors);
   settings.healthPort = port(raw.healthPort, HEALTH_PORT, "healthPort", errors);
   if (settings.proxyPort === settings.healthPort) errors.push("proxyPort and healthPort must differ");
+  if (raw.healthSubnet !== undefined) {
+    const c = typeof raw.healthSubnet === "string" ? parseCidr(raw.healthSubnet) : null;
+    if (c?.ok) settings.healthSubnet = formatCidr(c.cidr);
+    else errors.push("healthSubnet must be a CIDR such as 10.0.0.0/24");
+  }
   settings.control = parseControl(raw.control, errors);
 
   const revision = raw.policyRevision;

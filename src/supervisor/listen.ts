@@ -2,6 +2,8 @@
 
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { networkInterfaces, type NetworkInterfaceInfo } from "node:os";
+import { cidrContains, parseCidr, parseIp } from "../policy/index.js";
 
 export function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
@@ -12,4 +14,17 @@ export function listen(server: Server, port: number, host: string): Promise<Addr
       resolve(server.address() as AddressInfo);
     });
   });
+}
+
+/** The first IPv4 address of this host's interfaces inside `cidr`, or null. */
+export function addressIn(cidr: string, interfaces: NodeJS.Dict<NetworkInterfaceInfo[]> = networkInterfaces()): string | null {
+  const parsed = parseCidr(cidr);
+  if (!parsed.ok) return null;
+  for (const list of Object.values(interfaces)) {
+    for (const a of list ?? []) {
+      const ip = a.family === "IPv4" ? parseIp(a.address) : null;
+      if (ip && cidrContains(parsed.cidr, ip)) return a.address;
+    }
+  }
+  return null;
 }

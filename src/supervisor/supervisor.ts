@@ -11,6 +11,7 @@ import type { EgressProxy, Resolver } from "./proxy.js";
 import { createHealthServer } from "./health.js";
 import type { HealthServer } from "./health.js";
 import type { Logger } from "./logger.js";
+import { addressIn } from "./listen.js";
 
 export interface SupervisorOptions {
   configPath: string;
@@ -96,7 +97,15 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
     await Promise.all([proxy.close(opts.shutdownGraceMs), health.close(), session?.stop()]);
   };
   try {
-    const healthAddress = await health.listen(settings.healthPort, host);
+    // The health endpoint answers on the egress network only: the workload reaches
+    // the proxy's port and nothing else of its supervisor.
+    let healthHost = host;
+    if (settings.healthSubnet !== null) {
+      const inSubnet = addressIn(settings.healthSubnet);
+      if (inSubnet === null) throw new Error(`no address of this container is in the egress subnet ${settings.healthSubnet}`);
+      healthHost = inSubnet;
+    }
+    const healthAddress = await health.listen(settings.healthPort, healthHost);
     const proxyAddress = await proxy.listen(settings.proxyPort, host);
     logger.info("supervisor listening", {
       ...ids,

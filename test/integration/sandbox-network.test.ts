@@ -5,7 +5,7 @@
 // control that shows the same target answers from a container that is allowed
 // to reach it, so a probe that could never connect proves nothing by passing.
 
-import { createServer, type Server } from "node:net";
+import { connect, createServer, type Server } from "node:net";
 import { networkInterfaces } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { egressNetworkName, networkName } from "../../src/driver/docker/objects.js";
@@ -71,6 +71,27 @@ async function probeFromWorkload(targets: { host: string; port: number }[]): Pro
 async function probeFromEgress(targets: { host: string; port: number }[]): Promise<ProbeResults> {
   const r = await docker(fx, "run", "--rm", "--network", egressNet, workloadImage, "node", "-e", PROBE_TCP, JSON.stringify(targets));
   return parseProbe(r);
+}
+
+function listenAll(port: number): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer((sock) => {
+      sock.on("error", () => undefined);
+      sock.end();
+    });
+    srv.once("error", reject);
+    srv.listen(port, "0.0.0.0", () => resolve(srv));
+  });
+}
+
+function connects(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host, port }, () => {
+      s.end();
+      resolve(true);
+    });
+    s.on("error", () => resolve(false));
+  });
 }
 
 const connectedTargets = (results: ProbeResults): [string, string][] => Object.entries(results).filter(([, r]) => r === "connected");
@@ -157,18 +178,49 @@ describe("egress from a Docker sandbox", () => {
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual(sockets.map(() => false));
 
-    const hosts = [egressGateway, ...(internalGateway ? [internalGateway] : []), ...hostAddrs];
-    const targets = hosts.flatMap((host) => [2375, 2376].map((port) => ({ host, port })));
-    expect(connectedTargets(await probeFromWorkload(targets))).toEqual([]);
+    // STAND-IN DAEMON: something listening on Docker's TCP ports on every host
+    // address, as a daemon started with -H tcp:// would.
+    const standIns = await Promise.all([2375, 2376].map((p) => listenAll(p)));
+    try {
+      const hosts = [egressGateway, ...(internalGateway ? [internalGateway] : []), ...hostAddrs];
+      const targets = hosts.flatMap((host) => [2375, 2376].map((port) => ({ host, port })));
+      expect(connectedTargets(await probeFromWorkload(targets))).toEqual([]);
+      // Control: at this moment both ports answer from the egress network.
+      expect(connectedTargets(await probeFromEgress([2375, 2376].map((port) => ({ host: egressGateway, port }))))).toHaveLength(2);
+    } finally {
+      await Promise.all(standIns.map((srv) => new Promise<void>((res) => srv.close(() => res()))));
+    }
   });
 
-  it("cannot reach the gateway's API port on any host address", async () => {
-    const port = Number(new URL(fx.t.url).port);
-    expect(port).toBeGreaterThan(0);
-    const hosts = [egressGateway, ...(internalGateway ? [internalGateway] : []), ...hostAddrs, "127.0.0.1"];
-    const r = await probeFromWorkload(hosts.map((host) => ({ host, port })));
-    expect(Object.keys(r)).toHaveLength(new Set(hosts).size);
+  it("cannot reach the gateway's API port (loopback only) nor its supervisor endpoint (7421 on the egress bridge)", async () => {
+    const apiPort = Number(new URL(fx.t.url).port);
+    const supervisorPort = Number(new URL((await fx.t.api("GET", "/v1/status")).body.supervisorEndpoint.url as string).port);
+    expect(supervisorPort).toBe(7421);
+    const hosts = [egressGateway, ...(internalGateway ? [internalGateway] : []), ...hostAddrs];
+    const targets = hosts.flatMap((host) => [apiPort, supervisorPort].map((port) => ({ host, port })));
+    const r = await probeFromWorkload(targets);
+    expect(Object.keys(r)).toHaveLength(new Set(targets.map((t) => `${t.host}:${t.port}`)).size);
     expect(connectedTargets(r)).toEqual([]);
+    // Controls, at the same moment: the API answers on the host's loopback, the
+    // supervisor endpoint from the egress network (where supervisors dial it).
+    expect(await connects("127.0.0.1", apiPort)).toBe(true);
+    expect(await probeFromEgress([{ host: egressGateway, port: supervisorPort }])).toEqual({ [`${egressGateway}:${supervisorPort}`]: "connected" });
+  });
+
+  it("cannot reach its supervisor's health endpoint, only its proxy", async () => {
+    const sup = await engineGet(fx, `/containers/${sandbox.runtime!.supervisor.id}/json`);
+    const internalIp = sup.NetworkSettings.Networks[networkName(sandbox.id)].IPAddress as string;
+    const egressIp = sup.NetworkSettings.Networks[egressNet].IPAddress as string;
+    const r = await probeFromWorkload([
+      { host: internalIp, port: 9901 },
+      { host: egressIp, port: 9901 },
+      { host: internalIp, port: 3128 },
+    ]);
+    expect(r[`${internalIp}:3128`]).toBe("connected");
+    expect(r[`${internalIp}:9901`]).not.toBe("connected");
+    expect(r[`${egressIp}:9901`]).not.toBe("connected");
+    // Control: the gateway's probe path (the egress network) answers.
+    expect(await probeFromEgress([{ host: egressIp, port: 9901 }])).toEqual({ [`${egressIp}:9901`]: "connected" });
   });
 
   it("cannot reach a host service listening on 0.0.0.0, which a container on the egress network can", async () => {

@@ -13,6 +13,8 @@ import { build } from "esbuild";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parseLaunchConfig } from "../../src/protocol/launch.js";
 import { readLaunchConfig } from "../../src/supervisor/launch-config.js";
+import { addressIn } from "../../src/supervisor/listen.js";
+import type { NetworkInterfaceInfo } from "node:os";
 import { BoundaryRegistry } from "../../src/gateway/control/boundary.js";
 import { LaunchTokens } from "../../src/gateway/control/launch-tokens.js";
 import { startSupervisorEndpoint } from "../../src/gateway/control/supervisor-endpoint.js";
@@ -281,8 +283,26 @@ describe("launch config", () => {
     await writeFile(path, JSON.stringify(valid));
     const r = await readLaunchConfig(path);
     expect(r.errors).toEqual([]);
-    expect(r.settings).toEqual({ sandboxId: "sb", generation: 0, nonce: "n", proxyPort: 3128, healthPort: 9901, control: null });
+    expect(r.settings).toEqual({ sandboxId: "sb", generation: 0, nonce: "n", proxyPort: 3128, healthPort: 9901, healthSubnet: null, control: null });
     expect(r.policy?.revision).toBe(2);
+  });
+
+  it("reads the health subnet in canonical form; a malformed one withholds the policy", () => {
+    expect(parseLaunchConfig({ ...valid, healthSubnet: "10.200.3.0/24" }).settings.healthSubnet).toBe("10.200.3.0/24");
+    for (const bad of ["10.0.0.0/33", "not-a-cidr", 7, ""]) {
+      const r = parseLaunchConfig({ ...valid, healthSubnet: bad });
+      expect(r.errors).toContain("healthSubnet must be a CIDR such as 10.0.0.0/24");
+      expect(r.policy).toBeUndefined();
+    }
+  });
+
+  it("binds the health endpoint to the address inside the egress subnet only", () => {
+    const ifs = {
+      eth0: [{ address: "10.201.0.5", family: "IPv4" }],
+      eth1: [{ address: "10.200.3.7", family: "IPv4" }, { address: "fe80::1", family: "IPv6" }],
+    } as unknown as NodeJS.Dict<NetworkInterfaceInfo[]>;
+    expect(addressIn("10.200.3.0/24", ifs)).toBe("10.200.3.7");
+    expect(addressIn("10.202.0.0/16", ifs)).toBeNull();
   });
 
   it("reads the control section with a canonical pin and a default grace period", () => {

@@ -71,6 +71,7 @@ export class DockerDriver implements ComputeDriver {
   private readonly probeCommand: string[];
   private images: EnsureImagesResult | undefined;
   private egressGateway: string | null = null;
+  private egressSubnet: string | null = null;
 
   constructor(opts: DockerDriverOptions) {
     this.engine = opts.engine;
@@ -106,6 +107,7 @@ export class DockerDriver implements ComputeDriver {
     await this.ensureNetwork(egressNetworkConfig(this.gatewayId));
     const egress = must("inspect egress network", await this.engine.inspectNetwork(egressNetworkName(this.gatewayId)));
     this.egressGateway = egress.IPAM.Config?.[0]?.Gateway ?? null;
+    this.egressSubnet = egress.IPAM.Config?.[0]?.Subnet ?? null;
     if (!this.egressGateway) throw new Error(`the egress network ${egress.Name} has no gateway address for supervisors to reach`);
     mkdirSync(this.launchRoot, { recursive: true, mode: 0o755 });
     writeFileSync(this.resolvConfPath, NO_RESOLVER, { mode: 0o644 });
@@ -160,6 +162,7 @@ export class DockerDriver implements ComputeDriver {
       policy: JSON.parse(serializePolicy(req.policy.policy)) as unknown,
       policyRevision: req.policy.revision,
     };
+    if (this.egressSubnet) config.healthSubnet = this.egressSubnet;
     if (req.control) {
       config.control = { url: req.control.url, fingerprint: req.control.fingerprint, tokenPath: `${LAUNCH_DIR}/${LAUNCH_TOKEN_FILE}`, graceMs: req.control.graceMs };
     }
