@@ -91,14 +91,41 @@ export class MemoryDriver implements ComputeDriver {
     this.workspaces.delete(sandboxId);
   }
 
-  /** Echoes the command line on stdout and exits 0. */
+  /**
+   * Echoes the command line on stdout and exits 0; `cat` copies stdin to stdout
+   * (with backpressure) until stdin ends, then exits 0.
+   */
   async exec(_record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession> {
+    const stdin = new PassThrough();
     const stdout = new PassThrough();
     const stderr = new PassThrough();
-    stdout.end(opts.cmd.join(" ") + "\n");
+    let exitCode: Promise<number>;
+    if (opts.cmd[0] === "cat") {
+      stdin.pipe(stdout);
+      exitCode = new Promise((resolve) => stdout.once("end", () => resolve(0)));
+    } else {
+      stdout.end(opts.cmd.join(" ") + "\n");
+      exitCode = Promise.resolve(0);
+    }
     stderr.end();
-    return { stdin: new PassThrough(), stdout, stderr, resize: async () => {}, exitCode: Promise.resolve(0), close: () => {} };
+    this.execs++;
+    return {
+      stdin,
+      stdout,
+      stderr,
+      resize: async () => {},
+      exitCode,
+      close: () => {
+        this.closedExecs++;
+        stdin.destroy();
+        stdout.destroy();
+      },
+    };
   }
+
+  /** Exec sessions started and closed (leak checks). */
+  execs = 0;
+  closedExecs = 0;
 
   /** No supervisors to talk to. */
   controlAddress(): null {

@@ -36,6 +36,16 @@ export function buildApi(ctx: ApiContext) {
     // Our own one-line request log (below) replaces fastify's two lines per request.
     logController: new Fastify.LogController({ disableRequestLogging: true }),
     bodyLimit: 1 << 20,
+    // Bytes that are not HTTP get our error shape too, and the socket is closed.
+    clientErrorHandler: (err, socket) => {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ECONNRESET" || !socket.writable) {
+        socket.destroy();
+        return;
+      }
+      const body = JSON.stringify({ error: { code: "invalid_request", message: `malformed HTTP request (${code ?? err.message})` } });
+      socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    },
   });
   app.addHook("onResponse", async (req, reply) => {
     req.log.debug({ method: req.method, url: req.url.replace(/\?.*/, ""), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, "request");

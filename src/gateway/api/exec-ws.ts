@@ -36,11 +36,17 @@ function refuse(socket: Duplex, err: ApiError): void {
   );
 }
 
+/** Output bytes a slow client may have outstanding before the process's output is paused. */
+export const EXEC_OUTPUT_HIGH_WATER = 1 << 20;
+
 export function attachExec(server: Server, ctx: { service: SandboxService; token: string; log: Logger }): { close(): void } {
-  const wss = new WebSocketServer({ noServer: true });
+  // maxPayload: stdin frames are relayed as they come; nothing needs more than this.
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 1 << 20, perMessageDeflate: false });
   const live = new Set<WebSocket>();
 
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // A client may vanish or send garbage at any point: its socket's errors are its own.
+    socket.on("error", (err) => ctx.log.debug({ err: err.message }, "exec socket error before the upgrade"));
     void (async () => {
       const m = ROUTE.exec(req.url ?? "");
       if (!m) return refuse(socket, new ApiError("not_found", `no route for upgrade ${req.url ?? ""}`));
@@ -68,6 +74,10 @@ export function attachExec(server: Server, ctx: { service: SandboxService; token
         ctx.log.warn({ err: (err as Error).message }, "exec failed to start");
         return refuse(socket, new ApiError("unavailable", `exec failed: ${(err as Error).message}`));
       }
+      if (socket.destroyed) {
+        session.close();
+        return;
+      }
       wss.handleUpgrade(req, socket, head, (ws) => {
         live.add(ws);
         relay(ws, session, ctx.log);
@@ -84,17 +94,47 @@ export function attachExec(server: Server, ctx: { service: SandboxService; token
   };
 }
 
+/**
+ * Relays one exec session over one WebSocket, with backpressure both ways: output
+ * waits while the client has EXEC_OUTPUT_HIGH_WATER bytes outstanding (so a slow
+ * reader slows the process, not the gateway's memory), and stdin frames are not
+ * read while the process's stdin is full. Any error of either side ends both.
+ */
 function relay(ws: WebSocket, session: ExecSession, log: Logger): void {
-  const send = (channel: number) => (chunk: Buffer) => {
-    if (ws.readyState === ws.OPEN) ws.send(Buffer.concat([Buffer.of(channel), chunk]));
+  let outstanding = 0;
+  const sources = [session.stdout, session.stderr];
+  const send = (channel: number, source: NodeJS.ReadableStream) => (chunk: Buffer) => {
+    if (ws.readyState !== ws.OPEN) return;
+    const frame = Buffer.concat([Buffer.of(channel), chunk]);
+    outstanding += frame.length;
+    if (outstanding > EXEC_OUTPUT_HIGH_WATER) source.pause();
+    ws.send(frame, () => {
+      outstanding -= frame.length;
+      if (outstanding <= EXEC_OUTPUT_HIGH_WATER / 2) for (const s of sources) if (s.isPaused()) s.resume();
+    });
   };
-  session.stdout.on("data", send(STDOUT));
-  session.stderr.on("data", send(STDERR));
+  session.stdout.on("data", send(STDOUT, session.stdout));
+  session.stderr.on("data", send(STDERR, session.stderr));
   session.stdin.on("error", () => undefined); // a process that exits before reading all stdin
+  session.stdin.on("drain", () => ws.resume());
+  const ended = (s: NodeJS.ReadableStream): Promise<void> =>
+    new Promise((resolve) => {
+      s.once("end", () => resolve());
+      s.once("close", () => resolve());
+      s.once("error", () => resolve());
+    });
+  const drained = Promise.all([ended(session.stdout), ended(session.stderr)]);
 
+  ws.on("error", (err) => {
+    log.debug({ err: err.message }, "exec websocket error; closing the session");
+    session.close();
+    ws.terminate();
+  });
   ws.on("message", (data: Buffer, isBinary: boolean) => {
     if (isBinary) {
-      if (data[0] === STDIN && !session.stdin.writableEnded) session.stdin.write(data.subarray(1));
+      if (data[0] === STDIN && !session.stdin.writableEnded && !session.stdin.destroyed) {
+        if (!session.stdin.write(data.subarray(1))) ws.pause();
+      }
       return;
     }
     let parsed: z.infer<typeof ControlFrame>;
@@ -110,7 +150,9 @@ function relay(ws: WebSocket, session: ExecSession, log: Logger): void {
   ws.on("close", () => session.close());
 
   session.exitCode.then(
-    (code) => {
+    async (code) => {
+      // Every byte of output goes out before the exit code.
+      await drained;
       if (ws.readyState === ws.OPEN) {
         ws.send(JSON.stringify({ type: "exit", code }));
         ws.close(1000);
