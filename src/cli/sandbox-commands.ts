@@ -5,7 +5,7 @@ import { Command, InvalidArgumentError } from "commander";
 import { GatewayClient } from "./client.js";
 import { execCommands } from "./exec-commands.js";
 import { boundaryLine } from "./policy-commands.js";
-import { CliError, EXIT } from "./errors.js";
+import { CliError, EXIT, exitCodeForApi } from "./errors.js";
 import { ago, printJson, short, table } from "./format.js";
 import type { EventView, SandboxView } from "./views.js";
 import { waitForPhase } from "./wait.js";
@@ -61,7 +61,7 @@ function phaseLine(s: SandboxView): string {
 }
 
 async function lastSeq(client: GatewayClient, name: string): Promise<number> {
-  const { events } = await client.request<{ events: EventView[] }>("GET", `/v1/sandboxes/${enc(name)}/events?limit=10000`);
+  const { events } = await client.request<{ events: EventView[] }>("GET", `/v1/sandboxes/${enc(name)}/events?tail=1`);
   return events.at(-1)?.seq ?? 0;
 }
 
@@ -185,28 +185,39 @@ export function sandboxCommands(global: () => Common): Command {
 
   sandbox
     .command("events")
-    .description("show a sandbox's event log (phase changes with reasons, progress, audit)")
+    .description("show a sandbox's event log (phase changes with reasons, progress); egress decisions: sandgate audit")
     .argument("<name>", "sandbox name or id")
     .option("--after <seq>", "only events after this sequence number", positiveInt("--after"))
-    .option("--json", "print as JSON")
+    .option("--tail <n>", "only the last N events", positiveInt("--tail"))
+    .option("--json", "print as JSON (one array)")
     .action(async (name: string, _o, cmd: Command) => {
-      const o = opts<Common & { after?: number }>(cmd);
-      const q = o.after ? `?after=${o.after}` : "";
-      const { events } = await clientFor(o).request<{ events: EventView[] }>("GET", `/v1/sandboxes/${enc(name)}/events${q}`);
-      if (o.json) return printJson(events);
-      process.stdout.write(
-        table(
-          ["SEQ", "TIME", "GEN", "KIND", "CHANGE", "DETAIL"],
-          events.map((e) => [
-            String(e.seq),
-            e.time,
-            String(e.generation),
-            e.kind,
-            e.kind === "phase" || e.kind === "deleted" ? `${e.oldPhase ?? "-"} → ${e.newPhase ?? "gone"}` : "-",
-            [e.reasonText, e.message].filter(Boolean).join(": "),
-          ]),
-        ) + "\n",
-      );
+      const o = opts<Common & { after?: number; tail?: number }>(cmd);
+      const client = clientFor(o);
+      const headers = ["SEQ", "TIME", "GEN", "KIND", "CHANGE", "DETAIL"];
+      const row = (e: EventView): string[] => [
+        String(e.seq),
+        e.time,
+        String(e.generation),
+        e.kind,
+        e.kind === "phase" || e.kind === "deleted" ? `${e.oldPhase ?? "-"} → ${e.newPhase ?? "gone"}` : "-",
+        [e.reasonText, e.message].filter(Boolean).join(": "),
+      ];
+      // Page by cursor: the log is never read whole at once.
+      const all: EventView[] = [];
+      let first = true;
+      for (let after = o.after ?? 0; ; ) {
+        const q = o.tail ? `tail=${o.tail}${o.after ? `&after=${o.after}` : ""}` : `after=${after}&limit=1000`;
+        const page = await client.request<{ events: EventView[]; next: number | null }>("GET", `/v1/sandboxes/${enc(name)}/events?${q}`);
+        if (o.json) all.push(...page.events);
+        else if (page.events.length > 0 || first) {
+          const text = table(headers, page.events.map(row));
+          process.stdout.write((first ? text : text.split("\n").slice(1).join("\n")) + "\n");
+          first = false;
+        }
+        if (page.next === null) break;
+        after = page.next;
+      }
+      if (o.json) printJson(all);
     });
 
   sandbox
@@ -222,40 +233,71 @@ export function sandboxCommands(global: () => Common): Command {
   return sandbox;
 }
 
+/**
+ * Follows /v1/watch. When the gateway disconnects a stream because this client fell
+ * behind (`event: overflow`), it reconnects from the last sequence it printed, so
+ * no event is lost or printed twice.
+ */
 async function watchStream(client: GatewayClient, name: string | undefined, json: boolean): Promise<void> {
   const ac = new AbortController();
   process.once("SIGINT", () => ac.abort());
-  const res = await client.raw("GET", `/v1/watch${name ? `?sandbox=${enc(name)}` : ""}`, undefined, ac.signal);
-  if (!res.ok || !res.body) {
-    const body = (await res.json().catch(() => null)) as { error?: { message?: string; code?: string } } | null;
-    const code = body?.error?.code === "not_found" ? EXIT.notFound : EXIT.failed;
-    throw new CliError(body?.error?.message ?? `watch failed with HTTP ${res.status}`, code);
-  }
+  let lastSeq: number | undefined;
   if (!json) process.stderr.write(`watching ${name ? `"${name}"` : "all sandboxes"} (Ctrl-C to stop)\n`);
-  const decoder = new TextDecoder();
-  let buf = "";
-  try {
-    for await (const chunk of res.body) {
-      buf += decoder.decode(chunk as Uint8Array, { stream: true });
-      let i: number;
-      while ((i = buf.indexOf("\n\n")) >= 0) {
-        const frame = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        const data = frame.split("\n").find((l) => l.startsWith("data: "));
-        if (!data) continue;
-        const { event, sandbox } = JSON.parse(data.slice(6)) as { event: EventView; sandbox: SandboxView | null };
-        if (json) process.stdout.write(JSON.stringify({ event, sandbox }) + "\n");
-        else if (event.kind === "phase" || event.kind === "deleted") {
-          const why = event.reasonText ? ` (${event.reasonText})` : "";
-          process.stdout.write(`${event.time}  ${event.sandboxName}  gen ${event.generation}  ${event.oldPhase ?? "-"} → ${event.newPhase ?? "gone"}${why}\n`);
-        } else if (event.message) {
-          process.stdout.write(`${event.time}  ${event.sandboxName}  gen ${event.generation}  ${event.kind}: ${event.message}\n`);
+  for (;;) {
+    const q = new URLSearchParams();
+    if (name) q.set("sandbox", name);
+    if (lastSeq !== undefined) q.set("after", String(lastSeq));
+    const res = await client.raw("GET", `/v1/watch${q.size > 0 ? `?${q.toString()}` : ""}`, undefined, ac.signal);
+    if (!res.ok || !res.body) {
+      const body = (await res.json().catch(() => null)) as { error?: { message?: string; code?: string } } | null;
+      throw new CliError(body?.error?.message ?? `watch failed with HTTP ${res.status}`, exitCodeForApi(body?.error?.code ?? "internal"));
+    }
+    const decoder = new TextDecoder();
+    let buf = "";
+    let resume = false;
+    try {
+      for await (const chunk of res.body) {
+        buf += decoder.decode(chunk as Uint8Array, { stream: true });
+        let i: number;
+        while ((i = buf.indexOf("\n\n")) >= 0) {
+          const frame = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          const kind = frame.split("\n").find((l) => l.startsWith("event: "))?.slice(7);
+          const data = frame.split("\n").find((l) => l.startsWith("data: "));
+          if (!data) continue;
+          if (kind === "overflow") {
+            const { resumeAfter } = JSON.parse(data.slice(6)) as { resumeAfter: number };
+            lastSeq = Math.max(lastSeq ?? 0, resumeAfter);
+            resume = true;
+            process.stderr.write(`(fell behind the gateway; resuming after event ${lastSeq})\n`);
+            continue;
+          }
+          if (kind === "reload") throw new CliError(`the watch fell too far behind: ${(JSON.parse(data.slice(6)) as { reason: string }).reason}`, EXIT.failed);
+          const { event, sandbox } = JSON.parse(data.slice(6)) as { event: EventView; sandbox: SandboxView | null };
+          if (lastSeq !== undefined && event.seq <= lastSeq) continue;
+          lastSeq = event.seq;
+          // Respect the reader of our output: a slow one slows this stream (the gateway
+          // then cuts it off and we resume), our memory does not grow.
+          if (!printWatched(event, sandbox, json)) await new Promise((r) => process.stdout.once("drain", r));
         }
       }
+    } catch (err) {
+      if (ac.signal.aborted) return;
+      if (err instanceof CliError) throw err;
+      throw new CliError(`watch stream ended: ${err instanceof Error ? err.message : String(err)}`, EXIT.unreachable);
     }
-  } catch (err) {
-    if (!ac.signal.aborted) throw new CliError(`watch stream ended: ${err instanceof Error ? err.message : String(err)}`, EXIT.unreachable);
-    return;
+    if (ac.signal.aborted) return;
+    if (!resume) throw new CliError("the gateway closed the watch stream", EXIT.unreachable);
   }
-  if (!ac.signal.aborted) throw new CliError("the gateway closed the watch stream", EXIT.unreachable);
+}
+
+/** Prints one event; false when stdout asks us to wait for "drain". */
+function printWatched(event: EventView, sandbox: SandboxView | null, json: boolean): boolean {
+  if (json) return process.stdout.write(JSON.stringify({ event, sandbox }) + "\n");
+  if (event.kind === "phase" || event.kind === "deleted") {
+    const why = event.reasonText ? ` (${event.reasonText})` : "";
+    return process.stdout.write(`${event.time}  ${event.sandboxName}  gen ${event.generation}  ${event.oldPhase ?? "-"} → ${event.newPhase ?? "gone"}${why}\n`);
+  }
+  if (event.message) return process.stdout.write(`${event.time}  ${event.sandboxName}  gen ${event.generation}  ${event.kind}: ${event.message}\n`);
+  return true;
 }

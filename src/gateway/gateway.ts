@@ -9,6 +9,8 @@ import { Store } from "../store/store.js";
 import { VERSION } from "../version.js";
 import { buildApi } from "./api/api.js";
 import { attachExec } from "./api/exec-ws.js";
+import type { WatchLimits } from "./api/watch.js";
+import { AuditSink, type AuditLimits } from "./audit/audit-sink.js";
 import { ControlPlane } from "./control/control-plane.js";
 import { ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
 import { createLifecycle, type Lifecycle } from "./sandboxes/lifecycle.js";
@@ -27,6 +29,10 @@ export interface GatewayOptions {
   /** How long a supervisor keeps egress open without its session. Default 15 s. */
   supervisorGraceMs?: number;
   onProgress?: (msg: string) => void;
+  /** Rate limits and retention of the audit trail and event log (defaults: DEFAULT_AUDIT_LIMITS). */
+  audit?: Partial<AuditLimits>;
+  /** Bounds of watch streams (defaults: DEFAULT_WATCH_LIMITS). */
+  watch?: Partial<WatchLimits>;
 }
 
 export interface RunningGateway {
@@ -62,17 +68,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     : null;
   const lifecycle: Lifecycle = createLifecycle({ store, driver, control, log, options: opts.service });
   const { service, read, runtime, monitor } = lifecycle;
-  if (control) {
-    control.boundary.onAudit((id, generation, event) => {
-      const s = store.get(id);
-      if (!s) return;
-      const target = `${event.method ?? event.protocol.toUpperCase()} ${event.host}:${event.port}${event.path ?? ""}`;
-      store.appendEvent({ id, name: s.name, generation }, "audit", `egress ${event.decision} ${target}${event.reason ? ` (${event.reason})` : ""}`, event);
-    });
-  }
+  const audit = new AuditSink(store, log.child({ component: "audit" }), opts.audit);
+  control?.boundary.onAudit((id, generation, event) => audit.accept(id, generation, event));
 
   await runtime.prepare(opts.onProgress);
-  const app = buildApi({
+  const app: ReturnType<typeof buildApi> = buildApi({
     service,
     read,
     token,
@@ -87,7 +87,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       supervisorEndpoint: control ? { url: control.url, ...control.stats() } : null,
       sandboxes: read.countByPhase(),
       monitor: monitor?.metrics() ?? null,
+      audit: audit.stats(),
+      watch: app.watchStats(),
     }),
+    ...(opts.watch === undefined ? {} : { watch: opts.watch }),
   });
   const exec = attachExec(app.server, { service, token, log });
   let url: string;
@@ -97,6 +100,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   } catch (err) {
     await lifecycle.close();
     await control?.close();
+    audit.close();
     store.close();
     throw err;
   }
@@ -112,6 +116,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await app.close();
       await lifecycle.close();
       await control?.close();
+      audit.close();
       await driver.close();
       store.close();
       if (readAddress(home)?.pid === process.pid) rmSync(home.address, { force: true });

@@ -67,6 +67,11 @@ export const auditEventSchema = z.strictObject({
   method: z.string().max(32).optional(),
   path: z.string().max(8192).optional(),
   address: z.string().max(64).optional(),
+  /** Repeats of this decision (same decision, host, port, protocol, reason, rule) since `since`. */
+  count: z.number().int().min(1).optional(),
+  since: z.string().max(64).optional(),
+  /** Why all egress was denied, when a lockdown was the cause. */
+  lockdown: z.string().max(200).optional(),
 });
 
 export const auditMessage = z.strictObject({

@@ -55,6 +55,22 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE sandboxes ADD COLUMN teardown_owed INTEGER;
   UPDATE sandboxes SET teardown_owed = generation WHERE phase IN ('Error', 'Completed') AND runtime IS NOT NULL;
   `,
+  // 5: egress decisions live apart from lifecycle events, with their own retention
+  `
+  CREATE TABLE audit (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    sandbox_id  TEXT NOT NULL,
+    generation  INTEGER NOT NULL,
+    time        TEXT NOT NULL,
+    decision    TEXT NOT NULL,     -- allow | deny
+    count       INTEGER NOT NULL,  -- decisions this record stands for (repeats are aggregated)
+    event       TEXT NOT NULL      -- JSON of the supervisor's audit event
+  );
+  CREATE INDEX audit_by_sandbox ON audit (sandbox_id, seq);
+  INSERT INTO audit (sandbox_id, generation, time, decision, count, event)
+    SELECT sandbox_id, generation, time, coalesce(json_extract(data, '$.decision'), 'allow'), 1, coalesce(data, '{}') FROM events WHERE kind = 'audit' ORDER BY seq;
+  DELETE FROM events WHERE kind = 'audit';
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -26,7 +26,7 @@ export interface SandboxRecord {
   updatedAt: string;
 }
 
-export type EventKind = "phase" | "deleted" | "info" | "audit";
+export type EventKind = "phase" | "deleted" | "info";
 
 export interface EventRecord {
   seq: number;
@@ -40,6 +40,33 @@ export interface EventRecord {
   message: string | null;
   data: unknown;
   time: string;
+}
+
+/** One egress decision record of the audit trail (repeats aggregated into `count`). */
+export interface AuditRecord {
+  seq: number;
+  sandboxId: string;
+  generation: number;
+  time: string;
+  decision: string;
+  count: number;
+  event: Record<string, unknown>;
+}
+
+/** A window of a log: records after `afterSeq`, or before `beforeSeq`, or the last `tail` ones. */
+export interface LogQuery {
+  afterSeq?: number;
+  beforeSeq?: number;
+  /** The last N records (with afterSeq/beforeSeq: the last N inside that window). */
+  tail?: number;
+  limit?: number;
+}
+
+export interface Retention {
+  /** Records kept per sandbox, newest first. */
+  perSandbox: number;
+  /** Records older than this (ms) go. */
+  maxAgeMs: number;
 }
 
 export interface PolicyRevision {
@@ -278,7 +305,7 @@ export class Store {
     return info.changes === 1;
   }
 
-  /** Remove a sandbox that is Deleting; its events stay in the log. */
+  /** Remove a sandbox that is Deleting, and its audit trail; its events stay in the log. */
   deleteSandbox(id: string, expect: { generation: number }): boolean {
     const time = this.stamp();
     let event: EventRecord | undefined;
@@ -289,6 +316,8 @@ export class Store {
       ) as { name: string } | undefined;
       if (!row) return;
       this.db.prepare(`DELETE FROM sandboxes WHERE id = ?`).run(id);
+      // Its audit trail goes with it; its lifecycle events stay (until retention).
+      this.db.prepare(`DELETE FROM audit WHERE sandbox_id = ?`).run(id);
       event = this.insertEvent({
         sandboxId: id,
         sandboxName: row.name,
@@ -348,7 +377,7 @@ export class Store {
   }
 
   /** Append a non-phase event (info, audit) for a sandbox. */
-  appendEvent(sandbox: { id: string; name: string; generation: number }, kind: "info" | "audit", message: string, data?: unknown): EventRecord {
+  appendEvent(sandbox: { id: string; name: string; generation: number }, kind: "info", message: string, data?: unknown): EventRecord {
     const event = this.insertEvent({
       sandboxId: sandbox.id,
       sandboxName: sandbox.name,
@@ -376,11 +405,64 @@ export class Store {
     return row?.time ?? null;
   }
 
-  events(sandboxId: string, opts: { afterSeq?: number; limit?: number } = {}): EventRecord[] {
-    const rows = this.db
-      .prepare(`SELECT * FROM events WHERE sandbox_id = ? AND seq > ? ORDER BY seq LIMIT ?`)
-      .all(sandboxId, opts.afterSeq ?? 0, opts.limit ?? 1000) as EventRow[];
-    return rows.map(toEvent);
+  /** A window of a sandbox's event log, oldest first (see LogQuery). */
+  events(sandboxId: string, q: LogQuery = {}): EventRecord[] {
+    return this.window<EventRow>("events", "", sandboxId, q).map(toEvent);
+  }
+
+  /** A window of a sandbox's audit trail, oldest first; `decision` narrows it. */
+  audit(sandboxId: string, q: LogQuery & { decision?: string } = {}): AuditRecord[] {
+    const extra = q.decision === undefined ? "" : "AND decision = ?";
+    const rows = this.window<{ seq: number; sandbox_id: string; generation: number; time: string; decision: string; count: number; event: string }>("audit", extra, sandboxId, q, q.decision === undefined ? [] : [q.decision]);
+    return rows.map((r) => ({ seq: r.seq, sandboxId: r.sandbox_id, generation: r.generation, time: r.time, decision: r.decision, count: r.count, event: JSON.parse(r.event) as Record<string, unknown> }));
+  }
+
+  /** Events of every sandbox after a sequence number, oldest first (watch streams resuming). */
+  eventsAfter(afterSeq: number, limit = 1000): EventRecord[] {
+    return (this.db.prepare(`SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?`).all(afterSeq, Math.min(limit, 10_000)) as EventRow[]).map(toEvent);
+  }
+
+  private window<Row>(table: "events" | "audit", extra: string, sandboxId: string, q: LogQuery, extraParams: unknown[] = []): Row[] {
+    const limit = Math.min(q.tail ?? q.limit ?? 1000, 10_000);
+    const where = `sandbox_id = ? AND seq > ? AND seq < ? ${extra}`;
+    const params = [sandboxId, q.afterSeq ?? 0, q.beforeSeq ?? Number.MAX_SAFE_INTEGER, ...extraParams, limit];
+    if (q.tail !== undefined) {
+      return (this.db.prepare(`SELECT * FROM (SELECT * FROM ${table} WHERE ${where} ORDER BY seq DESC LIMIT ?) ORDER BY seq`).all(...params) as Row[]);
+    }
+    return this.db.prepare(`SELECT * FROM ${table} WHERE ${where} ORDER BY seq LIMIT ?`).all(...params) as Row[];
+  }
+
+  /** Append audit records in one transaction. */
+  appendAudit(records: Omit<AuditRecord, "seq">[]): void {
+    if (records.length === 0) return;
+    const insert = this.db.prepare(`INSERT INTO audit (sandbox_id, generation, time, decision, count, event) VALUES (?, ?, ?, ?, ?, ?)`);
+    this.db.transaction(() => {
+      for (const r of records) insert.run(r.sandboxId, r.generation, r.time, r.decision, r.count, JSON.stringify(r.event));
+    })();
+  }
+
+  /**
+   * Apply retention: per sandbox, only the newest `perSandbox` audit records and
+   * lifecycle events are kept, and nothing older than `maxAgeMs` (events of a live
+   * sandbox are kept whatever their age: its history). Returns the rows removed.
+   */
+  prune(audit: Retention, events: Retention): { audit: number; events: number } {
+    const now = this.now().getTime();
+    const auditCut = new Date(now - audit.maxAgeMs).toISOString();
+    const eventCut = new Date(now - events.maxAgeMs).toISOString();
+    let a = 0;
+    let e = 0;
+    this.db.transaction(() => {
+      a += this.db.prepare(`DELETE FROM audit WHERE time < ?`).run(auditCut).changes;
+      a += this.db
+        .prepare(`DELETE FROM audit WHERE seq IN (SELECT seq FROM (SELECT seq, row_number() OVER (PARTITION BY sandbox_id ORDER BY seq DESC) AS n FROM audit) WHERE n > ?)`)
+        .run(audit.perSandbox).changes;
+      e += this.db.prepare(`DELETE FROM events WHERE time < ? AND sandbox_id NOT IN (SELECT id FROM sandboxes)`).run(eventCut).changes;
+      e += this.db
+        .prepare(`DELETE FROM events WHERE seq IN (SELECT seq FROM (SELECT seq, row_number() OVER (PARTITION BY sandbox_id ORDER BY seq DESC) AS n FROM events) WHERE n > ?)`)
+        .run(events.perSandbox).changes;
+    })();
+    return { audit: a, events: e };
   }
 
   private insertEvent(e: Omit<EventRecord, "seq">): EventRecord {

@@ -12,6 +12,7 @@ import { createHealthServer } from "./health.js";
 import type { HealthServer } from "./health.js";
 import type { Logger } from "./logger.js";
 import { addressIn } from "./listen.js";
+import { AuditAggregator } from "./audit-aggregator.js";
 
 export interface SupervisorOptions {
   configPath: string;
@@ -51,6 +52,11 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
   policy.onLockdown((reason) => logger.info(reason === null ? "lockdown lifted" : "lockdown", { ...ids, reason }));
 
   let control: ControlSession | null = null;
+  // Every decision, aggregated: the container's log and the gateway get the same bounded stream.
+  const audit = new AuditAggregator((event) => {
+    logger.record({ ...event, sandboxId: settings.sandboxId });
+    control?.audit(event);
+  });
   const proxy = createEgressProxy({
     policy,
     logger,
@@ -61,9 +67,7 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
     onAudit: (event) => {
       // A lockdown hides the policy from the proxy (reason policy_missing); say why.
       const lockdown = policy.lockdownReason();
-      const recorded = lockdown === null ? event : { ...event, lockdown };
-      logger.record({ ...recorded, sandboxId: settings.sandboxId });
-      control?.audit(event);
+      audit.record(lockdown === null ? event : { ...event, lockdown });
     },
     ...(opts.resolve === undefined ? {} : { resolve: opts.resolve }),
   });
@@ -94,6 +98,7 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
   });
 
   const close = async (): Promise<void> => {
+    audit.close();
     await Promise.all([proxy.close(opts.shutdownGraceMs), health.close(), session?.stop()]);
   };
   try {

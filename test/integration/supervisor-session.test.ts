@@ -81,12 +81,14 @@ describe("policy enforcement over the control session", () => {
       return line.test(r.stdout) ? r : undefined;
     }, 15_000, "healthy boundary line");
     expect(get.stdout).toMatch(line);
-    // Every decision reached the gateway as an audit event.
+    // Every decision reached the gateway's audit trail (not the lifecycle event log).
     await eventually(async () => {
-      const { events } = (await fx.t.api("GET", "/v1/sandboxes/pol/events")).body;
-      const audits = (events as any[]).filter((e) => e.kind === "audit").map((e) => e.message as string);
-      return audits.some((m) => m.startsWith("egress deny POST")) && audits.some((m) => m.startsWith("egress allow GET")) ? true : undefined;
-    }, 10_000, "audit events");
+      const { audit } = (await fx.t.api("GET", "/v1/sandboxes/pol/audit")).body;
+      const seen = (audit as any[]).map((a) => `${a.decision} ${a.event.method}`);
+      return seen.includes("deny POST") && seen.includes("allow GET") ? true : undefined;
+    }, 10_000, "audit records");
+    const { events } = (await fx.t.api("GET", "/v1/sandboxes/pol/events")).body;
+    expect((events as any[]).map((e) => e.kind).filter((k) => k !== "phase" && k !== "info")).toEqual([]);
   }, 60_000);
 
   it("policy set --wait changes what the running sandbox may reach, without restarting anything", async () => {

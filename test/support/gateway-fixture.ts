@@ -8,6 +8,8 @@ import { pino } from "pino";
 import type { ComputeDriver } from "../../src/driver/contract.js";
 import { startGateway, type RunningGateway } from "../../src/gateway/gateway.js";
 import { ensureToken, resolveHome, type HomePaths } from "../../src/gateway/home.js";
+import type { WatchLimits } from "../../src/gateway/api/watch.js";
+import type { AuditLimits } from "../../src/gateway/audit/audit-sink.js";
 import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
 
 export interface TestGateway {
@@ -22,11 +24,11 @@ export interface TestGateway {
 
 export async function startTestGateway(
   driver: ComputeDriver,
-  opts: { homeDir?: string; service?: ServiceOptions; supervisorGraceMs?: number; supervisorPort?: number } = {},
+  opts: { homeDir?: string; service?: ServiceOptions; supervisorGraceMs?: number; supervisorPort?: number; watch?: Partial<WatchLimits>; audit?: Partial<AuditLimits> } = {},
 ): Promise<TestGateway> {
   const home = resolveHome(opts.homeDir ?? mkdtempSync(join(tmpdir(), "sg-home-")));
   const log = pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" });
-  const gw = await startGateway({ home, driver, log, port: 0, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs, supervisorPort: opts.supervisorPort });
+  const gw = await startGateway({ home, driver, log, port: 0, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs, supervisorPort: opts.supervisorPort, watch: opts.watch, audit: opts.audit });
   const token = ensureToken(home);
   return {
     home,

@@ -117,8 +117,55 @@ describe("store", () => {
     step("Provisioning", "Ready");
     step("Ready", "Recovering"); // t = 2
     step("Recovering", "Recovering"); // a new cause, not a new entry
-    s.appendEvent({ id: "a", name: "demo", generation: 1 }, "audit", "egress allow");
+    s.appendEvent({ id: "a", name: "demo", generation: 1 }, "info", "policy revision 2 accepted");
     expect(s.enteredPhaseAt("a", "Recovering")).toBe("2026-01-01T00:00:02.000Z");
+    s.close();
+  });
+
+  it("reads a log by cursor: after, before, the last N, and the last N inside a window", () => {
+    const s = Store.open(db);
+    s.createSandbox({ id: "a", name: "demo", spec, policy });
+    for (let i = 0; i < 20; i++) s.appendEvent({ id: "a", name: "demo", generation: 1 }, "info", `m${i}`);
+    const all = s.events("a");
+    expect(all).toHaveLength(21);
+    const seqs = all.map((e) => e.seq);
+    expect(s.events("a", { afterSeq: seqs[5]!, limit: 3 }).map((e) => e.seq)).toEqual(seqs.slice(6, 9));
+    expect(s.events("a", { tail: 3 }).map((e) => e.message)).toEqual(["m17", "m18", "m19"]);
+    expect(s.events("a", { beforeSeq: seqs[10]!, tail: 2 }).map((e) => e.seq)).toEqual(seqs.slice(8, 10));
+    expect(s.events("a", { afterSeq: seqs.at(-1)! })).toEqual([]);
+    // A page is never larger than 10,000, whatever is asked.
+    expect(s.events("a", { limit: 1e9 })).toHaveLength(21);
+    s.close();
+  });
+
+  it("keeps audit records apart from events; retention by count per sandbox and by age; delete takes a sandbox's trail", () => {
+    let now = Date.UTC(2026, 0, 10);
+    const s = Store.open(db, { now: () => new Date(now) });
+    s.createSandbox({ id: "a", name: "demo", spec, policy });
+    s.createSandbox({ id: "b", name: "other", spec, policy });
+    const rec = (id: string, i: number, time = new Date(now).toISOString()) => ({ sandboxId: id, generation: 1, time, decision: i % 2 ? "deny" : "allow", count: 1, event: { i } });
+    s.appendAudit([rec("a", 0, "2026-01-01T00:00:00.000Z"), ...Array.from({ length: 12 }, (_, i) => rec("a", i + 1)), rec("b", 1)]);
+    expect(s.events("a").map((e) => e.kind)).toEqual(["phase"]);
+    expect(s.audit("a")).toHaveLength(13);
+    expect(s.audit("a", { decision: "deny" }).every((r) => r.decision === "deny")).toBe(true);
+    expect(s.audit("a", { tail: 1 })[0]!.event).toEqual({ i: 12 });
+
+    const r = s.prune({ perSandbox: 10, maxAgeMs: 3 * 24 * 3600_000 }, { perSandbox: 100, maxAgeMs: 3 * 24 * 3600_000 });
+    // The 9-day-old record went by age, two more by count; b's one record stays.
+    expect(r.audit).toBe(3);
+    expect(s.audit("a").map((x) => x.event.i)).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    expect(s.audit("b")).toHaveLength(1);
+
+    s.transition("b", { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Deleting", generation: 1, reason: null } });
+    s.deleteSandbox("b", { generation: 1 });
+    expect(s.audit("b")).toEqual([]);
+    // A deleted sandbox's events stay until they are older than the age limit.
+    expect(s.events("b").length).toBeGreaterThan(0);
+    now += 4 * 24 * 3600_000;
+    s.prune({ perSandbox: 10, maxAgeMs: 3 * 24 * 3600_000 }, { perSandbox: 100, maxAgeMs: 3 * 24 * 3600_000 });
+    expect(s.events("b")).toEqual([]);
+    // A live sandbox keeps its history whatever its age.
+    expect(s.events("a").length).toBeGreaterThan(0);
     s.close();
   });
 

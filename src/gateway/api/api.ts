@@ -1,10 +1,10 @@
 // The gateway's REST/JSON API under /v1, on loopback, behind a bearer token.
 
-import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
-import type { ServerResponse } from "node:http";
+import Fastify, { type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { CheckPolicyBody, CreateSandboxBody, EventsQuery, SetPolicyBody, WatchQuery, formatZodError } from "./schemas.js";
+import { AuditQuery, CheckPolicyBody, CreateSandboxBody, EventsQuery, SetPolicyBody, WatchQuery, formatZodError } from "./schemas.js";
+import { WatchHub, type WatchLimits } from "./watch.js";
 import { tokenMatches } from "./auth.js";
 import { ApiError } from "../errors.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
@@ -19,6 +19,7 @@ export interface ApiContext {
   token: string;
   log: Logger;
   status: () => Record<string, unknown>;
+  watch?: Partial<WatchLimits>;
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
@@ -117,43 +118,40 @@ export function buildApi(ctx: ApiContext) {
     reply.code(202).send(sandboxView(service.request(nameParam(req), "delete"))),
   );
 
+  // Logs are read in pages by cursor: `next` is the cursor of the following page
+  // (pass it as `after`), null when this page reached the end.
   app.get("/v1/sandboxes/:name/events", async (req) => {
     const q = parse(EventsQuery, req.query);
     const s = read.get(nameParam(req));
-    return { events: read.events(s.id, { afterSeq: q.after, limit: q.limit }).map(eventView) };
+    const events = read.events(s.id, { afterSeq: q.after, beforeSeq: q.before, limit: q.limit, tail: q.tail });
+    return { events: events.map(eventView), next: pageCursor(events, q) };
   });
 
-  // Watch streams are hijacked from fastify: end them ourselves on close.
-  const streams = new Set<ServerResponse>();
-  app.addHook("preClose", async () => {
-    for (const res of streams) res.end();
+  app.get("/v1/sandboxes/:name/audit", async (req) => {
+    const q = parse(AuditQuery, req.query);
+    const s = read.get(nameParam(req));
+    const records = read.audit(s.id, { afterSeq: q.after, beforeSeq: q.before, limit: q.limit, tail: q.tail, decision: q.decision });
+    return { audit: records, next: pageCursor(records, q) };
   });
-  app.get("/v1/watch", (req, reply) => watch(ctx, req, reply, streams));
 
-  return app;
+  // Watch streams are hijacked from fastify: the hub ends them on close.
+  const hub = new WatchHub(read, ctx.watch);
+  app.addHook("preClose", async () => hub.close());
+  app.get("/v1/watch", (req, reply) => {
+    const q = parse(WatchQuery, req.query);
+    const only = q.sandbox === undefined ? undefined : read.get(q.sandbox).id;
+    const lastId = Number(req.headers["last-event-id"]);
+    const after = q.after ?? (Number.isSafeInteger(lastId) && lastId >= 0 ? lastId : undefined);
+    if (!hub.canAccept()) throw new ApiError("unavailable", `too many watch streams open (${hub.size}); close one or raise the limit`);
+    reply.hijack();
+    hub.attach(req.raw, reply.raw, { only, after });
+  });
+
+  return Object.assign(app, { watchStats: () => hub.stats() });
 }
 
-/** Server-Sent Events: one `event: sandbox` per committed event, optionally for one sandbox. */
-function watch(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, streams: Set<ServerResponse>): void {
-  const q = parse(WatchQuery, req.query);
-  const only = q.sandbox === undefined ? undefined : ctx.read.get(q.sandbox).id;
-  reply.hijack();
-  const res = reply.raw;
-  streams.add(res);
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" });
-  res.write(": sandgate watch\n\n");
-  const off = ctx.read.onEvent((e) => {
-    if (only !== undefined && e.sandboxId !== only) return;
-    const s = ctx.read.find(e.sandboxId);
-    res.write(`event: sandbox\nid: ${e.seq}\ndata: ${JSON.stringify({ event: eventView(e), sandbox: s ? sandboxView(s) : null })}\n\n`);
-  });
-  // Comments keep idle proxies and clients from timing the stream out.
-  const beat = setInterval(() => res.write(": keep-alive\n\n"), 15_000);
-  const stop = (): void => {
-    clearInterval(beat);
-    off();
-    streams.delete(res);
-  };
-  res.on("close", stop);
-  req.raw.on("close", stop);
+/** The cursor after a page: its last sequence number when the page is full, else null. */
+function pageCursor(rows: { seq: number }[], q: { limit?: number; tail?: number }): number | null {
+  if (q.tail !== undefined) return null;
+  return rows.length === (q.limit ?? 1000) ? rows.at(-1)!.seq : null;
 }

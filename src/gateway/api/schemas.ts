@@ -36,14 +36,17 @@ export const SetPolicyBody = z
 
 export const CheckPolicyBody = z.object({ url: z.string().min(1).max(8192), method: z.string().regex(/^[A-Za-z]+$/).optional() }).strict();
 
-export const EventsQuery = z
-  .object({
-    after: z.coerce.number().int().min(0).optional(),
-    limit: z.coerce.number().int().min(1).max(10_000).optional(),
-  })
+const seq = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const page = z.coerce.number().int().min(1).max(10_000);
+
+/** A window of a log: after/before a sequence number, a page size, or the last N. */
+export const EventsQuery = z.object({ after: seq.optional(), before: seq.optional(), limit: page.optional(), tail: page.optional() }).strict();
+
+export const AuditQuery = z
+  .object({ after: seq.optional(), before: seq.optional(), limit: page.optional(), tail: page.optional(), decision: z.enum(["allow", "deny", "dropped"]).optional() })
   .strict();
 
-export const WatchQuery = z.object({ sandbox: z.string().min(1).optional() }).strict();
+export const WatchQuery = z.object({ sandbox: z.string().min(1).optional(), after: seq.optional() }).strict();
 
 export const ExecQuery = z
   .object({

@@ -1,7 +1,7 @@
 // What the API reads: sandboxes, their event log, their active policy and their
 // boundary health. Reads only; every write goes through the SandboxService.
 
-import type { EventRecord, PolicyRevision, SandboxRecord, Store } from "../../store/store.js";
+import type { AuditRecord, EventRecord, LogQuery, PolicyRevision, SandboxRecord, Store } from "../../store/store.js";
 import type { BoundaryHealth } from "../control/boundary.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import { notFound } from "../errors.js";
@@ -34,8 +34,17 @@ export class SandboxReadModel {
     return counts;
   }
 
-  events(sandboxId: string, opts: { afterSeq?: number; limit?: number } = {}): EventRecord[] {
-    return this.store.events(sandboxId, opts);
+  events(sandboxId: string, q: LogQuery = {}): EventRecord[] {
+    return this.store.events(sandboxId, q);
+  }
+
+  /** Events of every sandbox after `afterSeq` (a watch stream resuming). */
+  eventsAfter(afterSeq: number, limit?: number): EventRecord[] {
+    return this.store.eventsAfter(afterSeq, limit);
+  }
+
+  audit(sandboxId: string, q: LogQuery & { decision?: string } = {}): AuditRecord[] {
+    return this.store.audit(sandboxId, q);
   }
 
   /** Called after every committed event (watch streams); returns the unsubscribe function. */

@@ -1,0 +1,142 @@
+// Where supervisors' audit records go: the audit table, apart from lifecycle
+// events, in batches off the sessions' message path. Each sandbox's stream is
+// rate-limited (token bucket) and the queue is bounded; what is dropped is counted
+// and written as one `dropped` record per sandbox and flush, so a gap is visible.
+// Retention (count per sandbox and age) runs on a timer.
+
+import type { Logger } from "pino";
+import type { WireAuditEvent } from "../../protocol/wire.js";
+import type { AuditRecord, Retention, Store } from "../../store/store.js";
+
+export interface AuditLimits {
+  /** Records per second a sandbox may add (after the supervisor's aggregation). Default 50. */
+  ratePerSecond: number;
+  /** Burst above the rate. Default 200. */
+  burst: number;
+  /** Records waiting for the next flush, all sandboxes together. Default 5000. */
+  maxQueued: number;
+  /** Batch interval. Default 250 ms. */
+  flushMs: number;
+  /** Audit records kept. Default 10,000 per sandbox, 7 days. */
+  audit: Retention;
+  /** Lifecycle events kept. Default 10,000 per sandbox; a deleted sandbox's for 7 days. */
+  events: Retention;
+  /** How often retention runs. Default 60 s. */
+  pruneMs: number;
+}
+
+export const DEFAULT_AUDIT_LIMITS: AuditLimits = {
+  ratePerSecond: 50,
+  burst: 200,
+  maxQueued: 5000,
+  flushMs: 250,
+  audit: { perSandbox: 10_000, maxAgeMs: 7 * 24 * 3600_000 },
+  events: { perSandbox: 10_000, maxAgeMs: 7 * 24 * 3600_000 },
+  pruneMs: 60_000,
+};
+
+interface Bucket {
+  tokens: number;
+  at: number;
+  dropped: number;
+  generation: number;
+}
+
+export interface AuditStats {
+  accepted: number;
+  dropped: number;
+  written: number;
+  pruned: { audit: number; events: number };
+}
+
+export class AuditSink {
+  readonly #limits: AuditLimits;
+  readonly #buckets = new Map<string, Bucket>();
+  #queue: Omit<AuditRecord, "seq">[] = [];
+  readonly #stats: AuditStats = { accepted: 0, dropped: 0, written: 0, pruned: { audit: 0, events: 0 } };
+  readonly #flushTimer: NodeJS.Timeout;
+  readonly #pruneTimer: NodeJS.Timeout;
+  #closed = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly log: Logger,
+    limits: Partial<AuditLimits> = {},
+    private readonly now: () => number = Date.now,
+  ) {
+    this.#limits = { ...DEFAULT_AUDIT_LIMITS, ...limits };
+    this.#flushTimer = setInterval(() => this.flush(), this.#limits.flushMs);
+    this.#flushTimer.unref();
+    this.#pruneTimer = setInterval(() => this.prune(), this.#limits.pruneMs);
+    this.#pruneTimer.unref();
+  }
+
+  /** One record from a supervisor's authenticated session. */
+  accept(sandboxId: string, generation: number, event: WireAuditEvent): void {
+    if (this.#closed) return;
+    const now = this.now();
+    let b = this.#buckets.get(sandboxId);
+    if (!b) {
+      b = { tokens: this.#limits.burst, at: now, dropped: 0, generation };
+      this.#buckets.set(sandboxId, b);
+    }
+    b.tokens = Math.min(this.#limits.burst, b.tokens + ((now - b.at) / 1000) * this.#limits.ratePerSecond);
+    b.at = now;
+    b.generation = generation;
+    if (b.tokens < 1 || this.#queue.length >= this.#limits.maxQueued) {
+      b.dropped += event.count ?? 1;
+      this.#stats.dropped += event.count ?? 1;
+      return;
+    }
+    b.tokens -= 1;
+    this.#stats.accepted++;
+    this.#queue.push({ sandboxId, generation, time: event.time, decision: event.decision, count: event.count ?? 1, event });
+  }
+
+  /** Write what is queued, plus one `dropped` record per sandbox that lost some. */
+  flush(): void {
+    const batch = this.#queue;
+    this.#queue = [];
+    const time = new Date(this.now()).toISOString();
+    for (const [sandboxId, b] of this.#buckets) {
+      if (b.dropped > 0) {
+        batch.push({ sandboxId, generation: b.generation, time, decision: "dropped", count: b.dropped, event: { type: "dropped", reason: "audit_rate_limit" } });
+        b.dropped = 0;
+      } else if (b.tokens >= this.#limits.burst) {
+        this.#buckets.delete(sandboxId); // full again and nothing owed: forget it (bounded map)
+      }
+    }
+    if (batch.length === 0) return;
+    try {
+      // A sandbox deleted since its records arrived keeps no trail.
+      const live = new Map<string, boolean>();
+      const isLive = (id: string): boolean => live.get(id) ?? (live.set(id, this.store.get(id) !== null), live.get(id)!);
+      this.store.appendAudit(batch.filter((r) => isLive(r.sandboxId)));
+      this.#stats.written += batch.length;
+    } catch (err) {
+      this.log.error({ err, records: batch.length }, "audit records could not be written");
+    }
+  }
+
+  prune(): void {
+    try {
+      const r = this.store.prune(this.#limits.audit, this.#limits.events);
+      this.#stats.pruned.audit += r.audit;
+      this.#stats.pruned.events += r.events;
+    } catch (err) {
+      this.log.error({ err }, "retention failed");
+    }
+  }
+
+  stats(): AuditStats {
+    return { ...this.#stats, pruned: { ...this.#stats.pruned } };
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#flushTimer);
+    clearInterval(this.#pruneTimer);
+    this.flush();
+  }
+}

@@ -1,0 +1,84 @@
+// Bounded audit output: the first decision for each (decision, host, port,
+// protocol, reason, rule) goes out in full at once; repeats are counted and go out
+// as one record with `count` per flush interval. A workload hammering a denied host
+// costs one record per second, not one per request. The set of keys is bounded:
+// the least recently seen key is flushed and forgotten first.
+import type { AuditEvent } from "./proxy.js";
+
+export interface AggregatorOptions {
+  /** How often repeats are flushed. Default 1000 ms. */
+  flushMs?: number;
+  /** Keys remembered at once. Default 1024. */
+  maxKeys?: number;
+}
+
+interface Entry {
+  repeats: number;
+  since: string | undefined;
+  last: AuditEvent;
+  /** Flushes in a row without a repeat. */
+  idle: number;
+}
+
+const keyOf = (e: AuditEvent): string => JSON.stringify([e.decision, e.host, e.port, e.protocol, e.reason ?? null, e.rule ?? null]);
+
+export class AuditAggregator {
+  readonly #emit: (e: AuditEvent) => void;
+  readonly #maxKeys: number;
+  readonly #entries = new Map<string, Entry>();
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(emit: (e: AuditEvent) => void, opts: AggregatorOptions = {}) {
+    this.#emit = emit;
+    this.#maxKeys = opts.maxKeys ?? 1024;
+    this.#timer = setInterval(() => this.flush(), opts.flushMs ?? 1000);
+    this.#timer.unref();
+  }
+
+  record(e: AuditEvent): void {
+    const key = keyOf(e);
+    const entry = this.#entries.get(key);
+    if (entry === undefined) {
+      this.#emit(e);
+      this.#entries.set(key, { repeats: 0, since: undefined, last: e, idle: 0 });
+      if (this.#entries.size > this.#maxKeys) this.#evictOldest();
+      return;
+    }
+    // Most recently seen last in the map's order.
+    this.#entries.delete(key);
+    this.#entries.set(key, entry);
+    entry.repeats++;
+    entry.since ??= e.time;
+    entry.last = e;
+    entry.idle = 0;
+  }
+
+  /** Emit the counted repeats; keys quiet for two flushes are forgotten (their next decision goes out in full). */
+  flush(): void {
+    for (const [key, entry] of this.#entries) {
+      if (entry.repeats > 0) this.#emitRepeats(entry);
+      else if (++entry.idle >= 2) this.#entries.delete(key);
+    }
+  }
+
+  get keys(): number {
+    return this.#entries.size;
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+    this.flush();
+  }
+
+  #emitRepeats(entry: Entry): void {
+    this.#emit({ ...entry.last, count: entry.repeats, ...(entry.since === undefined ? {} : { since: entry.since }) });
+    entry.repeats = 0;
+    entry.since = undefined;
+  }
+
+  #evictOldest(): void {
+    const [key, entry] = this.#entries.entries().next().value as [string, Entry];
+    if (entry.repeats > 0) this.#emitRepeats(entry);
+    this.#entries.delete(key);
+  }
+}

@@ -1,0 +1,118 @@
+// The audit path is bounded at both ends: the supervisor aggregates repeats, the
+// gateway rate-limits each sandbox, bounds its queue, counts what it drops, and
+// writes in batches to the audit table (a real SQLite file).
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AuditSink } from "../../src/gateway/audit/audit-sink.js";
+import { defaultPolicy } from "../../src/policy/index.js";
+import { Store } from "../../src/store/store.js";
+import { AuditAggregator } from "../../src/supervisor/audit-aggregator.js";
+import type { AuditEvent } from "../../src/supervisor/proxy.js";
+
+const ev = (host: string, decision: "allow" | "deny" = "deny", time = "2026-01-01T00:00:00.000Z"): AuditEvent => ({
+  type: "egress",
+  time,
+  decision,
+  host,
+  port: 443,
+  protocol: "https",
+  ...(decision === "deny" ? { reason: "no_matching_rule" } : { rule: "api" }),
+});
+
+describe("AuditAggregator (supervisor)", () => {
+  it("the first decision of a key goes out in full at once; repeats go out as one counted record per flush", () => {
+    const out: AuditEvent[] = [];
+    const a = new AuditAggregator((e) => out.push(e), { flushMs: 3_600_000 });
+    a.record(ev("evil.test"));
+    expect(out).toEqual([ev("evil.test")]);
+    for (let i = 1; i <= 1000; i++) a.record(ev("evil.test", "deny", `2026-01-01T00:00:${String(i % 60).padStart(2, "0")}.000Z`));
+    a.record(ev("api.test", "allow"));
+    expect(out).toHaveLength(2);
+    a.flush();
+    expect(out).toHaveLength(3);
+    expect(out[2]).toMatchObject({ host: "evil.test", count: 1000, since: "2026-01-01T00:00:01.000Z" });
+    // Nothing repeated since: the next flush writes nothing.
+    a.flush();
+    expect(out).toHaveLength(3);
+    a.close();
+  });
+
+  it("a key quiet for two flushes is forgotten: its next decision goes out in full again", () => {
+    const out: AuditEvent[] = [];
+    const a = new AuditAggregator((e) => out.push(e), { flushMs: 3_600_000 });
+    a.record(ev("x.test"));
+    a.flush();
+    a.flush();
+    a.record(ev("x.test"));
+    expect(out.map((e) => e.count)).toEqual([undefined, undefined]);
+    a.close();
+  });
+
+  it("remembers at most maxKeys keys; the least recently seen is flushed and forgotten first", () => {
+    const out: AuditEvent[] = [];
+    const a = new AuditAggregator((e) => out.push(e), { flushMs: 3_600_000, maxKeys: 3 });
+    for (const h of ["a", "b", "c"]) a.record(ev(h));
+    a.record(ev("a")); // a is now the most recent, b the least
+    a.record(ev("b")); // a repeat of b
+    a.record(ev("d")); // evicts c (least recently seen), which has no repeats
+    expect(a.keys).toBe(3);
+    a.record(ev("e")); // evicts a, flushing its one repeat
+    expect(out.filter((e) => e.count !== undefined)).toEqual([{ ...ev("a"), count: 1, since: ev("a").time }]);
+    a.close();
+  });
+});
+
+describe("AuditSink (gateway)", () => {
+  let dir: string;
+  let store: Store;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "sg-audit-"));
+    store = Store.open(join(dir, "state.db"));
+    store.createSandbox({ id: "a", name: "a", spec: { env: {}, resources: { memoryMb: 64, cpus: 1, pids: 64 } }, policy: defaultPolicy() });
+  });
+  afterEach(() => {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("rate-limits a sandbox's stream, counts the drops and records them as one `dropped` record; nothing reaches the event log", () => {
+    let now = 0;
+    const sink = new AuditSink(store, pino({ level: "silent" }), { ratePerSecond: 10, burst: 20, flushMs: 3_600_000 }, () => now);
+    for (let i = 0; i < 1000; i++) sink.accept("a", 1, ev(`h${i}.test`));
+    sink.flush();
+    const rows = store.audit("a", { limit: 10_000 });
+    expect(rows.filter((r) => r.decision !== "dropped")).toHaveLength(20);
+    expect(rows.filter((r) => r.decision === "dropped").map((r) => r.count)).toEqual([980]);
+    expect(sink.stats()).toMatchObject({ accepted: 20, dropped: 980 });
+    // The bucket refills with time.
+    now += 1000;
+    for (let i = 0; i < 100; i++) sink.accept("a", 1, ev(`later${i}.test`));
+    sink.flush();
+    expect(store.audit("a", { limit: 10_000 }).filter((r) => String(r.event.host).startsWith("later"))).toHaveLength(10);
+    expect(store.events("a").map((e) => e.kind)).toEqual(["phase"]);
+    sink.close();
+  });
+
+  it("bounds the queue across sandboxes; aggregated counts are kept", () => {
+    const sink = new AuditSink(store, pino({ level: "silent" }), { ratePerSecond: 1e6, burst: 1e6, maxQueued: 5, flushMs: 3_600_000 });
+    sink.accept("a", 1, { ...ev("agg.test"), count: 42 });
+    for (let i = 0; i < 9; i++) sink.accept("a", 1, ev(`q${i}.test`));
+    sink.flush();
+    const rows = store.audit("a", { limit: 100 });
+    expect(rows.find((r) => r.event.host === "agg.test")?.count).toBe(42);
+    expect(rows.filter((r) => r.decision !== "dropped")).toHaveLength(5);
+    expect(rows.find((r) => r.decision === "dropped")?.count).toBe(5);
+    sink.close();
+  });
+
+  it("keeps no trail for a sandbox that is gone", () => {
+    const sink = new AuditSink(store, pino({ level: "silent" }), { flushMs: 3_600_000 });
+    sink.accept("gone", 1, ev("x.test"));
+    sink.flush();
+    expect(store.audit("gone")).toEqual([]);
+    sink.close();
+  });
+});
