@@ -71,7 +71,7 @@ describe("live-restore on", () => {
 
   it("daemon frozen (SIGSTOP): probes time out → Recovering, thawed → Ready, nothing stopped", async () => {
     const before = (await fx.t.api("GET", "/v1/sandboxes/lr1")).body;
-    fx.dockerd.freeze();
+    await fx.dockerd.freeze();
     try {
       await eventually(async () => ((await phase(fx, "lr1")) === "Recovering" ? true : undefined), 15_000, "Recovering while frozen");
       // New work is refused while Recovering, but nothing is stopped.
