@@ -106,7 +106,7 @@ describe("sandgate sandbox connect (real PTY in tmux)", () => {
     const send = (line: string): Promise<string> => tmux("send-keys", "-t", session, line, "Enter");
     /** Waits until the pane shows a line matching `re`, returns the match. */
     const see = (re: RegExp, what: string): Promise<RegExpMatchArray> =>
-      eventually(async () => (await pane()).match(re) ?? undefined, 15_000, `${what} in the tmux pane`).catch(async (err: unknown) => {
+      eventually(async () => (await pane()).match(re) ?? undefined, 30_000, `${what} in the tmux pane`).catch(async (err: unknown) => {
         throw new Error(`${(err as Error).message}\n--- pane ---\n${await pane().catch(() => "(gone)")}`);
       });
 
@@ -128,20 +128,24 @@ describe("sandgate sandbox connect (real PTY in tmux)", () => {
     await see(/^resized=30 100\s*$/m, "the terminal size after the resize");
 
     await send("exit 5");
-    const status = await eventually(() => (existsSync(statusFile) ? readFileSync(statusFile, "utf8").trim() || undefined : undefined), 15_000, "the CLI to exit");
+    const status = await eventually(() => (existsSync(statusFile) ? readFileSync(statusFile, "utf8").trim() || undefined : undefined), 30_000, "the CLI to exit");
     expect(status).toBe("5");
   });
 });
 
 describe("exec when the sandbox is not Ready", () => {
   it("is refused with a clear message and exit 5 while Stopped", async () => {
-    expect((await fx.t.api("POST", `/v1/sandboxes/${NAME}/stop`)).status).toBe(202);
-    await waitPhase(fx, NAME, "Stopped");
-    const r = await cliExec(fx, NAME, ["echo", "should-not-run"]);
+    // Its own sandbox: the shared one stays Ready for the other tests.
+    const name = `${NAME}-stopped`;
+    expect((await fx.t.api("POST", "/v1/sandboxes", { name })).status).toBe(201);
+    await waitPhase(fx, name, "Ready");
+    expect((await fx.t.api("POST", `/v1/sandboxes/${name}/stop`)).status).toBe(202);
+    await waitPhase(fx, name, "Stopped");
+    const r = await cliExec(fx, name, ["echo", "should-not-run"]);
     expect(r.code).toBe(5);
     expect(r.stdout).toBe("");
-    expect(r.stderr).toBe(`sandgate: cannot exec in sandbox "${NAME}": it is Stopped; exec needs Ready\n`);
-    const c = await cli(["sandbox", "connect", NAME], fx.cliEnv);
+    expect(r.stderr).toBe(`sandgate: cannot exec in sandbox "${name}": it is Stopped; exec needs Ready\n`);
+    const c = await cli(["sandbox", "connect", name], fx.cliEnv);
     expect(c.code).toBe(5);
     expect(c.stderr).toContain("it is Stopped");
   });

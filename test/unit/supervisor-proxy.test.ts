@@ -679,13 +679,23 @@ describe("egress proxy: policy holder", () => {
   });
 
   it("close() lets an in-flight request finish", async () => {
-    const origin = await startOrigin((_req, res) => setTimeout(() => res.end("late"), 200));
+    // The origin holds its answer until close() has been called: the request is surely in flight.
+    let arrived!: () => void;
+    const atOrigin = new Promise<void>((r) => (arrived = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const origin = await startOrigin((_req, res) => {
+      arrived();
+      void released.then(() => res.end("late"));
+    });
     const holder = new PolicyHolder({ policy: allowing({ host: "origin.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK }), revision: 1 });
     const { proxy, port } = await startProxy(holder, { resolve: fakeResolver({ "origin.test": ["127.0.0.1"] }).resolve });
 
     const pending = viaProxy(port, `http://origin.test:${origin.port}/`);
-    await new Promise((r) => setTimeout(r, 50));
-    const closed = proxy.close(2000);
+    await atOrigin;
+    // A grace the test never reaches: close() waits for the request, not for the grace.
+    const closed = proxy.close(60_000);
+    release();
     const res = await pending;
     await closed;
 
