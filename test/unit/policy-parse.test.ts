@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  canonicalJson,
   changedFixedSections,
   defaultPolicy,
   parsePolicyYaml,
@@ -268,6 +269,39 @@ describe("YAML-specific errors", () => {
     const result = parsePolicyYaml("version: 1\nnetwork:\n  rules:\n    - name: r\n      endpoints:\n        - {host: a.test, port: 0777, protocol: tcp}\n");
     expect(result.ok).toBe(true);
     if (result.ok) expect(result.policy.network.rules[0]?.endpoints[0]?.ports).toEqual([777]);
+  });
+});
+
+describe("canonicalJson", () => {
+  it("sorts object keys at every level and leaves arrays in order", () => {
+    expect(canonicalJson({ b: 1, a: { d: [3, 1, 2], c: null }, c: [{ z: 1, y: 2 }, "x"] })).toBe('{"a":{"c":null,"d":[3,1,2]},"b":1,"c":[{"y":2,"z":1},"x"]}');
+  });
+
+  it("keeps arrays arrays, even long ones whose indexes would sort as text", () => {
+    const xs = Array.from({ length: 12 }, (_, i) => i);
+    expect(canonicalJson(xs)).toBe(JSON.stringify(xs));
+    expect(canonicalJson({ k: xs })).toBe(`{"k":${JSON.stringify(xs)}}`);
+  });
+
+  it("passes scalars and null through", () => {
+    expect(canonicalJson(null)).toBe("null");
+    expect(canonicalJson({ a: null })).toBe('{"a":null}');
+    expect(canonicalJson("s")).toBe('"s"');
+    expect(canonicalJson(7)).toBe("7");
+    expect(canonicalJson(true)).toBe("true");
+  });
+
+  it("property: equal values in any key order give equal text, and the text parses back to the value", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const shuffled: unknown = JSON.parse(JSON.stringify(value), (_k, v: unknown) =>
+          v !== null && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).reverse()) : v,
+        );
+        expect(canonicalJson(shuffled)).toBe(canonicalJson(value));
+        expect(JSON.parse(canonicalJson(value))).toEqual(JSON.parse(JSON.stringify(value)));
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 
