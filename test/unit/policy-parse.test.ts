@@ -283,6 +283,12 @@ describe("canonicalJson", () => {
     expect(canonicalJson({ k: xs })).toBe(`{"k":${JSON.stringify(xs)}}`);
   });
 
+  it("keeps a key named __proto__ (JSON.parse makes it an own property)", () => {
+    const value: unknown = JSON.parse('{"b":1,"__proto__":{"x":1},"a":2}');
+    expect(canonicalJson(value)).toBe('{"__proto__":{"x":1},"a":2,"b":1}');
+    expect(canonicalJson(value)).not.toBe(canonicalJson({ a: 2, b: 1 }));
+  });
+
   it("passes scalars and null through", () => {
     expect(canonicalJson(null)).toBe("null");
     expect(canonicalJson({ a: null })).toBe('{"a":null}');
