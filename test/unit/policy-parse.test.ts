@@ -257,6 +257,18 @@ describe("YAML-specific errors", () => {
     expect(result).toEqual({ ok: false, errors: ['network.rules[0].endpoints[0].port: required (1-65535; or "ports": a list) (line 6, col 11)'] });
   });
 
+  it("an error about the document itself points at its root", () => {
+    expect(parsePolicyYaml("network: {}\n")).toEqual({ ok: false, errors: ["version: required (1 (the only policy format version)) (line 1, col 1)"] });
+    expect(parsePolicyYaml("\n\n  - a\n")).toEqual({ ok: false, errors: ["policy: expected a mapping, got a list (line 3, col 3)"] });
+  });
+
+  it("a file may be 1 MiB (1048576 characters), not more", () => {
+    const exactly = "version: 1\n#" + "x".repeat(1024 * 1024 - 12);
+    expect(exactly).toHaveLength(1024 * 1024);
+    expect(parsePolicyYaml(exactly).ok).toBe(true);
+    expect(parsePolicyYaml(exactly + "x")).toEqual({ ok: false, errors: ["policy: file larger than 1048576 characters"] });
+  });
+
   it("alias bombs are refused", () => {
     const lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"];
     for (let i = 1; i < 8; i++) lines.push(`a${String(i)}: &a${String(i)} [${Array.from({ length: 10 }, () => `*a${String(i - 1)}`).join(", ")}]`);
