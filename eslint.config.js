@@ -3,7 +3,7 @@
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", "bench/results/", ".cache/", "bin/"] },
+  { ignores: ["dist/", "node_modules/", "bench/results/", ".cache/", "bin/", "reports/", ".stryker-tmp/"] },
   ...tseslint.configs.strictTypeChecked,
   {
     languageOptions: {
@@ -34,7 +34,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ["eslint.config.js"],
+    files: ["eslint.config.js", "stryker.config.mjs"],
     ...tseslint.configs.disableTypeChecked,
   },
 );

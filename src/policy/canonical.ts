@@ -6,9 +6,9 @@ import type { Policy } from "./schema.js";
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => {
     if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
-    const sorted: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
-    return sorted;
+    const o = v as Record<string, unknown>;
+    // fromEntries defines own properties: a "__proto__" key stays a key instead of setting the prototype.
+    return Object.fromEntries(Object.keys(o).sort().map((k) => [k, o[k]]));
   });
 }
 

@@ -24,8 +24,7 @@ export function parseIPv4(text: string): Uint8Array | null {
   const parts = text.split(".");
   if (parts.length !== 4) return null;
   const bytes = new Uint8Array(4);
-  for (let i = 0; i < 4; i++) {
-    const part = parts[i] ?? "";
+  for (const [i, part] of parts.entries()) {
     if (!DECIMAL_OCTET.test(part)) return null;
     const value = Number(part);
     if (value > 255) return null;
@@ -36,11 +35,14 @@ export function parseIPv4(text: string): Uint8Array | null {
 
 /** RFC 4291 text form, with "::" compression and an optional dotted IPv4 tail. No zone ids. */
 export function parseIPv6(text: string): Uint8Array | null {
-  if (text.length === 0 || text.length > 45) return null;
+  // No IPv6 text is longer than 45 characters (six full groups and a dotted quad): a cheap
+  // bound on hostile input. Longer text would fail the group checks below anyway.
+  if (text.length > 45) return null;
   const halves = text.split("::");
   if (halves.length > 2) return null;
-  const head = halves[0] === "" ? [] : (halves[0] ?? "").split(":");
-  const tail = halves.length === 2 ? (halves[1] === "" ? [] : (halves[1] ?? "").split(":")) : [];
+  const [headText, tailText] = halves;
+  const head = headText ? headText.split(":") : [];
+  const tail = tailText ? tailText.split(":") : [];
   const groups: number[] = [];
   // An embedded IPv4 address may only be the last piece of the text; a dotted piece
   // anywhere else fails the hex-group check below.
@@ -106,21 +108,17 @@ export function formatIp(ip: IpAddress): string {
   if (isIPv4Mapped(ip)) return `::ffff:${Array.from(ip.bytes.slice(12)).join(".")}`;
   const groups: number[] = [];
   for (let i = 0; i < 8; i++) groups.push(((ip.bytes[i * 2] ?? 0) << 8) | (ip.bytes[i * 2 + 1] ?? 0));
-  let bestStart = -1;
+  // The longest run of zero groups; the first of equal runs wins.
+  let bestStart = 0;
   let bestLen = 0;
-  for (let i = 0; i < 8; ) {
-    if (groups[i] !== 0) {
-      i++;
-      continue;
+  let run = 0;
+  groups.forEach((g, i) => {
+    run = g === 0 ? run + 1 : 0;
+    if (run > bestLen) {
+      bestLen = run;
+      bestStart = i - run + 1;
     }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLen) {
-      bestStart = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
+  });
   const hex = groups.map((g) => g.toString(16));
   if (bestLen < 2) return hex.join(":");
   const left = hex.slice(0, bestStart).join(":");
@@ -161,13 +159,11 @@ export function formatCidr(cidr: Cidr): string {
 }
 
 function maskBytes(bytes: Uint8Array, prefix: number): Uint8Array {
-  const out = new Uint8Array(bytes.length);
-  for (let i = 0; i < bytes.length; i++) {
+  return bytes.map((b, i) => {
+    // Prefix bits that fall in this byte, 0-8; the mask of 0 bits is 0.
     const bits = Math.max(0, Math.min(8, prefix - i * 8));
-    const mask = bits === 0 ? 0 : (0xff << (8 - bits)) & 0xff;
-    out[i] = (bytes[i] ?? 0) & mask;
-  }
-  return out;
+    return b & (0xff << (8 - bits)) & 0xff;
+  });
 }
 
 /** True when ip lies inside cidr. Families never cross: unmap IPv4-mapped addresses first if that is meant. */

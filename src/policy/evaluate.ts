@@ -36,12 +36,13 @@ function endpointCovers(endpoint: Endpoint, req: EgressRequest): boolean {
 }
 
 function l7Outcome(rules: readonly HttpRule[], req: EgressRequest): EndpointOutcome {
+  const { method, path } = req;
   let methodSeen = false;
   for (const rule of rules) {
-    const methodOk = rule.methods === undefined || (req.method !== undefined && (rule.methods as readonly string[]).includes(req.method));
+    const methodOk = rule.methods === undefined || (method !== undefined && (rule.methods as readonly string[]).includes(method));
     if (!methodOk) continue;
     methodSeen = true;
-    const pathOk = rule.paths === undefined || (req.path !== undefined && rule.paths.some((glob) => pathMatches(glob, req.path ?? "")));
+    const pathOk = rule.paths === undefined || (path !== undefined && rule.paths.some((glob) => pathMatches(glob, path)));
     if (pathOk) return "allow";
   }
   // A method that some rule admits means the path was the problem.
@@ -61,10 +62,7 @@ function requestIsWellFormed(req: EgressRequest): boolean {
 export function evaluate(policy: Policy, req: EgressRequest): Decision {
   if (!requestIsWellFormed(req)) return { allow: false, reason: "no_matching_rule" };
 
-  const denies = policy.network.deny;
-  for (let i = 0; i < denies.length; i++) {
-    const d = denies[i];
-    if (d === undefined) continue;
+  for (const [i, d] of policy.network.deny.entries()) {
     if (d.protocol !== undefined && d.protocol !== req.protocol) continue;
     if (d.ports !== undefined && !d.ports.includes(req.port)) continue;
     if (!hostMatches(d.host, req.host)) continue;

@@ -32,6 +32,21 @@ const EXPECTED: Record<Phase, Record<EventType, Phase | "-">> = {
   Deleting:     { start: X, stop: X, delete: D, ready: X, provisionFailed: X, contactLost: X, recovered: X, failed: X, completed: X, stopped: X, deleted: D },
 };
 
+// What each refusal says an event is allowed from, written out by hand (the EXPECTED columns above).
+const ALLOWED_FROM_TEXT: Record<EventType, string> = {
+  start: "Stopped, Completed or Error",
+  stop: "Provisioning, Ready, Recovering or Error",
+  delete: "Provisioning, Ready, Recovering, Stopping, Stopped, Completed, Error or Deleting",
+  ready: "Provisioning",
+  provisionFailed: "Provisioning",
+  contactLost: "Ready or Recovering",
+  recovered: "Recovering",
+  failed: "Provisioning, Ready or Recovering",
+  completed: "Ready or Recovering",
+  stopped: "Stopping",
+  deleted: "Deleting",
+};
+
 const at = (phase: Phase, generation = 3): LifecycleState => ({
   phase,
   generation,
@@ -50,8 +65,7 @@ describe("lifecycle state machine: every phase × every event", () => {
       expect(t.ok).toBe(false);
       if (!t.ok) {
         expect(t.code).toBe("not_allowed");
-        expect(t.message).toContain(`it is ${phase}`);
-        expect(t.message).toMatch(new RegExp(`^cannot ${event} sandbox "demo"`));
+        expect(t.message).toBe(`cannot ${event} sandbox "demo": it is ${phase}; ${event} is allowed from ${ALLOWED_FROM_TEXT[event]}`);
       }
       return;
     }
@@ -99,6 +113,27 @@ describe("generation fence", () => {
 });
 
 describe("messages and reasons", () => {
+  it("the stale-generation refusal names both generations", () => {
+    expect(transition(at("Ready", 5), { type: "stop" }, 4, "demo")).toEqual({
+      ok: false,
+      code: "stale_generation",
+      message: 'stop for sandbox "demo" was computed for generation 4, but it is at generation 5',
+    });
+  });
+
+  it("without a name, messages say \"sandbox\"", () => {
+    expect(transition(at("Ready"), { type: "ready" }, 3)).toEqual({
+      ok: false,
+      code: "not_allowed",
+      message: 'cannot ready sandbox "sandbox": it is Ready; ready is allowed from Provisioning',
+    });
+    expect(transition(at("Ready"), { type: "ready" }, 2)).toMatchObject({ message: 'ready for sandbox "sandbox" was computed for generation 2, but it is at generation 3' });
+  });
+
+  it("describeAllowed names the phases of every user intent", () => {
+    for (const event of ["start", "stop", "delete"] as const) expect(describeAllowed(event)).toBe(ALLOWED_FROM_TEXT[event]);
+  });
+
   it("names the phase and what is allowed", () => {
     const t = transition(at("Ready"), { type: "start" }, 3, "demo");
     expect(t).toEqual({

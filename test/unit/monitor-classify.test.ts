@@ -390,3 +390,79 @@ describe("properties", () => {
 
 
 });
+
+// ---- the words: causes and details end up in events, logs and Error reasons --------------
+
+describe("verdicts carry exact, readable evidence", () => {
+  const short = ID.slice(0, 12);
+  const otherShort = OTHER_ID.slice(0, 12);
+
+  it("NEVER_STARTED is Docker's zero time", () => {
+    expect(NEVER_STARTED).toBe("0001-01-01T00:00:00Z");
+  });
+
+  it.each<[string, EngineResult<ContainerInspect>, ExpectedInstance, Verdict]>([
+    ["404", dockerError(404, "No such container"), EXPECTED, { kind: "Gone", detail: `container ${short} no longer exists` }],
+    ["docker 500", dockerError(500, "boom\n  later"), EXPECTED, { kind: "ChannelLost", cause: "docker error HTTP 500: boom later" }],
+    ["transport", transport("ECONNRESET", "socket\nhang up"), EXPECTED, { kind: "ChannelLost", cause: "transport failure ECONNRESET: socket hang up" }],
+    ["malformed body", inspectOk({}), EXPECTED, { kind: "ChannelLost", cause: "inspect answered without a usable container state" }],
+    ["another id", inspectOk(body({ Id: OTHER_ID })), EXPECTED, { kind: "InstanceChanged", detail: `container id is ${otherShort}, not ${short}` }],
+    [
+      "a label with another value",
+      inspectOk(body({ labels: { ...LABELS, [LABEL.nonce]: "other" } })),
+      EXPECTED,
+      { kind: "InstanceChanged", detail: `label ${LABEL.nonce} is "other", not "n0nce-5f2e"` },
+    ],
+    [
+      "a missing label",
+      inspectOk(body({ labels: {} })),
+      { id: ID, startedAt: STARTED, labels: { [LABEL.role]: "workload" } },
+      { kind: "InstanceChanged", detail: `label ${LABEL.role} is null, not "workload"` },
+    ],
+    [
+      "created, expected never started",
+      inspectOk(body({ state: { Status: "created", Running: false, StartedAt: NEVER_STARTED } })),
+      { ...EXPECTED, startedAt: NEVER_STARTED },
+      { kind: "ChannelLost", cause: "container not started yet" },
+    ],
+    [
+      "created, expected started",
+      inspectOk(body({ state: { Status: "created", Running: false, StartedAt: NEVER_STARTED } })),
+      EXPECTED,
+      { kind: "InstanceChanged", detail: "container was re-created and never started" },
+    ],
+    [
+      "another StartedAt",
+      inspectOk(body({ state: { StartedAt: "2025-05-01T11:00:00Z" } })),
+      EXPECTED,
+      { kind: "InstanceChanged", detail: `started at 2025-05-01T11:00:00Z, not at the recorded ${STARTED}` },
+    ],
+    ["restarting", inspectOk(body({ state: { Restarting: true } })), EXPECTED, { kind: "InstanceChanged", detail: "container is restarting" }],
+    ["another pid", inspectOk(body({ state: { Pid: 7 } })), EXPECTED, { kind: "InstanceChanged", detail: `pid is 7, not the recorded ${String(PID)}` }],
+  ])("classifyInspect: %s", (_n, r, e, verdict) => {
+    expect(classifyInspect(r, e)).toEqual(verdict);
+  });
+
+  it.each<[string, EngineResult<WaitResponse>, string]>([
+    ["transport", transport("UND_ERR_SOCKET", "other side closed"), "transport failure UND_ERR_SOCKET: other side closed"],
+    ["docker 500", dockerError(500, "x"), "docker error HTTP 500: x"],
+    ["HTTP 204", waitOk(undefined, 204), "wait answered HTTP 204"],
+    ["empty body", waitOk(undefined), "wait answered an empty or non-JSON body"],
+    ["a string body", waitOk('{"StatusCode":0}'), "wait answered an empty or non-JSON body"],
+    ["a number body", waitOk(7), "wait answered an empty or non-JSON body"],
+    ["no StatusCode", waitOk({ Error: null }), "wait body has no StatusCode"],
+    ["StatusCode a string", waitOk({ StatusCode: "0", Error: null }), "wait body has no StatusCode"],
+    ["an Error", waitOk({ StatusCode: 0, Error: { Message: "context canceled" } }), "wait reported an error: context canceled"],
+    ["StatusCode -1", waitOk({ StatusCode: -1, Error: null }), "wait answered StatusCode -1"],
+  ])("waitClaimsExit: %s", (_n, r, cause) => {
+    expect(waitClaimsExit(r)).toEqual({ claims: false, cause });
+  });
+
+  it("classifyWait passes the wait's cause on, or says inspect is missing", () => {
+    expect(classifyWait(waitOk({ StatusCode: -1, Error: null }), inspectOk(body()), EXPECTED)).toEqual({ kind: "ChannelLost", cause: "wait answered StatusCode -1" });
+    expect(classifyWait(waitOk({ StatusCode: 0, Error: null }), undefined, EXPECTED)).toEqual({
+      kind: "ChannelLost",
+      cause: "wait claimed an exit that was not confirmed by inspect",
+    });
+  });
+});

@@ -1,7 +1,7 @@
 import { BlockList, isIP } from "node:net";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { cidrContains, formatCidr, formatIp, parseCidr, parseIPv4, parseIPv6, parseIp, unmapIPv4, type IpAddress } from "../../src/policy/cidr.js";
+import { cidr, cidrContains, formatCidr, formatIp, isIPv4Mapped, parseCidr, parseIPv4, parseIPv6, parseIp, unmapIPv4, type IpAddress } from "../../src/policy/cidr.js";
 
 const hex = (b: Uint8Array | null) => (b === null ? null : Buffer.from(b).toString("hex"));
 
@@ -34,6 +34,8 @@ describe("parseIPv6", () => {
     ["64:ff9b::10.0.0.1", "0064ff9b00000000000000000a000001"],
     ["1:2:3:4:5:6:1.2.3.4", "00010002000300040005000601020304"],
     ["::1.2.3.4", "00000000000000000000000001020304"],
+    // The longest IPv6 text there is: 45 characters.
+    ["0000:0000:0000:0000:0000:0000:255.255.255.255", "000000000000000000000000ffffffff"],
   ])("accepts %s", (text, bytes) => {
     expect(hex(parseIPv6(text))).toBe(bytes);
   });
@@ -41,6 +43,9 @@ describe("parseIPv6", () => {
   it.each([
     "", ":", ":::", "1:::2", "1::2::3", "1:2:3:4:5:6:7", "1:2:3:4:5:6:7:8:9", "1:2:3:4:5:6:7::8", "::1:2:3:4:5:6:7:8",
     "12345::", "g::1", "fe80::1%eth0", "[::1]", "::ffff:1.2.3", "::ffff:01.2.3.4", "1.2.3.4::", "::1.2.3.4:5", ":1::", "1::2:", "1:2:3:4:5:6:7:1.2.3.4",
+    // Two "::" even when the explicit groups add up to eight.
+    "1:2:3:4::5:6:7:8::", "::1:2:3:4::5:6:7:8",
+    "0000:0000:0000:0000:0000:0000:255.255.255.2555", "00000:0000:0000:0000:0000:0000:255.255.255.255",
   ])("rejects %j", (text) => {
     expect(parseIPv6(text)).toBeNull();
   });
@@ -97,6 +102,21 @@ describe("formatIp (RFC 5952)", () => {
   });
 });
 
+describe("isIPv4Mapped", () => {
+  it.each([
+    ["::ffff:10.1.2.3", true],
+    ["::ffff:0:0", true],
+    ["::fffe:a01:203", false],
+    ["::1:ffff:a01:203", false],
+    ["1::ffff:a01:203", false],
+    ["::10.1.2.3", false],
+    ["0.0.0.0", false],
+    ["10.1.2.3", false],
+  ])("%s: %s", (text, mapped) => {
+    expect(isIPv4Mapped(parseIp(text)!)).toBe(mapped);
+  });
+});
+
 describe("unmapIPv4", () => {
   it("turns ::ffff:a.b.c.d into a.b.c.d and leaves others alone", () => {
     expect(formatIp(unmapIPv4(parseIp("::ffff:10.1.2.3")!))).toBe("10.1.2.3");
@@ -136,6 +156,17 @@ describe("parseCidr", () => {
     const parsed = parseCidr(text);
     expect(parsed.ok).toBe(false);
     if (!parsed.ok) expect(parsed.error).toContain(message);
+  });
+});
+
+describe("cidr (literals in code)", () => {
+  it("parses a good literal", () => {
+    expect(cidr("10.0.0.0/8")).toEqual({ family: 4, bytes: new Uint8Array([10, 0, 0, 0]), prefix: 8 });
+  });
+
+  it("throws on a malformed one, naming it and the problem", () => {
+    expect(() => cidr("10.0.0.1/8")).toThrow(new Error('bad CIDR literal 10.0.0.1/8: host bits are set in "10.0.0.1/8"; did you mean 10.0.0.0/8?'));
+    expect(() => cidr("")).toThrow(new Error('bad CIDR literal : not an IPv4 or IPv6 address: ""'));
   });
 });
 
@@ -194,5 +225,46 @@ describe("cidrContains", () => {
       }),
       { numRuns: 3000 },
     );
+  });
+});
+
+describe("every prefix length, at its edges", () => {
+  // Independent arithmetic: the address as one big integer, the range as [network, broadcast].
+  const toBig = (ip: IpAddress) => ip.bytes.reduce((acc, b) => (acc << 8n) | BigInt(b), 0n);
+  const fromBig = (family: 4 | 6, n: bigint): IpAddress => {
+    const len = family === 4 ? 4 : 16;
+    const bytes = new Uint8Array(len);
+    for (let i = len - 1; i >= 0; i--) {
+      bytes[i] = Number(n & 0xffn);
+      n >>= 8n;
+    }
+    return { family, bytes };
+  };
+
+  it.each([
+    [4, "203.0.113.77"],
+    [4, "255.255.255.255"],
+    [6, "2001:db8:85a3:8d3:1319:8a2e:370:7348"],
+    [6, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"],
+  ] as const)("IPv%i, around %s", (family, text) => {
+    const bits = family === 4 ? 32 : 128;
+    const all = (1n << BigInt(bits)) - 1n;
+    const addr = toBig(parseIp(text)!);
+    for (let prefix = 0; prefix <= bits; prefix++) {
+      const hostMask = (1n << BigInt(bits - prefix)) - 1n;
+      const network = addr & (all ^ hostMask);
+      const broadcast = network | hostMask;
+      const networkText = formatIp(fromBig(family, network));
+      // The strict parser names the network when host bits are set, and accepts the network itself.
+      const withHost = parseCidr(`${text}/${String(prefix)}`);
+      if (addr === network) expect(withHost.ok).toBe(true);
+      else expect(withHost).toEqual({ ok: false, error: `host bits are set in "${text}/${String(prefix)}"; did you mean ${networkText}/${String(prefix)}?` });
+      const range = cidr(`${networkText}/${String(prefix)}`);
+      expect(formatCidr(range)).toBe(`${networkText}/${String(prefix)}`);
+      expect(cidrContains(range, fromBig(family, network))).toBe(true);
+      expect(cidrContains(range, fromBig(family, broadcast))).toBe(true);
+      if (network > 0n) expect(cidrContains(range, fromBig(family, network - 1n))).toBe(false);
+      if (broadcast < all) expect(cidrContains(range, fromBig(family, broadcast + 1n))).toBe(false);
+    }
   });
 });

@@ -128,6 +128,80 @@ describe("evaluate with several matching endpoints", () => {
   });
 });
 
+describe("evaluate: which refusal is reported", () => {
+  // Every endpoint below covers the same request target; only their L7 rules differ.
+  const ep = (rules: unknown[]) => ({ host: "api.test", port: 80, protocol: "http", rules });
+  const methodOnly = ep([{ methods: ["POST"] }]);
+  const pathOnly = ep([{ paths: ["/public/**"] }]);
+  const getPublic = ep([{ methods: ["GET"], paths: ["/public/**"] }]);
+  const build = (...endpoints: unknown[]) => mustBuild({ version: 1, network: { rules: endpoints.map((e, i) => ({ name: `r${String(i)}`, endpoints: [e] })) } });
+  const get = (path: string) => req("api.test", 80, "http", "GET", path);
+
+  it("a rule with paths only admits any method on those paths", () => {
+    const policy = build(pathOnly);
+    expect(evaluate(policy, req("api.test", 80, "http", "DELETE", "/public/x"))).toEqual({ allow: true, rule: "r0", allowPrivate: [] });
+    expect(evaluate(policy, req("api.test", 80, "http", undefined, "/public/x"))).toEqual({ allow: true, rule: "r0", allowPrivate: [] });
+    expect(evaluate(policy, get("/private"))).toEqual({ allow: false, reason: "path_not_allowed", rule: "r0" });
+  });
+
+  it("a later path refusal replaces an earlier method refusal", () => {
+    expect(evaluate(build(methodOnly, getPublic), get("/private"))).toEqual({ allow: false, reason: "path_not_allowed", rule: "r1" });
+  });
+
+  it("otherwise the first refusal stands", () => {
+    expect(evaluate(build(getPublic, methodOnly), get("/private"))).toEqual({ allow: false, reason: "path_not_allowed", rule: "r0" });
+    expect(evaluate(build(getPublic, pathOnly), get("/private"))).toEqual({ allow: false, reason: "path_not_allowed", rule: "r0" });
+    expect(evaluate(build(methodOnly, methodOnly), get("/public/x"))).toEqual({ allow: false, reason: "method_not_allowed", rule: "r0" });
+  });
+
+  it("an allow anywhere beats every refusal", () => {
+    expect(evaluate(build(methodOnly, getPublic, pathOnly), get("/public/x"))).toEqual({ allow: true, rule: "r1", allowPrivate: [] });
+  });
+
+  it("L7 rules on a non-http endpoint are never consulted (the schema refuses them; evaluate stays opaque)", () => {
+    // Built by hand: policyFromObject would reject it.
+    const handBuilt: Policy = {
+      version: 1,
+      network: { rules: [{ name: "tls", endpoints: [{ host: "api.test", ports: [443], protocol: "https", rules: [{ methods: ["POST"] }], allowPrivate: [] }] }], deny: [] },
+      filesystem: { readOnly: [], readWrite: [] },
+      process: { limits: {} },
+    };
+    expect(evaluate(handBuilt, req("api.test", 443, "https"))).toEqual({ allow: true, rule: "tls", allowPrivate: [] });
+  });
+});
+
+describe("evaluate: deny entries and malformed requests", () => {
+  const policy = mustBuild({
+    version: 1,
+    network: {
+      rules: [{ name: "svc", endpoints: [{ host: "svc.test", ports: [1, 22, 443, 65535], protocol: "tcp" }] }],
+      deny: [{ name: "all-ports", host: "blocked.test" }, { name: "ssh-only", host: "svc.test", port: 22 }],
+    },
+  });
+
+  it("a deny with ports applies to those ports only", () => {
+    expect(evaluate(policy, req("svc.test", 22, "tcp"))).toEqual({ allow: false, reason: "explicit_deny", rule: "ssh-only" });
+    expect(evaluate(policy, req("svc.test", 443, "tcp"))).toEqual({ allow: true, rule: "svc", allowPrivate: [] });
+  });
+
+  it("ports 1 and 65535 are ports", () => {
+    expect(evaluate(policy, req("svc.test", 1, "tcp"))).toEqual({ allow: true, rule: "svc", allowPrivate: [] });
+    expect(evaluate(policy, req("svc.test", 65535, "tcp"))).toEqual({ allow: true, rule: "svc", allowPrivate: [] });
+    expect(evaluate(policy, req("blocked.test", 1, "tcp"))).toEqual({ allow: false, reason: "explicit_deny", rule: "all-ports" });
+    expect(evaluate(policy, req("blocked.test", 65535, "tcp"))).toEqual({ allow: false, reason: "explicit_deny", rule: "all-ports" });
+  });
+
+  it.each([0, -1, 65536, 1.5, Number.NaN, Number.POSITIVE_INFINITY])("port %s is refused before any rule, even a deny of every port", (port) => {
+    expect(evaluate(policy, req("blocked.test", port, "tcp"))).toEqual({ allow: false, reason: "no_matching_rule" });
+  });
+
+  it("a host that is not a string is refused before any rule", () => {
+    for (const host of [undefined, null, 42, { toLowerCase: () => "blocked.test" }]) {
+      expect(evaluate(policy, { host: host as unknown as string, port: 443, protocol: "tcp" })).toEqual({ allow: false, reason: "no_matching_rule" });
+    }
+  });
+});
+
 describe("evaluate properties", () => {
   const label = fc.stringMatching(/^[a-z][a-z0-9]{0,5}$/);
   const hostArb = fc.oneof(

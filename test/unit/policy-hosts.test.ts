@@ -70,6 +70,44 @@ describe("validateHostPattern rejects", () => {
   });
 });
 
+describe("validateHostPattern at the limits", () => {
+  // 63 + 1 + 63 + 1 + 63 + 1 + 61 = 253 characters, the longest DNS name.
+  const name253 = ["a".repeat(63), "b".repeat(63), "c".repeat(63), "d".repeat(61)].join(".");
+  const name251 = name253.slice(2);
+  const name252 = name253.slice(1);
+
+  it("253 characters is a name, 254 is not, with or without a trailing dot", () => {
+    expect(name253).toHaveLength(253);
+    expect(validateHostPattern(name253)).toEqual({ ok: true, value: name253 });
+    expect(validateHostPattern(`${name253}.`)).toEqual({ ok: true, value: name253 });
+    expect(validateHostPattern(`e${name253}`)).toEqual({ ok: false, error: `"e${name253}": host name longer than 253 characters` });
+    expect(normalizeRequestHost(name253)).toBe(name253);
+    expect(normalizeRequestHost(`e${name253}`)).toBeNull();
+  });
+
+  it("a wildcard pattern counts its \"*.\" too", () => {
+    expect(validateHostPattern(`*.${name251}`)).toEqual({ ok: true, value: `*.${name251}` });
+    expect(validateHostPattern(`*.${name252}`)).toEqual({ ok: false, error: `"*.${name252}": host name longer than 253 characters` });
+  });
+
+  it("a long label is quoted by its first 20 characters", () => {
+    const label = "abcdefghij".repeat(7);
+    expect(validateHostPattern(`${label}.test`)).toEqual({ ok: false, error: `"${label}.test": label "abcdefghijabcdefghij..." is longer than 63 characters` });
+  });
+
+  it.each(["a.9z", "a.b0x1", "a.0xyz", "a.1-2", "9z", "0xg"])("%s: a last label that is not all digits or 0x-hex is a name", (name) => {
+    expect(validateHostPattern(name)).toEqual({ ok: true, value: name });
+  });
+
+  it.each(["a.0x", "0x", "a.0xff", "a.00", "1.2.3"])("%s: a numeric last label is an IP spelling", (name) => {
+    expect(validateHostPattern(name)).toEqual({ ok: false, error: `${JSON.stringify(name)}: looks like a numeric IP address but is not a dotted-quad IPv4 address` });
+  });
+
+  it("names the first invalid character", () => {
+    expect(validateHostPattern("a.b$c%d")).toEqual({ ok: false, error: '"a.b$c%d": invalid character "$" (allowed: letters, digits, "-", "_")' });
+  });
+});
+
 describe("normalizeRequestHost", () => {
   it.each([
     ["Example.COM", "example.com"],
@@ -82,7 +120,7 @@ describe("normalizeRequestHost", () => {
     expect(normalizeRequestHost(input)).toBe(normal);
   });
 
-  it.each(["", "*.example.com", "a..b", "exa mple.com", "127.1", "example.com:443", "[::1", "fe80::1%eth0", "a".repeat(64)])("%j is not a host", (input) => {
+  it.each(["", "*.example.com", "*", "a..b", "exa mple.com", "127.1", "example.com:443", "[::1", "::1]", "abc]", "[abc", "fe80::1%eth0", "a".repeat(64)])("%j is not a host", (input) => {
     expect(normalizeRequestHost(input)).toBeNull();
   });
 });

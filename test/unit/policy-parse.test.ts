@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  canonicalJson,
   changedFixedSections,
   defaultPolicy,
   parsePolicyYaml,
@@ -256,6 +257,18 @@ describe("YAML-specific errors", () => {
     expect(result).toEqual({ ok: false, errors: ['network.rules[0].endpoints[0].port: required (1-65535; or "ports": a list) (line 6, col 11)'] });
   });
 
+  it("an error about the document itself points at its root", () => {
+    expect(parsePolicyYaml("network: {}\n")).toEqual({ ok: false, errors: ["version: required (1 (the only policy format version)) (line 1, col 1)"] });
+    expect(parsePolicyYaml("\n\n  - a\n")).toEqual({ ok: false, errors: ["policy: expected a mapping, got a list (line 3, col 3)"] });
+  });
+
+  it("a file may be 1 MiB (1048576 characters), not more", () => {
+    const exactly = "version: 1\n#" + "x".repeat(1024 * 1024 - 12);
+    expect(exactly).toHaveLength(1024 * 1024);
+    expect(parsePolicyYaml(exactly).ok).toBe(true);
+    expect(parsePolicyYaml(exactly + "x")).toEqual({ ok: false, errors: ["policy: file larger than 1048576 characters"] });
+  });
+
   it("alias bombs are refused", () => {
     const lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"];
     for (let i = 1; i < 8; i++) lines.push(`a${String(i)}: &a${String(i)} [${Array.from({ length: 10 }, () => `*a${String(i - 1)}`).join(", ")}]`);
@@ -268,6 +281,45 @@ describe("YAML-specific errors", () => {
     const result = parsePolicyYaml("version: 1\nnetwork:\n  rules:\n    - name: r\n      endpoints:\n        - {host: a.test, port: 0777, protocol: tcp}\n");
     expect(result.ok).toBe(true);
     if (result.ok) expect(result.policy.network.rules[0]?.endpoints[0]?.ports).toEqual([777]);
+  });
+});
+
+describe("canonicalJson", () => {
+  it("sorts object keys at every level and leaves arrays in order", () => {
+    expect(canonicalJson({ b: 1, a: { d: [3, 1, 2], c: null }, c: [{ z: 1, y: 2 }, "x"] })).toBe('{"a":{"c":null,"d":[3,1,2]},"b":1,"c":[{"y":2,"z":1},"x"]}');
+  });
+
+  it("keeps arrays arrays, even long ones whose indexes would sort as text", () => {
+    const xs = Array.from({ length: 12 }, (_, i) => i);
+    expect(canonicalJson(xs)).toBe(JSON.stringify(xs));
+    expect(canonicalJson({ k: xs })).toBe(`{"k":${JSON.stringify(xs)}}`);
+  });
+
+  it("keeps a key named __proto__ (JSON.parse makes it an own property)", () => {
+    const value: unknown = JSON.parse('{"b":1,"__proto__":{"x":1},"a":2}');
+    expect(canonicalJson(value)).toBe('{"__proto__":{"x":1},"a":2,"b":1}');
+    expect(canonicalJson(value)).not.toBe(canonicalJson({ a: 2, b: 1 }));
+  });
+
+  it("passes scalars and null through", () => {
+    expect(canonicalJson(null)).toBe("null");
+    expect(canonicalJson({ a: null })).toBe('{"a":null}');
+    expect(canonicalJson("s")).toBe('"s"');
+    expect(canonicalJson(7)).toBe("7");
+    expect(canonicalJson(true)).toBe("true");
+  });
+
+  it("property: equal values in any key order give equal text, and the text parses back to the value", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const shuffled: unknown = JSON.parse(JSON.stringify(value), (_k, v: unknown) =>
+          v !== null && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).reverse()) : v,
+        );
+        expect(canonicalJson(shuffled)).toBe(canonicalJson(value));
+        expect(JSON.parse(canonicalJson(value))).toEqual(JSON.parse(JSON.stringify(value)));
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 

@@ -21,10 +21,24 @@ describe("validatePathGlob", () => {
     ["/a/../b", '"." and ".." segments'],
     ["/./a", '"." and ".." segments'],
     ["/" + "a".repeat(1024), "longer than 1024"],
+    ["/a/b c", 'invalid character " "'],
   ])("rejects %j (%s)", (glob, message) => {
     const result = validatePathGlob(glob);
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.error).toContain(message);
+  });
+});
+
+describe("length limits", () => {
+  it("a glob may be 1024 characters long, not more", () => {
+    expect(validatePathGlob("/" + "a".repeat(1023))).toEqual({ ok: true });
+    expect(validatePathGlob("/" + "a".repeat(1024))).toEqual({ ok: false, error: `${JSON.stringify("/" + "a".repeat(1024))}: longer than 1024 characters` });
+  });
+
+  it("a request path may be 16384 characters long, not more (query excluded)", () => {
+    expect(requestPathSegments("/" + "a".repeat(16383))).toEqual(["a".repeat(16383)]);
+    expect(requestPathSegments("/" + "a".repeat(16383) + "?" + "q".repeat(100))).toEqual(["a".repeat(16383)]);
+    expect(requestPathSegments("/" + "a".repeat(16384))).toBeNull();
   });
 });
 
@@ -37,6 +51,7 @@ describe("requestPathSegments", () => {
     ["/heal%74h", ["health"]],
     ["/a%20b", ["a b"]],
     ["/a//b/", ["a", "", "b", ""]],
+    ["/a*b/%2A", ["a*b", "*"]],
   ])("%s -> %j", (path, segments) => {
     expect(requestPathSegments(path)).toEqual(segments);
   });
@@ -85,8 +100,17 @@ describe("pathMatches", () => {
     ["/a/**/b/**", "/a/x/b/y/z", true],
     ["/*a*b*", "/xaybz", true],
     ["/*a*b*", "/xbya", false],
-    // An invalid glob matches nothing rather than something unexpected.
+    // A "*" the client sends is a literal character in the path, never a wildcard.
+    ["/*b", "/*xb", true],
+    ["/a*", "/a%2A", true],
+    ["/a*c", "/a*", false],
+    // An invalid glob matches nothing rather than something unexpected, even a path that
+    // its characters would match.
     ["v1/**", "/v1/x", false],
+    ["/a b", "/a%20b", false],
+    ["/a%20b", "/a%2520b", false],
+    ["/v1/**x", "/v1/abcx", false],
+    ["/v1/a**", "/v1/a/b", false],
   ])("%s vs %s -> %s", (glob, path, want) => {
     expect(pathMatches(glob, path)).toBe(want);
   });
@@ -116,10 +140,13 @@ describe("path glob properties", () => {
   const path = fc.array(segment, { minLength: 1, maxLength: 5 }).map((s) => "/" + s.join("/"));
   const globSeg = fc.oneof(segment, fc.constant("*"), fc.constant("**"), fc.stringMatching(/^[a-c]?\*[a-c]?$/));
   const glob = fc.array(globSeg, { minLength: 1, maxLength: 4 }).map((s) => "/" + s.join("/"));
+  // Request paths may contain a literal "*" too.
+  const textSegment = fc.stringMatching(/^[a-c.*]{0,3}$/).filter((s) => s !== "." && s !== "..");
+  const textPath = fc.array(textSegment, { minLength: 1, maxLength: 5 }).map((s) => "/" + s.join("/"));
 
   it("agrees with a regex reference on small alphabets", () => {
     fc.assert(
-      fc.property(glob, path, (g, p) => {
+      fc.property(glob, fc.oneof(path, textPath), (g, p) => {
         expect(pathMatches(g, p)).toBe(referenceMatch(g, p));
       }),
       { numRuns: 5000 },

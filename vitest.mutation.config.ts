@@ -1,0 +1,16 @@
+// Vitest config for mutation runs (stryker.config.mjs): only the unit tests of the pure
+// modules Stryker mutates, no globalSetup, no Docker. Keep this list in step with `mutate`.
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: [
+      "test/unit/lifecycle-*.test.ts",
+      "test/unit/policy-*.test.ts",
+      "test/unit/monitor-classify.test.ts",
+      "test/unit/monitor-decide.test.ts",
+    ],
+    // Generous: the host is shared and a mutant may make a property test slow.
+    testTimeout: 30_000,
+  },
+});
