@@ -442,27 +442,4 @@ describe("verdicts carry exact, readable evidence", () => {
   ])("classifyInspect: %s", (_n, r, e, verdict) => {
     expect(classifyInspect(r, e)).toEqual(verdict);
   });
-
-  it.each<[string, EngineResult<WaitResponse>, string]>([
-    ["transport", transport("UND_ERR_SOCKET", "other side closed"), "transport failure UND_ERR_SOCKET: other side closed"],
-    ["docker 500", dockerError(500, "x"), "docker error HTTP 500: x"],
-    ["HTTP 204", waitOk(undefined, 204), "wait answered HTTP 204"],
-    ["empty body", waitOk(undefined), "wait answered an empty or non-JSON body"],
-    ["a string body", waitOk('{"StatusCode":0}'), "wait answered an empty or non-JSON body"],
-    ["a number body", waitOk(7), "wait answered an empty or non-JSON body"],
-    ["no StatusCode", waitOk({ Error: null }), "wait body has no StatusCode"],
-    ["StatusCode a string", waitOk({ StatusCode: "0", Error: null }), "wait body has no StatusCode"],
-    ["an Error", waitOk({ StatusCode: 0, Error: { Message: "context canceled" } }), "wait reported an error: context canceled"],
-    ["StatusCode -1", waitOk({ StatusCode: -1, Error: null }), "wait answered StatusCode -1"],
-  ])("waitClaimsExit: %s", (_n, r, cause) => {
-    expect(waitClaimsExit(r)).toEqual({ claims: false, cause });
-  });
-
-  it("classifyWait passes the wait's cause on, or says inspect is missing", () => {
-    expect(classifyWait(waitOk({ StatusCode: -1, Error: null }), inspectOk(body()), EXPECTED)).toEqual({ kind: "ChannelLost", cause: "wait answered StatusCode -1" });
-    expect(classifyWait(waitOk({ StatusCode: 0, Error: null }), undefined, EXPECTED)).toEqual({
-      kind: "ChannelLost",
-      cause: "wait claimed an exit that was not confirmed by inspect",
-    });
-  });
 });
