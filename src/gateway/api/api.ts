@@ -1,6 +1,6 @@
 // The gateway's REST/JSON API under /v1, on loopback, behind a bearer token.
 
-import Fastify, { type FastifyRequest } from "fastify";
+import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { z } from "zod";
 import { AuditQuery, CheckPolicyBody, CreateSandboxBody, EventsQuery, SetPolicyBody, WatchQuery, formatZodError } from "./schemas.js";
@@ -37,6 +37,10 @@ export function buildApi(ctx: ApiContext) {
     // Our own one-line request log (below) replaces fastify's two lines per request.
     logController: new Fastify.LogController({ disableRequestLogging: true }),
     bodyLimit: 1 << 20,
+    // Errors of fastify's own router and parsers (a malformed URL) get our shape too.
+    frameworkErrors: (err, _req, reply) => {
+      void (reply as unknown as FastifyReply).code(400).send({ error: { code: "invalid_request", message: err.message } });
+    },
     // Bytes that are not HTTP get our error shape too, and the socket is closed.
     clientErrorHandler: (err, socket) => {
       const code = (err as NodeJS.ErrnoException).code;

@@ -66,6 +66,10 @@ export class WatchHub {
   }
 
   attach(req: IncomingMessage, res: ServerResponse, opts: { only: string | undefined; after: number | undefined }): void {
+    if (req.method === "HEAD") {
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store" }).end();
+      return;
+    }
     const s: Stream = { res, only: opts.only, lastSeq: opts.after ?? 0, pending: opts.after === undefined ? null : [] };
     this.#streams.add(s);
     const stop = (): void => {
