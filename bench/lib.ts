@@ -22,6 +22,7 @@ export interface Stats {
   n: number;
   median: number;
   p95: number;
+  p99: number;
   min: number;
   max: number;
   mean: number;
@@ -42,6 +43,7 @@ export function stats(samples: number[]): Stats {
     n,
     median,
     p95: percentile(s, 95),
+    p99: percentile(s, 99),
     min: s[0] ?? Number.NaN,
     max: s[n - 1] ?? Number.NaN,
     mean: n === 0 ? Number.NaN : s.reduce((a, b) => a + b, 0) / n,
