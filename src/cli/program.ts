@@ -5,6 +5,7 @@ import { VERSION } from "../version.js";
 import { CliError, EXIT } from "./errors.js";
 import { auditCommand } from "./audit-commands.js";
 import { gatewayCommands } from "./gateway-commands.js";
+import { secretCommands } from "./secret-commands.js";
 import { policyCommands } from "./policy-commands.js";
 import { sandboxCommands } from "./sandbox-commands.js";
 
@@ -29,6 +30,7 @@ Exit codes: 0 ok, 1 failed, 2 usage or invalid input, 3 gateway not running,
   program.addCommand(sandboxCommands(global));
   program.addCommand(policyCommands(global));
   program.addCommand(auditCommand(global));
+  program.addCommand(secretCommands(global));
   for (const cmd of program.commands) {
     cmd.showHelpAfterError("(run with --help for usage)");
     for (const sub of cmd.commands) sub.showHelpAfterError("(run with --help for usage)");

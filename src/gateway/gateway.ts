@@ -12,6 +12,7 @@ import { attachExec } from "./api/exec-ws.js";
 import type { WatchLimits } from "./api/watch.js";
 import { AuditSink, type AuditLimits } from "./audit/audit-sink.js";
 import { ControlPlane } from "./control/control-plane.js";
+import { SecretStore, ensureSecretsKey } from "./secrets/secret-store.js";
 import { ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
 import { createLifecycle, type Lifecycle } from "./sandboxes/lifecycle.js";
 import type { SandboxReadModel } from "./sandboxes/read-model.js";
@@ -69,6 +70,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const lifecycle: Lifecycle = createLifecycle({ store, driver, control, log, options: opts.service });
   const { service, read, runtime, monitor } = lifecycle;
   const audit = new AuditSink(store, log.child({ component: "audit" }), opts.audit);
+  const secrets = new SecretStore(store, ensureSecretsKey(home.dir));
   control?.boundary.onAudit((id, generation, event) => audit.accept(id, generation, event));
 
   await runtime.prepare(opts.onProgress);
@@ -91,6 +93,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       watch: app.watchStats(),
     }),
     ...(opts.watch === undefined ? {} : { watch: opts.watch }),
+    secrets: { store: secrets, usedBy: () => [] },
   });
   const exec = attachExec(app.server, { service, token, log });
   let url: string;

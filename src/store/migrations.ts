@@ -71,6 +71,18 @@ const MIGRATIONS: readonly string[] = [
     SELECT sandbox_id, generation, time, coalesce(json_extract(data, '$.decision'), 'allow'), 1, coalesce(data, '{}') FROM events WHERE kind = 'audit' ORDER BY seq;
   DELETE FROM events WHERE kind = 'audit';
   `,
+  // 6: secrets, encrypted (AES-256-GCM) with a key kept outside this database
+  `
+  CREATE TABLE secrets (
+    name        TEXT PRIMARY KEY,
+    version     INTEGER NOT NULL,
+    nonce       BLOB NOT NULL,
+    ciphertext  BLOB NOT NULL,
+    tag         BLOB NOT NULL,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

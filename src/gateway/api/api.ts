@@ -5,6 +5,8 @@ import type { Logger } from "pino";
 import type { z } from "zod";
 import { AuditQuery, CheckPolicyBody, CreateSandboxBody, EventsQuery, SetPolicyBody, WatchQuery, formatZodError } from "./schemas.js";
 import { WatchHub, type WatchLimits } from "./watch.js";
+import { registerSecretRoutes } from "./secrets-routes.js";
+import type { SecretStore } from "../secrets/secret-store.js";
 import { tokenMatches } from "./auth.js";
 import { ApiError } from "../errors.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
@@ -20,6 +22,8 @@ export interface ApiContext {
   log: Logger;
   status: () => Record<string, unknown>;
   watch?: Partial<WatchLimits>;
+  /** Secrets for the supervisors to inject; `usedBy` names the sandboxes whose policy binds one. */
+  secrets?: { store: SecretStore; usedBy: (name: string) => string[] };
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
@@ -137,6 +141,8 @@ export function buildApi(ctx: ApiContext) {
     const records = read.audit(s.id, { afterSeq: q.after, beforeSeq: q.before, limit: q.limit, tail: q.tail, decision: q.decision });
     return { audit: records, next: pageCursor(records, q) };
   });
+
+  if (ctx.secrets) registerSecretRoutes(app, ctx.secrets.store, ctx.secrets.usedBy);
 
   // Watch streams are hijacked from fastify: the hub ends them on close.
   const hub = new WatchHub(read, ctx.watch);

@@ -1,0 +1,123 @@
+// Secrets the supervisor injects into requests the workload makes, so the workload
+// never holds them. Values are encrypted at rest with AES-256-GCM under a key that
+// lives in its own file in the gateway's home (mode 0600), apart from state.db: a
+// copy of the database alone reveals nothing. The name is the AEAD's associated
+// data, so a ciphertext cannot be moved to another name. Values never appear in a
+// return value meant for display, an error message or a log line.
+
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Store } from "../../store/store.js";
+
+export const SECRETS_KEY_FILE = "secrets.key";
+export const SECRET_NAME_RULE = "1-63 characters: lowercase letters, digits, '-' and '_', starting with a letter or digit";
+const NAME_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** Largest secret value accepted. */
+export const MAX_SECRET_BYTES = 64 * 1024;
+
+export function checkSecretName(name: string): string | null {
+  return NAME_RE.test(name) ? null : `invalid secret name ${JSON.stringify(name.slice(0, 80))}: ${SECRET_NAME_RULE}`;
+}
+
+export interface SecretInfo {
+  name: string;
+  version: number;
+  bytes: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface Row {
+  name: string;
+  version: number;
+  nonce: Buffer;
+  ciphertext: Buffer;
+  tag: Buffer;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The data key: 32 random bytes, created once, readable by the gateway's user only. */
+export function ensureSecretsKey(homeDir: string): Buffer {
+  const file = join(homeDir, SECRETS_KEY_FILE);
+  if (!existsSync(file)) {
+    try {
+      writeFileSync(file, randomBytes(32).toString("base64") + "\n", { mode: 0o600, flag: "wx" });
+    } catch (err) {
+      if (!(err instanceof Error && "code" in err && err.code === "EEXIST")) throw err;
+    }
+  }
+  chmodSync(file, 0o600);
+  const key = Buffer.from(readFileSync(file, "utf8").trim(), "base64");
+  if (key.length !== 32) throw new Error(`${file} does not hold a 32-byte key (it holds ${key.length} bytes); restore it from a backup or remove it together with the secrets`);
+  return key;
+}
+
+export class SecretStore {
+  readonly #listeners = new Set<(name: string) => void>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly key: Buffer,
+  ) {}
+
+  /** Create or replace; returns the new version. */
+  set(name: string, value: Buffer): number {
+    const bad = checkSecretName(name);
+    if (bad) throw new Error(bad);
+    if (value.length === 0 || value.length > MAX_SECRET_BYTES) throw new Error(`a secret value is 1 to ${MAX_SECRET_BYTES} bytes; this one is ${value.length}`);
+    const nonce = randomBytes(12);
+    const cipher = createCipheriv("aes-256-gcm", this.key, nonce);
+    cipher.setAAD(Buffer.from(name));
+    const ciphertext = Buffer.concat([cipher.update(value), cipher.final()]);
+    const tag = cipher.getAuthTag();
+    const now = new Date().toISOString();
+    const db = this.store.db;
+    const prev = db.prepare(`SELECT version FROM secrets WHERE name = ?`).get(name) as { version: number } | undefined;
+    const version = (prev?.version ?? 0) + 1;
+    db.prepare(
+      `INSERT INTO secrets (name, version, nonce, ciphertext, tag, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT(name) DO UPDATE SET version = excluded.version, nonce = excluded.nonce, ciphertext = excluded.ciphertext, tag = excluded.tag, updated_at = excluded.updated_at`,
+    ).run(name, version, nonce, ciphertext, tag, now, now);
+    for (const l of this.#listeners) l(name);
+    return version;
+  }
+
+  /** The value, decrypted (for the supervisors that inject it); null when there is none. */
+  reveal(name: string): Buffer | null {
+    const row = this.store.db.prepare(`SELECT * FROM secrets WHERE name = ?`).get(name) as Row | undefined;
+    if (!row) return null;
+    const d = createDecipheriv("aes-256-gcm", this.key, row.nonce);
+    d.setAAD(Buffer.from(name));
+    d.setAuthTag(row.tag);
+    try {
+      return Buffer.concat([d.update(row.ciphertext), d.final()]);
+    } catch {
+      throw new Error(`secret "${name}" cannot be decrypted with ${SECRETS_KEY_FILE} (the key file was replaced?)`);
+    }
+  }
+
+  list(): SecretInfo[] {
+    const rows = this.store.db.prepare(`SELECT name, version, length(ciphertext) AS bytes, created_at, updated_at FROM secrets ORDER BY name`).all() as {
+      name: string;
+      version: number;
+      bytes: number;
+      created_at: string;
+      updated_at: string;
+    }[];
+    return rows.map((r) => ({ name: r.name, version: r.version, bytes: r.bytes, createdAt: r.created_at, updatedAt: r.updated_at }));
+  }
+
+  delete(name: string): boolean {
+    const removed = this.store.db.prepare(`DELETE FROM secrets WHERE name = ?`).run(name).changes === 1;
+    if (removed) for (const l of this.#listeners) l(name);
+    return removed;
+  }
+
+  /** Called with the name after every change (set or delete). */
+  onChange(listener: (name: string) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+}
