@@ -270,6 +270,15 @@ describe("the boundary reported lost by the gateway", () => {
     await eventually(() => (containersOf(s).wl === undefined ? true : undefined), 10_000, "workload removed");
   });
 
+  it("the session dropped because the supervisor died (its die event not yet read): Error(SupervisorExited) straight from Ready", async () => {
+    const s = await ready("b-died");
+    h.fd.exit(containersOf(s).sup!.id, 137);
+    h.lc.monitor!.boundaryLost(s.id, 1, "no control session");
+    const failed = await waitPhase("b-died", "Error");
+    expect(failed.reason).toMatchObject({ code: "SupervisorExited", exitCode: 137 });
+    expect(phaseLog("b-died").slice(2)).toEqual(["Ready→Error"]);
+  });
+
   it("a report for another generation, or for a sandbox not Ready, changes nothing", async () => {
     const s = await ready("b-other");
     h.lc.monitor!.boundaryLost(s.id, 2, "stale report");

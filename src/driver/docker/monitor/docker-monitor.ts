@@ -168,12 +168,24 @@ export class DockerMonitor implements RuntimeMonitor {
   boundaryLost(sandboxId: string, generation: number, problem: string): void {
     const w = this.registry.get(sandboxId);
     if (!w || w.generation !== generation || this.closed) return;
-    void this.lose(w, `boundary unhealthy: ${problem}`, "boundary");
+    // A killed supervisor drops its session a moment before Docker reports the
+    // exit: with Docker answering, inspect first, so a proven exit is an Error
+    // at once and only a supervisor still running goes Recovering.
+    if (!this.connected) {
+      void this.lose(w, `boundary unhealthy: ${problem}`, "boundary");
+      return;
+    }
+    this.boundaryPending.set(sandboxId, { generation, problem });
+    this.check(sandboxId);
   }
+
+  /** Boundary losses waiting for the inspect that decides between Error and Recovering. */
+  private readonly boundaryPending = new Map<string, { generation: number; problem: string }>();
 
   /** Stop and delete disarm first, so an intended exit is never reported as a crash. */
   disarm(sandboxId: string): void {
     if (this.registry.disarm(sandboxId)) this.log.info({ sandboxId }, "monitor disarmed");
+    this.boundaryPending.delete(sandboxId);
     this.settleRecovery(sandboxId, false);
   }
 
@@ -392,6 +404,8 @@ export class DockerMonitor implements RuntimeMonitor {
       return;
     }
     const d = decide(current.phase, verdicts);
+    const boundary = this.boundaryPending.get(sandboxId);
+    this.boundaryPending.delete(sandboxId);
     switch (d.action) {
       case "fail":
         await this.failClosed(w, { type: "failed", reason: d.reason }, `${d.reason.code}: proven by inspect`);
@@ -419,6 +433,8 @@ export class DockerMonitor implements RuntimeMonitor {
         return;
       }
       case "none":
+        // Both instances alive and the sandbox Ready: the boundary loss stands.
+        if (boundary && boundary.generation === w.generation) await this.lose(w, `boundary unhealthy: ${boundary.problem}`, "boundary");
         return;
     }
   }
