@@ -433,8 +433,14 @@ export class DockerMonitor implements RuntimeMonitor {
         return;
       }
       case "none":
-        // Both instances alive and the sandbox Ready: the boundary loss stands.
-        if (boundary && boundary.generation === w.generation) await this.lose(w, `boundary unhealthy: ${boundary.problem}`, "boundary");
+        if (boundary && boundary.generation === w.generation) {
+          // A killed supervisor's session drops before Docker has reaped it: look
+          // again after the grace; only a supervisor still alive is a boundary loss.
+          await this.pause(this.opts.attributionGraceMs);
+          const again = await this.verdictFor(w, "supervisor");
+          if (again.verdict.kind === "Alive") await this.lose(w, `boundary unhealthy: ${boundary.problem}`, "boundary");
+          else this.again.add(sandboxId);
+        }
         return;
     }
   }
