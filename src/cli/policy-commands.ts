@@ -7,6 +7,7 @@ import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
 import { printJson } from "./format.js";
 import type { BoundaryView } from "./views.js";
+import { addPolicyTools } from "./policy-tools.js";
 
 interface Common {
   home?: string;
@@ -96,5 +97,6 @@ export function policyCommands(global: () => Common): Command {
       process.stdout.write(d.allow ? `allow  (rule ${d.rule ?? "?"}, revision ${r.revision})\n` : `deny   (${d.reason ?? "?"}${d.rule ? `, rule ${d.rule}` : ""}, revision ${r.revision})\n`);
     });
 
+  addPolicyTools(policy, client);
   return policy;
 }

@@ -3,7 +3,8 @@
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { AuditQuery, CheckPolicyBody, CreateSandboxBody, EventsQuery, SetPolicyBody, WatchQuery, formatZodError } from "./schemas.js";
+import { AuditQuery, CheckPolicyBody, CreateSandboxBody, EventsQuery, ReviewPolicyBody, SetPolicyBody, SuggestQuery, WatchQuery, formatZodError } from "./schemas.js";
+import { PolicyTools } from "../sandboxes/policy-tools.js";
 import { WatchHub, type WatchLimits } from "./watch.js";
 import { registerSecretRoutes } from "./secrets-routes.js";
 import type { SecretStore } from "../secrets/secret-store.js";
@@ -115,6 +116,15 @@ export function buildApi(ctx: ApiContext) {
     const body = parse(CheckPolicyBody, req.body);
     return service.checkPolicy(nameParam(req), body.url, body.method);
   });
+
+  // Reviewing a change before making it; nothing here writes.
+  const tools = new PolicyTools(read);
+  app.post("/v1/sandboxes/:name/policy/diff", async (req) => tools.diff(nameParam(req), parse(ReviewPolicyBody, req.body).policy));
+  app.post("/v1/sandboxes/:name/policy/replay", async (req) => {
+    const body = parse(ReviewPolicyBody, req.body);
+    return tools.replay(nameParam(req), body.policy, body.since);
+  });
+  app.get("/v1/sandboxes/:name/policy/suggest", async (req) => tools.suggest(nameParam(req), parse(SuggestQuery, req.query).since));
 
   for (const intent of ["start", "stop"] as const) {
     app.post(`/v1/sandboxes/:name/${intent}`, async (req, reply) =>

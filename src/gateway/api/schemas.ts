@@ -34,6 +34,13 @@ export const SetPolicyBody = z
   })
   .strict();
 
+/** A candidate policy to review against the active one; `since` narrows the audit window replayed. */
+export const ReviewPolicyBody = z
+  .object({ policy: z.union([z.string().max(1 << 20), z.record(z.string(), z.unknown())]), since: z.string().max(64).optional() })
+  .strict();
+
+export const SuggestQuery = z.object({ since: z.string().max(64).optional() }).strict();
+
 export const CheckPolicyBody = z.object({ url: z.string().min(1).max(8192), method: z.string().regex(/^[A-Za-z]+$/).optional() }).strict();
 
 const seq = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);

@@ -1,0 +1,101 @@
+// `sandgate policy validate|diff|replay|suggest`: review a policy change before making
+// it. validate runs offline; the others ask the gateway, which changes nothing.
+
+import { readFileSync } from "node:fs";
+import type { Command } from "commander";
+import type { PolicyChange } from "../policy/diff.js";
+import type { ReplayLine, ReplayResult } from "../policy/replay.js";
+import type { AuditWindow } from "../gateway/sandboxes/policy-tools.js";
+import { checkFilesystemPolicy } from "../gateway/sandboxes/policy-input.js";
+import { parsePolicyYaml } from "../policy/index.js";
+import type { GatewayClient } from "./client.js";
+import { CliError, EXIT } from "./errors.js";
+import { printJson, table } from "./format.js";
+
+const enc = encodeURIComponent;
+
+export function readPolicyFile(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (err) {
+    throw new CliError(`cannot read policy file ${path}: ${(err as Error).message}`, EXIT.usage);
+  }
+}
+
+function windowLine(w: AuditWindow): string {
+  if (w.records === 0) return "audit window: no recorded egress";
+  const more = w.truncated ? " (older records not read; narrow with --since)" : "";
+  return `audit window: ${w.requests} requests in ${w.records} records, ${w.from} to ${w.to}${more}`;
+}
+
+const replayRows = (lines: readonly ReplayLine[]): string[][] => lines.map((l) => [String(l.count), l.lastSeen, l.request, l.because]);
+
+export function addPolicyTools(policy: Command, client: () => GatewayClient): void {
+  policy
+    .command("validate")
+    .description("check a policy file offline: exit 0 when valid, 2 naming every problem")
+    .argument("<file>", "policy YAML")
+    .option("--json", "print the result as JSON")
+    .action((file: string, o: { json?: boolean }) => {
+      const parsed = parsePolicyYaml(readPolicyFile(file));
+      const errors = parsed.ok ? [checkFilesystemPolicy(parsed.policy)].filter((e): e is string => e !== null) : parsed.errors;
+      if (o.json) printJson({ valid: errors.length === 0, errors });
+      if (errors.length > 0) throw new CliError(`${file}: invalid policy: ${errors.join("; ")}`, EXIT.usage);
+      if (!o.json && parsed.ok) {
+        const n = parsed.policy.network;
+        process.stdout.write(`${file}: valid (${n.rules.length} rules, ${n.deny.length} deny entries)\n`);
+      }
+    });
+
+  policy
+    .command("diff")
+    .description("what a policy file changes against the sandbox's active revision, rule by rule")
+    .argument("<name>", "sandbox name or id")
+    .requiredOption("--policy <file>", "the candidate policy YAML")
+    .option("--json", "print as JSON")
+    .action(async (name: string, o: { policy: string; json?: boolean }) => {
+      const r = await client().request<{ revision: number; changes: PolicyChange[] }>("POST", `/v1/sandboxes/${enc(name)}/policy/diff`, { policy: readPolicyFile(o.policy) });
+      if (o.json) return printJson(r);
+      if (r.changes.length === 0) return void process.stdout.write(`no change against revision ${r.revision}\n`);
+      const out = [`against revision ${r.revision}:`];
+      for (const c of r.changes) out.push(`${c.kind}: ${c.name}`, ...c.lines.map((l) => `  ${l}`));
+      process.stdout.write(out.join("\n") + "\n");
+    });
+
+  policy
+    .command("replay")
+    .description("decide the sandbox's recorded egress under a policy file: what it would newly deny or allow")
+    .argument("<name>", "sandbox name or id")
+    .requiredOption("--policy <file>", "the candidate policy YAML")
+    .option("--since <time>", "only traffic recorded at or after this RFC 3339 time")
+    .option("--json", "print as JSON")
+    .action(async (name: string, o: { policy: string; since?: string; json?: boolean }) => {
+      const body: Record<string, unknown> = { policy: readPolicyFile(o.policy) };
+      if (o.since !== undefined) body.since = o.since;
+      const r = await client().request<{ revision: number; window: AuditWindow } & ReplayResult>("POST", `/v1/sandboxes/${enc(name)}/policy/replay`, body);
+      if (o.json) return printJson(r);
+      const out = [windowLine(r.window)];
+      out.push(`unchanged: ${r.unchanged.allowed} allowed, ${r.unchanged.denied} denied${r.skipped > 0 ? `; ${r.skipped} lockdown or no-policy denials skipped` : ""}`);
+      for (const [title, lines] of [["newly denied", r.newlyDenied], ["newly allowed", r.newlyAllowed]] as const) {
+        out.push("", `${title}: ${lines.length === 0 ? "none" : ""}`);
+        if (lines.length > 0) out.push(table(["COUNT", "LAST SEEN", "REQUEST", "BECAUSE"], replayRows(lines)));
+      }
+      process.stdout.write(out.join("\n") + "\n");
+    });
+
+  policy
+    .command("suggest")
+    .description("rules that would allow what the audit trail shows was denied for want of a rule (review before use)")
+    .argument("<name>", "sandbox name or id")
+    .option("--since <time>", "only traffic recorded at or after this RFC 3339 time")
+    .option("--json", "print as JSON")
+    .action(async (name: string, o: { since?: string; json?: boolean }) => {
+      const q = o.since !== undefined ? `?since=${enc(o.since)}` : "";
+      const r = await client().request<{ revision: number; window: AuditWindow; covers: number; yaml: string; rules: unknown[] }>("GET", `/v1/sandboxes/${enc(name)}/policy/suggest${q}`);
+      if (o.json) return printJson(r);
+      process.stderr.write(`${windowLine(r.window)}\n`);
+      if (r.rules.length === 0) return void process.stderr.write("nothing to suggest: no request was denied for want of a rule\n");
+      process.stderr.write(`${r.rules.length} rules covering ${r.covers} denied requests; explicit denies and private addresses are never suggested\n`);
+      process.stdout.write(r.yaml);
+    });
+}

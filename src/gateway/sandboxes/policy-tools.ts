@@ -1,0 +1,106 @@
+// Reviewing a policy change before making it: what it changes (diff), what it would
+// have decided for the traffic the audit trail recorded (replay), and which rules would
+// allow what was denied for want of one (suggest). Reads only: nothing here changes a
+// sandbox, its policy or its audit trail.
+
+import { stringify } from "yaml";
+import { diffPolicies, type PolicyChange } from "../../policy/diff.js";
+import { replay, type RecordedDecision, type ReplayResult } from "../../policy/replay.js";
+import { suggestRules } from "../../policy/suggest.js";
+import type { NetworkRule, Protocol } from "../../policy/index.js";
+import type { AuditRecord } from "../../store/store.js";
+import { ApiError } from "../errors.js";
+import { checkFilesystemPolicy, parsePolicyInput } from "./policy-input.js";
+import type { SandboxReadModel } from "./read-model.js";
+
+/** At most this many audit records are read for one replay or suggestion (newest first). */
+export const MAX_REPLAY_RECORDS = 10_000;
+
+const PROTOCOLS = new Set<string>(["http", "https", "tcp"]);
+const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
+
+/** The egress decisions of an audit window; dropped-record markers and malformed rows are skipped. */
+export function recordedDecisions(records: readonly AuditRecord[]): RecordedDecision[] {
+  const out: RecordedDecision[] = [];
+  for (const r of records) {
+    const e = r.event;
+    const decision = e.decision;
+    if (e.type !== "egress" || (decision !== "allow" && decision !== "deny")) continue;
+    const host = str(e.host);
+    const protocol = str(e.protocol);
+    if (host === undefined || protocol === undefined || !PROTOCOLS.has(protocol) || typeof e.port !== "number") continue;
+    const method = str(e.method);
+    const path = str(e.path);
+    const reason = str(e.reason);
+    out.push({ host, port: e.port, protocol: protocol as Protocol, decision, count: r.count, time: r.time, ...(method ? { method } : {}), ...(path ? { path } : {}), ...(reason ? { reason } : {}) });
+  }
+  return out;
+}
+
+export interface AuditWindow {
+  /** Records read (after `since`), of at most MAX_REPLAY_RECORDS. */
+  records: number;
+  /** Requests they stand for (repeats counted). */
+  requests: number;
+  from: string | null;
+  to: string | null;
+  /** True when older records exist that were not read. */
+  truncated: boolean;
+}
+
+function sinceTime(since: string | undefined): string | undefined {
+  if (since === undefined) return undefined;
+  const t = Date.parse(since);
+  if (!Number.isFinite(t)) throw new ApiError("invalid_request", `since: ${JSON.stringify(since)} is not an RFC 3339 time (e.g. 2026-12-01T00:00:00Z)`);
+  return new Date(t).toISOString();
+}
+
+export class PolicyTools {
+  constructor(private readonly read: SandboxReadModel) {}
+
+  private candidate(input: string | Record<string, unknown>) {
+    const policy = parsePolicyInput(input);
+    const fs = checkFilesystemPolicy(policy);
+    if (fs) throw new ApiError("invalid_request", `invalid policy: ${fs}`);
+    return policy;
+  }
+
+  private window(sandboxId: string, since: string | undefined): { decisions: RecordedDecision[]; window: AuditWindow } {
+    const cut = sinceTime(since);
+    const rows = this.read.audit(sandboxId, { tail: MAX_REPLAY_RECORDS }).filter((r) => cut === undefined || r.time >= cut);
+    const truncated = rows.length === MAX_REPLAY_RECORDS && (cut === undefined || (rows[0]?.time ?? "") > cut);
+    const decisions = recordedDecisions(rows);
+    return {
+      decisions,
+      window: { records: rows.length, requests: decisions.reduce((n, d) => n + d.count, 0), from: rows[0]?.time ?? null, to: rows.at(-1)?.time ?? null, truncated },
+    };
+  }
+
+  diff(nameOrId: string, input: string | Record<string, unknown>): { revision: number; changes: PolicyChange[] } {
+    const active = this.read.policyOf(nameOrId);
+    return { revision: active.revision, changes: diffPolicies(active.policy, this.candidate(input)) };
+  }
+
+  replay(nameOrId: string, input: string | Record<string, unknown>, since?: string): { revision: number; window: AuditWindow } & ReplayResult {
+    const active = this.read.policyOf(nameOrId);
+    const candidate = this.candidate(input);
+    const { decisions, window } = this.window(active.sandbox.id, since);
+    return { revision: active.revision, window, ...replay(decisions, candidate) };
+  }
+
+  suggest(nameOrId: string, since?: string): { revision: number; window: AuditWindow; rules: NetworkRule[]; covers: number; yaml: string } {
+    const active = this.read.policyOf(nameOrId);
+    const { decisions, window } = this.window(active.sandbox.id, since);
+    const s = suggestRules(decisions, active.policy);
+    return { revision: active.revision, window, ...s, yaml: s.rules.length === 0 ? "" : suggestionYaml(s.rules) };
+  }
+}
+
+/** The rules as the YAML a user pastes under network.rules (empty defaults left out). */
+export function suggestionYaml(rules: readonly NetworkRule[]): string {
+  const plain = rules.map((r) => ({
+    name: r.name,
+    endpoints: r.endpoints.map((e) => ({ host: e.host, ports: e.ports, protocol: e.protocol, ...(e.rules ? { rules: e.rules } : {}), ...(e.allowPrivate.length > 0 ? { allowPrivate: e.allowPrivate } : {}) })),
+  }));
+  return stringify({ network: { rules: plain } });
+}
