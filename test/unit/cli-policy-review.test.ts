@@ -1,0 +1,86 @@
+// policy validate, diff, replay and suggest through the API and the real CLI against a
+// real gateway whose audit table (a real SQLite file) holds the recorded traffic.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cli } from "../support/cli-runner.js";
+import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
+import { MemoryDriver } from "../support/memory-driver.js";
+import { ACTIVE, TIGHTER } from "../support/review-policies.js";
+
+describe("policy validate, diff, replay, suggest: API and CLI against a gateway", () => {
+  let t: TestGateway;
+  let dir: string;
+  const run = (...args: string[]) => cli(["--home", t.home.dir, ...args]);
+
+  beforeAll(async () => {
+    t = await startTestGateway(new MemoryDriver());
+    dir = mkdtempSync(join(tmpdir(), "sg-review-"));
+    writeFileSync(join(dir, "active.yaml"), ACTIVE);
+    writeFileSync(join(dir, "tighter.yaml"), TIGHTER);
+    writeFileSync(join(dir, "bad.yaml"), "version: 1\nnetwork:\n  rules:\n    - name: x\n      endpoints: [{ host: 'a b', port: 99999, protocol: https }]\n");
+    expect((await t.api("POST", "/v1/sandboxes", { name: "rev", policy: ACTIVE })).status).toBe(201);
+    const s = await eventually(async () => ((await t.api("GET", "/v1/sandboxes/rev")).body?.phase === "Ready" ? (await t.api("GET", "/v1/sandboxes/rev")).body : undefined));
+    const at = (h: number) => new Date(Date.UTC(2026, 11, 1, h)).toISOString();
+    const egress = (host: string, decision: "allow" | "deny", extra: Record<string, unknown>) => ({ type: "egress", time: at(0), decision, host, port: 443, protocol: "https", ...extra });
+    t.gw.store.appendAudit([
+      { sandboxId: s.id, generation: 1, time: at(1), decision: "allow", count: 10, event: egress("api.example.com", "allow", { rule: "api" }) },
+      { sandboxId: s.id, generation: 1, time: at(2), decision: "deny", count: 4, event: egress("pypi.org", "deny", { reason: "no_matching_rule" }) },
+      { sandboxId: s.id, generation: 1, time: at(3), decision: "allow", count: 1, event: egress("api.example.com", "allow", { rule: "api" }) },
+    ]);
+  });
+  afterAll(async () => {
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("validate: exit 0 for a valid file, 2 naming every problem, offline", async () => {
+    const ok = await cli(["policy", "validate", join(dir, "tighter.yaml")]);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toBe(`${join(dir, "tighter.yaml")}: valid (1 rules, 1 deny entries)\n`);
+    const bad = await cli(["policy", "validate", join(dir, "bad.yaml")]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.trim().split("\n")).toHaveLength(1);
+    expect(bad.stderr).toMatch(/host/);
+    expect(bad.stderr).toMatch(/port/);
+    expect((await cli(["policy", "validate", join(dir, "missing.yaml")])).code).toBe(2);
+  });
+
+  it("diff: the changes against the active revision", async () => {
+    const r = await run("policy", "diff", "rev", "--policy", join(dir, "tighter.yaml"));
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("rule removed: api\n  - https api.example.com:443");
+    const same = await run("policy", "diff", "rev", "--policy", join(dir, "active.yaml"));
+    expect(same.stdout).toBe("no change against revision 1\n");
+  });
+
+  it("replay: the recorded traffic the candidate would deny, counted; --since narrows the window", async () => {
+    const r = await run("policy", "replay", "rev", "--policy", join(dir, "tighter.yaml"), "--json");
+    expect(r.code, r.stderr).toBe(0);
+    const body = JSON.parse(r.stdout);
+    expect(body.window).toMatchObject({ records: 3, requests: 15, truncated: false });
+    expect(body.newlyDenied).toEqual([{ request: "https api.example.com:443", count: 11, lastSeen: "2026-12-01T03:00:00.000Z", because: "no_matching_rule" }]);
+    const late = JSON.parse((await run("policy", "replay", "rev", "--policy", join(dir, "tighter.yaml"), "--since", "2026-12-01T02:30:00Z", "--json")).stdout);
+    expect(late.newlyDenied).toEqual([{ request: "https api.example.com:443", count: 1, lastSeen: "2026-12-01T03:00:00.000Z", because: "no_matching_rule" }]);
+    const bad = await run("policy", "replay", "rev", "--policy", join(dir, "tighter.yaml"), "--since", "yesterday");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/since: "yesterday" is not an RFC 3339 time/);
+  });
+
+  it("suggest: YAML on stdout for what was denied for want of a rule; changes nothing", async () => {
+    const r = await run("policy", "suggest", "rev");
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("host: pypi.org");
+    expect(r.stderr).toMatch(/1 rules covering 4 denied requests/);
+    const p = await t.api("GET", "/v1/sandboxes/rev/policy");
+    expect(p.body.revision).toBe(1);
+  });
+
+  it("an invalid candidate is a 400 naming the problem; an unknown sandbox a 404", async () => {
+    const bad = await t.api("POST", "/v1/sandboxes/rev/policy/replay", { policy: "version: 2\n" });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/invalid policy/);
+    expect((await t.api("POST", "/v1/sandboxes/nope/policy/diff", { policy: ACTIVE })).status).toBe(404);
+  });
+});
