@@ -1,0 +1,109 @@
+// Terminating a tunnel's TLS inside the boundary: the workload's TLS ends here, with a
+// leaf for the CONNECT host signed by the sandbox's CA; each decrypted request is handed
+// to the proxy to be evaluated like plain HTTP; the proxy's own TLS connection upstream
+// verifies the origin. HTTP/1.1 only on both sides (ALPN), so every request is seen.
+import http from "node:http";
+import https from "node:https";
+import type { Duplex } from "node:stream";
+import tls from "node:tls";
+import type { LeafCertificates } from "./leaf-certs.js";
+
+/** The tunnel a decrypted request arrived on: the CONNECT target and the address checked for it. */
+export interface TerminatedTunnel {
+  host: string;
+  port: number;
+  address: string;
+}
+
+export type TerminatedRequestHandler = (req: http.IncomingMessage, res: http.ServerResponse, tunnel: TerminatedTunnel) => void;
+
+/** Upstream TLS errors that mean "the origin's certificate is not what it must be". */
+const CERT_ERRORS = new Set([
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_UNTRUSTED",
+  "CERT_REJECTED",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+
+export const isCertificateError = (err: unknown): boolean => CERT_ERRORS.has((err as NodeJS.ErrnoException | undefined)?.code ?? "");
+
+export class TlsTerminator {
+  /** Decrypted connections are served by one HTTP server that never listens. */
+  private readonly server: http.Server;
+  private readonly tunnels = new WeakMap<Duplex, TerminatedTunnel>();
+  /** Upstream keep-alive: pools are keyed by address, port and servername, all checked. */
+  readonly agent: https.Agent;
+
+  constructor(
+    private readonly leafs: LeafCertificates,
+    onRequest: TerminatedRequestHandler,
+    opts: { maxFreeSockets?: number } = {},
+  ) {
+    this.agent = new https.Agent({ keepAlive: true, maxFreeSockets: opts.maxFreeSockets ?? 256, scheduling: "lifo" });
+    this.server = http.createServer({ requestTimeout: 0 });
+    const dispatch = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+      const t = this.tunnels.get(req.socket);
+      if (t) onRequest(req, res, t);
+      else res.destroy();
+    };
+    this.server.on("request", dispatch);
+    this.server.on("checkContinue", (req, res) => {
+      res.writeContinue();
+      dispatch(req, res);
+    });
+  }
+
+  /**
+   * Ends the client's TLS on `client` (a tunnel already answered 200), with `head` the
+   * bytes read so far. Resolves with the TLS socket once the handshake is done; rejects
+   * (and destroys the client) when it fails.
+   */
+  async terminate(client: Duplex, head: Buffer, tunnel: TerminatedTunnel): Promise<tls.TLSSocket> {
+    const secureContext = await this.leafs.context(tunnel.host);
+    if (head.length > 0) client.unshift(head);
+    const socket = new tls.TLSSocket(client, { isServer: true, secureContext, ALPNProtocols: ["http/1.1"] });
+    this.tunnels.set(socket, tunnel);
+    return new Promise((resolve, reject) => {
+      const fail = (err: Error): void => {
+        socket.destroy();
+        client.destroy();
+        reject(err);
+      };
+      socket.once("error", fail);
+      socket.once("secure", () => {
+        socket.off("error", fail);
+        socket.on("error", () => client.destroy());
+        this.server.emit("connection", socket);
+        resolve(socket);
+      });
+    });
+  }
+
+  /** A request to the origin over the proxy's own TLS, verifying its certificate for `host`. */
+  request(t: TerminatedTunnel, opts: { method: string; path: string; headers: string[]; ca?: string | undefined }): http.ClientRequest {
+    return https.request({
+      host: t.address,
+      port: t.port,
+      servername: t.host,
+      // The origin's name is checked against the CONNECT host, not the address dialled.
+      checkServerIdentity: (_addr, cert) => tls.checkServerIdentity(t.host, cert),
+      method: opts.method,
+      path: opts.path,
+      headers: opts.headers,
+      setHost: false,
+      agent: this.agent,
+      ...(opts.ca ? { ca: opts.ca } : {}),
+    });
+  }
+
+  close(): void {
+    this.server.closeAllConnections();
+    this.agent.destroy();
+  }
+}
