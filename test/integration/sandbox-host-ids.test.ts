@@ -64,7 +64,8 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const name of made.keys()) {
     await run("userdel", [name]).catch(() => undefined);
-    await run("groupdel", [name]).catch(() => undefined);
+    // -f: a group sharing its gid with another user's primary group (the old ids often are) is still ours to remove.
+    await run("groupdel", ["-f", name]).catch(() => undefined);
   }
   await fx?.close();
   // Nothing of ours is left in the account databases.
