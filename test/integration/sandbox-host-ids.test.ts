@@ -59,6 +59,9 @@ async function as(uid: number | "root", script: string): Promise<{ code: number;
 
 beforeAll(async () => {
   fx = await startDockerFixture({ liveRestore: true, name: "hostids" });
+  const r = await fx.t.api("POST", "/v1/sandboxes", { name: "ids", disk: "64M" });
+  if (r.status !== 201) throw new Error(`create: ${JSON.stringify(r.body)}`);
+  await waitPhase(fx, "ids", "Ready", { generation: 1 });
 });
 
 afterAll(async () => {
@@ -78,7 +81,6 @@ describe("container users are nobody on the host", () => {
     expect(DEFAULT_IDS.workload).not.toBe(DEFAULT_IDS.supervisor);
     expect(hostIdTaken(DEFAULT_IDS.workload)).toBe(false);
     expect(hostIdTaken(DEFAULT_IDS.supervisor)).toBe(false);
-    await fx.t.api("POST", "/v1/sandboxes", { name: "ids", disk: "64M" });
     const s = await waitPhase(fx, "ids", "Ready", { generation: 1 });
     for (const role of ["workload", "supervisor"] as const) {
       const c = await engineGet(fx, `/containers/${s.runtime![role].id}/json`);
