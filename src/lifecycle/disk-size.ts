@@ -34,7 +34,7 @@ const FORMS = `a size such as 512M, 10G or 1GiB (binary units K, M, G, T)`;
 /** A whole number of bytes in DISK_BYTES_RANGE, else a one-line error naming the value. */
 export function checkDiskBytes(n: number): string | null {
   if (!Number.isSafeInteger(n)) return `invalid disk size ${String(n)}: expected a whole number of bytes ${RANGE}`;
-  if (n < DISK_BYTES_RANGE.min || n > DISK_BYTES_RANGE.max) return `invalid disk size ${formatBytes(n)}: expected ${RANGE}`;
+  if (n < DISK_BYTES_RANGE.min || n > DISK_BYTES_RANGE.max) return `invalid disk size ${n} bytes: expected ${RANGE}`;
   return null;
 }
 
