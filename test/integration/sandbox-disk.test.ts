@@ -39,18 +39,19 @@ async function loopsOf(file: string): Promise<string> {
 
 describe("workspace disk limit", () => {
   it("refuses a malformed or out-of-range --disk in one line, before anything is created", async () => {
-    for (const [size, shown] of [
-      ["64X", '"64X"'],
-      ["1M", '"1M"'],
-      ["-5G", '"-5G"'],
-      ["17T", '"17T"'],
+    const FORM = "expected a size such as 512M, 10G or 1GiB (binary units K, M, G, T), from 16 MiB to 16 TiB";
+    const RANGE = "expected from 16 MiB to 16 TiB";
+    for (const [size, expected] of [
+      ["64X", FORM],
+      ["1M", RANGE],
+      ["-5G", FORM],
+      ["17T", RANGE],
     ]) {
       const r = await cli(["sandbox", "create", "bad", "--disk", size!], fx.cliEnv);
       expect(r.code).toBe(2);
       // One line names the value and the allowed range (the CLI adds its usual help hint).
       const line = r.stderr.split("\n").find((l) => l.includes("invalid disk size"));
-      expect(line).toContain(`invalid disk size ${shown}: expected a size such as 512M, 10G or 1GiB`);
-      expect(line).toContain("from 16 MiB to 16 TiB");
+      expect(line).toContain(`invalid disk size ${JSON.stringify(size)}: ${expected}`);
     }
     // The API checks it too (a number of bytes, or a size string).
     for (const disk of [1, 1.5, "lots", 17 * 1024 ** 4]) {
