@@ -19,7 +19,9 @@ import {
   workloadConfig,
   type SandboxObjectsInput,
 } from "../src/driver/docker/objects.js";
-import { SUPERVISOR_UID } from "../src/driver/docker/rootfs.js";
+import { DEFAULT_IDS } from "../src/driver/docker/rootfs.js";
+
+const SUPERVISOR_UID = DEFAULT_IDS.supervisor;
 import { DEFAULT_RESOURCES } from "../src/lifecycle/spec.js";
 import { defaultPolicy, serializePolicy } from "../src/policy/index.js";
 import { startDockerFixture, type DockerFixture } from "../test/support/docker-fixture.js";
@@ -88,14 +90,14 @@ async function plainDockerCreate(b: Baseline, i: SandboxObjectsInput): Promise<n
   const t0 = performance.now();
   must("create network", await b.engine.createNetwork(internalNetworkConfig(i)));
   must("create volume", await b.engine.createVolume(volumeConfig(i)));
-  const sup = must("create supervisor", await b.engine.createContainer(`${i.sandboxId}-supervisor`, supervisorConfig(i, b.supervisorImage, launchDir)));
+  const sup = must("create supervisor", await b.engine.createContainer(`${i.sandboxId}-supervisor`, supervisorConfig(i, b.supervisorImage, launchDir, SUPERVISOR_UID)));
   must("connect supervisor", await b.engine.request("POST", `/networks/${b.egressNetwork}/connect`, { body: { Container: sup.Id } }));
   must("start supervisor", await b.engine.startContainer(sup.Id));
   const wl = must(
     "create workload",
     await b.engine.createContainer(
       `${i.sandboxId}-workload`,
-      workloadConfig(i, { imageId: b.workloadImage, command: undefined, env: {}, resources: DEFAULT_RESOURCES, proxyUrl: "http://sandgate-proxy:3128", defaultImage: true, resolvConf: b.resolvConf }),
+      workloadConfig(i, { imageId: b.workloadImage, command: undefined, env: {}, resources: DEFAULT_RESOURCES, proxyUrl: "http://sandgate-proxy:3128", defaultImage: true, resolvConf: b.resolvConf, uid: DEFAULT_IDS.workload, workspace: null }),
     ),
   );
   must("start workload", await b.engine.startContainer(wl.Id));

@@ -7,7 +7,9 @@
 import type { ExecSession } from "../src/driver/contract.js";
 import { startExec } from "../src/driver/docker/exec-session.js";
 import { egressNetworkName } from "../src/driver/docker/objects.js";
-import { WORKLOAD_UID } from "../src/driver/docker/rootfs.js";
+import { DEFAULT_IDS } from "../src/driver/docker/rootfs.js";
+
+const WORKLOAD_UID = DEFAULT_IDS.workload;
 import { DEFAULT_RESOURCES } from "../src/lifecycle/spec.js";
 import { startDockerFixture, type DockerFixture } from "../test/support/docker-fixture.js";
 import { ORIGIN_POLICY, createReady, execIn } from "../test/support/recovery-helpers.js";

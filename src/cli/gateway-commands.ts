@@ -7,6 +7,7 @@ import { DEFAULT_PORT, ensureHomeDir, readAddress, resolveHome } from "../gatewa
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
 import { printJson, table } from "./format.js";
+import { DEFAULT_UID_BASE, parseUidBase } from "../driver/docker/host-ids.js";
 
 interface Common {
   home?: string;
@@ -24,6 +25,22 @@ function seconds(v: string): number {
   const n = Number(v);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("must be a positive number of seconds");
   return n;
+}
+
+function uidBase(v: string): number {
+  const r = parseUidBase(v);
+  if (!r.ok) throw new InvalidArgumentError(r.error);
+  return r.base;
+}
+
+/** --uid-base, else SANDGATE_UID_BASE, else the default; the env value is checked like the flag. */
+function resolveUidBase(flag: number | undefined): number {
+  if (flag !== undefined) return flag;
+  const env = process.env.SANDGATE_UID_BASE;
+  if (env === undefined || env === "") return DEFAULT_UID_BASE;
+  const r = parseUidBase(env);
+  if (!r.ok) throw new CliError(`SANDGATE_UID_BASE: ${r.error}`, EXIT.usage);
+  return r.base;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -48,7 +65,13 @@ export function gatewayCommands(global: () => Common): Command {
       seconds,
       Number(process.env.SANDGATE_BOUNDARY_DEADLINE ?? 30),
     )
-    .action(async (o: { port: number; detach?: boolean; logLevel: string; recoveryDeadline: number; boundaryDeadline: number }) => {
+    .option(
+      "--uid-base <id>",
+      `uid (and gid) of every workload; supervisors run as the next id. No host account or group may hold either (env SANDGATE_UID_BASE; default ${DEFAULT_UID_BASE})`,
+      uidBase,
+    )
+    .action(async (o: { port: number; detach?: boolean; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number }) => {
+      o.uidBase = resolveUidBase(o.uidBase);
       const paths = resolveHome(global().home);
       const running = readAddress(paths);
       if (running && (await answers(new GatewayClient({ home: global().home })))) {
@@ -56,7 +79,7 @@ export function gatewayCommands(global: () => Common): Command {
       }
       if (o.detach) return detach(paths.dir, paths.log, o);
       const { runGatewayForeground } = await import("./gateway-run.js");
-      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline });
+      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase });
     });
 
   gw.command("status")
@@ -117,10 +140,10 @@ async function answers(client: GatewayClient): Promise<boolean> {
 }
 
 /** Re-run ourselves in the background and wait until the new gateway answers. */
-async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number }): Promise<void> {
+async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number }): Promise<void> {
   ensureHomeDir(resolveHome(homeDir));
   const out = openSync(logPath, "a");
-  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline)];
+  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)])];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out] });
   child.unref();
   process.stderr.write(`starting gateway (pid ${child.pid}); log: ${logPath}\n`);

@@ -5,14 +5,21 @@ import { startGateway } from "../gateway/gateway.js";
 import { createLogger } from "../gateway/logger.js";
 import { DockerDriver } from "../driver/docker/docker-driver.js";
 import { CliError, EXIT } from "./errors.js";
+import { roleIds } from "../driver/docker/host-ids.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number }): Promise<void> {
+export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number }): Promise<void> {
   const log = createLogger({ level: opts.logLevel });
   let driver: DockerDriver;
   try {
-    driver = DockerDriver.fromEnv({ log, homeDir: opts.home.dir });
+    driver = DockerDriver.fromEnv({ log, homeDir: opts.home.dir, ...(opts.uidBase === undefined ? {} : { ids: roleIds(opts.uidBase) }) });
   } catch (err) {
     throw new CliError(`cannot use the Docker daemon: ${(err as Error).message}`, EXIT.usage);
+  }
+  try {
+    driver.checkHostIds();
+  } catch (err) {
+    await driver.close();
+    throw new CliError((err as Error).message, EXIT.usage);
   }
   const gw = await startGateway({
     home: opts.home,

@@ -9,6 +9,7 @@ import { CliError, EXIT, exitCodeForApi } from "./errors.js";
 import { ago, printJson, short, table } from "./format.js";
 import type { EventView, SandboxView } from "./views.js";
 import { waitForPhase } from "./wait.js";
+import { formatBytes, parseDiskSize } from "../lifecycle/disk-size.js";
 
 interface Common {
   home?: string;
@@ -35,6 +36,19 @@ function positiveNumber(v: string): number {
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("must be a positive number");
   return n;
 }
+/** Checked here for a one-line usage error; the gateway parses it again. */
+function diskSize(v: string): string {
+  const d = parseDiskSize(v);
+  if (!d.ok) throw new InvalidArgumentError(d.error);
+  return v;
+}
+
+function diskLine(d: SandboxView["disk"]): string {
+  if (!d) return "unlimited (a workspace volume of a sandbox created before disk limits)";
+  const used = d.usedBytes === null ? "not mounted" : `${formatBytes(d.usedBytes)} used`;
+  return `${used} of ${formatBytes(d.limitBytes)}`;
+}
+
 function envPair(v: string, acc: Record<string, string>): Record<string, string> {
   const i = v.indexOf("=");
   if (i <= 0) throw new InvalidArgumentError(`expected KEY=VALUE, got ${JSON.stringify(v)}`);
@@ -89,11 +103,12 @@ export function sandboxCommands(global: () => Common): Command {
       .option("--memory <MiB>", "memory limit in MiB", positiveInt("--memory"))
       .option("--cpus <n>", "CPU limit in cores", positiveNumber)
       .option("--pids <n>", "process limit", positiveInt("--pids"))
+      .option("--disk <size>", "workspace (/sandbox) size, enforced by the kernel: 512M, 10G, 1GiB (default 10G)", diskSize)
       .option("-e, --env <KEY=VALUE>", "environment variable for the workload (repeatable)", envPair, {})
       .option("--policy <file>", "network policy YAML (see docs/policy.md); default: deny all egress"),
     180,
   ).action(async (name: string, command: string[], _o, cmd: Command) => {
-    const o = opts<Waitable & { image?: string; memory?: number; cpus?: number; pids?: number; env: Record<string, string>; policy?: string }>(cmd);
+    const o = opts<Waitable & { image?: string; memory?: number; cpus?: number; pids?: number; disk?: string; env: Record<string, string>; policy?: string }>(cmd);
     const client = clientFor(o);
     const resources: Record<string, number> = {};
     if (o.memory !== undefined) resources.memoryMb = o.memory;
@@ -101,6 +116,7 @@ export function sandboxCommands(global: () => Common): Command {
     if (o.pids !== undefined) resources.pids = o.pids;
     const body: Record<string, unknown> = { name, env: o.env, resources };
     if (o.image) body.image = o.image;
+    if (o.disk !== undefined) body.disk = o.disk;
     if (o.policy) body.policy = readPolicyFile(o.policy);
     if (command.length > 0) body.command = command;
     const s = await client.request<SandboxView>("POST", "/v1/sandboxes", body);
@@ -152,6 +168,7 @@ export function sandboxCommands(global: () => Common): Command {
         ["image", s.spec.image ?? "(default workload image)"],
         ["command", s.spec.command ? s.spec.command.join(" ") : "(idle)"],
         ["resources", `${s.spec.resources.memoryMb} MiB, ${s.spec.resources.cpus} CPU, ${s.spec.resources.pids} pids`],
+        ["disk", diskLine(s.disk)],
         ["workload", s.runtime ? `${short(s.runtime.workload.id)} started ${s.runtime.workload.startedAt}` : "-"],
         ["supervisor", s.runtime ? `${short(s.runtime.supervisor.id)} started ${s.runtime.supervisor.startedAt}` : "-"],
         ["proxy", s.runtime?.proxyUrl ?? "-"],

@@ -28,6 +28,8 @@ export interface SandboxView {
   spec: { image?: string; command?: string[]; env: Record<string, string>; resources: { memoryMb: number; cpus: number; pids: number } };
   runtime: { generation: number; nonce: string; workload: ContainerIdentityView; supervisor: ContainerIdentityView; proxyUrl: string } | null;
   boundary: BoundaryView | null;
+  /** Absent from create/list answers; null for a sandbox without a size limit. */
+  disk?: { limitBytes: number; usedBytes: number | null; capacityBytes: number | null } | null;
   createdAt: string;
   updatedAt: string;
 }

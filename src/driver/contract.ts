@@ -163,6 +163,8 @@ export interface ComputeDriver {
   stop(sandboxId: string, generation: number): Promise<void>;
   /** Remove every runtime object of the sandbox, workspace included. */
   remove(sandboxId: string): Promise<void>;
+  /** Used and total bytes of a size-limited workspace that is in place (mounted), else null. */
+  workspaceUsage?(sandboxId: string): { usedBytes: number; capacityBytes: number } | null;
   exec(record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession>;
   /** Address on which supervisors can reach the gateway (after prepare); null when it has no supervisors. */
   controlAddress(): string | null;

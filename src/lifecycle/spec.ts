@@ -16,6 +16,11 @@ export interface SandboxSpec {
   command?: string[];
   env: Record<string, string>;
   resources: Resources;
+  /**
+   * Size of the workspace (/sandbox) in bytes, enforced by the kernel. Undefined only
+   * for sandboxes created before workspaces had a size: they keep their unlimited volume.
+   */
+  diskBytes?: number;
 }
 
 export const DEFAULT_RESOURCES: Resources = { memoryMb: 512, cpus: 1, pids: 256 };

@@ -6,7 +6,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { volumeName } from "../../src/driver/docker/objects.js";
 import { deleteAllAndCheckMonitors, startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
 import { eventually } from "../support/gateway-fixture.js";
 import { ORIGIN_POLICY, createReady, execIn, phaseLog, startOrigin, waitPhase } from "../support/recovery-helpers.js";
@@ -74,7 +73,7 @@ describe("Error means closed at once, even while Docker is down", () => {
         q.on("error",()=>log(at,"ERR"));q.on("timeout",()=>q.destroy(new Error("timeout")))}
       tick();`;
     const s = await createReady(fx, "closed", { policy: ORIGIN_POLICY(origin), command: ["node", "-e", loop] });
-    const logFile = join(fx.dockerd.dataRoot, "volumes", volumeName(s.id), "_data", "egress.log");
+    const logFile = join(fx.driver.workspaces.dataPath(s.id), "egress.log");
     const lines = (): { at: number; status: string; reason?: string }[] =>
       readFileSync(logFile, "utf8")
         .trim()

@@ -13,6 +13,10 @@ import { EngineClient } from "../../src/driver/docker/engine/client.js";
 import { ensureImages, planImage } from "../../src/driver/docker/images.js";
 import type { EnsureImagesResult } from "../../src/driver/docker/images.js";
 import { PrivateDockerd } from "../support/dockerd.js";
+import { DEFAULT_IDS } from "../../src/driver/docker/rootfs.js";
+
+const WL = DEFAULT_IDS.workload;
+const SUP = DEFAULT_IDS.supervisor;
 
 const run = promisify(execFile);
 const DOCKER_CLI = ["/usr/local/bin/docker", "/usr/bin/docker"].find((p) => existsSync(p)) ?? "docker";
@@ -88,28 +92,28 @@ describe("ensureImages (real daemon)", () => {
     const w = await engine.inspectImage(first.workload.ref);
     const s = await engine.inspectImage(first.supervisor.ref);
     if (w.kind !== "ok" || s.kind !== "ok") throw new Error("inspect failed");
-    expect(w.body.Config?.User).toBe("1000:1000");
+    expect(w.body.Config?.User).toBe(`${WL}:${WL}`);
     expect(w.body.Config?.WorkingDir).toBe("/sandbox");
     expect(w.body.Config?.Env).toContain("PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin");
     expect(w.body.Config?.Labels?.["org.sandgate.image"]).toBe("workload");
-    expect(s.body.Config?.User).toBe("1001:1001");
+    expect(s.body.Config?.User).toBe(`${SUP}:${SUP}`);
     expect(s.body.Config?.Cmd).toEqual(["/usr/local/bin/node", "/opt/sandgate/supervisor.mjs"]);
   });
 
-  it("runs the workload as uid 1000 with node and busybox on a read-only root fs", async () => {
+  it("runs the workload as its high uid with node and busybox on a read-only root fs", async () => {
     const ref = first.workload.ref;
-    expect(await docker(d, "run", "--rm", "--read-only", "--network", "none", ref, "id", "-u")).toMatchObject({ stdout: "1000", code: 0 });
+    expect(await docker(d, "run", "--rm", "--read-only", "--network", "none", ref, "id", "-u")).toMatchObject({ stdout: String(WL), code: 0 });
     expect(await docker(d, "run", "--rm", "--read-only", "--network", "none", ref, "node", "-e", "console.log(1+1)")).toMatchObject({ stdout: "2", code: 0 });
     const ls = await docker(d, "run", "--rm", "--read-only", "--network", "none", ref, "sh", "-c", "pwd; stat -c '%u:%g %a' /sandbox /tmp; whoami; echo hi | wc -c");
-    expect(ls.stdout.split("\n")).toEqual(["/sandbox", "1000:1000 755", "0:0 1777", "sandbox", "3"]);
+    expect(ls.stdout.split("\n")).toEqual(["/sandbox", `${WL}:${WL} 755`, "0:0 1777", "sandbox", "3"]);
     const write = await docker(d, "run", "--rm", "--read-only", "--network", "none", ref, "touch", "/sandbox/x");
     expect(write.code).not.toBe(0);
     expect(write.stderr).toMatch(/Read-only file system/);
   });
 
-  it("runs the supervisor bundle as uid 1001 by default, with no shell in the image", async () => {
+  it("runs the supervisor bundle as its high uid by default, with no shell in the image", async () => {
     const ref = first.supervisor.ref;
-    expect(await docker(d, "run", "--rm", "--read-only", "--network", "none", ref)).toMatchObject({ stdout: "supervisor-ok uid=1001 require=true", code: 0 });
+    expect(await docker(d, "run", "--rm", "--read-only", "--network", "none", ref)).toMatchObject({ stdout: `supervisor-ok uid=${SUP} require=true`, code: 0 });
     const sh = await docker(d, "run", "--rm", "--network", "none", ref, "sh", "-c", "true");
     expect(sh.code).not.toBe(0);
     expect(sh.stderr).toMatch(/executable file not found|no such file/i);
@@ -126,7 +130,7 @@ describe("ensureImages (real daemon)", () => {
       expect(r.assembled).toEqual([]);
       expect(r.workload.ref).toBe(first.workload.ref);
       console.log(`ensureImages from cache into a fresh daemon: ${ms} ms`);
-      expect((await docker(other, "run", "--rm", "--network", "none", r.workload.ref, "id", "-u")).stdout).toBe("1000");
+      expect((await docker(other, "run", "--rm", "--network", "none", r.workload.ref, "id", "-u")).stdout).toBe(String(WL));
     } finally {
       await otherEngine.close();
       await other.destroy();

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineClient } from "../../src/driver/docker/engine/client.js";
 import type { DockerEvent } from "../../src/driver/docker/engine/types.js";
-import { LABEL, networkName, volumeName } from "../../src/driver/docker/objects.js";
+import { LABEL, networkName } from "../../src/driver/docker/objects.js";
 import { PrivateDockerd } from "../support/dockerd.js";
 import { eventually } from "../support/gateway-fixture.js";
 import { gatewayProcess, type GatewayProcess } from "../support/gateway-process.js";
@@ -37,7 +37,6 @@ afterAll(async () => {
 /** The Docker events that mark each step of a launch, in order. */
 const STEPS: { step: string; matches: (e: DockerEvent, name: string) => boolean }[] = [
   { step: "network created", matches: (e) => e.Type === "network" && e.Action === "create" && /^sandgate-sbx_[0-9a-f]+-net$/.test(e.Actor?.Attributes?.name ?? "") },
-  { step: "volume created", matches: (e) => e.Type === "volume" && e.Action === "create" && /^sandgate-sbx_[0-9a-f]+-workspace$/.test(e.Actor?.ID ?? "") },
   { step: "supervisor created", matches: (e, n) => container(e, n, "create", "supervisor") },
   { step: "supervisor started", matches: (e, n) => container(e, n, "start", "supervisor") },
   { step: "workload created", matches: (e, n) => container(e, n, "create", "workload") },
@@ -105,12 +104,15 @@ describe("a gateway SIGKILLed during provisioning, restarted while Docker is dow
     const launch = join(home, "launch");
     expect(existsSync(launch) ? readdirSync(launch).filter((d) => d.startsWith(`${id}-g`)) : []).toEqual([]);
     // The workspace is kept (an Error sandbox can be started again on it) when it was made.
-    if (i >= 2) expect((await engine.request("GET", `/volumes/${volumeName(id)}`)).kind).toBe("ok");
+    // (The workspace image is made between the network and the supervisor.)
+    const image = join(home, "workspaces", `${id}.img`);
+    if (i >= 2) expect(existsSync(image)).toBe(true);
 
     // Deleting it removes the rest.
     expect((await gw.api("DELETE", `/v1/sandboxes/${name}`)).status).toBe(202);
     await eventually(async () => ((await gw.api("GET", `/v1/sandboxes/${name}`)).status === 404 ? true : undefined), 60_000, `${name} deleted`);
-    expect((await engine.request("GET", `/volumes/${volumeName(id)}`)).kind).toBe("docker");
+    expect(existsSync(image)).toBe(false);
+    expect(existsSync(join(home, "workspaces", id))).toBe(false);
     expect((await engine.inspectNetwork(networkName(id))).kind).toBe("docker");
   }, 240_000);
 });

@@ -4,9 +4,11 @@
 // the hardening of every container as Docker reports it, and a launch that fails.
 
 import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkInstance, expectedInstance, identityOf } from "../../src/driver/docker/identity.js";
-import { LABEL, egressNetworkName, networkName, volumeName } from "../../src/driver/docker/objects.js";
+import { LABEL, egressNetworkName, networkName } from "../../src/driver/docker/objects.js";
+import { DEFAULT_IDS } from "../../src/driver/docker/rootfs.js";
 import { cli } from "../support/cli-runner.js";
 import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
 import { cliExec, engineGet, getSandbox, waitDeleted, waitPhase, type SandboxJson } from "../support/sandbox-helpers.js";
@@ -81,24 +83,28 @@ describe("sandbox lifecycle on Docker", () => {
       expect(c.HostConfig.Privileged).toBe(false);
     }
 
-    expect(w.Config.User).toBe("1000:1000");
+    const uid = DEFAULT_IDS.workload;
+    expect(w.Config.User).toBe(`${uid}:${uid}`);
+    expect(s.Config.User).toBe(`${DEFAULT_IDS.supervisor}:${DEFAULT_IDS.supervisor}`);
     expect(Object.keys(w.HostConfig.Tmpfs)).toEqual(["/tmp"]);
     expect(w.HostConfig.Memory).toBe(256 * 1024 * 1024);
     expect(w.HostConfig.NanoCpus).toBe(500_000_000);
     expect(w.HostConfig.PidsLimit).toBe(128);
     expect(w.HostConfig.Binds ?? []).toEqual([]);
-    const mounts = w.Mounts.map((m: { Type: string; Destination: string; Name?: string; RW: boolean }) => [m.Type, m.Destination, m.Name ?? null, m.RW]);
+    const mounts = w.Mounts.map((m: { Type: string; Destination: string; Source: string; RW: boolean }) => [m.Type, m.Destination, m.RW]);
     expect(mounts.sort()).toEqual([
-      ["bind", "/etc/resolv.conf", null, false],
-      ["volume", "/sandbox", volumeName(first.id), true],
+      ["bind", "/etc/resolv.conf", false],
+      ["bind", "/sandbox", true],
     ]);
+    // The workspace is the size-limited filesystem of this sandbox, not a Docker volume.
+    expect(w.Mounts.find((m: { Destination: string }) => m.Destination === "/sandbox").Source).toBe(fx.driver.workspaces.dataPath(first.id));
     // The workload sits on its internal network only; the supervisor bridges to egress.
     expect(Object.keys(w.NetworkSettings.Networks)).toEqual([networkName(first.id)]);
     expect(Object.keys(s.NetworkSettings.Networks).sort()).toEqual([egressNetworkName(fx.driver.gatewayId), networkName(first.id)].sort());
 
-    // The same values seen from inside: the process runs as 1000 with / read-only.
+    // The same values seen from inside: the process runs as the workload id with / read-only.
     const id = await cliExec(fx, name, ["sh", "-c", "id -u; id -g; touch /probe 2>/dev/null && echo writable || echo readonly; touch /tmp/x && echo tmp-ok"]);
-    expect(id).toMatchObject({ code: 0, stdout: "1000\n1000\nreadonly\ntmp-ok\n" });
+    expect(id).toMatchObject({ code: 0, stdout: `${uid}\n${uid}\nreadonly\ntmp-ok\n` });
 
     const net = await engineGet(fx, `/networks/${networkName(first.id)}`);
     expect(net.Internal).toBe(true);
@@ -120,7 +126,8 @@ describe("sandbox lifecycle on Docker", () => {
     expect(stopped.runtime).toBeNull();
     const afterStop = await objectsOf(first.id);
     expect(afterStop.containers).toEqual([]);
-    expect(afterStop.volumes).toEqual([volumeName(first.id)]);
+    expect(afterStop.volumes).toEqual([]);
+    expect(existsSync(fx.driver.workspaces.imagePath(first.id))).toBe(true);
     expect(afterStop.networks).toEqual([networkName(first.id)]);
     for (const role of ["workload", "supervisor"] as const) {
       const r = await fx.engine.inspectContainer(first.runtime![role].id);
@@ -147,6 +154,8 @@ describe("sandbox lifecycle on Docker", () => {
     expect((await fx.t.api("DELETE", `/v1/sandboxes/${name}`)).status).toBe(202);
     await waitDeleted(fx, name);
     expect(await objectsOf(first.id)).toEqual({ containers: [], networks: [], volumes: [] });
+    expect(existsSync(fx.driver.workspaces.imagePath(first.id))).toBe(false);
+    expect(fx.driver.workspaces.isMounted(first.id)).toBe(false);
     expect((await getSandbox(fx, name)).status).toBe(404);
   });
 });

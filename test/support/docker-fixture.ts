@@ -2,6 +2,7 @@
 // tests. Images come from the shared tar cache (.cache/images), so each file's
 // fresh daemon imports them in a few seconds.
 
+import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -45,6 +46,7 @@ export async function startDockerFixture(
       engine: new EngineClient({ socketPath: gatewaySocket }),
       gatewayId: ensureGatewayId(homeDir),
       launchRoot: join(homeDir, "launch"),
+      workspaceRoot: dockerd.workspaceRoot,
       log: pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" }),
     });
   const fx: DockerFixture = {
@@ -87,6 +89,7 @@ export async function startSecondGateway(fx: DockerFixture, service?: ServiceOpt
     engine: new EngineClient({ socketPath: fx.dockerd.socketPath }),
     gatewayId: ensureGatewayId(homeDir),
     launchRoot: join(homeDir, "launch"),
+    workspaceRoot: join(fx.dockerd.dir, `ws-${randomBytes(3).toString("hex")}`),
     log: pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" }),
   });
   return { t: await startTestGateway(driver, { homeDir, service }), driver };

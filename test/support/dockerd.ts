@@ -183,6 +183,12 @@ export class PrivateDockerd {
   readonly containerdNamespace: string;
   /** The /16 given to --default-address-pool, e.g. "10.213.0.0/16". */
   readonly addressPool: string;
+  /**
+   * Where a gateway on this daemon keeps its workspace mounts. With resolvConf (the
+   * daemon in a mount namespace of its own) it is a shared mount that the daemon's
+   * namespace follows as a slave, so workspaces mounted later reach the daemon.
+   */
+  readonly workspaceRoot: string;
 
   #storageDriver: StorageDriver;
   #storageDriverChosen: boolean;
@@ -221,6 +227,14 @@ export class PrivateDockerd {
     this.#extraArgs = opts.extraArgs ?? [];
     this.#resolvConf = opts.resolvConf;
     if (this.socketPath.length > 100) throw new Error(`socket path too long: ${this.socketPath}`);
+    this.workspaceRoot = join(this.dir, "ws");
+    mkdirSync(this.workspaceRoot, { mode: 0o700 });
+    if (this.#resolvConf !== undefined) {
+      for (const args of [["--bind", this.workspaceRoot, this.workspaceRoot], ["--make-shared", this.workspaceRoot]]) {
+        const r = spawnSync(findExecutable("mount"), args, { encoding: "utf8" });
+        if (r.status !== 0) throw new Error(`mount ${args.join(" ")}: ${r.stderr}`);
+      }
+    }
   }
 
   static async start(opts: DockerdOptions): Promise<PrivateDockerd> {
@@ -447,10 +461,11 @@ export class PrivateDockerd {
     this.#appendLog(`start #${this.#starts} live-restore=${this.#liveRestore} storage-driver=${this.#storageDriver}`);
     const logFd = openSync(this.logPath, "a");
     // With resolvConf: dockerd (and its containerd and shims) in a mount namespace of
-    // their own where /etc/resolv.conf is that file; the host's is untouched.
+    // their own where /etc/resolv.conf is that file; the host's is untouched (a slave
+    // receives the host's mount events, never sends its own).
     const [cmd, args] = this.#resolvConf === undefined
       ? [findExecutable("dockerd"), this.#args()]
-      : [findExecutable("unshare"), ["--mount", "--propagation", "private", "--", "sh", "-c", 'mount --bind "$0" /etc/resolv.conf && exec "$@"', this.#resolvConf, findExecutable("dockerd"), ...this.#args()]];
+      : [findExecutable("unshare"), ["--mount", "--propagation", "slave", "--", "sh", "-c", 'mount --bind "$0" /etc/resolv.conf && exec "$@"', this.#resolvConf, findExecutable("dockerd"), ...this.#args()]];
     const child = spawn(cmd, args, {
       detached: true, // own process group: a terminal ^C must not reach the daemon
       stdio: ["ignore", logFd, logFd],

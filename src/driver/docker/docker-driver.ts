@@ -2,8 +2,8 @@
 // workspace volume, and per generation a supervisor and a workload container,
 // all labelled with the gateway, sandbox, generation, role and launch nonce.
 
-import { chownSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { Logger } from "pino";
 import {
   ProvisionError,
@@ -42,7 +42,22 @@ import {
   type SandboxObjectsInput,
 } from "./objects.js";
 import { runtimeChecks, type RuntimeProbes } from "./readiness.js";
-import { SUPERVISOR_UID } from "./rootfs.js";
+import { DEFAULT_IDS } from "./rootfs.js";
+import { hostIdConflicts, type HostIdFiles, type RoleIds } from "./host-ids.js";
+import { WorkspaceDisks, type WorkspaceUsage } from "./workspace-disk.js";
+
+function readOrEmpty(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+/** The host's account databases, read at gateway start. */
+export function readHostIdFiles(): HostIdFiles {
+  return { passwd: readOrEmpty("/etc/passwd"), group: readOrEmpty("/etc/group"), subuid: readOrEmpty("/etc/subuid"), subgid: readOrEmpty("/etc/subgid") };
+}
 
 export interface DockerDriverOptions {
   engine: EngineClient;
@@ -53,6 +68,12 @@ export interface DockerDriverOptions {
   log: Logger;
   /** Command run in the workload as the readiness exec probe. */
   probeCommand?: string[];
+  /** The uids of the two roles (host-ids.ts). Default: DEFAULT_IDS. */
+  ids?: RoleIds;
+  /** Where workspace images are kept and mounted. Default: <dirname(launchRoot)>/workspaces. */
+  workspaceRoot?: string;
+  /** Read at prepare to check that no host account holds the ids. Default: the host's /etc files. */
+  hostIdFiles?: () => HostIdFiles;
 }
 
 /** A Docker call that must succeed; anything else is an error naming the step. */
@@ -69,6 +90,9 @@ export class DockerDriver implements ComputeDriver {
   private readonly launchRoot: string;
   private readonly log: Logger;
   private readonly probeCommand: string[];
+  readonly ids: RoleIds;
+  readonly workspaces: WorkspaceDisks;
+  private readonly hostIdFiles: () => HostIdFiles;
   private images: EnsureImagesResult | undefined;
   private egressGateway: string | null = null;
   private egressSubnet: string | null = null;
@@ -79,15 +103,28 @@ export class DockerDriver implements ComputeDriver {
     this.launchRoot = opts.launchRoot;
     this.log = opts.log;
     this.probeCommand = opts.probeCommand ?? ["true"];
+    this.ids = opts.ids ?? DEFAULT_IDS;
+    this.workspaces = new WorkspaceDisks(opts.workspaceRoot ?? join(dirname(opts.launchRoot), "workspaces"));
+    this.hostIdFiles = opts.hostIdFiles ?? readHostIdFiles;
   }
 
-  static fromEnv(opts: { log: Logger; homeDir: string; env?: NodeJS.ProcessEnv }): DockerDriver {
+  static fromEnv(opts: { log: Logger; homeDir: string; env?: NodeJS.ProcessEnv; ids?: RoleIds }): DockerDriver {
     return new DockerDriver({
       engine: EngineClient.fromEnv(opts.env ?? process.env),
       gatewayId: ensureGatewayId(opts.homeDir),
       launchRoot: join(opts.homeDir, "launch"),
+      workspaceRoot: join(opts.homeDir, "workspaces"),
       log: opts.log,
+      ...(opts.ids === undefined ? {} : { ids: opts.ids }),
     });
+  }
+
+  /** Refuse ids that a host account, group or subordinate range already holds. */
+  checkHostIds(): void {
+    const conflicts = hostIdConflicts(this.ids, this.hostIdFiles());
+    if (conflicts.length > 0) {
+      throw new Error(`the sandbox user ids are taken on this host: ${conflicts.join("; ")}; choose another range with --uid-base (env SANDGATE_UID_BASE)`);
+    }
   }
 
   private input(req: LaunchRequest): SandboxObjectsInput {
@@ -99,11 +136,12 @@ export class DockerDriver implements ComputeDriver {
   }
 
   async prepare(onProgress?: (msg: string) => void): Promise<void> {
+    this.checkHostIds();
     const ping = await this.engine.ping();
     if (ping.kind !== "ok") {
       throw new Error(`cannot reach the Docker daemon at ${this.engine.socketPath} (${describe(ping)}); is dockerd running? (DOCKER_HOST selects another socket)`);
     }
-    this.images = await ensureImages(this.engine, { onProgress });
+    this.images = await ensureImages(this.engine, { onProgress, ids: this.ids });
     await this.ensureNetwork(egressNetworkConfig(this.gatewayId));
     const egress = must("inspect egress network", await this.engine.inspectNetwork(egressNetworkName(this.gatewayId)));
     this.egressGateway = egress.IPAM.Config?.[0]?.Gateway ?? null;
@@ -166,17 +204,18 @@ export class DockerDriver implements ComputeDriver {
     if (req.control) {
       config.control = { url: req.control.url, fingerprint: req.control.fingerprint, tokenPath: `${LAUNCH_DIR}/${LAUNCH_TOKEN_FILE}`, graceMs: req.control.graceMs };
     }
-    writeFileSync(file, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
+    writeFileSync(file, JSON.stringify(config, null, 2) + "\n", { mode: 0o400 });
     const files = [file];
     if (req.control) {
       // The launch-scoped token: mounted into the supervisor only, never the workload.
       const tokenFile = join(dir, LAUNCH_TOKEN_FILE);
-      writeFileSync(tokenFile, req.control.token + "\n", { mode: 0o600 });
+      writeFileSync(tokenFile, req.control.token + "\n", { mode: 0o400 });
       files.push(tokenFile);
     }
     try {
-      chownSync(dir, SUPERVISOR_UID, SUPERVISOR_UID);
-      for (const f of files) chownSync(f, SUPERVISOR_UID, SUPERVISOR_UID);
+      const uid = this.ids.supervisor;
+      chownSync(dir, uid, uid);
+      for (const f of files) chownSync(f, uid, uid);
     } catch (err) {
       throw new ProvisionError(`cannot hand the launch configuration to the supervisor's user (${(err as Error).message}); the gateway must run as root`);
     }
@@ -189,15 +228,23 @@ export class DockerDriver implements ComputeDriver {
     const workloadImage = await this.resolveWorkloadImage(req.spec.image);
     onProgress("creating network and workspace");
     await this.ensureNetwork(internalNetworkConfig(i));
-    const vol = await this.engine.createVolume(volumeConfig(i));
-    must(`create volume`, vol);
+    // A size-limited workspace (spec.diskBytes), or the named volume of a sandbox created before limits.
+    let workspace: string | null = null;
+    if (req.spec.diskBytes === undefined) must(`create volume`, await this.engine.createVolume(volumeConfig(i)));
+    else {
+      try {
+        workspace = await this.workspaces.ensure(req.sandboxId, req.spec.diskBytes, this.ids.workload);
+      } catch (err) {
+        throw new ProvisionError(`workspace: ${(err as Error).message}`);
+      }
+    }
     // A retried launch of this generation starts clean.
     await this.stop(req.sandboxId, req.generation);
 
     // The boundary comes up first: the workload never runs without its supervisor.
     onProgress("starting supervisor");
     const launchDir = this.writeLaunchConfig(req);
-    const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir));
+    const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir, this.ids.supervisor));
     const supId = this.provisionStep("create supervisor container", sup).Id;
     this.provisionStep("connect supervisor to egress network", await this.engine.connectNetwork(egressNetworkName(this.gatewayId), supId));
     this.provisionStep("start supervisor", await this.engine.startContainer(supId));
@@ -216,6 +263,8 @@ export class DockerDriver implements ComputeDriver {
       resolvConf: this.resolvConfPath,
       filesystem: req.policy.policy.filesystem,
       user: req.policy.policy.process.user,
+      uid: this.ids.workload,
+      workspace,
     });
     this.provisionStep("create workload container", await this.engine.createContainer(containerName(req.sandboxId, req.generation, "workload"), config));
   }
@@ -302,6 +351,12 @@ export class DockerDriver implements ComputeDriver {
       if (!(r.kind === "docker" && r.status === 404)) must(`remove volume ${v.Name}`, r);
     }
     this.removeLaunchDirs(sandboxId);
+    await this.workspaces.remove(sandboxId);
+  }
+
+  /** Used and total bytes of the sandbox's workspace while it is mounted. */
+  workspaceUsage(sandboxId: string): WorkspaceUsage | null {
+    return this.workspaces.usage(sandboxId);
   }
 
   exec(record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession> {

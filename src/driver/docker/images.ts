@@ -15,8 +15,7 @@ import {
   IMAGE_NODE_PATH,
   IMAGE_PATH_ENV,
   IMAGE_SUPERVISOR_PATH,
-  SUPERVISOR_UID,
-  WORKLOAD_UID,
+  DEFAULT_IDS,
   assembleRootfs,
   layoutHash,
   supervisorLayout,
@@ -24,6 +23,7 @@ import {
   workloadLayout,
 } from "./rootfs.js";
 import type { HostInputs, ImageKind, RootfsLayout } from "./rootfs.js";
+import type { RoleIds } from "./host-ids.js";
 
 export const WORKLOAD_REPO = "sandgate-workload";
 export const SUPERVISOR_REPO = "sandgate-supervisor";
@@ -58,13 +58,13 @@ export interface EnsureImagesResult {
 }
 
 /** Image config set at import (Dockerfile instructions that `docker import --change` accepts). */
-export function imageChanges(kind: ImageKind, hash: string): string[] {
+export function imageChanges(kind: ImageKind, hash: string, ids: RoleIds = DEFAULT_IDS): string[] {
   const label = `LABEL org.sandgate.image=${kind} org.sandgate.content-hash=${hash}`;
   if (kind === "workload") {
-    return [`USER ${WORKLOAD_UID}:${WORKLOAD_UID}`, "WORKDIR /sandbox", `ENV PATH=${IMAGE_PATH_ENV}`, "ENV HOME=/sandbox", label];
+    return [`USER ${ids.workload}:${ids.workload}`, "WORKDIR /sandbox", `ENV PATH=${IMAGE_PATH_ENV}`, "ENV HOME=/sandbox", label];
   }
   return [
-    `USER ${SUPERVISOR_UID}:${SUPERVISOR_UID}`,
+    `USER ${ids.supervisor}:${ids.supervisor}`,
     "WORKDIR /opt/sandgate",
     `ENV PATH=${IMAGE_PATH_ENV}`,
     `CMD ["${IMAGE_NODE_PATH}", "${IMAGE_SUPERVISOR_PATH}"]`,
@@ -90,7 +90,7 @@ export async function planImage(kind: ImageKind, opts: EnsureImagesOptions = {})
       : await supervisorLayout(opts.supervisorBundlePath ?? resolveSupervisorBundle(), opts);
   const repo = kind === "workload" ? WORKLOAD_REPO : SUPERVISOR_REPO;
   // The changes carry the hash label, so hash what they say without it.
-  const hash = await layoutHash(layout, imageChanges(kind, ""));
+  const hash = await layoutHash(layout, imageChanges(kind, "", opts.ids));
   const tag = hash.slice(0, 12);
   const cacheDir = opts.cacheDir ?? DEFAULT_IMAGE_CACHE_DIR;
   return {
@@ -98,7 +98,7 @@ export async function planImage(kind: ImageKind, opts: EnsureImagesOptions = {})
     repo,
     hash,
     ref: `${repo}:${tag}`,
-    changes: imageChanges(kind, hash),
+    changes: imageChanges(kind, hash, opts.ids),
     layout,
     tarPath: join(cacheDir, `${kind}-${tag}.tar`),
   };

@@ -5,7 +5,7 @@
 import type { Role } from "../contract.js";
 import type { Resources } from "../../lifecycle/spec.js";
 import type { ContainerCreateConfig, Labels, NetworkCreateConfig, VolumeCreateConfig } from "./engine/types.js";
-import { IMAGE_NODE_PATH, IMAGE_SUPERVISOR_PATH, SUPERVISOR_UID, WORKLOAD_UID } from "./rootfs.js";
+import { IMAGE_NODE_PATH, IMAGE_SUPERVISOR_PATH } from "./rootfs.js";
 import { LAUNCH_CONFIG_PATH, LAUNCH_DIR } from "../../protocol/launch.js";
 
 export const LABEL = {
@@ -93,11 +93,11 @@ function hardened(resources: Resources) {
 
 export const SUPERVISOR_RESOURCES: Resources = { memoryMb: 128, cpus: 0.5, pids: 128 };
 
-export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launchDirOnHost: string): ContainerCreateConfig {
+export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launchDirOnHost: string, uid: number): ContainerCreateConfig {
   return {
     Image: imageId,
     Cmd: [IMAGE_NODE_PATH, IMAGE_SUPERVISOR_PATH],
-    User: `${SUPERVISOR_UID}:${SUPERVISOR_UID}`,
+    User: `${uid}:${uid}`,
     Env: [`SANDGATE_LAUNCH_CONFIG=${LAUNCH_CONFIG_PATH}`],
     Labels: containerLabels(i, "supervisor"),
     StopSignal: "SIGTERM",
@@ -135,6 +135,10 @@ export function workloadConfig(
     /** The policy's fixed sections: readWrite paths become tmpfs mounts; user overrides the default uid. */
     filesystem?: { readWrite: readonly string[] };
     user?: string;
+    /** The workload's uid and gid unless the policy names a user (host-ids.ts). */
+    uid: number;
+    /** Host directory bind-mounted as /sandbox (a size-limited workspace); null: the sandbox's named volume. */
+    workspace: string | null;
   },
 ): ContainerCreateConfig {
   const proxyEnv = { HTTP_PROXY: opts.proxyUrl, HTTPS_PROXY: opts.proxyUrl, http_proxy: opts.proxyUrl, https_proxy: opts.proxyUrl, NO_PROXY: "", no_proxy: "" };
@@ -143,7 +147,7 @@ export function workloadConfig(
     Image: opts.imageId,
     Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
     // A non-root user always: the image's USER is not trusted to be one.
-    User: opts.user ?? `${WORKLOAD_UID}:${WORKLOAD_UID}`,
+    User: opts.user ?? `${opts.uid}:${opts.uid}`,
     WorkingDir: "/sandbox",
     Labels: containerLabels(i, "workload"),
     StopTimeout: 5,
@@ -161,7 +165,9 @@ export function workloadConfig(
       Dns: ["127.0.0.1"],
       Init: true,
       Mounts: [
-        { Type: "volume", Source: volumeName(i.sandboxId), Target: "/sandbox" },
+        opts.workspace === null
+          ? { Type: "volume", Source: volumeName(i.sandboxId), Target: "/sandbox" }
+          : { Type: "bind", Source: opts.workspace, Target: "/sandbox" },
         { Type: "bind", Source: opts.resolvConf, Target: "/etc/resolv.conf", ReadOnly: true },
       ],
     },

@@ -10,13 +10,15 @@ import { chmod, copyFile, mkdir, rename, rm, stat, symlink, writeFile } from "no
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 
+import { DEFAULT_UID_BASE, roleIds, type RoleIds } from "./host-ids.js";
+
 const run = promisify(execFile);
 
 /** Bump when the layout below changes in a way the inputs do not show. */
 export const ROOTFS_LAYOUT_VERSION = 1;
 
-export const WORKLOAD_UID = 1000;
-export const SUPERVISOR_UID = 1001;
+/** The ids both images run as unless the gateway is given another base (see host-ids.ts). */
+export const DEFAULT_IDS: RoleIds = roleIds(DEFAULT_UID_BASE);
 /** Where node goes in both images (on PATH). */
 export const IMAGE_NODE_PATH = "/usr/local/bin/node";
 export const IMAGE_BUSYBOX_PATH = "/bin/busybox";
@@ -41,6 +43,8 @@ export interface HostInputs {
   nodePath?: string;
   /** Default: /bin/busybox (must be statically linked). */
   busyboxPath?: string;
+  /** The uids (and gids) of the two roles. Default: DEFAULT_IDS. */
+  ids?: RoleIds;
 }
 
 /** Absolute paths of the shared libraries (and the loader) `ldd` lists for a binary. */
@@ -98,7 +102,7 @@ export async function workloadLayout(inputs: HostInputs = {}): Promise<RootfsLay
   const busybox = inputs.busyboxPath ?? (existsSync("/bin/busybox") ? "/bin/busybox" : "/usr/bin/busybox");
   if ((await lddLibraries(busybox)).length > 0) throw new Error(`${busybox} is not statically linked (install busybox-static)`);
   const applets = await busyboxApplets(busybox);
-  const uid = WORKLOAD_UID;
+  const uid = (inputs.ids ?? DEFAULT_IDS).workload;
   return {
     kind: "workload",
     files: [...(await nodeFiles(nodePath)), { src: busybox, dest: IMAGE_BUSYBOX_PATH, mode: 0o755 }],
@@ -115,7 +119,7 @@ export async function workloadLayout(inputs: HostInputs = {}): Promise<RootfsLay
 /** No shell, no busybox: the supervisor image holds node, its libraries and the bundle. */
 export async function supervisorLayout(supervisorBundlePath: string, inputs: HostInputs = {}): Promise<RootfsLayout> {
   const nodePath = inputs.nodePath ?? process.execPath;
-  const uid = SUPERVISOR_UID;
+  const uid = (inputs.ids ?? DEFAULT_IDS).supervisor;
   return {
     kind: "supervisor",
     files: [...(await nodeFiles(nodePath)), { src: supervisorBundlePath, dest: IMAGE_SUPERVISOR_PATH, mode: 0o644 }],

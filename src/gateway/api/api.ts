@@ -95,7 +95,7 @@ export function buildApi(ctx: ApiContext) {
 
   app.get("/v1/sandboxes/:name", async (req) => {
     const s = read.get(nameParam(req));
-    return sandboxView(s, read.boundaryOf(s.id));
+    return sandboxView(s, read.boundaryOf(s.id), read.diskOf(s));
   });
 
   app.get("/v1/sandboxes/:name/policy", async (req) => {

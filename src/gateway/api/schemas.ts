@@ -22,6 +22,8 @@ export const CreateSandboxBody = z
       })
       .strict()
       .optional(),
+    /** Workspace size: "512M", "10G", "1GiB" or a number of bytes (default 10 GiB). */
+    disk: z.union([z.string().max(64), z.number()]).optional(),
   })
   .strict();
 export type CreateSandboxBody = z.infer<typeof CreateSandboxBody>;

@@ -3,8 +3,9 @@
 import { describeReason } from "../../lifecycle/phases.js";
 import type { EventRecord, SandboxRecord } from "../../store/store.js";
 import type { BoundaryHealth } from "../control/boundary.js";
+import type { DiskView } from "../sandboxes/read-model.js";
 
-export function sandboxView(s: SandboxRecord, boundary: BoundaryHealth | null = null) {
+export function sandboxView(s: SandboxRecord, boundary: BoundaryHealth | null = null, disk: DiskView | null = null) {
   return {
     id: s.id,
     name: s.name,
@@ -15,6 +16,7 @@ export function sandboxView(s: SandboxRecord, boundary: BoundaryHealth | null = 
     spec: s.spec,
     runtime: s.runtime,
     boundary,
+    disk,
     createdAt: s.createdAt,
     updatedAt: s.updatedAt,
   };

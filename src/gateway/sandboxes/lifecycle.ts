@@ -37,7 +37,7 @@ export function createLifecycle(d: { store: Store; driver: ComputeDriver; contro
   const controller = new LifecycleController(store, log);
   const serial = new KeyedSerial();
   const runtime = new RuntimeGate(driver, control, log);
-  const read = new SandboxReadModel(store, control);
+  const read = new SandboxReadModel(store, control, driver);
   const monitor = driver.watch(recoverySink({ store, controller, control, serial, log, reconnected: () => tasks.kickTeardowns() }), {
     recoveryDeadlineMs: d.options?.recoveryDeadlineMs,
     boundaryDeadlineMs: d.options?.boundaryDeadlineMs,

@@ -1,15 +1,25 @@
 // What the API reads: sandboxes, their event log, their active policy and their
 // boundary health. Reads only; every write goes through the SandboxService.
 
+import type { ComputeDriver } from "../../driver/contract.js";
 import type { AuditRecord, EventRecord, LogQuery, PolicyRevision, SandboxRecord, Store } from "../../store/store.js";
 import type { BoundaryHealth } from "../control/boundary.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import { notFound } from "../errors.js";
 
+export interface DiskView {
+  limitBytes: number;
+  /** Null when the workspace is not mounted (e.g. after a host restart, until the next start). */
+  usedBytes: number | null;
+  /** What the filesystem holds at most (the limit less its own metadata); null when not mounted. */
+  capacityBytes: number | null;
+}
+
 export class SandboxReadModel {
   constructor(
     private readonly store: Store,
     private readonly control: ControlPlane | null,
+    private readonly driver: ComputeDriver | null = null,
   ) {}
 
   /** By name or id; throws 404. */
@@ -50,6 +60,13 @@ export class SandboxReadModel {
   /** Called after every committed event (watch streams); returns the unsubscribe function. */
   onEvent(listener: (e: EventRecord) => void): () => void {
     return this.store.onEvent(listener);
+  }
+
+  /** The workspace's size limit, and what it holds now when it is mounted. */
+  diskOf(s: SandboxRecord): DiskView | null {
+    if (s.spec.diskBytes === undefined) return null;
+    const usage = this.driver?.workspaceUsage?.(s.id) ?? null;
+    return { limitBytes: s.spec.diskBytes, usedBytes: usage?.usedBytes ?? null, capacityBytes: usage?.capacityBytes ?? null };
   }
 
   boundaryOf(sandboxId: string): BoundaryHealth | null {

@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import type { ComputeDriver, ExecOptions, ExecSession } from "../../driver/contract.js";
 import type { UserEvent } from "../../lifecycle/phases.js";
 import { DEFAULT_RESOURCES, checkSandboxName, type SandboxSpec } from "../../lifecycle/spec.js";
+import { DEFAULT_DISK_BYTES, checkDiskBytes, parseDiskSize } from "../../lifecycle/disk-size.js";
 import { changedFixedSections, evaluate, type Decision, type EgressRequest } from "../../policy/index.js";
 import { DuplicateNameError, type SandboxRecord, type Store } from "../../store/store.js";
 import type { BoundaryHealth } from "../control/boundary.js";
@@ -26,6 +27,8 @@ export interface CreateInput {
   command?: string[];
   env?: Record<string, string>;
   resources?: Partial<SandboxSpec["resources"]>;
+  /** Workspace size: "512M", "10G", "1GiB" or bytes; default DEFAULT_DISK_BYTES. */
+  disk?: string | number;
   /** Policy as YAML text or as an object; default: deny all egress. */
   policy?: string | Record<string, unknown>;
 }
@@ -69,10 +72,21 @@ export class SandboxService {
     const policy = parsePolicyInput(input.policy);
     const fsProblem = checkFilesystemPolicy(policy);
     if (fsProblem) throw new ApiError("invalid_request", `invalid policy: ${fsProblem}`);
+    let diskBytes = DEFAULT_DISK_BYTES;
+    if (typeof input.disk === "string") {
+      const d = parseDiskSize(input.disk);
+      if (!d.ok) throw new ApiError("invalid_request", `disk: ${d.error}`);
+      diskBytes = d.bytes;
+    } else if (input.disk !== undefined) {
+      const bad = checkDiskBytes(input.disk);
+      if (bad) throw new ApiError("invalid_request", `disk: ${bad}`);
+      diskBytes = input.disk;
+    }
     const spec: SandboxSpec = {
       env: input.env ?? {},
       // Explicit resources win over the policy's process limits, which win over the defaults.
       resources: { ...DEFAULT_RESOURCES, ...policy.process.limits, ...input.resources },
+      diskBytes,
     };
     if (input.image !== undefined) spec.image = input.image;
     if (input.command !== undefined) spec.command = input.command;

@@ -1,0 +1,199 @@
+// Container users are nobody on the host. Without user namespaces a container's uid
+// is the host's: a host user holding it could read the supervisor's launch token
+// through /proc/PID/root, read the containers' environments, and read or write the
+// workspace. Host users made by this test, with the ids containers used to run as
+// (1000 workload, 1001 supervisor) and with a random low id, can do none of it; root
+// (the positive control) can. Ids a host account already holds are refused at start.
+
+import { execFile } from "node:child_process";
+import { randomBytes, randomInt } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DockerDriver } from "../../src/driver/docker/docker-driver.js";
+import { roleIds } from "../../src/driver/docker/host-ids.js";
+import { EngineClient } from "../../src/driver/docker/engine/client.js";
+import { DEFAULT_IDS } from "../../src/driver/docker/rootfs.js";
+import { LAUNCH_DIR, LAUNCH_TOKEN_FILE } from "../../src/protocol/launch.js";
+import { cli } from "../support/cli-runner.js";
+import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
+import { cliExec, engineGet, waitPhase } from "../support/sandbox-helpers.js";
+
+const run = promisify(execFile);
+
+let fx: DockerFixture;
+const tag = randomBytes(3).toString("hex");
+/** Host users this test made (removed in afterAll): name → uid. */
+const made = new Map<string, number>();
+
+function hostIdTaken(id: number): boolean {
+  const used = (file: string, fields: number[]): boolean =>
+    readFileSync(file, "utf8")
+      .split("\n")
+      .some((l) => fields.some((f) => l.split(":")[f] === String(id)));
+  return used("/etc/passwd", [2, 3]) || used("/etc/group", [2]);
+}
+
+/** A host user (and group) with this uid; -o: the id may already be someone's (the old ids often are). */
+async function makeUser(role: string, uid: number): Promise<string> {
+  const name = `sgt${tag}${role}`;
+  await run("groupadd", ["-o", "-g", String(uid), name]);
+  made.set(name, uid);
+  await run("useradd", ["-o", "-u", String(uid), "-g", String(uid), "-M", "-d", "/nonexistent", "-s", "/bin/sh", name]);
+  return name;
+}
+
+/** Run a shell command as `uid` (its own gid, no supplementary groups, no capabilities left). */
+async function as(uid: number | "root", script: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  const argv = uid === "root" ? ["sh", "-c", script] : ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", "--", "sh", "-c", script];
+  try {
+    const r = await run(argv[0]!, argv.slice(1), { encoding: "utf8" });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
+  }
+}
+
+beforeAll(async () => {
+  fx = await startDockerFixture({ liveRestore: true, name: "hostids" });
+  const r = await fx.t.api("POST", "/v1/sandboxes", { name: "ids", disk: "64M" });
+  if (r.status !== 201) throw new Error(`create: ${JSON.stringify(r.body)}`);
+  await waitPhase(fx, "ids", "Ready", { generation: 1 });
+});
+
+afterAll(async () => {
+  for (const name of made.keys()) {
+    await run("userdel", [name]).catch(() => undefined);
+    // -f: a group sharing its gid with another user's primary group (the old ids often are) is still ours to remove.
+    await run("groupdel", ["-f", name]).catch(() => undefined);
+  }
+  await fx?.close();
+  // Nothing of ours is left in the account databases.
+  expect(readFileSync("/etc/passwd", "utf8")).not.toContain(`sgt${tag}`);
+  expect(readFileSync("/etc/group", "utf8")).not.toContain(`sgt${tag}`);
+});
+
+describe("container users are nobody on the host", () => {
+  it("runs the workload and the supervisor as distinct ids that no host account or group holds", async () => {
+    expect(DEFAULT_IDS.workload).not.toBe(DEFAULT_IDS.supervisor);
+    expect(hostIdTaken(DEFAULT_IDS.workload)).toBe(false);
+    expect(hostIdTaken(DEFAULT_IDS.supervisor)).toBe(false);
+    const s = await waitPhase(fx, "ids", "Ready", { generation: 1 });
+    for (const role of ["workload", "supervisor"] as const) {
+      const c = await engineGet(fx, `/containers/${s.runtime![role].id}/json`);
+      // The process as the host's kernel sees it.
+      const status = readFileSync(`/proc/${c.State.Pid}/status`, "utf8");
+      const ids = (k: string): string[] => /^(\w+):\s+(.*)$/m.exec(status.split("\n").find((l) => l.startsWith(`${k}:`))!)![2]!.split(/\s+/);
+      expect(ids("Uid")).toEqual(Array(4).fill(String(DEFAULT_IDS[role])));
+      expect(ids("Gid")).toEqual(Array(4).fill(String(DEFAULT_IDS[role])));
+    }
+    // Workspace files on the host belong to the workload id.
+    expect((await cliExec(fx, "ids", ["sh", "-c", "echo hello > /sandbox/f && id -u"])).stdout).toBe(`${DEFAULT_IDS.workload}\n`);
+    const { stdout } = await as("root", `stat -c '%u:%g' ${fx.driver.workspaces.dataPath(s.id)} ${fx.driver.workspaces.dataPath(s.id)}/f`);
+    expect(stdout).toBe(`${DEFAULT_IDS.workload}:${DEFAULT_IDS.workload}\n`.repeat(2));
+  });
+
+  it("a host user with the old workload id, the old supervisor id or a random low id reads and writes nothing of either container", async () => {
+    const s = await waitPhase(fx, "ids", "Ready");
+    const secret = `secret-${randomBytes(6).toString("hex")}`;
+    expect((await cliExec(fx, "ids", ["sh", "-c", `echo ${secret} > /sandbox/secret.txt && chmod 644 /sandbox/secret.txt`])).code).toBe(0);
+    const supPid = (await engineGet(fx, `/containers/${s.runtime!.supervisor.id}/json`)).State.Pid as number;
+    const wlPid = (await engineGet(fx, `/containers/${s.runtime!.workload.id}/json`)).State.Pid as number;
+    const workspace = fx.driver.workspaces.dataPath(s.id);
+    const tokenOnHost = join(fx.cliEnv.SANDGATE_HOME!, "launch", `${s.id}-g1`, LAUNCH_TOKEN_FILE);
+    const token = readFileSync(tokenOnHost, "utf8").trim();
+
+    let low = randomInt(20_000, 60_000);
+    while (hostIdTaken(low)) low = randomInt(20_000, 60_000);
+    const users = [
+      { role: "oldwl", uid: 1000 },
+      { role: "oldsup", uid: 1001 },
+      { role: "low", uid: low },
+    ];
+    for (const u of users) await makeUser(u.role, u.uid);
+
+    const reads = {
+      "supervisor's token through /proc/PID/root": `cat /proc/${supPid}/root${LAUNCH_DIR}/${LAUNCH_TOKEN_FILE}`,
+      "supervisor's launch dir through /proc/PID/root": `ls /proc/${supPid}/root${LAUNCH_DIR}`,
+      "supervisor's environment": `cat /proc/${supPid}/environ`,
+      "supervisor's open files": `ls /proc/${supPid}/fd`,
+      "workload's environment": `cat /proc/${wlPid}/environ`,
+      "workspace through /proc/PID/root": `cat /proc/${wlPid}/root/sandbox/secret.txt`,
+      "workspace on the host": `cat ${workspace}/secret.txt`,
+      "workspace listing on the host": `ls ${workspace}`,
+      "launch token on the host": `cat ${tokenOnHost}`,
+    };
+    const writes = {
+      "into the workspace through /proc/PID/root": `echo x > /proc/${wlPid}/root/sandbox/planted`,
+      "into the workspace on the host": `echo x > ${workspace}/planted`,
+      "over the workspace's file through /proc/PID/root": `echo x >> /proc/${wlPid}/root/sandbox/secret.txt`,
+    };
+    for (const u of users) {
+      for (const [what, script] of Object.entries({ ...reads, ...writes })) {
+        const r = await as(u.uid, script);
+        expect({ user: u.uid, what, code: r.code === 0 ? 0 : "failed", denied: /Permission denied|Operation not permitted/.test(r.stderr) }).toEqual({ user: u.uid, what, code: "failed", denied: true });
+        expect(r.stdout).not.toContain(secret);
+        expect(r.stdout).not.toContain(token);
+      }
+    }
+    // Positive control: root reads all of it, so the denials above are about the ids.
+    expect((await as("root", reads["supervisor's token through /proc/PID/root"])).stdout.trim()).toBe(token);
+    expect((await as("root", reads["workspace through /proc/PID/root"])).stdout.trim()).toBe(secret);
+    expect((await as("root", reads["workspace on the host"])).stdout.trim()).toBe(secret);
+    expect((await as("root", reads["supervisor's environment"])).stdout).toContain("SANDGATE_LAUNCH_CONFIG=");
+    // Nothing was planted, the secret is unchanged.
+    expect((await cliExec(fx, "ids", ["sh", "-c", "ls /sandbox; cat /sandbox/secret.txt"])).stdout).toBe(`f\nsecret.txt\n${secret}\n`);
+  });
+
+  it("keeps the launch files readable by the supervisor id only", async () => {
+    const s = await waitPhase(fx, "ids", "Ready");
+    const dir = join(fx.cliEnv.SANDGATE_HOME!, "launch", `${s.id}-g1`);
+    const { stdout } = await as("root", `stat -c '%n %u:%g %a' ${dir} ${dir}/launch.json ${dir}/token`);
+    const sup = DEFAULT_IDS.supervisor;
+    expect(stdout).toBe(`${dir} ${sup}:${sup} 700\n${dir}/launch.json ${sup}:${sup} 400\n${dir}/token ${sup}:${sup} 400\n`);
+  });
+
+  it("refuses, at start, ids that a host account holds, naming the account", async () => {
+    let uid = randomInt(3_000_000, 4_000_000);
+    while (hostIdTaken(uid) || hostIdTaken(uid + 1)) uid = randomInt(3_000_000, 4_000_000);
+    // The supervisor's id (base + 1) taken by a user made for this.
+    const name = await makeUser("taken", uid + 1);
+    const driver = new DockerDriver({
+      engine: new EngineClient({ socketPath: fx.dockerd.socketPath }),
+      gatewayId: "hostids-check",
+      launchRoot: join(fx.dockerd.dir, "launch-check"),
+      ids: roleIds(uid),
+      log: pino({ level: "silent" }),
+    });
+    try {
+      await expect(driver.prepare()).rejects.toThrow(`supervisor id ${uid + 1} is the uid of host user ${name} (/etc/passwd)`);
+    } finally {
+      await driver.close();
+    }
+    // The same through the CLI: one line, a usage error, no gateway left running.
+    const r = await cli(["--home", join(fx.dockerd.dir, "home-check"), "gateway", "start", "--uid-base", String(uid)], { DOCKER_HOST: fx.dockerd.dockerHost });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toContain(`supervisor id ${uid + 1} is the uid of host user ${name}`);
+    expect(r.stderr).toContain(`gid of host group ${name}`);
+  });
+
+  it("validates --uid-base and SANDGATE_UID_BASE with a one-line error naming the value and the range", async () => {
+    const home = join(fx.dockerd.dir, "home-check");
+    for (const [args, env, shown] of [
+      [["--uid-base", "12ab"], {}, '"12ab"'],
+      [["--uid-base", "1000"], {}, "1000"],
+      [["--uid-base", "2147483647"], {}, "2147483647"],
+      [[], { SANDGATE_UID_BASE: "-5" }, '"-5"'],
+    ] as const) {
+      const r = await cli(["--home", home, "gateway", "start", ...args], { DOCKER_HOST: fx.dockerd.dockerHost, ...env });
+      expect(r.code).toBe(2);
+      // One line names the value and the allowed range (the CLI may add its usual help hint).
+      const line = r.stderr.split("\n").find((l) => l.includes("invalid uid base"));
+      expect(line).toContain(`invalid uid base ${shown}: expected an integer from 65536 to 2147483646`);
+    }
+  });
+});
