@@ -6,5 +6,5 @@ export { evaluate, type EgressRequest, type Decision, type DenyReason } from "./
 export { checkResolvedAddress, hostAddressSet, NO_HOST_ADDRESSES, type AddressCheck, type HostAddresses } from "./address.js";
 export { hostMatches, validateHostPattern, normalizeRequestHost } from "./hosts.js";
 export { pathMatches, validatePathGlob } from "./paths.js";
-export { parseCidr, formatCidr, cidrContains, parseIp, type Cidr, type IpAddress } from "./cidr.js";
+export { parseCidr, formatCidr, cidrContains, parseIp, formatIp, unmapIPv4, type Cidr, type IpAddress } from "./cidr.js";
 export { serializePolicy, policyHash, canonicalJson, changedFixedSections } from "./canonical.js";
