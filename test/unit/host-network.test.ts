@@ -8,6 +8,9 @@ import { HostAddressWatcher, collectHostAddresses } from "../../src/gateway/cont
 import { parseLaunchConfig, parseResolverAddress } from "../../src/protocol/launch.js";
 import { parseGatewayMessage, parseSupervisorMessage, type GatewayMessage } from "../../src/protocol/wire.js";
 import { policyFromObject } from "../../src/policy/index.js";
+import { chooseResolvers, isLoopbackResolver, parseResolvConf } from "../../src/gateway/control/resolvers.js";
+import { upstreamResolver } from "../../src/supervisor/resolver.js";
+import { TestDnsServer } from "../support/dns-server.js";
 
 const ifaces = (d: Record<string, { address: string; family?: string }[]>): NodeJS.Dict<NetworkInterfaceInfo[]> =>
   d as unknown as NodeJS.Dict<NetworkInterfaceInfo[]>;
@@ -201,4 +204,76 @@ describe("parseResolverAddress", () => {
       expect(parseResolverAddress(text).ok).toBe(false);
     },
   );
+});
+
+describe("chooseResolvers", () => {
+  const files = (m: Record<string, string>) => (p: string): string | null => m[p] ?? null;
+
+  it("--resolver wins, then SANDGATE_RESOLVERS, then /etc/resolv.conf", () => {
+    const readFile = files({ "/etc/resolv.conf": "nameserver 192.0.2.1\n" });
+    expect(chooseResolvers({ flags: ["192.0.2.53", "192.0.2.54:5353", "192.0.2.53"], env: "192.0.2.99", readFile })).toEqual({ ok: true, resolvers: ["192.0.2.53:53", "192.0.2.54:5353"], source: "--resolver", skipped: [] });
+    expect(chooseResolvers({ flags: [], env: " 192.0.2.98, [2001:db8::53]:5300 ", readFile })).toEqual({ ok: true, resolvers: ["192.0.2.98:53", "[2001:db8::53]:5300"], source: "SANDGATE_RESOLVERS", skipped: [] });
+    expect(chooseResolvers({ env: "", readFile })).toEqual({ ok: true, resolvers: ["192.0.2.1:53"], source: "/etc/resolv.conf", skipped: [] });
+  });
+
+  it("refuses a malformed or loopback address given explicitly, in one line naming it", () => {
+    const bad = chooseResolvers({ flags: ["dns.example"] });
+    expect(bad).toEqual({ ok: false, error: '--resolver "dns.example": not a DNS server address (IP, IP:port or [IPv6]:port): "dns.example"' });
+    const loop = chooseResolvers({ env: "127.0.0.53" });
+    expect(loop.ok).toBe(false);
+    if (!loop.ok) {
+      expect(loop.error).toMatch(/^SANDGATE_RESOLVERS 127\.0\.0\.53: a loopback address is not reachable from a supervisor's container/);
+      expect(loop.error).not.toContain("\n");
+    }
+    expect(chooseResolvers({ flags: ["::1"] }).ok).toBe(false);
+    expect(chooseResolvers({ flags: Array.from({ length: 9 }, (_, i) => `192.0.2.${i + 1}`) })).toEqual({ ok: false, error: "--resolver: at most 8 DNS servers" });
+  });
+
+  it("skips loopback and malformed nameservers of the host; systemd-resolved's upstream list stands in for its stub", () => {
+    const readFile = files({
+      "/etc/resolv.conf": "# generated\nsearch example\nnameserver 127.0.0.53\nnameserver fe80::1%eth0\nnameserver 192.0.2.1\n",
+    });
+    expect(chooseResolvers({ readFile })).toEqual({ ok: true, resolvers: ["192.0.2.1:53"], source: "/etc/resolv.conf", skipped: ["127.0.0.53", "fe80::1%eth0"] });
+    const stub = files({ "/etc/resolv.conf": "nameserver 127.0.0.53\noptions edns0\n", "/run/systemd/resolve/resolv.conf": "nameserver 192.0.2.8\nnameserver 2001:db8::8\n" });
+    expect(chooseResolvers({ readFile: stub })).toEqual({ ok: true, resolvers: ["192.0.2.8:53", "[2001:db8::8]:53"], source: "/run/systemd/resolve/resolv.conf", skipped: ["127.0.0.53"] });
+  });
+
+  it("refuses to start when the host names only loopback resolvers, or none, or cannot be read", () => {
+    expect(chooseResolvers({ readFile: files({ "/etc/resolv.conf": "nameserver 127.0.0.1\nnameserver ::1\n" }) })).toEqual({
+      ok: false,
+      error: "/etc/resolv.conf names only 127.0.0.1, ::1, which a supervisor's container cannot reach; give --resolver ADDR (or SANDGATE_RESOLVERS) with a DNS server the supervisors can reach",
+    });
+    expect(chooseResolvers({ readFile: files({ "/etc/resolv.conf": "search x\n" }) })).toMatchObject({ ok: false, error: expect.stringMatching(/^\/etc\/resolv.conf names no nameserver; give --resolver ADDR/) as string });
+    expect(chooseResolvers({ readFile: files({}) })).toMatchObject({ ok: false, error: expect.stringMatching(/^cannot read \/etc\/resolv.conf/) as string });
+  });
+
+  it("parseResolvConf reads nameserver lines in order", () => {
+    expect(parseResolvConf("nameserver 192.0.2.1\n# nameserver 192.0.2.2\n  nameserver\t192.0.2.3 # x\ndomain d\n")).toEqual(["192.0.2.1", "192.0.2.3"]);
+    expect(isLoopbackResolver("127.1.2.3")).toBe(true);
+    expect(isLoopbackResolver("192.0.2.1")).toBe(false);
+  });
+});
+
+describe("upstreamResolver (the supervisor asks the host's DNS servers itself)", () => {
+  it("answers from the servers; a name they do not know goes to the fallback; a server failure does not", async () => {
+    const dns = await TestDnsServer.start("127.0.0.1", 0, { "known.test": "192.0.2.7" });
+    const asked: string[] = [];
+    const fallback = (host: string): Promise<string[]> => {
+      asked.push(host);
+      return Promise.resolve(["10.9.9.9"]);
+    };
+    const resolve = upstreamResolver([`127.0.0.1:${String(dns.port)}`], fallback, { timeoutMs: 500, tries: 1 });
+    try {
+      expect(await resolve("known.test")).toEqual(["192.0.2.7"]);
+      expect(asked).toEqual([]);
+      expect(await resolve("container-name")).toEqual(["10.9.9.9"]);
+      expect(asked).toEqual(["container-name"]);
+      expect(dns.names()).toEqual(expect.arrayContaining(["known.test", "container-name"]));
+    } finally {
+      await dns.close();
+    }
+    // Nothing answers any more: the failure is reported, not papered over by the fallback.
+    await expect(resolve("known.test")).rejects.toMatchObject({ code: expect.stringMatching(/^(ECONNREFUSED|ETIMEOUT)$/) as string });
+    expect(asked).toEqual(["container-name"]);
+  });
 });
