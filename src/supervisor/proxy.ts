@@ -8,7 +8,7 @@ import dns from "node:dns";
 import { pipeline } from "node:stream";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import { evaluate, checkResolvedAddress, NO_HOST_ADDRESSES, type HostAddresses } from "../policy/index.js";
+import { evaluate, checkResolvedAddress, overrideMethods, NO_HOST_ADDRESSES, type HostAddresses } from "../policy/index.js";
 import type { PolicyHolder } from "./policy-holder.js";
 import type { Logger } from "./logger.js";
 import { errorFields } from "./logger.js";
@@ -61,6 +61,8 @@ interface Target {
   method: string;
   /** Path without query: queries often carry secrets and stay out of audit logs. */
   path?: string;
+  /** HTTP only: the methods the request asks to be treated as (override headers, _method). */
+  overrides?: string[];
 }
 
 interface HttpTarget extends Target {
@@ -276,6 +278,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       protocol: t.protocol,
       ...(t.protocol === "http" ? { method: t.method } : {}),
       ...(t.path === undefined ? {} : { path: t.path }),
+      ...(t.overrides === undefined ? {} : { methodOverrides: t.overrides }),
     });
     if (!decision.allow) {
       const o: Outcome = { kind: "deny", reason: decision.reason };
@@ -338,6 +341,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       }, true);
       return;
     }
+    target.overrides = overrideMethods(req.rawHeaders, target.requestPath);
     authorize(target).then(
       (outcome) => {
         if (outcome.kind === "deny") {
