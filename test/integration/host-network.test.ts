@@ -9,15 +9,14 @@
 // Addresses: 192.31.196.0/24 (AS112, globally reachable, so not a special-purpose range the
 // proxy refuses anyway), only ever on the dummy interface (or a port-less bridge where the
 // kernel has no dummy driver): checked to be local before any
-// traffic, so nothing leaves this machine. Docker's own DNS forwards to a loopback test
-// server with the same records (the daemon's resolv.conf), never to the real resolvers.
+// traffic, so nothing leaves this machine. Docker's own DNS forwards to the same test server
+// (dockerd --dns), never to the real resolvers. (Not the harness's resolvConf option: that
+// runs dockerd in a mount namespace of its own, and a restarted daemon in a fresh one can
+// no longer exec into the containers it left running.)
 
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TestDnsServer } from "../support/dns-server.js";
 import { deleteAllAndCheckMonitors, startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
@@ -29,7 +28,6 @@ const DNS_ADDR = "192.31.196.53";
 const HOST_SVC = "192.31.196.71";
 const LATE = "192.31.196.72";
 const ORIGIN = "192.31.196.80";
-const DOCKER_DNS = "127.77.0.9";
 const SVC_PORT = 18471;
 const ORIGIN_PORT = 18480;
 
@@ -40,9 +38,7 @@ const RECORDS = {
   "origin.resolve.test": ORIGIN,
 };
 
-let dir: string;
 let direct: TestDnsServer;
-let viaDocker: TestDnsServer;
 let fx: DockerFixture;
 const servers: Server[] = [];
 
@@ -87,11 +83,7 @@ beforeAll(async () => {
   ip("link", "set", IFACE, "up");
   for (const a of [DNS_ADDR, HOST_SVC, ORIGIN]) addAddress(a);
   direct = await TestDnsServer.start(DNS_ADDR, 53, RECORDS);
-  viaDocker = await TestDnsServer.start(DOCKER_DNS, 53, RECORDS);
-  dir = mkdtempSync(join(tmpdir(), "sg-hostnet-"));
-  const resolvConf = join(dir, "resolv.conf");
-  writeFileSync(resolvConf, `nameserver ${DOCKER_DNS}\n`);
-  fx = await startDockerFixture({ liveRestore: true, name: "hostnet", resolvConf, resolvers: [`${DNS_ADDR}:53`], hostAddressIntervalMs: 300, service: { recoveryDeadlineMs: 120_000 } });
+  fx = await startDockerFixture({ liveRestore: true, name: "hostnet", extraArgs: ["--dns", DNS_ADDR], resolvers: [`${DNS_ADDR}:53`], hostAddressIntervalMs: 300, service: { recoveryDeadlineMs: 120_000 } });
 });
 
 afterAll(async () => {
@@ -102,9 +94,7 @@ afterAll(async () => {
     await new Promise<void>((r) => s.close(() => r()));
   }
   await direct?.close();
-  await viaDocker?.close();
   spawnSync("ip", ["link", "del", IFACE], { stdio: "ignore" });
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 const HOST_POLICY = `version: 1
@@ -192,11 +182,9 @@ network:
     expect(fx.dockerd.pid).toBeUndefined();
     events.push("dockerd down");
     const asked = questionsBefore();
-    const dockerAsked = viaDocker.questions.length;
     // Fresh requests reach the origin, each after a fresh resolution at the host's server.
     await eventually(() => (events.slice(events.indexOf("dockerd down")).filter((e) => e.startsWith("request ")).length >= 5 ? true : undefined), 60_000, "ticks while dockerd is down");
     expect(questionsBefore()).toBeGreaterThan(asked);
-    expect(viaDocker.questions.length).toBe(dockerAsked);
     expect(await fx.dockerd.ping()).toBe(false);
     events.push("dockerd back");
     await fx.dockerd.startAgain();
@@ -204,6 +192,12 @@ network:
     const during = events.slice(events.indexOf("dockerd down") + 1, events.indexOf("dockerd back"));
     expect(during.length).toBeGreaterThanOrEqual(5);
     expect(during.every((e) => /^request \/tick\/\d+$/.test(e))).toBe(true);
-    await waitPhase(fx, "resolve", "Ready", 90_000);
+    try {
+      await waitPhase(fx, "resolve", "Ready", 90_000);
+    } catch (err) {
+      const events = (await fx.t.api("GET", "/v1/sandboxes/resolve/events")).body;
+      const sb = (await fx.t.api("GET", "/v1/sandboxes/resolve")).body;
+      throw new Error(`${(err as Error).message}\n${JSON.stringify(fx.t.gw.read.boundaryOf(sb.id))}\n${JSON.stringify(events).slice(-600)}\n${JSON.stringify((await fx.t.api("GET", "/v1/status")).body.monitor)}`);
+    }
   }, 240_000);
 });
