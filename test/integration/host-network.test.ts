@@ -87,14 +87,17 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (fx) await deleteAllAndCheckMonitors(fx);
-  await fx?.close();
-  for (const s of servers) {
-    s.closeAllConnections();
-    await new Promise<void>((r) => s.close(() => r()));
+  try {
+    if (fx) await deleteAllAndCheckMonitors(fx);
+  } finally {
+    await fx?.close();
+    for (const s of servers) {
+      s.closeAllConnections();
+      await new Promise<void>((r) => s.close(() => r()));
+    }
+    await direct?.close();
+    spawnSync("ip", ["link", "del", IFACE], { stdio: "ignore" });
   }
-  await direct?.close();
-  spawnSync("ip", ["link", "del", IFACE], { stdio: "ignore" });
 });
 
 const HOST_POLICY = `version: 1
@@ -179,15 +182,18 @@ network:
     await eventually(() => (events.some((e) => e.startsWith("request /tick/")) ? true : undefined), 30_000, "ticks at the origin");
 
     await fx.dockerd.stop("SIGTERM");
-    expect(fx.dockerd.pid).toBeUndefined();
-    events.push("dockerd down");
-    const asked = questionsBefore();
-    // Fresh requests reach the origin, each after a fresh resolution at the host's server.
-    await eventually(() => (events.slice(events.indexOf("dockerd down")).filter((e) => e.startsWith("request ")).length >= 5 ? true : undefined), 60_000, "ticks while dockerd is down");
-    expect(questionsBefore()).toBeGreaterThan(asked);
-    expect(await fx.dockerd.ping()).toBe(false);
-    events.push("dockerd back");
-    await fx.dockerd.startAgain();
+    try {
+      expect(fx.dockerd.pid).toBeUndefined();
+      events.push("dockerd down");
+      const asked = questionsBefore();
+      // Fresh requests reach the origin, each after a fresh resolution at the host's server.
+      await eventually(() => (events.slice(events.indexOf("dockerd down")).filter((e) => e.startsWith("request ")).length >= 5 ? true : undefined), 60_000, "ticks while dockerd is down");
+      expect(questionsBefore()).toBeGreaterThan(asked);
+      expect(await fx.dockerd.ping()).toBe(false);
+      events.push("dockerd back");
+    } finally {
+      await fx.dockerd.startAgain();
+    }
 
     const during = events.slice(events.indexOf("dockerd down") + 1, events.indexOf("dockerd back"));
     expect(during.length).toBeGreaterThanOrEqual(5);
