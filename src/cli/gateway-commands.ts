@@ -70,16 +70,26 @@ export function gatewayCommands(global: () => Common): Command {
       `uid (and gid) of every workload; supervisors run as the next id. No host account or group may hold either (env SANDGATE_UID_BASE; default ${DEFAULT_UID_BASE})`,
       uidBase,
     )
-    .action(async (o: { port: number; detach?: boolean; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number }) => {
+    .option(
+      "--resolver <addr>",
+      "a DNS server supervisors ask directly, IP[:port] (repeatable; env SANDGATE_RESOLVERS; default: the host's /etc/resolv.conf)",
+      (v: string, prev: string[]) => [...prev, v],
+      [] as string[],
+    )
+    .action(async (o: { port: number; detach?: boolean; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[] }) => {
       o.uidBase = resolveUidBase(o.uidBase);
       const paths = resolveHome(global().home);
+      // Checked before anything starts, and once more in the detached child (same sources).
+      const { chooseResolvers } = await import("../gateway/control/resolvers.js");
+      const resolvers = chooseResolvers({ flags: o.resolver, env: process.env.SANDGATE_RESOLVERS });
+      if (!resolvers.ok) throw new CliError(resolvers.error, EXIT.usage);
       const running = readAddress(paths);
       if (running && (await answers(new GatewayClient({ home: global().home })))) {
         throw new CliError(`a gateway is already running at ${running.url} (pid ${running.pid})`, EXIT.conflict);
       }
       if (o.detach) return detach(paths.dir, paths.log, o);
       const { runGatewayForeground } = await import("./gateway-run.js");
-      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase });
+      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers });
     });
 
   gw.command("status")
@@ -140,10 +150,10 @@ async function answers(client: GatewayClient): Promise<boolean> {
 }
 
 /** Re-run ourselves in the background and wait until the new gateway answers. */
-async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number }): Promise<void> {
+async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[] }): Promise<void> {
   ensureHomeDir(resolveHome(homeDir));
   const out = openSync(logPath, "a");
-  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)])];
+  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r])];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out] });
   child.unref();
   process.stderr.write(`starting gateway (pid ${child.pid}); log: ${logPath}\n`);

@@ -7,7 +7,7 @@ import { DockerDriver } from "../driver/docker/docker-driver.js";
 import { CliError, EXIT } from "./errors.js";
 import { roleIds } from "../driver/docker/host-ids.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number }): Promise<void> {
+export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[] }): Promise<void> {
   const log = createLogger({ level: opts.logLevel });
   let driver: DockerDriver;
   try {
@@ -26,9 +26,11 @@ export async function runGatewayForeground(opts: { home: HomePaths; port: number
     driver,
     log,
     port: opts.port,
+    resolvers: opts.resolvers,
     service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000, boundaryDeadlineMs: opts.boundaryDeadlineS * 1000 },
     onProgress: (msg) => log.info({ step: msg }, "preparing"),
   });
+  log.info({ resolvers: opts.resolvers }, "supervisors resolve names at these DNS servers");
   await new Promise<void>((resolve) => {
     const stop = (signal: string): void => {
       log.info({ signal }, "signal received");

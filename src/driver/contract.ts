@@ -41,6 +41,14 @@ export interface LaunchControl {
   graceMs: number;
 }
 
+/** What a supervisor is told of the host's network at launch (nothing secret). */
+export interface LaunchNetwork {
+  /** Every address of the gateway's host (all interfaces), canonical: the proxy refuses them. */
+  hostAddresses: string[];
+  /** The host's DNS servers for the supervisor to ask directly; null: the container's own resolver. */
+  resolvers: string[] | null;
+}
+
 export interface LaunchRequest {
   sandboxId: string;
   name: string;
@@ -50,6 +58,7 @@ export interface LaunchRequest {
   /** The policy revision the supervisor starts with (its fixed sections shape the workload). */
   policy: { revision: number; policy: Policy };
   control?: LaunchControl;
+  network?: LaunchNetwork;
 }
 
 export interface ReadinessCheck {

@@ -29,6 +29,13 @@ export interface GatewayOptions {
   supervisorPort?: number;
   /** How long a supervisor keeps egress open without its session. Default 15 s. */
   supervisorGraceMs?: number;
+  /**
+   * The host's DNS servers supervisors ask directly (canonical addr:port, see
+   * src/gateway/control/resolvers.ts); absent: the containers' own resolver (Docker's).
+   */
+  resolvers?: string[];
+  /** How often the host's addresses are re-read (default 3 s). */
+  hostAddressIntervalMs?: number;
   onProgress?: (msg: string) => void;
   /** Rate limits and retention of the audit trail and event log (defaults: DEFAULT_AUDIT_LIMITS). */
   audit?: Partial<AuditLimits>;
@@ -65,6 +72,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         expected: (id) => lifecycle.expectedLaunch(id),
         port: opts.supervisorPort,
         graceMs: opts.supervisorGraceMs,
+        resolvers: opts.resolvers ?? null,
+        ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddresses: { intervalMs: opts.hostAddressIntervalMs } }),
       })
     : null;
   const lifecycle: Lifecycle = createLifecycle({ store, driver, control, log, options: opts.service });

@@ -1,7 +1,9 @@
 // The check the egress proxy runs on every address a permitted name resolved to, before
 // connecting: a public name must not be a way into loopback, the LAN, the cloud metadata
-// service or the gateway host (DNS rebinding, hostile records).
-import { cidr, cidrContains, formatIp, parseCidr, parseIp, type Cidr, type IpAddress } from "./cidr.js";
+// service, the special-purpose ranges of the IANA registries that are not meant for the
+// public internet, or any address of the gateway's own host (DNS rebinding, hostile
+// records). Pure: the host's addresses come in as a parameter.
+import { cidr, cidrContains, formatIp, parseCidr, parseIp, unmapIPv4, type Cidr, type IpAddress } from "./cidr.js";
 
 interface BlockedRange {
   readonly range: Cidr;
@@ -10,6 +12,8 @@ interface BlockedRange {
 
 const blocked = (text: string, label: string): BlockedRange => ({ range: cidr(text), label });
 
+// IANA IPv4 Special-Purpose Address Registry (RFC 6890 and successors): every entry that is
+// not globally reachable, plus the rest of 0/8 and 240/4. In address order; first match wins.
 const BLOCKED_V4: readonly BlockedRange[] = [
   blocked("0.0.0.0/8", "unspecified / this network"),
   blocked("10.0.0.0/8", "private"),
@@ -17,15 +21,28 @@ const BLOCKED_V4: readonly BlockedRange[] = [
   blocked("127.0.0.0/8", "loopback"),
   blocked("169.254.0.0/16", "link-local / cloud metadata"),
   blocked("172.16.0.0/12", "private"),
+  blocked("192.0.0.0/24", "IETF protocol assignments"),
+  blocked("192.0.2.0/24", "documentation (TEST-NET-1)"),
+  blocked("192.88.99.0/24", "6to4 relay anycast (deprecated)"),
   blocked("192.168.0.0/16", "private"),
+  blocked("198.18.0.0/15", "benchmarking"),
+  blocked("198.51.100.0/24", "documentation (TEST-NET-2)"),
+  blocked("203.0.113.0/24", "documentation (TEST-NET-3)"),
   blocked("224.0.0.0/4", "multicast"),
   blocked("240.0.0.0/4", "reserved / broadcast"),
 ];
 
+// IANA IPv6 Special-Purpose Address Registry, the entries not meant for the public
+// internet, plus the deprecated forms that still reach local things (IPv4-compatible,
+// site-local) and local-use NAT64. First match wins: the /128s come before ::/96.
 const BLOCKED_V6: readonly BlockedRange[] = [
-  // Covers :: (unspecified), ::1 (loopback) and the deprecated IPv4-compatible form.
-  blocked("::/96", "unspecified / loopback / IPv4-compatible"),
+  blocked("::/128", "unspecified"),
+  blocked("::1/128", "loopback"),
+  blocked("::/96", "IPv4-compatible (deprecated)"),
   blocked("64:ff9b:1::/48", "local-use NAT64"),
+  blocked("100::/64", "discard-only"),
+  blocked("2001::/23", "IETF protocol assignments"),
+  blocked("2001:db8::/32", "documentation"),
   blocked("fc00::/7", "unique local (private)"),
   blocked("fe80::/10", "link-local"),
   blocked("fec0::/10", "site-local (deprecated)"),
@@ -58,20 +75,49 @@ export function blockedRangeOf(ip: IpAddress): string | null {
   return null;
 }
 
+/** The gateway host's own addresses, in canonical text (IPv4-mapped ones as IPv4). */
+export type HostAddresses = ReadonlySet<string>;
+
+export const NO_HOST_ADDRESSES: HostAddresses = new Set<string>();
+
+/** Canonical set of the given addresses; text that is not an IP address is left out. */
+export function hostAddressSet(addresses: readonly string[]): HostAddresses {
+  const out = new Set<string>();
+  for (const text of addresses) {
+    const ip = parseIp(text);
+    if (ip !== null) out.add(formatIp(unmapIPv4(ip)));
+  }
+  return out;
+}
+
+const HOST_LABEL = "an address of the gateway's host";
+
+/** Which host address `ip` is (itself, or the IPv4 address it carries), or null. */
+function hostAddressOf(ip: IpAddress, host: HostAddresses): string | null {
+  if (host.size === 0) return null;
+  const own = formatIp(unmapIPv4(ip));
+  if (host.has(own)) return `${own} (${HOST_LABEL})`;
+  const inner = embeddedIPv4(ip);
+  if (inner !== null && host.has(formatIp(inner))) return `${formatIp(inner)} embedded in ${formatIp(ip)}: ${HOST_LABEL}`;
+  return null;
+}
+
 export type AddressCheck =
   | { ok: true }
-  | { ok: false; reason: "private_address"; range: string }
+  | { ok: false; reason: "private_address" | "host_address"; range: string }
   | { ok: false; reason: "invalid_address" };
 
 /**
- * Whether the proxy may connect to `addr` (a resolved IP, no brackets). Non-public
- * addresses are refused unless inside one of the endpoint's `allowPrivate` ranges.
+ * Whether the proxy may connect to `addr` (a resolved IP, no brackets). An address of the
+ * gateway's host (`hostAddresses`) and every special-purpose address are refused unless
+ * inside one of the endpoint's `allowPrivate` ranges (the endpoint names it explicitly).
  * Unparseable input is refused; malformed allowPrivate entries grant nothing.
  */
-export function checkResolvedAddress(addr: string, allowPrivate: readonly string[]): AddressCheck {
+export function checkResolvedAddress(addr: string, allowPrivate: readonly string[], hostAddresses: HostAddresses): AddressCheck {
   const ip = parseIp(addr);
   if (ip === null) return { ok: false, reason: "invalid_address" };
-  const range = blockedRangeOf(ip);
+  const host = hostAddressOf(ip, hostAddresses);
+  const range = host ?? blockedRangeOf(ip);
   if (range === null) return { ok: true };
   const inner = embeddedIPv4(ip);
   for (const text of allowPrivate) {
@@ -79,5 +125,5 @@ export function checkResolvedAddress(addr: string, allowPrivate: readonly string
     if (!parsed.ok) continue;
     if (cidrContains(parsed.cidr, ip) || (inner !== null && cidrContains(parsed.cidr, inner))) return { ok: true };
   }
-  return { ok: false, reason: "private_address", range };
+  return { ok: false, reason: host === null ? "private_address" : "host_address", range };
 }

@@ -12,9 +12,14 @@ export interface EgressRequest {
   readonly method?: string;
   /** HTTP only: the raw request target in origin form ("/v1/x?y=z"); query and fragment are ignored. */
   readonly path?: string;
+  /**
+   * HTTP only: the methods the request asks the origin to act as (override headers, `_method`;
+   * see overrideMethods). The request is allowed only if it would be with each of them too.
+   */
+  readonly methodOverrides?: readonly string[];
 }
 
-export type DenyReason = "no_matching_rule" | "explicit_deny" | "method_not_allowed" | "path_not_allowed";
+export type DenyReason = "no_matching_rule" | "explicit_deny" | "method_not_allowed" | "path_not_allowed" | "method_override_not_allowed";
 
 export type Decision =
   | {
@@ -60,6 +65,17 @@ function requestIsWellFormed(req: EgressRequest): boolean {
 }
 
 export function evaluate(policy: Policy, req: EgressRequest): Decision {
+  const decision = evaluateMethod(policy, req);
+  if (!decision.allow || req.protocol !== "http") return decision;
+  for (const method of req.methodOverrides ?? []) {
+    if (method === req.method) continue;
+    const overridden = evaluateMethod(policy, { ...req, method });
+    if (!overridden.allow) return { allow: false, reason: "method_override_not_allowed", rule: overridden.rule ?? decision.rule };
+  }
+  return decision;
+}
+
+function evaluateMethod(policy: Policy, req: EgressRequest): Decision {
   if (!requestIsWellFormed(req)) return { allow: false, reason: "no_matching_rule" };
 
   for (const [i, d] of policy.network.deny.entries()) {

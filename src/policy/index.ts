@@ -3,8 +3,9 @@ export type { Policy, NetworkRule, Endpoint, HttpRule, DenyEntry, ProcessLimits,
 export { PROTOCOLS, HTTP_METHODS } from "./schema.js";
 export { parsePolicyYaml, policyFromObject, defaultPolicy, type PolicyParse } from "./parse.js";
 export { evaluate, type EgressRequest, type Decision, type DenyReason } from "./evaluate.js";
-export { checkResolvedAddress, type AddressCheck } from "./address.js";
+export { checkResolvedAddress, hostAddressSet, NO_HOST_ADDRESSES, type AddressCheck, type HostAddresses } from "./address.js";
+export { overrideMethods, OVERRIDE_HEADERS, OVERRIDE_PARAMETER } from "./override.js";
 export { hostMatches, validateHostPattern, normalizeRequestHost } from "./hosts.js";
 export { pathMatches, validatePathGlob } from "./paths.js";
-export { parseCidr, formatCidr, cidrContains, parseIp, type Cidr, type IpAddress } from "./cidr.js";
+export { parseCidr, formatCidr, cidrContains, parseIp, formatIp, unmapIPv4, type Cidr, type IpAddress } from "./cidr.js";
 export { serializePolicy, policyHash, canonicalJson, changedFixedSections } from "./canonical.js";

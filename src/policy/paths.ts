@@ -53,9 +53,19 @@ export function requestPathSegments(rawPath: string): string[] | null {
     // Control characters are refused outright.
     if (/[/\\\u0000-\u001f\u007f]/.test(segment)) return null;
     if (segment === "." || segment === "..") return null;
+    // Path parameters ("/a;v=1/b"): servers such as Tomcat drop them before resolving
+    // segments, so "..;" is ".." there and "/a/..;/admin" is "/admin".
+    const bare = withoutParameters(segment);
+    if (bare === "." || bare === "..") return null;
     segments.push(segment);
   }
   return segments;
+}
+
+/** A segment without its path parameters (everything from the first ";"). */
+function withoutParameters(segment: string): string {
+  const semi = segment.indexOf(";");
+  return semi === -1 ? segment : segment.slice(0, semi);
 }
 
 /** "*" within one segment: classic two-pointer wildcard match, linear-ish and backtrack-free. */
@@ -83,12 +93,21 @@ function segmentMatches(pattern: string, text: string): boolean {
   return p === pattern.length;
 }
 
-/** Matches a validated glob against a raw request path (query and fragment ignored). */
+/**
+ * Matches a validated glob against a raw request path (query and fragment ignored). A path
+ * with parameters (";" in a segment, also encoded) must match both as written and with the
+ * parameters dropped: servers read it either way, and neither reading may escape the glob.
+ */
 export function pathMatches(glob: string, rawPath: string): boolean {
   if (!validatePathGlob(glob).ok) return false;
   const text = requestPathSegments(rawPath);
   if (text === null) return false;
   const pat = glob.slice(1).split("/");
+  if (!segmentsMatch(pat, text)) return false;
+  return !text.some((s) => s.includes(";")) || segmentsMatch(pat, text.map(withoutParameters));
+}
+
+function segmentsMatch(pat: readonly string[], text: readonly string[]): boolean {
   // can[i][j]: pattern segments from i on match text segments from j on.
   const rows = pat.length + 1;
   const cols = text.length + 1;

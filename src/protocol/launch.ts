@@ -3,7 +3,7 @@
 // supervisor; both import this module, so the format and its defaults exist once.
 // Anything wrong with it leaves the supervisor without a policy (deny all); it
 // never falls back to allowing.
-import { formatCidr, parseCidr, policyFromObject, type Policy } from "../policy/index.js";
+import { formatCidr, formatIp, parseCidr, parseIp, policyFromObject, type Policy } from "../policy/index.js";
 import { normalizeFingerprint } from "./wire.js";
 
 /** The supervisor's egress proxy port, as the workload sees it. */
@@ -36,7 +36,24 @@ export interface LaunchConfig {
    */
   healthSubnet?: string;
   control?: ControlSettings;
+  /**
+   * Every address of the gateway's host (all interfaces) at launch: the proxy refuses them
+   * unless an endpoint names them. Later changes arrive over the control session. Absent
+   * (a launch file of an older gateway): none known until the gateway sends them.
+   */
+  hostAddresses?: string[];
+  /**
+   * The host's DNS servers ("addr" or "addr:port", "[v6]:port"), queried directly so that
+   * names resolve while Docker (and its embedded DNS) is away. Absent: the container's own
+   * resolver (Docker's embedded DNS), as launch files of older gateways say.
+   */
+  resolvers?: string[];
 }
+
+/** Most host addresses a launch file or a control message may carry. */
+export const MAX_HOST_ADDRESSES = 4096;
+/** Most upstream resolvers a launch file may name. */
+export const MAX_RESOLVERS = 8;
 
 /** How to reach and authenticate to the gateway's supervisor endpoint. */
 export interface ControlSettings {
@@ -59,6 +76,10 @@ export interface LaunchSettings {
   healthSubnet: string | null;
   /** Null: no control session configured (standalone; the launch policy applies as is). */
   control: ControlSettings | null;
+  /** Canonical text; empty when the launch file names none. */
+  hostAddresses: string[];
+  /** Canonical "addr:port" / "[v6]:port" for dns.Resolver#setServers; null: the container's own resolver. */
+  resolvers: string[] | null;
 }
 
 export interface LaunchPolicy {
@@ -113,10 +134,69 @@ function parseControl(raw: unknown, errors: string[]): ControlSettings | null {
   return { url, fingerprint, tokenPath, graceMs };
 }
 
+/**
+ * A DNS server address: "192.0.2.53", "192.0.2.53:5353", "2001:db8::53" or "[2001:db8::53]:5353".
+ * Canonical form: "addr:port" or "[v6]:port" (what dns.Resolver#setServers takes).
+ */
+export function parseResolverAddress(text: string): { ok: true; value: string; address: string; port: number } | { ok: false; error: string } {
+  const bad = { ok: false as const, error: `not a DNS server address (IP, IP:port or [IPv6]:port): ${JSON.stringify(text)}` };
+  let addrText = text;
+  let portText: string | undefined;
+  const bracketed = /^\[([^\]]+)\](?::([^:]*))?$/.exec(text);
+  if (bracketed) {
+    addrText = bracketed[1]!;
+    portText = bracketed[2];
+    if (!addrText.includes(":")) return bad;
+  } else if (text.split(":").length === 2) {
+    // Exactly one colon: IPv4:port (a bare IPv6 address has at least two).
+    [addrText, portText] = text.split(":") as [string, string];
+    if (!addrText.includes(".")) return bad;
+  }
+  const ip = parseIp(addrText);
+  if (ip === null) return bad;
+  let port = 53;
+  if (portText !== undefined) {
+    if (!/^[1-9][0-9]{0,4}$/.test(portText) || Number(portText) > 65535) return { ok: false, error: `DNS server port must be 1-65535: ${JSON.stringify(text)}` };
+    port = Number(portText);
+  }
+  const address = formatIp(ip);
+  return { ok: true, value: ip.family === 6 ? `[${address}]:${String(port)}` : `${address}:${String(port)}`, address, port };
+}
+
+function parseHostAddresses(raw: unknown, errors: string[]): string[] {
+  if (raw === undefined) return [];
+  if (!Array.isArray(raw) || raw.length > MAX_HOST_ADDRESSES) {
+    errors.push(`hostAddresses must be a list of at most ${String(MAX_HOST_ADDRESSES)} IP addresses`);
+    return [];
+  }
+  const out = new Set<string>();
+  for (const a of raw) {
+    const ip = typeof a === "string" ? parseIp(a) : null;
+    if (ip === null) errors.push(`hostAddresses: not an IP address: ${JSON.stringify(a)}`);
+    else out.add(formatIp(ip));
+  }
+  return [...out];
+}
+
+function parseResolvers(raw: unknown, errors: string[]): string[] | null {
+  if (raw === undefined) return null;
+  if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_RESOLVERS) {
+    errors.push(`resolvers must be a list of 1-${String(MAX_RESOLVERS)} DNS server addresses`);
+    return null;
+  }
+  const out: string[] = [];
+  for (const r of raw) {
+    const parsed = typeof r === "string" ? parseResolverAddress(r) : { ok: false as const, error: `not a DNS server address: ${JSON.stringify(r)}` };
+    if (parsed.ok) out.push(parsed.value);
+    else errors.push(`resolvers: ${parsed.error}`);
+  }
+  return out;
+}
+
 /** Validate a parsed launch file; every problem is listed, and any problem withholds the policy. */
 export function parseLaunchConfig(raw: unknown): LaunchLoadResult {
   const errors: string[] = [];
-  const settings: LaunchSettings = { sandboxId: null, generation: null, nonce: null, proxyPort: PROXY_PORT, healthPort: HEALTH_PORT, healthSubnet: null, control: null };
+  const settings: LaunchSettings = { sandboxId: null, generation: null, nonce: null, proxyPort: PROXY_PORT, healthPort: HEALTH_PORT, healthSubnet: null, control: null, hostAddresses: [], resolvers: null };
   if (!isRecord(raw)) return { settings, policy: undefined, errors: ["launch config must be a JSON object"] };
 
   if (typeof raw.sandboxId === "string" && raw.sandboxId !== "") settings.sandboxId = raw.sandboxId;
@@ -134,6 +214,8 @@ export function parseLaunchConfig(raw: unknown): LaunchLoadResult {
     else errors.push("healthSubnet must be a CIDR such as 10.0.0.0/24");
   }
   settings.control = parseControl(raw.control, errors);
+  settings.hostAddresses = parseHostAddresses(raw.hostAddresses, errors);
+  settings.resolvers = parseResolvers(raw.resolvers, errors);
 
   const revision = raw.policyRevision;
   if (!(typeof revision === "number" && Number.isSafeInteger(revision) && revision >= 0)) {

@@ -35,6 +35,8 @@ export const helloMessage = z.strictObject({
   generation: revision,
   enforcedRevision: nullableRevision,
   proxy: proxyState,
+  /** Gateway messages this supervisor understands beyond the first protocol ("hostAddresses"); absent: none. */
+  accepts: z.array(z.string().max(64)).max(16).optional(),
 });
 
 export const ackMessage = z.strictObject({
@@ -103,7 +105,19 @@ export const lockdownMessage = z.strictObject({
   reason: z.string().min(1).max(200),
 });
 
-export const gatewayMessage = z.discriminatedUnion("type", [welcomeMessage, policyMessage, lockdownMessage]);
+/**
+ * Every address of the gateway's host, whole (not a diff): sent after welcome and whenever
+ * they change, only to a supervisor whose hello accepts "hostAddresses".
+ */
+export const hostAddressesMessage = z.strictObject({
+  type: z.literal("hostAddresses"),
+  addresses: z.array(z.string().max(64)).max(4096),
+});
+
+/** What a supervisor lists in hello.accepts to be sent hostAddresses messages. */
+export const ACCEPTS_HOST_ADDRESSES = "hostAddresses";
+
+export const gatewayMessage = z.discriminatedUnion("type", [welcomeMessage, policyMessage, lockdownMessage, hostAddressesMessage]);
 
 export type HelloMessage = z.infer<typeof helloMessage>;
 export type AckMessage = z.infer<typeof ackMessage>;
@@ -114,6 +128,7 @@ export type SupervisorMessage = z.infer<typeof supervisorMessage>;
 export type WelcomeMessage = z.infer<typeof welcomeMessage>;
 export type PolicyMessage = z.infer<typeof policyMessage>;
 export type LockdownMessage = z.infer<typeof lockdownMessage>;
+export type HostAddressesMessage = z.infer<typeof hostAddressesMessage>;
 export type GatewayMessage = z.infer<typeof gatewayMessage>;
 
 export type Parsed<T> = { ok: true; message: T } | { ok: false; error: string };

@@ -14,7 +14,8 @@ import type { Logger } from "./logger.js";
 import { errorFields } from "./logger.js";
 import type { AuditEvent } from "./proxy.js";
 import { DEFAULT_GRACE_MS } from "../protocol/launch.js";
-import { CLOSE, normalizeFingerprint, parseGatewayMessage } from "../protocol/wire.js";
+import { ACCEPTS_HOST_ADDRESSES, CLOSE, normalizeFingerprint, parseGatewayMessage } from "../protocol/wire.js";
+import { parseIp } from "../policy/index.js";
 import { backoffDelay, type BackoffPolicy } from "../util/backoff.js";
 import type { GatewayMessage, SupervisorMessage } from "../protocol/wire.js";
 
@@ -42,6 +43,11 @@ export interface ControlSessionOptions {
   connectTimeoutMs?: number;
   auditQueueMax?: number;
   random?: () => number;
+  /**
+   * The gateway host's addresses, whole, each time the gateway sends them (after every
+   * welcome and on change). Given: hello says the supervisor accepts them.
+   */
+  onHostAddresses?: (addresses: string[]) => void;
 }
 
 export type SessionState = "connecting" | "up" | "down" | "stopped";
@@ -64,7 +70,8 @@ export function sessionBackoff(initialMs: number, maxMs: number): BackoffPolicy 
 }
 
 export class ControlSession {
-  readonly #o: Required<Omit<ControlSessionOptions, "token" | "policy" | "proxyListening" | "logger">>;
+  readonly #o: Required<Omit<ControlSessionOptions, "token" | "policy" | "proxyListening" | "logger" | "onHostAddresses">>;
+  readonly #onHostAddresses: ((addresses: string[]) => void) | undefined;
   readonly #token: () => Promise<string>;
   readonly #policy: LockdownPolicyHolder;
   readonly #proxyListening: () => boolean;
@@ -96,6 +103,7 @@ export class ControlSession {
     this.#policy = opts.policy;
     this.#proxyListening = opts.proxyListening;
     this.#log = opts.logger;
+    this.#onHostAddresses = opts.onHostAddresses;
     this.#o = {
       url: opts.url,
       fingerprint: pin,
@@ -239,6 +247,7 @@ export class ControlSession {
         generation: this.#o.generation,
         enforcedRevision: held?.revision ?? null,
         proxy: this.#proxyListening() ? "listening" : "not_listening",
+        ...(this.#onHostAddresses === undefined ? {} : { accepts: [ACCEPTS_HOST_ADDRESSES] }),
       });
     });
 
@@ -311,6 +320,15 @@ export class ControlSession {
       this.#log.error("lockdown ordered by the gateway: denying all egress for good", { sandboxId: this.#o.sandboxId, reason: m.reason });
       this.#emit();
       this.#sendHeartbeat();
+      return;
+    }
+    if (m.type === "hostAddresses") {
+      const bad = m.addresses.find((a) => parseIp(a) === null);
+      if (bad !== undefined || this.#onHostAddresses === undefined) {
+        this.#protocolError(ws, bad === undefined ? "hostAddresses not accepted" : `hostAddresses: not an IP address: ${JSON.stringify(bad)}`);
+        return;
+      }
+      this.#onHostAddresses(m.addresses);
       return;
     }
     const checked = policyFromObject(m.policy);

@@ -8,7 +8,7 @@ import dns from "node:dns";
 import { pipeline } from "node:stream";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import { evaluate, checkResolvedAddress } from "../policy/index.js";
+import { evaluate, checkResolvedAddress, overrideMethods, NO_HOST_ADDRESSES, type HostAddresses } from "../policy/index.js";
 import type { PolicyHolder } from "./policy-holder.js";
 import type { Logger } from "./logger.js";
 import { errorFields } from "./logger.js";
@@ -33,6 +33,8 @@ export interface EgressProxyOptions {
   connectTimeoutMs?: number;
   /** DNS deadline; exceeded → 504. */
   resolveTimeoutMs?: number;
+  /** The gateway host's addresses right now (refused unless an endpoint names them). Default: none known. */
+  hostAddresses?: () => HostAddresses;
   /** Non-null while egress is locked down (control session lost): the reason every request is denied with. */
   lockdown?: () => string | null;
 }
@@ -59,6 +61,8 @@ interface Target {
   method: string;
   /** Path without query: queries often carry secrets and stay out of audit logs. */
   path?: string;
+  /** HTTP only: the methods the request asks to be treated as (override headers, _method). */
+  overrides?: string[];
 }
 
 interface HttpTarget extends Target {
@@ -274,6 +278,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       protocol: t.protocol,
       ...(t.protocol === "http" ? { method: t.method } : {}),
       ...(t.path === undefined ? {} : { path: t.path }),
+      ...(t.overrides === undefined ? {} : { methodOverrides: t.overrides }),
     });
     if (!decision.allow) {
       const o: Outcome = { kind: "deny", reason: decision.reason };
@@ -299,8 +304,9 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     }
     // Every candidate must pass: a name that resolves to one public and one
     // internal address is refused as a whole, not silently narrowed.
+    const host = options.hostAddresses?.() ?? NO_HOST_ADDRESSES;
     for (const address of addresses) {
-      const check = checkResolvedAddress(address, decision.allowPrivate);
+      const check = checkResolvedAddress(address, decision.allowPrivate, host);
       if (!check.ok) {
         const o = { kind: "deny", reason: check.reason, rule: decision.rule, address } as const;
         audit(t, o);
@@ -335,6 +341,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       }, true);
       return;
     }
+    target.overrides = overrideMethods(req.rawHeaders, target.requestPath);
     authorize(target).then(
       (outcome) => {
         if (outcome.kind === "deny") {

@@ -6,7 +6,9 @@ import { readLaunchConfig } from "./launch-config.js";
 import type { LaunchSettings } from "../protocol/launch.js";
 import { LockdownPolicyHolder } from "./lockdown.js";
 import { ControlSession } from "./control-session.js";
-import { createEgressProxy } from "./proxy.js";
+import { createEgressProxy, defaultResolver } from "./proxy.js";
+import { upstreamResolver } from "./resolver.js";
+import { hostAddressSet, type HostAddresses } from "../policy/index.js";
 import type { EgressProxy, Resolver } from "./proxy.js";
 import { createHealthServer } from "./health.js";
 import type { HealthServer } from "./health.js";
@@ -51,6 +53,17 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
   policy.onChange((p) => logger.info("policy changed", { ...ids, policy: p === undefined ? "missing" : "loaded", policyRevision: p?.revision ?? null }));
   policy.onLockdown((reason) => logger.info(reason === null ? "lockdown lifted" : "lockdown", { ...ids, reason }));
 
+  // The gateway host's addresses: from the launch file, then whatever the gateway sends.
+  let hostAddresses: HostAddresses = hostAddressSet(settings.hostAddresses);
+  const setHostAddresses = (list: string[]): void => {
+    const next = hostAddressSet(list);
+    const same = next.size === hostAddresses.size && [...next].every((a) => hostAddresses.has(a));
+    hostAddresses = next;
+    if (!same) logger.info("host addresses changed", { ...ids, hostAddresses: next.size });
+  };
+  // Names resolve at the host's DNS servers when the launch file names them (no Docker needed).
+  const resolve = opts.resolve ?? (settings.resolvers === null ? undefined : upstreamResolver(settings.resolvers, defaultResolver));
+
   let control: ControlSession | null = null;
   // Every decision, aggregated: the container's log and the gateway get the same bounded stream.
   const audit = new AuditAggregator((event) => {
@@ -69,7 +82,8 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
       const lockdown = policy.lockdownReason();
       audit.record(lockdown === null ? event : { ...event, lockdown });
     },
-    ...(opts.resolve === undefined ? {} : { resolve: opts.resolve }),
+    hostAddresses: () => hostAddresses,
+    ...(resolve === undefined ? {} : { resolve }),
   });
   const c = settings.control;
   if (c !== null && settings.sandboxId !== null && settings.generation !== null) {
@@ -84,6 +98,7 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
       proxyListening: () => proxy.isListening(),
       logger,
       graceMs: c.graceMs,
+      onHostAddresses: setHostAddresses,
       ...opts.control,
     });
   } else if (loaded.errors.length === 0) {
@@ -119,6 +134,8 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
       proxyPort: proxyAddress.port,
       healthPort: healthAddress.port,
       control: c === null ? null : c.url,
+      hostAddresses: hostAddresses.size,
+      resolvers: settings.resolvers ?? "container",
     });
     session?.start();
     return { settings, policy, control: session, proxy, health, proxyAddress, healthAddress, close };

@@ -30,7 +30,7 @@ export interface DockerFixture {
 }
 
 export async function startDockerFixture(
-  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number } = {},
+  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number } = {},
 ): Promise<DockerFixture> {
   const dockerd = await PrivateDockerd.start({
     liveRestore: opts.liveRestore ?? true,
@@ -49,6 +49,13 @@ export async function startDockerFixture(
       workspaceRoot: dockerd.workspaceRoot,
       log: pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" }),
     });
+  const gatewayOpts = () => ({
+    homeDir,
+    service: opts.service,
+    supervisorGraceMs: opts.supervisorGraceMs,
+    ...(opts.resolvers === undefined ? {} : { resolvers: opts.resolvers }),
+    ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddressIntervalMs: opts.hostAddressIntervalMs }),
+  });
   const fx: DockerFixture = {
     dockerd,
     proxy,
@@ -60,7 +67,7 @@ export async function startDockerFixture(
     async restartGateway() {
       await fx.t.close({ keepHome: true });
       fx.driver = makeDriver();
-      fx.t = await startTestGateway(fx.driver, { homeDir, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs });
+      fx.t = await startTestGateway(fx.driver, gatewayOpts());
     },
     async close() {
       const gw = fx.t.gw;
@@ -74,7 +81,7 @@ export async function startDockerFixture(
     },
   };
   try {
-    fx.t = await startTestGateway(fx.driver, { homeDir, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs });
+    fx.t = await startTestGateway(fx.driver, gatewayOpts());
   } catch (err) {
     await dockerd.destroy();
     throw err;

@@ -24,11 +24,24 @@ export interface TestGateway {
 
 export async function startTestGateway(
   driver: ComputeDriver,
-  opts: { homeDir?: string; service?: ServiceOptions; supervisorGraceMs?: number; supervisorPort?: number; watch?: Partial<WatchLimits>; audit?: Partial<AuditLimits> } = {},
+  opts: {
+    homeDir?: string;
+    service?: ServiceOptions;
+    supervisorGraceMs?: number;
+    supervisorPort?: number;
+    watch?: Partial<WatchLimits>;
+    audit?: Partial<AuditLimits>;
+    /** The gateway's --resolver list (canonical addr:port); absent: the containers' own resolver. */
+    resolvers?: string[];
+    hostAddressIntervalMs?: number;
+  } = {},
 ): Promise<TestGateway> {
   const home = resolveHome(opts.homeDir ?? mkdtempSync(join(tmpdir(), "sg-home-")));
   const log = pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" });
-  const gw = await startGateway({ home, driver, log, port: 0, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs, supervisorPort: opts.supervisorPort, watch: opts.watch, audit: opts.audit });
+  const gw = await startGateway({ home, driver, log, port: 0, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs, supervisorPort: opts.supervisorPort, watch: opts.watch, audit: opts.audit,
+    ...(opts.resolvers === undefined ? {} : { resolvers: opts.resolvers }),
+    ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddressIntervalMs: opts.hostAddressIntervalMs }),
+  });
   const token = ensureToken(home);
   return {
     home,

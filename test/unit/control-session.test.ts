@@ -2,7 +2,7 @@
 // certificate and real Ed25519 launch tokens, the real ControlSession client, and a real
 // egress proxy whose decisions must follow what the gateway pushes.
 import http from "node:http";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { generateKeyPairSync } from "node:crypto";
 import https from "node:https";
 import { tmpdir } from "node:os";
@@ -616,6 +616,66 @@ describe("supervisor program with a control section", () => {
     expect(await healthz()).toMatchObject({ status: 503, ok: false, session: expect.stringMatching(/^(down|connecting)$/) as string, lockdown: LOCKDOWN_SESSION_LOST });
     expect((await proxyGet(sup.proxyAddress.port, "/pushed/a")).status).toBe(403);
     expect(recorded.at(-1)).toMatchObject({ type: "egress", decision: "deny", reason: "lockdown_control_session_lost", lockdown: LOCKDOWN_SESSION_LOST, sandboxId: "sb-prog" });
+  });
+});
+
+describe("supervisor program: the gateway host's addresses", () => {
+  // Loopback stands in for a host address so nothing leaves this machine: 127.0.0.2 and
+  // 127.0.0.3 are refused either way (loopback), so what tells the plumbing works is the
+  // reason, host_address rather than private_address.
+  const names: Record<string, string[]> = { "two.test": ["127.0.0.2"], "three.test": ["127.0.0.3"] };
+  const resolve = (host: string): Promise<string[]> => Promise.resolve(names[host] ?? []);
+  const policyAllowingNames = {
+    rules: [{ name: "names", endpoints: [...["two.test", "three.test"].map((host) => ({ host, port: 80, protocol: "http", allowPrivate: ["127.0.0.1"] }))] }],
+  };
+  const reasonFor = async (proxyPort: number, host: string): Promise<unknown> =>
+    new Promise((resolveReason, reject) => {
+      http
+        .get({ host: "127.0.0.1", port: proxyPort, path: `http://${host}/`, agent: false }, (res) => {
+          let t = "";
+          res.setEncoding("utf8");
+          res.on("data", (c: string) => (t += c));
+          res.on("end", () => resolveReason((JSON.parse(t) as { reason?: unknown }).reason));
+        })
+        .on("error", reject);
+    });
+
+  async function launchFile(extra: Record<string, unknown>): Promise<string> {
+    const dir = await mkdtemp(join(tmpdir(), "sandgate-launch-"));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(
+      join(dir, "launch.json"),
+      JSON.stringify({ sandboxId: "sb-host", generation: 1, nonce: "n-host", proxyPort: await freePort(), healthPort: await freePort(), policyRevision: 1, policy: { version: 1, network: policyAllowingNames }, ...extra }),
+    );
+    return dir;
+  }
+
+  it("refuses the addresses its launch file names", async () => {
+    const dir = await launchFile({ hostAddresses: ["127.0.0.2"] });
+    const sup = await startSupervisor({ configPath: join(dir, "launch.json"), logger: silentLogger, host: "127.0.0.1", resolve });
+    cleanups.push(() => sup.close());
+    expect(await reasonFor(sup.proxyAddress.port, "two.test")).toBe("host_address");
+    expect(await reasonFor(sup.proxyAddress.port, "three.test")).toBe("private_address");
+  });
+
+  it("takes the gateway's set on every session and each change after", async () => {
+    const gw = await startGatewaySide();
+    gw.boundary.setHostAddresses(["127.0.0.3"]);
+    const token = await launch(gw, "sb-host", 1, "n-host", { policy: policyOf(policyAllowingNames), revision: 2 });
+    const dir = await launchFile({});
+    await writeFile(join(dir, "token"), token + "\n", { mode: 0o600 });
+    const config = JSON.parse(await readFile(join(dir, "launch.json"), "utf8")) as Record<string, unknown>;
+    await writeFile(join(dir, "launch.json"), JSON.stringify({ ...config, hostAddresses: ["127.0.0.2"], control: { url: gw.endpoint.url, fingerprint: tlsId.fingerprint, tokenPath: join(dir, "token"), graceMs: 5000 } }));
+    const sup = await startSupervisor({ configPath: join(dir, "launch.json"), logger: silentLogger, host: "127.0.0.1", resolve, control: { heartbeatMs: 100, backoffInitialMs: 50, backoffMaxMs: 200 } });
+    cleanups.push(() => sup.close());
+    // Acked revision 2: the set sent before the policy is in place.
+    expect((await gw.boundary.waitForRevision("sb-host", 2, 30_000)).reached).toBe(true);
+    expect(await reasonFor(sup.proxyAddress.port, "three.test")).toBe("host_address");
+    expect(await reasonFor(sup.proxyAddress.port, "two.test")).toBe("private_address");
+
+    gw.boundary.setHostAddresses(["127.0.0.2"]);
+    await waitFor("the new set", async () => (await reasonFor(sup.proxyAddress.port, "two.test")) === "host_address");
+    expect(await reasonFor(sup.proxyAddress.port, "three.test")).toBe("private_address");
   });
 });
 

@@ -19,8 +19,9 @@ describe("the policy modules load and answer", () => {
   });
 
   it("address", async () => {
-    const { checkResolvedAddress } = await import("../../src/policy/address.js");
-    expect(checkResolvedAddress("127.0.0.1", [])).toEqual({ ok: false, reason: "private_address", range: "127.0.0.0/8 (loopback)" });
+    const { checkResolvedAddress, hostAddressSet } = await import("../../src/policy/address.js");
+    expect(checkResolvedAddress("8.8.8.8", [], hostAddressSet(["8.8.8.8"]))).toMatchObject({ ok: false, reason: "host_address" });
+    expect(checkResolvedAddress("127.0.0.1", [], hostAddressSet([]))).toEqual({ ok: false, reason: "private_address", range: "127.0.0.0/8 (loopback)" });
   });
 
   it("cidr, hosts, paths, evaluate, canonical and the index", async () => {

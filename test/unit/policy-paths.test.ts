@@ -177,3 +177,49 @@ describe("path glob properties", () => {
     );
   });
 });
+
+describe("path parameters (\";\" in a segment)", () => {
+  it.each(["/v1/..;/admin", "/v1/..;x=1/admin", "/v1/.;/x", "/v1/%2e%2e;/admin", "/v1/..%3b/admin", "/v1/..%3B/admin", "/v1/.%3bjsessionid=1/x"])(
+    "%s is refused outright: with its parameters dropped it has a dot segment",
+    (p) => {
+      expect(requestPathSegments(p)).toBeNull();
+      expect(pathMatches("/**", p)).toBe(false);
+      expect(pathMatches("/v1/**", p)).toBe(false);
+    },
+  );
+
+  it.each([
+    // [glob, path, matches]: a path with parameters must match as written AND without them.
+    ["/v1/**", "/v1/a;v=1/b", true],
+    ["/v1/*/b", "/v1/a;v=1/b", true],
+    ["/v1/a/b", "/v1/a;v=1/b", false],
+    ["/v1/a;v=1/b", "/v1/a;v=1/b", false],
+    ["/v1/a*/b", "/v1/a;v=1/b", true],
+    ["/a/**", "/a;x/b", false],
+    ["/a*/**", "/a;x/b", true],
+    ["/admin/**", "/admin;x/b", false],
+    ["/v1/**", "/v1;/../admin", false],
+    ["/public/*", "/public/..;", false],
+    ["/x", "/x;", false],
+    ["/x*", "/x;", true],
+    ["/v1/**", "/v1/a%3Bb", true],
+    ["/v1/a", "/v1/a%3Bb", false],
+    ["/v1/**", "/v1/;/x", true],
+  ])("%s against %s: %s", (glob, path, ok) => {
+    expect(pathMatches(glob, path)).toBe(ok);
+  });
+
+  it("a path with parameters matches exactly when both readings do (property)", () => {
+    const seg = fc.stringMatching(/^[ab]{1,2}(;[ab=]{0,2})?$/);
+    const path = fc.array(seg, { minLength: 1, maxLength: 4 }).map((s) => "/" + s.join("/"));
+    const globSeg = fc.oneof(fc.stringMatching(/^[ab]{1,2}$/), fc.constant("*"), fc.constant("**"), fc.stringMatching(/^[ab]\*$/));
+    const glob = fc.array(globSeg, { minLength: 1, maxLength: 4 }).map((s) => "/" + s.join("/"));
+    fc.assert(
+      fc.property(glob, path, (g, p) => {
+        const bare = p.replace(/;[^/]*/g, "");
+        expect(pathMatches(g, p)).toBe(referenceMatch(g, p) && referenceMatch(g, bare));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});

@@ -312,7 +312,7 @@ describe("launch config", () => {
     await writeFile(path, JSON.stringify(valid));
     const r = await readLaunchConfig(path);
     expect(r.errors).toEqual([]);
-    expect(r.settings).toEqual({ sandboxId: "sb", generation: 0, nonce: "n", proxyPort: 3128, healthPort: 9901, healthSubnet: null, control: null });
+    expect(r.settings).toEqual({ sandboxId: "sb", generation: 0, nonce: "n", proxyPort: 3128, healthPort: 9901, healthSubnet: null, control: null, hostAddresses: [], resolvers: null });
     expect(r.policy?.revision).toBe(2);
   });
 

@@ -306,6 +306,36 @@ describe("egress proxy: plain HTTP", () => {
     expect(origin.seen.map((s) => `${s.method} ${s.url}`)).toEqual(["GET /v1/items"]);
   });
 
+  it("checks the methods a request overrides to, and paths with parameters, before forwarding", async () => {
+    const origin = await startOrigin();
+    const dns = fakeResolver({ "api.test": ["127.0.0.1"] });
+    const holder = new PolicyHolder({
+      policy: allowing({ host: "api.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK, rules: [{ methods: ["GET", "POST"], paths: ["/v1/**"] }] }),
+      revision: 1,
+    });
+    const { port, audits } = await startProxy(holder, { resolve: dns.resolve });
+    const base = `http://api.test:${origin.port}`;
+
+    const header = await viaProxy(port, `${base}/v1/items/1`, { headers: { "X-HTTP-Method-Override": "DELETE" } });
+    const kin = await viaProxy(port, `${base}/v1/items/1`, { method: "POST", headers: { "x-method-override": "put" } });
+    const query = await viaProxy(port, `${base}/v1/items/1?_method=delete`);
+    const dotdot = await viaProxy(port, `${base}/v1/..;/admin`);
+    const allowedOverride = await viaProxy(port, `${base}/v1/items?_method=POST`, { headers: { "X-HTTP-Method": "GET" } });
+    const plain = await viaProxy(port, `${base}/v1/items/1`);
+
+    for (const r of [header, kin, query]) {
+      expect(r.status).toBe(403);
+      expect(json(r.body)).toMatchObject({ error: "policy_denied", reason: "method_override_not_allowed", rule: "test" });
+    }
+    expect(dotdot.status).toBe(403);
+    expect(json(dotdot.body)).toMatchObject({ reason: "path_not_allowed", path: "/v1/..;/admin" });
+    expect(allowedOverride.status).toBe(200);
+    expect(plain.status).toBe(200);
+    // Only the two allowed requests reached the origin, in order.
+    expect(origin.seen.map((s) => `${s.method} ${s.url}`)).toEqual(["GET /v1/items?_method=POST", "GET /v1/items/1"]);
+    expect(audits.filter((a) => a.decision === "deny").map((a) => a.reason)).toEqual(["method_override_not_allowed", "method_override_not_allowed", "method_override_not_allowed", "path_not_allowed"]);
+  });
+
   it("streams a 1 MiB chunked upload and a 2 MiB download intact", async () => {
     const download = randomBytes(2 * 1024 * 1024);
     const origin = await startOrigin((_req, res, seen) => {

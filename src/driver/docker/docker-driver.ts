@@ -204,6 +204,10 @@ export class DockerDriver implements ComputeDriver {
     if (req.control) {
       config.control = { url: req.control.url, fingerprint: req.control.fingerprint, tokenPath: `${LAUNCH_DIR}/${LAUNCH_TOKEN_FILE}`, graceMs: req.control.graceMs };
     }
+    if (req.network) {
+      config.hostAddresses = req.network.hostAddresses;
+      if (req.network.resolvers !== null) config.resolvers = req.network.resolvers;
+    }
     writeFileSync(file, JSON.stringify(config, null, 2) + "\n", { mode: 0o400 });
     const files = [file];
     if (req.control) {

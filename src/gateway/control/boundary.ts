@@ -3,7 +3,7 @@
 // whether that report is recent. Transport-free: the supervisor endpoint hands it
 // authenticated sessions (SessionLink); policy only ever travels over those.
 import type { Policy } from "../../policy/index.js";
-import { CLOSE } from "../../protocol/wire.js";
+import { ACCEPTS_HOST_ADDRESSES, CLOSE } from "../../protocol/wire.js";
 import type { AckMessage, GatewayMessage, HeartbeatMessage, WireAuditEvent } from "../../protocol/wire.js";
 
 /** An authenticated control session as the registry sees it. */
@@ -11,6 +11,8 @@ export interface SessionLink {
   readonly sessionId: string;
   readonly sandboxId: string;
   readonly generation: number;
+  /** Gateway messages beyond the first protocol the supervisor said it understands (hello.accepts). */
+  readonly accepts?: ReadonlySet<string>;
   send(message: GatewayMessage): void;
   close(code: number, reason: string): void;
 }
@@ -88,6 +90,7 @@ export class BoundaryRegistry {
   readonly #auditListeners = new Set<AuditListener>();
   readonly #changeListeners = new Set<ChangeListener>();
   #closed = false;
+  #hostAddresses: readonly string[] | null = null;
 
   constructor(opts: BoundaryOptions = {}) {
     this.#staleMs = opts.heartbeatStaleMs ?? 6000;
@@ -115,6 +118,20 @@ export class BoundaryRegistry {
     }
     this.#changed(sandboxId);
     return true;
+  }
+
+  /**
+   * The gateway host's addresses, whole: sent to every live session that accepts them now,
+   * and to each session after its welcome from now on.
+   */
+  setHostAddresses(addresses: readonly string[]): void {
+    this.#hostAddresses = [...addresses];
+    for (const live of this.#live.values()) this.#sendHostAddresses(live.link);
+  }
+
+  #sendHostAddresses(link: SessionLink): void {
+    if (this.#hostAddresses === null || link.accepts?.has(ACCEPTS_HOST_ADDRESSES) !== true) return;
+    link.send({ type: "hostAddresses", addresses: [...this.#hostAddresses] });
   }
 
   health(sandboxId: string): BoundaryHealth {
@@ -253,6 +270,8 @@ export class BoundaryRegistry {
     this.#live.set(link.sandboxId, live);
     this.#armIdle(live);
     link.send({ type: "welcome", sessionId: link.sessionId, sandboxId: link.sandboxId, generation: link.generation });
+    // Before the policy: by the time the supervisor acks it, it refuses today's host addresses.
+    this.#sendHostAddresses(link);
     const desired = this.#desired.get(link.sandboxId);
     // Re-push on every (re)connect: this is what lifts a supervisor's lockdown.
     if (desired?.generation === link.generation) {

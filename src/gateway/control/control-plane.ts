@@ -5,7 +5,8 @@
 
 import type { Logger } from "pino";
 import { DEFAULT_GRACE_MS } from "../../protocol/launch.js";
-import type { LaunchControl } from "../../driver/contract.js";
+import type { LaunchControl, LaunchNetwork } from "../../driver/contract.js";
+import { HostAddressWatcher } from "./host-addresses.js";
 import { BoundaryRegistry } from "./boundary.js";
 import { LaunchTokens } from "./launch-tokens.js";
 import { startSupervisorEndpoint, type ExpectedLaunch, type SupervisorEndpoint } from "./supervisor-endpoint.js";
@@ -22,12 +23,17 @@ export interface ControlPlaneOptions {
   port?: number;
   /** How long a supervisor keeps egress open without its session. */
   graceMs?: number;
+  /** The host's DNS servers supervisors ask directly (canonical addr:port); null/absent: the containers' own resolver. */
+  resolvers?: string[] | null;
+  /** How the host's addresses are read (default: every interface) and how often (default 3 s). */
+  hostAddresses?: { read?: () => string[]; intervalMs?: number };
 }
 
 export class ControlPlane {
   readonly boundary: BoundaryRegistry;
   private endpoint: SupervisorEndpoint | undefined;
   private listening: Promise<void> | undefined;
+  private readonly hostAddresses: HostAddressWatcher;
 
   private constructor(
     private readonly opts: ControlPlaneOptions,
@@ -37,6 +43,16 @@ export class ControlPlane {
     const log = opts.log.child({ component: "control" });
     // Idle below the supervisors' grace, so a half-open session frees its slot in time.
     this.boundary = new BoundaryRegistry({ log, sessionIdleMs: Math.min(10_000, Math.floor(this.graceMs / 2)) });
+    this.hostAddresses = new HostAddressWatcher({
+      ...opts.hostAddresses,
+      onChange: (addresses, previous) => {
+        const added = addresses.filter((a) => !previous.includes(a));
+        const removed = previous.filter((a) => !addresses.includes(a));
+        log.info({ event: "host_addresses_changed", added, removed }, "host addresses changed: telling the supervisors");
+        this.boundary.setHostAddresses(addresses);
+      },
+    });
+    this.boundary.setHostAddresses(this.hostAddresses.current());
   }
 
   static async open(opts: ControlPlaneOptions): Promise<ControlPlane> {
@@ -82,7 +98,13 @@ export class ControlPlane {
     return { url: this.endpoint.url, fingerprint: this.tls.fingerprint, token, graceMs: this.graceMs };
   }
 
+  /** What a launch file says of the host's network: its addresses now, and the resolvers. */
+  launchNetwork(): LaunchNetwork {
+    return { hostAddresses: [...this.hostAddresses.current()], resolvers: this.opts.resolvers ?? null };
+  }
+
   async close(): Promise<void> {
+    this.hostAddresses.close();
     this.boundary.close();
     await this.listening?.catch(() => undefined);
     await this.endpoint?.close();

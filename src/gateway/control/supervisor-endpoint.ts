@@ -116,6 +116,7 @@ export async function startSupervisorEndpoint(opts: SupervisorEndpointOptions): 
       sessionId: randomUUID(),
       sandboxId: c.sandboxId,
       generation: c.generation,
+      accepts: new Set(hello.accepts ?? []),
       send(message: GatewayMessage) {
         if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(message));
       },

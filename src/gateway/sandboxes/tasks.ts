@@ -67,6 +67,7 @@ export class LifecycleTasks {
       }
       if (control) {
         req.control = await control.launchControl(req);
+        req.network = control.launchNetwork();
         handle.desire(req.policy.policy, req.policy.revision);
       }
       await driver.provision(req, progress);
