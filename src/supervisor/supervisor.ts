@@ -49,7 +49,6 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
     logger.error("launch config invalid: denying all egress", { ...ids, configPath: opts.configPath, errors: loaded.errors });
   }
   policy.onChange((p) => logger.info("policy changed", { ...ids, policy: p === undefined ? "missing" : "loaded", policyRevision: p?.revision ?? null }));
-  policy.onLockdown((reason) => logger.info(reason === null ? "lockdown lifted" : "lockdown", { ...ids, reason }));
 
   let control: ControlSession | null = null;
   // Every decision, aggregated: the container's log and the gateway get the same bounded stream.
@@ -71,6 +70,21 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
     },
     ...(opts.resolve === undefined ? {} : { resolve: opts.resolve }),
   });
+  // A lockdown closes every connection at once; a new revision closes what it no longer allows
+  // (the control session calls revoke before its ack).
+  policy.onLockdown((reason) => {
+    if (reason === null) {
+      logger.info("lockdown lifted", { ...ids, reason });
+      return;
+    }
+    const r = proxy.revoke();
+    logger.info("lockdown", { ...ids, reason, connectionsClosed: r.closed, tunnels: r.tunnels, clients: r.clients, upstream: r.upstream });
+  });
+  const revoke = (): number => {
+    const r = proxy.revoke();
+    if (r.closed > 0) logger.info("connections revoked", { ...ids, policyRevision: policy.held()?.revision ?? null, connectionsClosed: r.closed, tunnels: r.tunnels, clients: r.clients, upstream: r.upstream });
+    return r.closed;
+  };
   const c = settings.control;
   if (c !== null && settings.sandboxId !== null && settings.generation !== null) {
     const tokenPath = c.tokenPath;
@@ -82,6 +96,7 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
       generation: settings.generation,
       policy,
       proxyListening: () => proxy.isListening(),
+      revoke,
       logger,
       graceMs: c.graceMs,
       ...opts.control,
