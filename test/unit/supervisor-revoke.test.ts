@@ -82,19 +82,24 @@ async function startEcho(): Promise<Origin> {
   return { port: await listenOn(server), ...t };
 }
 
-/** HTTP origin: "hello <url>"; /hold/* writes a first chunk and never ends. */
-async function startHttp(): Promise<Origin> {
+/** HTTP origin: "hello <url>"; /hold/* sends its head and a first chunk, the rest on release(). */
+async function startHttp(): Promise<Origin & { release: () => void; holding: () => number }> {
+  const held: http.ServerResponse[] = [];
   const server = http.createServer((req, res) => {
     if (req.url?.startsWith("/hold/")) {
-      res.writeHead(200, { "content-type": "text/plain" });
-      res.write("first chunk");
+      res.writeHead(200, { "content-type": "text/plain", "content-length": "10" });
+      res.write("first");
+      held.push(res);
       return;
     }
     res.end(`hello ${req.url ?? ""}`);
   });
   const t = tracked(server, "connection");
   cleanups.unshift(() => server.closeAllConnections());
-  return { port: await listenOn(server), ...t };
+  const release = (): void => {
+    for (const res of held.splice(0)) if (!res.destroyed) res.end("+rest");
+  };
+  return { port: await listenOn(server), ...t, release, holding: () => held.length };
 }
 
 async function startProxy(holder: PolicyHolder, lockdown?: () => string | null): Promise<{ proxy: EgressProxy; port: number }> {
@@ -309,7 +314,34 @@ describe("a new revision revokes what it no longer allows", () => {
 
     holder.replace(policyOf([rule(["/ok"])]), 2);
     expect(proxy.revoke()).toMatchObject({ closed: 1, clients: 1 });
-    expect(await nextEvent(s)).toBe("closed");
+    const next = nextEvent(s);
+    // The origin now sends the rest: a response that was not cut would pass it on.
+    origin.release();
+    expect(await next).toBe("closed");
+    await expect.poll(() => origin.open()).toBe(0);
+  });
+
+  it("lets a response still allowed finish, then closes its connection and upstream socket that carried one no longer allowed", async () => {
+    const origin = await startHttp();
+    const rule = (paths: string[]) => ({ name: "origin", endpoints: [{ host: "origin.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK, rules: [{ methods: ["GET"], paths }] }] });
+    const holder = new PolicyHolder({ policy: policyOf([rule(["/hold/**", "/old"])]), revision: 1 });
+    const { proxy, port } = await startProxy(holder);
+
+    const s = await rawClient(port);
+    expect(status(await rawRequest(s, `http://origin.test:${origin.port}/old`))).toBe("200");
+    const answer = rawRequest(s, `http://origin.test:${origin.port}/hold/x`);
+    await expect.poll(() => origin.holding()).toBe(1);
+    // The held request reached the origin over the one kept-alive upstream socket.
+    expect(origin.accepted).toHaveLength(1);
+
+    holder.replace(policyOf([rule(["/hold/**"])]), 2);
+    expect(proxy.revoke()).toEqual({ closed: 0, tunnels: 0, clients: 0, upstream: 0 });
+    const afterAnswer = new Promise<string>((r) => s.once("close", () => r("closed")));
+    origin.release();
+    const full = await answer;
+    expect(full).toMatch(/^HTTP\/1.1 200 [\s\S]*\r\n\r\nfirst\+rest$/);
+    // Then, idle, the connection that carried /old is closed, and so is the upstream socket.
+    expect(await afterAnswer).toBe("closed");
     await expect.poll(() => origin.open()).toBe(0);
   });
 
