@@ -335,7 +335,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   const agent = new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo" });
   // The registry of open connections, re-checked by revoke().
   const tunnels = new Map<Duplex, Tunnel>();
-  const clients = new Map<net.Socket, ClientConnection>();
+  const clients = new Map<Duplex, ClientConnection>();
   /** In-flight requests; the grant once the request was allowed. */
   const inflight = new Map<http.ServerResponse, Grant | undefined>();
   /** What each upstream socket of the agent has carried. */
@@ -561,7 +561,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
 
   function handleConnect(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
     // From here on the socket is a tunnel, not an HTTP connection.
-    clients.delete(socket as net.Socket);
+    clients.delete(socket);
     const entry: Tunnel = { client: socket };
     tunnels.set(socket, entry);
     socket.once("close", () => tunnels.delete(socket));

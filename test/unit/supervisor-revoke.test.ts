@@ -18,6 +18,7 @@ import { LockdownPolicyHolder } from "../../src/supervisor/lockdown.js";
 import { createEgressProxy } from "../../src/supervisor/proxy.js";
 import type { EgressProxy, Resolver } from "../../src/supervisor/proxy.js";
 import { silentLogger } from "../../src/supervisor/logger.js";
+import { connect, nextEvent, probe, rawClient, rawRequest, status } from "../support/proxy-client.js";
 
 const LOOPBACK = ["127.0.0.0/8"];
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -111,63 +112,9 @@ async function startProxy(holder: PolicyHolder, lockdown?: () => string | null):
   return { proxy, port };
 }
 
-/** A raw client socket that remembers whether it has closed. */
-function rawClient(port: number): Promise<net.Socket> {
-  return new Promise((resolve, reject) => {
-    const s = net.connect(port, "127.0.0.1", () => resolve(s));
-    s.on("error", reject);
-    cleanups.push(() => void s.destroy());
-  });
-}
-
-/** CONNECT on a fresh socket; resolves with the status and the socket (paused after the head). */
-async function connect(proxyPort: number, authority: string): Promise<{ status: number; socket: net.Socket }> {
-  const socket = await rawClient(proxyPort);
-  socket.removeAllListeners("error");
-  socket.on("error", () => undefined);
-  return new Promise((resolve) => {
-    let buf = Buffer.alloc(0);
-    const onData = (c: Buffer): void => {
-      buf = Buffer.concat([buf, c]);
-      const end = buf.indexOf("\r\n\r\n");
-      if (end < 0) return;
-      socket.off("data", onData);
-      socket.pause();
-      resolve({ status: Number(buf.subarray(0, end).toString("latin1").split(" ")[1]), socket });
-    };
-    socket.on("data", onData);
-    socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
-  });
-}
-
-/** What a stream does next: yields data, or closes. */
-function nextEvent(s: net.Socket | tls.TLSSocket): Promise<"closed" | `data:${string}`> {
-  if (s.destroyed) return Promise.resolve("closed");
-  return new Promise((resolve) => {
-    const onData = (d: Buffer): void => {
-      s.off("close", onClose);
-      resolve(`data:${d.toString()}`);
-    };
-    const onClose = (): void => {
-      s.off("data", onData);
-      resolve("closed");
-    };
-    s.once("data", onData);
-    s.once("close", onClose);
-    s.resume();
-  });
-}
-
-/** Writes `text` (if the stream still takes writes) and reports whether it was answered or closed. */
-function probe(s: net.Socket | tls.TLSSocket, text: string): Promise<"closed" | `data:${string}`> {
-  const next = nextEvent(s);
-  if (!s.destroyed && s.writable) s.write(text);
-  return next;
-}
-
 /** A TLS session over a CONNECT tunnel, one echo exchanged. */
 async function tlsTunnel(proxyPort: number, authority: string): Promise<tls.TLSSocket> {
-  const c = await connect(proxyPort, authority);
+  const c = await connect(proxyPort, authority, cleanups);
   expect(c.status).toBe(200);
   const t = tls.connect({ socket: c.socket, ca: cert.certPem, servername: "sandgate-gateway" });
   t.on("error", () => undefined);
@@ -176,33 +123,6 @@ async function tlsTunnel(proxyPort: number, authority: string): Promise<tls.TLSS
   return t;
 }
 
-/** One HTTP/1.1 request on a raw kept-alive socket; the response text, or "closed". */
-function rawRequest(s: net.Socket, url: string): Promise<string> {
-  return new Promise((resolve) => {
-    let buf = "";
-    const onData = (d: Buffer): void => {
-      buf += d.toString("latin1");
-      const head = buf.indexOf("\r\n\r\n");
-      if (head < 0) return;
-      const len = /content-length: (\d+)/i.exec(buf.slice(0, head));
-      if (len === null || buf.length < head + 4 + Number(len[1])) return;
-      done(buf.slice(0, head + 4 + Number(len[1])));
-    };
-    const onClose = (): void => done("closed");
-    const done = (r: string): void => {
-      s.off("data", onData);
-      s.off("close", onClose);
-      resolve(r);
-    };
-    if (s.destroyed) return resolve("closed");
-    s.on("data", onData);
-    s.once("close", onClose);
-    const host = new URL(url).host;
-    if (s.writable) s.write(`GET ${url} HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
-  });
-}
-
-const status = (response: string): string => response.split(" ")[1] ?? response;
 
 describe("a new revision revokes what it no longer allows", () => {
   it("closes a TLS tunnel whose rule is gone, keeps the one still allowed; a new CONNECT gets 403", async () => {
@@ -214,7 +134,7 @@ describe("a new revision revokes what it no longer allows", () => {
     const { proxy, port } = await startProxy(holder);
 
     const revoked = await tlsTunnel(port, `tls.test:${tlsOrigin.port}`);
-    const kept = await connect(port, `echo.test:${echo.port}`);
+    const kept = await connect(port, `echo.test:${echo.port}`, cleanups);
     expect(await probe(kept.socket, "a")).toBe("data:a");
 
     expect(holder.replace(policyOf([echoRule]), 2)).toBe(true);
@@ -224,7 +144,7 @@ describe("a new revision revokes what it no longer allows", () => {
     expect(await probe(revoked, "after")).toBe("closed");
     await expect.poll(() => tlsOrigin.open(), { timeout: 10_000 }).toBe(0);
     expect(await probe(kept.socket, "b")).toBe("data:b");
-    expect((await connect(port, `tls.test:${tlsOrigin.port}`)).status).toBe(403);
+    expect((await connect(port, `tls.test:${tlsOrigin.port}`, cleanups)).status).toBe(403);
   });
 
   it("closes a tunnel whose address the new revision no longer admits (allowPrivate narrowed)", async () => {
@@ -232,7 +152,7 @@ describe("a new revision revokes what it no longer allows", () => {
     const rule = (allowPrivate: string[]) => ({ name: "echo", endpoints: [{ host: "echo.test", port: echo.port, protocol: "https", allowPrivate }] });
     const holder = new PolicyHolder({ policy: policyOf([rule(LOOPBACK)]), revision: 1 });
     const { proxy, port } = await startProxy(holder);
-    const c = await connect(port, `echo.test:${echo.port}`);
+    const c = await connect(port, `echo.test:${echo.port}`, cleanups);
     expect(await probe(c.socket, "a")).toBe("data:a");
 
     holder.replace(policyOf([rule(["10.0.0.0/8"])]), 2);
@@ -251,7 +171,7 @@ describe("a new revision revokes what it no longer allows", () => {
     const wsPort = (wss.address() as AddressInfo).port;
     const holder = new PolicyHolder({ policy: policyOf([{ name: "ws", endpoints: [{ host: "ws.test", port: wsPort, protocol: "https", allowPrivate: LOOPBACK }] }]), revision: 1 });
     const { proxy, port } = await startProxy(holder);
-    const c = await connect(port, `ws.test:${wsPort}`);
+    const c = await connect(port, `ws.test:${wsPort}`, cleanups);
     c.socket.resume();
     const ws = new WebSocket(`ws://ws.test:${wsPort}/`, { createConnection: () => c.socket });
     ws.on("error", () => undefined);
@@ -279,10 +199,10 @@ describe("a new revision revokes what it no longer allows", () => {
     const holder = new PolicyHolder({ policy: policyOf([originRule, otherRule]), revision: 1 });
     const { proxy, port } = await startProxy(holder);
 
-    const toOrigin = await rawClient(port);
+    const toOrigin = await rawClient(port, cleanups);
     expect(status(await rawRequest(toOrigin, `http://origin.test:${origin.port}/1`))).toBe("200");
     expect(status(await rawRequest(toOrigin, `http://origin.test:${origin.port}/2`))).toBe("200");
-    const toOther = await rawClient(port);
+    const toOther = await rawClient(port, cleanups);
     expect(status(await rawRequest(toOther, `http://other.test:${other.port}/1`))).toBe("200");
     // One kept-alive upstream socket to each origin, idle in the proxy's pool.
     expect(origin.accepted).toHaveLength(1);
@@ -299,7 +219,7 @@ describe("a new revision revokes what it no longer allows", () => {
     expect(status(await rawRequest(toOther, `http://origin.test:${origin.port}/4`))).toBe("403");
     expect(status(await rawRequest(toOther, `http://other.test:${other.port}/2`))).toBe("200");
     // A new connection to the revoked origin is denied.
-    expect(status(await rawRequest(await rawClient(port), `http://origin.test:${origin.port}/5`))).toBe("403");
+    expect(status(await rawRequest(await rawClient(port, cleanups), `http://origin.test:${origin.port}/5`))).toBe("403");
     expect(origin.accepted).toHaveLength(1);
   });
 
@@ -309,7 +229,7 @@ describe("a new revision revokes what it no longer allows", () => {
     const holder = new PolicyHolder({ policy: policyOf([rule(["/hold/**", "/ok"])]), revision: 1 });
     const { proxy, port } = await startProxy(holder);
 
-    const s = await rawClient(port);
+    const s = await rawClient(port, cleanups);
     const first = nextEvent(s);
     s.write(`GET http://origin.test:${origin.port}/hold/x HTTP/1.1\r\nHost: origin.test\r\n\r\n`);
     expect(await first).toMatch(/^data:HTTP\/1.1 200 /);
@@ -329,7 +249,7 @@ describe("a new revision revokes what it no longer allows", () => {
     const holder = new PolicyHolder({ policy: policyOf([rule(["/hold/**", "/old"])]), revision: 1 });
     const { proxy, port } = await startProxy(holder);
 
-    const s = await rawClient(port);
+    const s = await rawClient(port, cleanups);
     expect(status(await rawRequest(s, `http://origin.test:${origin.port}/old`))).toBe("200");
     const answer = rawRequest(s, `http://origin.test:${origin.port}/hold/x`);
     await expect.poll(() => origin.holding()).toBe(1);
@@ -356,7 +276,7 @@ describe("a new revision revokes what it no longer allows", () => {
     const { port } = await proxy.listen(0, "127.0.0.1");
     cleanups.push(() => proxy.close(0));
 
-    const s = await rawClient(port);
+    const s = await rawClient(port, cleanups);
     const pending = rawRequest(s, `http://slow.test:${origin.port}/`);
     await expect.poll(() => typeof answer).toBe("function");
     holder.replace(policyOf([]), 2);
@@ -381,9 +301,9 @@ describe("lockdown revokes everything", () => {
     const { proxy, port } = await startProxy(holder, () => holder.lockdownReason());
 
     const tunnel = await tlsTunnel(port, `tls.test:${tlsOrigin.port}`);
-    const keptAlive = await rawClient(port);
+    const keptAlive = await rawClient(port, cleanups);
     expect(status(await rawRequest(keptAlive, `http://origin.test:${origin.port}/1`))).toBe("200");
-    const fresh = await rawClient(port);
+    const fresh = await rawClient(port, cleanups);
     await expect.poll(() => origin.open()).toBe(1);
 
     holder.lock("test");
@@ -394,6 +314,6 @@ describe("lockdown revokes everything", () => {
     expect(await rawRequest(keptAlive, `http://origin.test:${origin.port}/2`)).toBe("closed");
     expect(await rawRequest(fresh, `http://origin.test:${origin.port}/3`)).toBe("closed");
     await expect.poll(() => origin.open() + tlsOrigin.open(), { timeout: 10_000 }).toBe(0);
-    expect((await connect(port, `tls.test:${tlsOrigin.port}`)).status).toBe(403);
+    expect((await connect(port, `tls.test:${tlsOrigin.port}`, cleanups)).status).toBe(403);
   });
 });
