@@ -28,10 +28,10 @@ export function boundaryLine(b: BoundaryView | null): string {
   return `${b.healthy ? "healthy" : `UNHEALTHY (${b.problem ?? "?"})`}; session ${b.session}; ${beat}; ${rev}`;
 }
 
-/** "; closed 2 connections it does not allow", or nothing when the supervisor did not say. */
+/** "; closed 2 connections" (open ones the revision does not allow), or nothing when the supervisor did not say. */
 function closedText(n: number | null | undefined): string {
   if (n === null || n === undefined) return "";
-  return `; closed ${String(n)} connection${n === 1 ? "" : "s"} it does not allow`;
+  return `; closed ${String(n)} connection${n === 1 ? "" : "s"}`;
 }
 
 export function policyCommands(global: () => Common): Command {

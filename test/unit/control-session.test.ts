@@ -28,7 +28,7 @@ import type { AuditEvent, EgressProxy } from "../../src/supervisor/proxy.js";
 import { silentLogger } from "../../src/supervisor/logger.js";
 import type { Logger } from "../../src/supervisor/logger.js";
 import { startSupervisor } from "../../src/supervisor/supervisor.js";
-import { SUPERVISOR_PATH } from "../../src/protocol/wire.js";
+import { SUPERVISOR_PATH, parseSupervisorMessage } from "../../src/protocol/wire.js";
 import { freePort } from "../support/net.js";
 import { connect, probe, rawClient, rawRequest, status } from "../support/proxy-client.js";
 import net from "node:net";
@@ -540,6 +540,32 @@ describe("boundary health", () => {
     const h = await changeAfter(mark, "enforcing the old revision", (x) => x.problem === "enforcing revision 2, want 3");
     expect(h).toMatchObject({ healthy: false, enforcedRevision: 2, desiredRevision: 3 });
     expect((await gw.boundary.waitForRevision("sb-h", 3, 150)).reached).toBe(false);
+  });
+
+  it("an ack may carry the closed count; one without it (an older supervisor) still counts, with the count unknown", async () => {
+    expect(parseSupervisorMessage(JSON.stringify({ type: "ack", revision: 2, applied: true }))).toMatchObject({ ok: true });
+    expect(parseSupervisorMessage(JSON.stringify({ type: "ack", revision: 2, applied: true, closed: 3 }))).toEqual({ ok: true, message: { type: "ack", revision: 2, applied: true, closed: 3 } });
+    expect(parseSupervisorMessage(JSON.stringify({ type: "ack", revision: 2, applied: true, closed: -1 }))).toMatchObject({ ok: false });
+    expect(parseSupervisorMessage(JSON.stringify({ type: "ack", revision: 2, applied: true, closed: 1.5 }))).toMatchObject({ ok: false });
+
+    const gw = await startGatewaySide({ idleMs: 60_000 });
+    const token = await launch(gw, "sb-ack", 1, "n-ack", { policy: allowOrigin(), revision: 2 });
+    const peer = await handDriven(gw, "sb-ack", token);
+    peer.send({ type: "ack", revision: 2, applied: true });
+    peer.send(beat(2));
+    expect(await gw.boundary.waitForRevision("sb-ack", 2, 30_000)).toMatchObject({ reached: true, connectionsClosed: null });
+
+    gw.boundary.setDesired("sb-ack", 1, allowOrigin(["/x"]), 3);
+    gw.boundary.setDesired("sb-ack", 1, allowOrigin(["/y"]), 4);
+    const w3 = gw.boundary.waitForRevision("sb-ack", 3, 30_000);
+    const w4 = gw.boundary.waitForRevision("sb-ack", 4, 30_000);
+    peer.send({ type: "ack", revision: 3, applied: true, closed: 2 });
+    peer.send({ type: "ack", revision: 4, applied: true, closed: 1 });
+    peer.send(beat(4));
+    expect(await w3).toMatchObject({ reached: true, connectionsClosed: 2 });
+    expect(await w4).toMatchObject({ reached: true, connectionsClosed: 1 });
+    // Asked after the fact: the ack of that revision still answers.
+    expect((await gw.boundary.waitForRevision("sb-ack", 3, 30_000)).connectionsClosed).toBe(2);
   });
 
   it("closes the session on a malformed message, and disconnect() ends a live session", async () => {
