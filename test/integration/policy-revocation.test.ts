@@ -54,7 +54,8 @@ const policy = (...rules: string[]): string => (rules.length === 0 ? "version: 1
 const CLIENT = `
 const net = require("net"), tls = require("tls");
 const proxy = new URL(process.env.HTTPS_PROXY || process.env.HTTP_PROXY);
-const [ca, tlsHost, httpHost] = process.argv.slice(1);
+const [caBase64, tlsHost, httpHost] = process.argv.slice(1);
+const ca = Buffer.from(caBase64, "base64").toString();
 const say = (s) => process.stdout.write(s + "\\n");
 let tunnel, kept;
 const track = (s) => { s.closedFlag = false; s.on("close", () => (s.closedFlag = true)); s.on("error", () => {}); return s; };
@@ -138,10 +139,16 @@ interface Client {
 
 /** Starts CLIENT in the workload straight through Docker; run(cmd) answers its line. */
 async function startClient(workloadId: string): Promise<Client> {
-  const s = await startExec(fx.engine, workloadId, { cmd: ["node", "-e", CLIENT, cert.certPem, TLS_ORIGIN, HTTP_ORIGIN], tty: false });
+  const s = await startExec(fx.engine, workloadId, { cmd: ["node", "-e", CLIENT, Buffer.from(cert.certPem).toString("base64"), TLS_ORIGIN, HTTP_ORIGIN], tty: false });
   let stderr = "";
   s.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
   const waiting: ((line: string) => void)[] = [];
+  let exited = false;
+  // A client that died answers every command (pending or later) with its exit and stderr.
+  void s.exitCode.then((code) => {
+    exited = true;
+    for (const w of waiting.splice(0)) w(`exited ${String(code)}: ${stderr}`);
+  });
   let buf = "";
   s.stdout.on("data", (b: Buffer) => {
     buf += b.toString();
@@ -152,10 +159,12 @@ async function startClient(workloadId: string): Promise<Client> {
   });
   return {
     run: (command) =>
-      new Promise<string>((resolve) => {
+      new Promise<string>((resolve, reject) => {
+        if (exited) return reject(new Error(`workload client exited: ${stderr}`));
         waiting.push((line) => {
-          expect(line.startsWith(`${command}: `), `${line} (stderr: ${stderr})`).toBe(true);
-          resolve(line.slice(command.length + 2));
+          if (process.env.SANDGATE_TEST_DEBUG) process.stderr.write(`[client] ${command} -> ${line}\n`);
+          if (line.startsWith(`${command}: `)) resolve(line.slice(command.length + 2));
+          else reject(new Error(`${command}: unexpected answer ${JSON.stringify(line)} (stderr: ${stderr})`));
         });
         s.stdin.write(`${command}\n`);
       }),
