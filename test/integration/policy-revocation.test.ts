@@ -127,9 +127,12 @@ const commands = {
   },
 };
 let chain = Promise.resolve();
-require("readline").createInterface({ input: process.stdin }).on("line", (line) => {
+const rl = require("readline").createInterface({ input: process.stdin });
+rl.on("line", (line) => {
   chain = chain.then(() => commands[line]()).then((r) => say(line + ": " + r), (e) => say(line + ": ERR " + e.message));
 });
+// Stdin closed: exit, even with connections still open.
+rl.on("close", () => chain.then(() => process.exit(0)));
 `;
 
 interface Client {
@@ -255,10 +258,12 @@ describe("a lockdown revokes everything at once", () => {
   it("gateway gone past the grace period: the tunnel and the kept-alive connection are closed when the lockdown begins", async () => {
     const s = await createReady(fx, "rv-lock", { policy: policy(TLS_RULE, HTTP_RULE) });
     const client = await startClient(s.runtime.workload.id);
+    let gatewayDown = false;
     try {
       await eventually(async () => ((await client.run("tunnel")) === "open data ping" ? true : undefined), 30_000, "the TLS tunnel");
 
       await fx.t.close({ keepHome: true });
+      gatewayDown = true;
       // Opened inside the grace period: the policy still allows it.
       expect(await client.run("keepalive")).toBe("200 hello from origin /first");
       // Once a new request is refused for the lockdown, the old connections are already closed.
@@ -268,9 +273,11 @@ describe("a lockdown revokes everything at once", () => {
       expect(await client.run("connect")).toBe("403");
 
       await fx.restartGateway();
+      gatewayDown = false;
       await eventually(async () => ((await client.run("get")).startsWith("200 ") ? true : undefined), 60_000, "egress resumed");
     } finally {
       await client.close();
+      if (gatewayDown) await fx.restartGateway();
     }
     await waitPhase(fx, "rv-lock", "Ready", 60_000);
   }, 180_000);
