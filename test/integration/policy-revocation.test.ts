@@ -184,15 +184,33 @@ async function startClient(workloadId: string): Promise<Client> {
  * timeout and let that timeout, not the revision, close the connection.
  */
 async function putPolicyAndWait(name: string, text: string): Promise<{ enforced: boolean; connectionsClosed: number | null }> {
-  const r = await fx.t.api("PUT", `/v1/sandboxes/${name}/policy`, { policy: text, wait: 30 });
+  const r = await whileRecovering(name, async () => {
+    const put = await fx.t.api("PUT", `/v1/sandboxes/${name}/policy`, { policy: text, wait: 30 });
+    return { refusedRecovering: put.status !== 200 && JSON.stringify(put.body).includes("it is Recovering"), value: put };
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body as { enforced: boolean; connectionsClosed: number | null };
+}
+
+/**
+ * A policy change is refused, changing nothing, while the sandbox is Recovering (on a loaded
+ * machine the gateway's Docker watchdog can briefly put it there); try again once it is Ready.
+ */
+async function whileRecovering<T>(name: string, attempt: () => Promise<{ refusedRecovering: boolean; value: T }>): Promise<T> {
+  for (let i = 0; ; i++) {
+    const r = await attempt();
+    if (!r.refusedRecovering || i >= 5) return r.value;
+    await waitPhase(fx, name, "Ready", 60_000);
+  }
 }
 
 async function policySet(name: string, text: string): Promise<{ code: number | null; stdout: string; stderr: string; closed: number }> {
   const file = join(fx.cliEnv.SANDGATE_HOME!, `${name}-${Date.now()}.yaml`);
   writeFileSync(file, text);
-  const r = await cli(["policy", "set", name, "--policy", file, "--wait"], fx.cliEnv);
+  const r = await whileRecovering(name, async () => {
+    const run = await cli(["policy", "set", name, "--policy", file, "--wait"], fx.cliEnv);
+    return { refusedRecovering: run.code !== 0 && run.stderr.includes("it is Recovering"), value: run };
+  });
   const m = /; closed (\d+) connections?\n$/.exec(r.stdout);
   return { ...r, closed: m === null ? -1 : Number(m[1]) };
 }
