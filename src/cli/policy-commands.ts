@@ -29,6 +29,12 @@ export function boundaryLine(b: BoundaryView | null): string {
   return `${b.healthy ? "healthy" : `UNHEALTHY (${b.problem ?? "?"})`}; session ${b.session}; ${beat}; ${rev}`;
 }
 
+/** "; closed 2 connections" (open ones the revision does not allow), or nothing when the supervisor did not say. */
+function closedText(n: number | null | undefined): string {
+  if (n === null || n === undefined) return "";
+  return `; closed ${String(n)} connection${n === 1 ? "" : "s"}`;
+}
+
 export function policyCommands(global: () => Common): Command {
   const policy = new Command("policy").description("view and change a sandbox's network policy");
   const client = (): GatewayClient => new GatewayClient(global());
@@ -50,13 +56,13 @@ export function policyCommands(global: () => Common): Command {
       }
       const body: Record<string, unknown> = { policy: text };
       if (o.wait) body.wait = o.timeout;
-      const r = await client().request<{ revision: number; pushed: boolean; enforced: boolean | null; boundary: BoundaryView | null }>(
+      const r = await client().request<{ revision: number; pushed: boolean; enforced: boolean | null; connectionsClosed?: number | null; boundary: BoundaryView | null }>(
         "PUT",
         `/v1/sandboxes/${enc(name)}/policy`,
         body,
       );
       if (o.json) printJson(r);
-      else process.stdout.write(`${name}  policy revision ${r.revision} accepted${r.enforced ? "; enforced by the supervisor" : ""}\n`);
+      else process.stdout.write(`${name}  policy revision ${r.revision} accepted${r.enforced ? `; enforced by the supervisor${closedText(r.connectionsClosed)}` : ""}\n`);
       if (o.wait && !r.enforced) {
         throw new CliError(
           `revision ${r.revision} is stored but the supervisor did not acknowledge it within ${o.timeout} s (${boundaryLine(r.boundary)})`,

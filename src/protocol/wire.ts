@@ -45,6 +45,11 @@ export const ackMessage = z.strictObject({
   revision,
   /** False when the holder kept a newer revision than the one pushed. */
   applied: z.boolean(),
+  /**
+   * Open connections the supervisor closed because the revision now enforced does not allow
+   * them, before sending this ack. Absent from supervisors that predate revocation.
+   */
+  closed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
 });
 
 export const heartbeatMessage = z.strictObject({

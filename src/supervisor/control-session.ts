@@ -31,6 +31,11 @@ export interface ControlSessionOptions {
   generation: number;
   policy: LockdownPolicyHolder;
   proxyListening: () => boolean;
+  /**
+   * Closes every open connection the policy now in force would not allow; returns how many.
+   * Called after each pushed revision is installed, before its ack (which carries the count).
+   */
+  revoke?: () => number;
   logger: Logger;
   /** Session down this long → deny all egress. Default 15000. */
   graceMs?: number;
@@ -70,11 +75,12 @@ export function sessionBackoff(initialMs: number, maxMs: number): BackoffPolicy 
 }
 
 export class ControlSession {
-  readonly #o: Required<Omit<ControlSessionOptions, "token" | "policy" | "proxyListening" | "logger" | "onHostAddresses">>;
+  readonly #o: Required<Omit<ControlSessionOptions, "token" | "policy" | "proxyListening" | "revoke" | "logger" | "onHostAddresses">>;
   readonly #onHostAddresses: ((addresses: string[]) => void) | undefined;
   readonly #token: () => Promise<string>;
   readonly #policy: LockdownPolicyHolder;
   readonly #proxyListening: () => boolean;
+  readonly #revoke: () => number;
   readonly #log: Logger;
   readonly #pin: string;
 
@@ -102,6 +108,7 @@ export class ControlSession {
     this.#token = opts.token;
     this.#policy = opts.policy;
     this.#proxyListening = opts.proxyListening;
+    this.#revoke = opts.revoke ?? (() => 0);
     this.#log = opts.logger;
     this.#onHostAddresses = opts.onHostAddresses;
     this.#o = {
@@ -340,9 +347,11 @@ export class ControlSession {
     // Only a policy the gateway confirmed over an authenticated session lifts a lockdown.
     const wasLocked = this.#policy.lockdownReason() !== null;
     this.#policy.unlock();
+    // What the new revision does not allow is closed before the ack says it is enforced.
+    const closed = this.#revoke();
     const enforced = this.#policy.held()?.revision ?? m.revision;
-    this.#log.info("policy pushed", { sandboxId: this.#o.sandboxId, revision: m.revision, applied, enforcedRevision: enforced, lockdownLifted: wasLocked });
-    this.#send({ type: "ack", revision: enforced, applied });
+    this.#log.info("policy pushed", { sandboxId: this.#o.sandboxId, revision: m.revision, applied, enforcedRevision: enforced, lockdownLifted: wasLocked, connectionsClosed: closed });
+    this.#send({ type: "ack", revision: enforced, applied, closed });
     this.#sendHeartbeat();
   }
 

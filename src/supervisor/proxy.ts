@@ -39,10 +39,30 @@ export interface EgressProxyOptions {
   lockdown?: () => string | null;
 }
 
+/** What revoke() closed. */
+export interface Revocation {
+  /** Every connection closed: tunnels + client connections + idle upstream sockets. */
+  closed: number;
+  /** CONNECT tunnels (and what runs inside them: TLS, upgraded WebSockets), open or still connecting. */
+  tunnels: number;
+  /** Plain-HTTP client connections of the workload (kept-alive or with a request in flight). */
+  clients: number;
+  /** Pooled upstream keep-alive sockets. */
+  upstream: number;
+}
+
 export interface EgressProxy {
   readonly server: http.Server;
   listen(port: number, host?: string): Promise<AddressInfo>;
   isListening(): boolean;
+  /**
+   * Re-checks every open connection against the policy in force now (call it right after a
+   * new revision was installed, or a lockdown began) and closes, synchronously, each one it
+   * would not allow: a CONNECT tunnel whose host:port it denies; a client connection with a
+   * request in flight it denies, or idle after one; an idle upstream keep-alive socket that
+   * served one. Under lockdown or without a policy, every connection is closed.
+   */
+  revoke(): Revocation;
   /** Stops accepting, lets in-flight HTTP requests finish for up to graceMs, then cuts everything. */
   close(graceMs?: number): Promise<void>;
 }
@@ -76,6 +96,61 @@ type Outcome =
   | { kind: "allow"; address: string; rule: string }
   | { kind: "deny"; reason: string; rule?: string; address?: string }
   | { kind: "unreachable"; status: 502 | 504; code: string; message: string };
+
+/**
+ * What one open connection was allowed for: the request as evaluated and the address
+ * that was checked and connected to. Re-evaluated on every revocation.
+ */
+interface Grant {
+  host: string;
+  port: number;
+  protocol: "http" | "https";
+  method?: string;
+  path?: string;
+  address: string;
+}
+
+/** Past requests remembered per kept-alive connection; beyond this it is closed on any revocation. */
+const GRANTS_PER_CONNECTION = 64;
+
+/** The grants a kept-alive connection has carried. */
+interface GrantSet {
+  grants: Map<string, Grant>;
+  /** More distinct requests than GRANTS_PER_CONNECTION: what it carried is no longer known. */
+  overflow: boolean;
+}
+
+const newGrantSet = (): GrantSet => ({ grants: new Map(), overflow: false });
+
+function addGrant(set: GrantSet, g: Grant): void {
+  if (set.overflow) return;
+  const key = `${g.protocol} ${g.host} ${String(g.port)} ${g.address} ${g.method ?? ""} ${g.path ?? ""}`;
+  if (set.grants.has(key)) return;
+  if (set.grants.size >= GRANTS_PER_CONNECTION) {
+    set.overflow = true;
+    set.grants.clear();
+    return;
+  }
+  set.grants.set(key, g);
+}
+
+/** A workload connection that speaks plain HTTP to the proxy. */
+interface ClientConnection {
+  socket: net.Socket;
+  carried: GrantSet;
+  /** Requests being answered on it now. */
+  active: Set<http.ServerResponse>;
+  /** A past request is no longer allowed: close it as soon as it is idle. */
+  stale: boolean;
+}
+
+/** A CONNECT tunnel, from the CONNECT until it closes. */
+interface Tunnel {
+  client: Duplex;
+  /** Set once the target was allowed. */
+  grant?: Grant;
+  upstream?: net.Socket;
+}
 
 /** What an audit event records: the decision, with the address when one was chosen. */
 type AuditedDecision =
@@ -228,6 +303,31 @@ function sendJson(res: http.ServerResponse, status: number, proxyError: string, 
   res.end(json);
 }
 
+/**
+ * Closes an idle client connection without cutting the tail of its last response: at once
+ * when nothing is left to write, else once written (a client that does not read gets 5 s).
+ */
+function closeIdle(socket: net.Socket): void {
+  if (socket.writableLength === 0) {
+    socket.destroy();
+    return;
+  }
+  socket.end();
+  socket.once("finish", () => socket.destroy());
+  setTimeout(() => socket.destroy(), 5000).unref();
+}
+
+function grantOf(t: Target, address: string): Grant {
+  return {
+    host: t.host,
+    port: t.port,
+    protocol: t.protocol,
+    ...(t.protocol === "http" ? { method: t.method } : {}),
+    ...(t.path === undefined ? {} : { path: t.path }),
+    address,
+  };
+}
+
 export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   const { policy, onAudit, logger } = options;
   const resolve = options.resolve ?? defaultResolver;
@@ -237,8 +337,19 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   // One keep-alive agent; its pools are keyed by host:port, and host is always the
   // checked IP, so reuse never crosses to an address that was not checked.
   const agent = new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo" });
-  const tunnels = new Set<Duplex>();
-  const inflight = new Set<http.ServerResponse>();
+  // The registry of open connections, re-checked by revoke().
+  const tunnels = new Map<Duplex, Tunnel>();
+  const clients = new Map<Duplex, ClientConnection>();
+  /** In-flight requests; the grant once the request was allowed. */
+  const inflight = new Map<http.ServerResponse, Grant | undefined>();
+  /** What each upstream socket of the agent has carried. */
+  const upstreamCarried = new WeakMap<net.Socket, GrantSet>();
+  /** Upstream sockets in use at a revocation that carried a request no longer allowed: closed once freed. */
+  const upstreamStale = new WeakSet<net.Socket>();
+  agent.on("free", (socket: net.Socket) => {
+    // Only when it went to the pool: a freed socket may be handed straight to a waiting request.
+    if (upstreamStale.has(socket) && Object.values(agent.freeSockets).some((list) => list?.includes(socket) === true)) socket.destroy();
+  });
   let closing = false;
   let onDrained: (() => void) | undefined;
 
@@ -263,7 +374,11 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     }
   };
 
-  /** Policy check, one resolution, address check. Emits the audit event for the decision. */
+  /**
+   * Policy check, one resolution, address check. Emits the audit event for the decision.
+   * A decision is only ever made under the policy in force when it is returned: a new
+   * revision or a lockdown during the lookup starts it over.
+   */
   async function authorize(t: Target): Promise<Outcome> {
     const locked = options.lockdown?.() ?? null;
     const loaded = policy.current();
@@ -290,12 +405,18 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     if (net.isIP(t.host) !== 0) {
       addresses = [t.host];
     } else {
+      let failed: { err: unknown } | undefined;
       try {
         addresses = await withTimeout(resolve(t.host), resolveTimeoutMs);
       } catch (err) {
+        addresses = [];
+        failed = { err };
+      }
+      if (policy.current() !== loaded || (options.lockdown?.() ?? null) !== null) return authorize(t);
+      if (failed !== undefined) {
         // The policy allowed it; the network did not deliver. Audit the decision, report the failure.
         audit(t, { kind: "allow", rule: decision.rule });
-        return unreachable(err);
+        return unreachable(failed.err);
       }
       if (addresses.length === 0) {
         audit(t, { kind: "allow", rule: decision.rule });
@@ -319,16 +440,29 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     return o;
   }
 
-  function track(res: http.ServerResponse): void {
-    inflight.add(res);
+  function track(req: http.IncomingMessage, res: http.ServerResponse): void {
+    inflight.set(res, undefined);
+    const conn = clients.get(req.socket);
+    conn?.active.add(res);
     res.once("close", () => {
       inflight.delete(res);
+      if (conn !== undefined) {
+        conn.active.delete(res);
+        if (conn.stale && conn.active.size === 0) closeIdle(conn.socket);
+      }
       if (inflight.size === 0) onDrained?.();
     });
   }
 
+  /** The request was allowed: its connection and response now carry this grant. */
+  function granted(req: http.IncomingMessage, res: http.ServerResponse, g: Grant): void {
+    if (inflight.has(res)) inflight.set(res, g);
+    const conn = clients.get(req.socket);
+    if (conn !== undefined) addGrant(conn.carried, g);
+  }
+
   function handleRequest(req: http.IncomingMessage, res: http.ServerResponse, expectContinue: boolean): void {
-    track(res);
+    track(req, res);
     const method = req.method ?? "GET";
     const target = parseAbsoluteHttp(req.url, method);
     if (target === undefined) {
@@ -350,6 +484,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
           logger.warn("upstream unreachable", { host: target.host, port: target.port, code: outcome.code });
           sendJson(res, outcome.status, UPSTREAM_ERROR, unreachableBody(target, outcome), closing || expectContinue || hasBody(req));
         } else if (!res.destroyed) {
+          granted(req, res, grantOf(target, outcome.address));
           if (expectContinue) res.writeContinue();
           forward(req, res, target, outcome.address, true);
         }
@@ -380,6 +515,12 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     let responded = false;
 
     upReq.on("socket", (socket) => {
+      let carried = upstreamCarried.get(socket);
+      if (carried === undefined) {
+        carried = newGrantSet();
+        upstreamCarried.set(socket, carried);
+      }
+      addGrant(carried, grantOf(t, address));
       if (!socket.connecting) return;
       const timer = setTimeout(() => upReq.destroy(new TimeoutError(`connect to ${address}:${t.port} timed out`)), connectTimeoutMs);
       const clear = (): void => clearTimeout(timer);
@@ -426,7 +567,10 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   }
 
   function handleConnect(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
-    tunnels.add(socket);
+    // From here on the socket is a tunnel, not an HTTP connection.
+    clients.delete(socket);
+    const entry: Tunnel = { client: socket };
+    tunnels.set(socket, entry);
     socket.once("close", () => tunnels.delete(socket));
     socket.on("error", (err) => logger.warn("tunnel client socket error", errorFields(err)));
     const target = parseConnectTarget(req.url);
@@ -438,7 +582,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       (outcome) => {
         if (outcome.kind === "deny") endRawJson(socket, 403, POLICY_ERROR, denialBody(target, outcome));
         else if (outcome.kind === "unreachable") endRawJson(socket, outcome.status, UPSTREAM_ERROR, unreachableBody(target, outcome));
-        else if (!socket.destroyed) tunnel(socket, head, target, outcome.address);
+        else if (!socket.destroyed) tunnel(entry, head, target, outcome.address);
       },
       (err: unknown) => {
         logger.error("proxy connect failed", { host: target.host, ...errorFields(err) });
@@ -447,9 +591,12 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     );
   }
 
-  function tunnel(client: Duplex, head: Buffer, t: Target, address: string): void {
+  function tunnel(entry: Tunnel, head: Buffer, t: Target, address: string): void {
+    const { client } = entry;
     // allowHalfOpen: one side finishing its writes must not cut the other direction.
     const upstream = net.connect({ host: address, port: t.port, allowHalfOpen: true });
+    entry.grant = grantOf(t, address);
+    entry.upstream = upstream;
     upstream.setNoDelay(true);
     let established = false;
     const timer = setTimeout(() => upstream.destroy(new TimeoutError(`connect to ${address}:${t.port} timed out`)), connectTimeoutMs);
@@ -487,9 +634,111 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     // side enforces its own deadlines. Slow headers are still bounded.
     requestTimeout: 0,
   });
+  server.on("connection", (socket: net.Socket) => {
+    clients.set(socket, { socket, carried: newGrantSet(), active: new Set(), stale: false });
+    socket.once("close", () => clients.delete(socket));
+  });
   server.on("request", (req, res) => handleRequest(req, res, false));
   server.on("checkContinue", (req, res) => handleRequest(req, res, true));
   server.on("connect", handleConnect);
+
+  /** Closes every connection: lockdown, or no policy at all. */
+  function revokeAll(): Revocation {
+    let tunnelCount = 0;
+    let clientCount = 0;
+    let upstreamCount = 0;
+    for (const tn of [...tunnels.values()]) {
+      tn.client.destroy();
+      tn.upstream?.destroy();
+      tunnelCount++;
+    }
+    for (const conn of [...clients.values()]) {
+      conn.socket.destroy();
+      clientCount++;
+    }
+    for (const [set, counted] of [[agent.freeSockets, true], [agent.sockets, false]] as const) {
+      for (const list of Object.values(set)) {
+        for (const socket of [...(list ?? [])]) {
+          socket.destroy();
+          // In-use ones belong to a client connection counted above.
+          if (counted) upstreamCount++;
+        }
+      }
+    }
+    return { closed: tunnelCount + clientCount + upstreamCount, tunnels: tunnelCount, clients: clientCount, upstream: upstreamCount };
+  }
+
+  function revoke(): Revocation {
+    const loaded = policy.current();
+    if ((options.lockdown?.() ?? null) !== null || loaded === undefined) return revokeAll();
+    const verdicts = new Map<Grant, boolean>();
+    const hostSet = options.hostAddresses?.() ?? NO_HOST_ADDRESSES;
+    const allows = (g: Grant): boolean => {
+      let v = verdicts.get(g);
+      if (v === undefined) {
+        const d = evaluate(loaded.policy, {
+          host: g.host,
+          port: g.port,
+          protocol: g.protocol,
+          ...(g.method === undefined ? {} : { method: g.method }),
+          ...(g.path === undefined ? {} : { path: g.path }),
+        });
+        // The address was checked against the old allowPrivate; check it against the new one.
+        v = d.allow && checkResolvedAddress(g.address, d.allowPrivate, hostSet).ok;
+        verdicts.set(g, v);
+      }
+      return v;
+    };
+    const allowsAll = (set: GrantSet): boolean => !set.overflow && [...set.grants.values()].every(allows);
+
+    let tunnelCount = 0;
+    let clientCount = 0;
+    let upstreamCount = 0;
+    // Tunnels still being authorized have no grant yet: authorize() decides under the new policy.
+    for (const tn of [...tunnels.values()]) {
+      if (tn.grant === undefined || allows(tn.grant)) continue;
+      tn.client.destroy();
+      tn.upstream?.destroy();
+      tunnelCount++;
+    }
+    for (const conn of [...clients.values()]) {
+      let cut = false;
+      for (const res of conn.active) {
+        const g = inflight.get(res);
+        if (g !== undefined && !allows(g)) cut = true;
+      }
+      if (!cut && !allowsAll(conn.carried)) {
+        // Idle after a request no longer allowed: closed now. Busy with allowed ones: once idle.
+        if (conn.active.size === 0) {
+          closeIdle(conn.socket);
+          clientCount++;
+        } else {
+          conn.stale = true;
+        }
+      }
+      if (cut) {
+        conn.socket.destroy();
+        clientCount++;
+      }
+    }
+    // In-use upstream sockets go with their client connection (a cut response destroys its
+    // upstream request); one still serving an allowed request is closed when it is freed.
+    for (const list of Object.values(agent.freeSockets)) {
+      for (const socket of [...(list ?? [])]) {
+        const carried = upstreamCarried.get(socket);
+        if (carried !== undefined && allowsAll(carried)) continue;
+        socket.destroy();
+        upstreamCount++;
+      }
+    }
+    for (const list of Object.values(agent.sockets)) {
+      for (const socket of list ?? []) {
+        const carried = upstreamCarried.get(socket);
+        if (carried === undefined || !allowsAll(carried)) upstreamStale.add(socket);
+      }
+    }
+    return { closed: tunnelCount + clientCount + upstreamCount, tunnels: tunnelCount, clients: clientCount, upstream: upstreamCount };
+  }
 
   return {
     server,
@@ -497,6 +746,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       return listen(server, port, host);
     },
     isListening: () => server.listening,
+    revoke,
     async close(graceMs = 5000) {
       closing = true;
       const closed = new Promise<void>((r) => {
@@ -515,7 +765,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         });
       }
       // Tunnels are opaque and long-lived (TLS keep-alive): waiting for them only delays exit.
-      for (const s of tunnels) s.destroy();
+      for (const tn of tunnels.values()) tn.client.destroy();
       server.closeAllConnections();
       agent.destroy();
       await closed;

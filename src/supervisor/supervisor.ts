@@ -51,7 +51,6 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
     logger.error("launch config invalid: denying all egress", { ...ids, configPath: opts.configPath, errors: loaded.errors });
   }
   policy.onChange((p) => logger.info("policy changed", { ...ids, policy: p === undefined ? "missing" : "loaded", policyRevision: p?.revision ?? null }));
-  policy.onLockdown((reason) => logger.info(reason === null ? "lockdown lifted" : "lockdown", { ...ids, reason }));
 
   // The gateway host's addresses: from the launch file, then whatever the gateway sends.
   let hostAddresses: HostAddresses = hostAddressSet(settings.hostAddresses);
@@ -85,6 +84,21 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
     hostAddresses: () => hostAddresses,
     ...(resolve === undefined ? {} : { resolve }),
   });
+  // A lockdown closes every connection at once; a new revision closes what it no longer allows
+  // (the control session calls revoke before its ack).
+  policy.onLockdown((reason) => {
+    if (reason === null) {
+      logger.info("lockdown lifted", { ...ids, reason });
+      return;
+    }
+    const r = proxy.revoke();
+    logger.info("lockdown", { ...ids, reason, connectionsClosed: r.closed, tunnels: r.tunnels, clients: r.clients, upstream: r.upstream });
+  });
+  const revoke = (): number => {
+    const r = proxy.revoke();
+    if (r.closed > 0) logger.info("connections revoked", { ...ids, policyRevision: policy.held()?.revision ?? null, connectionsClosed: r.closed, tunnels: r.tunnels, clients: r.clients, upstream: r.upstream });
+    return r.closed;
+  };
   const c = settings.control;
   if (c !== null && settings.sandboxId !== null && settings.generation !== null) {
     const tokenPath = c.tokenPath;
@@ -96,6 +110,7 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
       generation: settings.generation,
       policy,
       proxyListening: () => proxy.isListening(),
+      revoke,
       logger,
       graceMs: c.graceMs,
       onHostAddresses: setHostAddresses,

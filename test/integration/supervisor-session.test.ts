@@ -134,7 +134,8 @@ describe("policy enforcement over the control session", () => {
     await import("node:fs").then((fs) => fs.writeFileSync(file, policyFor(["GET", "POST"]).replace("ORIGIN", origin)));
     const set = await cli(["policy", "set", "pol-set", "--policy", file, "--wait"], fx.cliEnv);
     expect(set.code, set.stderr).toBe(0);
-    expect(set.stdout).toBe("pol-set  policy revision 2 accepted; enforced by the supervisor\n");
+    // Nothing was open that revision 2 takes away (it only adds POST).
+    expect(set.stdout).toBe("pol-set  policy revision 2 accepted; enforced by the supervisor; closed 0 connections\n");
     expect((await execIn(fx, "pol-set", PROXY_REQ("POST", `http://${origin}:8080/b`))).stdout).toBe("200 - hello from origin /b\n");
     const after = (await fx.t.api("GET", "/v1/sandboxes/pol-set")).body;
     expect(after.runtime).toEqual(before.runtime);

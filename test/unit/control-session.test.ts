@@ -28,8 +28,10 @@ import type { AuditEvent, EgressProxy } from "../../src/supervisor/proxy.js";
 import { silentLogger } from "../../src/supervisor/logger.js";
 import type { Logger } from "../../src/supervisor/logger.js";
 import { startSupervisor } from "../../src/supervisor/supervisor.js";
-import { SUPERVISOR_PATH } from "../../src/protocol/wire.js";
+import { SUPERVISOR_PATH, parseSupervisorMessage } from "../../src/protocol/wire.js";
 import { freePort } from "../support/net.js";
+import { connect, probe, rawClient, rawRequest, status } from "../support/proxy-client.js";
+import net from "node:net";
 
 const GATEWAY_ID = "gw-test";
 let stateDir: string;
@@ -540,6 +542,32 @@ describe("boundary health", () => {
     expect((await gw.boundary.waitForRevision("sb-h", 3, 150)).reached).toBe(false);
   });
 
+  it("an ack may carry the closed count; one without it (an older supervisor) still counts, with the count unknown", async () => {
+    expect(parseSupervisorMessage(JSON.stringify({ type: "ack", revision: 2, applied: true }))).toMatchObject({ ok: true });
+    expect(parseSupervisorMessage(JSON.stringify({ type: "ack", revision: 2, applied: true, closed: 3 }))).toEqual({ ok: true, message: { type: "ack", revision: 2, applied: true, closed: 3 } });
+    expect(parseSupervisorMessage(JSON.stringify({ type: "ack", revision: 2, applied: true, closed: -1 }))).toMatchObject({ ok: false });
+    expect(parseSupervisorMessage(JSON.stringify({ type: "ack", revision: 2, applied: true, closed: 1.5 }))).toMatchObject({ ok: false });
+
+    const gw = await startGatewaySide({ idleMs: 60_000 });
+    const token = await launch(gw, "sb-ack", 1, "n-ack", { policy: allowOrigin(), revision: 2 });
+    const peer = await handDriven(gw, "sb-ack", token);
+    peer.send({ type: "ack", revision: 2, applied: true });
+    peer.send(beat(2));
+    expect(await gw.boundary.waitForRevision("sb-ack", 2, 30_000)).toMatchObject({ reached: true, connectionsClosed: null });
+
+    gw.boundary.setDesired("sb-ack", 1, allowOrigin(["/x"]), 3);
+    gw.boundary.setDesired("sb-ack", 1, allowOrigin(["/y"]), 4);
+    const w3 = gw.boundary.waitForRevision("sb-ack", 3, 30_000);
+    const w4 = gw.boundary.waitForRevision("sb-ack", 4, 30_000);
+    peer.send({ type: "ack", revision: 3, applied: true, closed: 2 });
+    peer.send({ type: "ack", revision: 4, applied: true, closed: 1 });
+    peer.send(beat(4));
+    expect(await w3).toMatchObject({ reached: true, connectionsClosed: 2 });
+    expect(await w4).toMatchObject({ reached: true, connectionsClosed: 1 });
+    // Asked after the fact: the ack of that revision still answers.
+    expect((await gw.boundary.waitForRevision("sb-ack", 3, 30_000)).connectionsClosed).toBe(2);
+  });
+
   it("closes the session on a malformed message, and disconnect() ends a live session", async () => {
     const gw = await startGatewaySide();
     const token = await launch(gw, "sb-m", 1, "n-m", { policy: allowOrigin(), revision: 1 });
@@ -676,6 +704,129 @@ describe("supervisor program: the gateway host's addresses", () => {
     gw.boundary.setHostAddresses(["127.0.0.2"]);
     await waitFor("the new set", async () => (await reasonFor(sup.proxyAddress.port, "two.test")) === "host_address");
     expect(await reasonFor(sup.proxyAddress.port, "three.test")).toBe("private_address");
+  });
+});
+
+describe("revocation through the control session", () => {
+  /** The real supervisor program (its wiring of proxy, policy and session), launched with `policy` pushed as revision 2. */
+  async function supervisorWith(gw: Gateway, sandboxId: string, policy: Policy) {
+    const token = await launch(gw, sandboxId, 1, `n-${sandboxId}`, { policy, revision: 2 });
+    const dir = await mkdtemp(join(tmpdir(), "sandgate-launch-"));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(join(dir, "token"), token, { mode: 0o600 });
+    await writeFile(
+      join(dir, "launch.json"),
+      JSON.stringify({
+        sandboxId,
+        generation: 1,
+        nonce: `n-${sandboxId}`,
+        proxyPort: await freePort(),
+        healthPort: await freePort(),
+        policyRevision: 1,
+        policy: { version: 1 },
+        control: { url: gw.endpoint.url, fingerprint: tlsId.fingerprint, tokenPath: join(dir, "token"), graceMs: 60_000 },
+      }),
+    );
+    const sup = await startSupervisor({ configPath: join(dir, "launch.json"), logger: silentLogger, host: "127.0.0.1", control: { heartbeatMs: 100, backoffInitialMs: 50, backoffMaxMs: 200 } });
+    cleanups.push(() => sup.close());
+    await healthy(gw, sandboxId);
+    return sup;
+  }
+
+  async function startEcho(): Promise<number> {
+    const sockets = new Set<net.Socket>();
+    const server = net.createServer((c) => {
+      sockets.add(c);
+      c.on("error", () => undefined);
+      c.pipe(c);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    cleanups.push(() => new Promise<void>((r) => {
+      for (const c of sockets) c.destroy();
+      server.close(() => r());
+    }));
+    return (server.address() as AddressInfo).port;
+  }
+
+  const originAndEcho = (echoPort: number, paths: string[], withEcho: boolean): Policy =>
+    policyOf({
+      rules: [
+        { name: "origin", endpoints: [{ host: "localhost", port: originPort, protocol: "http", allowPrivate: ["127.0.0.0/8"], rules: [{ methods: ["GET"], paths }] }] },
+        ...(withEcho ? [{ name: "echo", endpoints: [{ host: "localhost", port: echoPort, protocol: "https", allowPrivate: ["127.0.0.0/8"] }] }] : []),
+      ],
+    });
+
+  it("a new revision closes the tunnel and the kept-alive connection it no longer allows before its ack; the wait reports how many", async () => {
+    const gw = await startGatewaySide();
+    const echoPort = await startEcho();
+    const sup = await supervisorWith(gw, "sb-rev", originAndEcho(echoPort, ["/a/**"], true));
+    const proxyPort = sup.proxyAddress.port;
+
+    const tunnel = await connect(proxyPort, `localhost:${echoPort}`, cleanups);
+    expect(tunnel.status).toBe(200);
+    expect(await probe(tunnel.socket, "ping")).toBe("data:ping");
+    const keptAlive = await rawClient(proxyPort, cleanups);
+    expect(status(await rawRequest(keptAlive, `http://localhost:${originPort}/a/1`))).toBe("200");
+
+    gw.boundary.setDesired("sb-rev", 1, originAndEcho(echoPort, ["/b/**"], false), 3);
+    const waited = await gw.boundary.waitForRevision("sb-rev", 3, 30_000);
+    expect(waited.reached).toBe(true);
+    // The tunnel, the kept-alive client connection and its pooled upstream socket.
+    expect(waited.connectionsClosed).toBe(3);
+
+    // Written after the wait returned: a connection still open would answer.
+    expect(await probe(tunnel.socket, "after")).toBe("closed");
+    expect(await rawRequest(keptAlive, `http://localhost:${originPort}/a/2`)).toBe("closed");
+    expect((await connect(proxyPort, `localhost:${echoPort}`, cleanups)).status).toBe(403);
+    expect(status(await rawRequest(await rawClient(proxyPort, cleanups), `http://localhost:${originPort}/a/3`))).toBe("403");
+    expect(status(await rawRequest(await rawClient(proxyPort, cleanups), `http://localhost:${originPort}/b/1`))).toBe("200");
+
+    // A revision that takes nothing away closes nothing, and says so.
+    const kept = await rawClient(proxyPort, cleanups);
+    expect(status(await rawRequest(kept, `http://localhost:${originPort}/b/2`))).toBe("200");
+    gw.boundary.setDesired("sb-rev", 1, originAndEcho(echoPort, ["/b/**", "/c/**"], false), 4);
+    expect(await gw.boundary.waitForRevision("sb-rev", 4, 30_000)).toMatchObject({ reached: true, connectionsClosed: 0 });
+    expect(status(await rawRequest(kept, `http://localhost:${originPort}/c/1`))).toBe("200");
+  });
+
+  it("a lockdown ordered by the gateway closes every connection at once", async () => {
+    const gw = await startGatewaySide();
+    const echoPort = await startEcho();
+    const sup = await supervisorWith(gw, "sb-lock", originAndEcho(echoPort, ["/**"], true));
+    const proxyPort = sup.proxyAddress.port;
+    const tunnel = await connect(proxyPort, `localhost:${echoPort}`, cleanups);
+    expect(await probe(tunnel.socket, "ping")).toBe("data:ping");
+    const keptAlive = await rawClient(proxyPort, cleanups);
+    expect(status(await rawRequest(keptAlive, `http://localhost:${originPort}/1`))).toBe("200");
+
+    gw.boundary.lockdown("sb-lock", "sandbox_stopping");
+    await waitFor("the lockdown", () => sup.policy.lockdownReason() !== null);
+
+    expect(await probe(tunnel.socket, "after")).toBe("closed");
+    expect(await rawRequest(keptAlive, `http://localhost:${originPort}/2`)).toBe("closed");
+    expect((await connect(proxyPort, `localhost:${echoPort}`, cleanups)).status).toBe(403);
+  });
+
+  it("a lockdown after the session is lost past the grace period closes every connection", async () => {
+    const gw = await startGatewaySide();
+    const echoPort = await startEcho();
+    const token = await launch(gw, "sb-grace", 1, "n-grace", { policy: originAndEcho(echoPort, ["/**"], true), revision: 2 });
+    const dir = await mkdtemp(join(tmpdir(), "sandgate-launch-"));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(join(dir, "token"), token, { mode: 0o600 });
+    await writeFile(join(dir, "launch.json"), JSON.stringify({
+      sandboxId: "sb-grace", generation: 1, nonce: "n-grace", proxyPort: await freePort(), healthPort: await freePort(), policyRevision: 1, policy: { version: 1 },
+      control: { url: gw.endpoint.url, fingerprint: tlsId.fingerprint, tokenPath: join(dir, "token"), graceMs: 300 },
+    }));
+    const sup = await startSupervisor({ configPath: join(dir, "launch.json"), logger: silentLogger, host: "127.0.0.1", control: { heartbeatMs: 100, backoffInitialMs: 50, backoffMaxMs: 200 } });
+    cleanups.push(() => sup.close());
+    await healthy(gw, "sb-grace");
+    const tunnel = await connect(sup.proxyAddress.port, `localhost:${echoPort}`, cleanups);
+    expect(await probe(tunnel.socket, "ping")).toBe("data:ping");
+
+    await gw.stop();
+    await waitFor("the lockdown", () => sup.policy.lockdownReason() === LOCKDOWN_SESSION_LOST);
+    expect(await probe(tunnel.socket, "after")).toBe("closed");
   });
 });
 

@@ -107,9 +107,9 @@ export function buildApi(ctx: ApiContext) {
     const body = parse(SetPolicyBody, req.body);
     const { revision, pushed } = service.setPolicy(nameParam(req), body.policy);
     const s = read.get(nameParam(req));
-    if (!body.wait) return { revision, pushed, enforced: null, boundary: read.boundaryOf(s.id) };
+    if (!body.wait) return { revision, pushed, enforced: null, connectionsClosed: null, boundary: read.boundaryOf(s.id) };
     const w = await service.waitForPolicy(s.id, revision, body.wait * 1000);
-    return { revision, pushed, enforced: w.enforced, boundary: w.boundary };
+    return { revision, pushed, enforced: w.enforced, connectionsClosed: w.connectionsClosed, boundary: w.boundary };
   });
 
   app.post("/v1/sandboxes/:name/policy/check", async (req) => {

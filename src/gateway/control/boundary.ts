@@ -39,7 +39,15 @@ export type ChangeListener = (health: BoundaryHealth) => void;
 export interface WaitResult {
   reached: boolean;
   health: BoundaryHealth;
+  /**
+   * Connections the supervisor closed when it applied the revision (from its ack in this
+   * session); null when not reached or the supervisor did not say.
+   */
+  connectionsClosed: number | null;
 }
+
+/** Acks remembered per session, for the closed count of a wait. */
+const ACKS_KEPT = 32;
 
 export interface BoundaryLog {
   info(obj: object, msg: string): void;
@@ -67,6 +75,8 @@ interface Live {
   enforcedRevision: number | null;
   proxy: "listening" | "not_listening" | null;
   lockdown: boolean | null;
+  /** Recent acks of this session, oldest first: revision → connections closed (null: not said). */
+  acks: Map<number, number | null>;
   staleTimer: NodeJS.Timeout | undefined;
   idleTimer: NodeJS.Timeout | undefined;
 }
@@ -177,7 +187,7 @@ export class BoundaryRegistry {
 
   /** Resolves once a live session acknowledged `revision` (or newer), or after timeoutMs with reached=false. */
   waitForRevision(sandboxId: string, revision: number, timeoutMs: number): Promise<WaitResult> {
-    if (this.#reached(sandboxId, revision)) return Promise.resolve({ reached: true, health: this.health(sandboxId) });
+    if (this.#reached(sandboxId, revision)) return Promise.resolve({ reached: true, health: this.health(sandboxId), connectionsClosed: this.#closedFor(sandboxId, revision) });
     return new Promise((resolve) => {
       const set = this.#waiters.get(sandboxId) ?? new Set<Waiter>();
       this.#waiters.set(sandboxId, set);
@@ -186,7 +196,7 @@ export class BoundaryRegistry {
         resolve,
         timer: setTimeout(() => {
           set.delete(waiter);
-          resolve({ reached: false, health: this.health(sandboxId) });
+          resolve({ reached: false, health: this.health(sandboxId), connectionsClosed: null });
         }, timeoutMs),
       };
       set.add(waiter);
@@ -245,7 +255,7 @@ export class BoundaryRegistry {
     for (const [sandboxId, set] of this.#waiters) {
       for (const w of set) {
         clearTimeout(w.timer);
-        w.resolve({ reached: false, health: this.health(sandboxId) });
+        w.resolve({ reached: false, health: this.health(sandboxId), connectionsClosed: null });
       }
     }
     this.#waiters.clear();
@@ -264,6 +274,7 @@ export class BoundaryRegistry {
       enforcedRevision: null,
       proxy: null,
       lockdown: null,
+      acks: new Map(),
       staleTimer: undefined,
       idleTimer: undefined,
     };
@@ -286,6 +297,10 @@ export class BoundaryRegistry {
     const live = this.#current(link);
     if (live === undefined) return;
     live.enforcedRevision = msg.revision;
+    // A re-ack of a revision (a re-push) replaces the count: it is the latest application.
+    live.acks.delete(msg.revision);
+    live.acks.set(msg.revision, msg.closed ?? null);
+    if (live.acks.size > ACKS_KEPT) live.acks.delete(live.acks.keys().next().value!);
     this.#touch(live);
     this.#changed(link.sandboxId);
   }
@@ -363,6 +378,19 @@ export class BoundaryRegistry {
     return live.enforcedRevision >= revision && live.lockdown !== true;
   }
 
+  /**
+   * Closed count of the first ack in this session that covers `revision` (its own, or a
+   * newer one that superseded it); the same-revision ack wins.
+   */
+  #closedFor(sandboxId: string, revision: number): number | null {
+    const live = this.#live.get(sandboxId);
+    if (live === undefined) return null;
+    if (live.acks.has(revision)) return live.acks.get(revision)!;
+    let best: number | undefined;
+    for (const r of live.acks.keys()) if (r > revision && (best === undefined || r < best)) best = r;
+    return best === undefined ? null : live.acks.get(best)!;
+  }
+
   #changed(sandboxId: string): void {
     const waiters = this.#waiters.get(sandboxId);
     if (waiters !== undefined) {
@@ -370,7 +398,7 @@ export class BoundaryRegistry {
         if (!this.#reached(sandboxId, w.revision)) continue;
         clearTimeout(w.timer);
         waiters.delete(w);
-        w.resolve({ reached: true, health: this.health(sandboxId) });
+        w.resolve({ reached: true, health: this.health(sandboxId), connectionsClosed: this.#closedFor(sandboxId, w.revision) });
       }
     }
     if (this.#changeListeners.size === 0) return;

@@ -144,10 +144,14 @@ export class SandboxService {
     return { revision, pushed };
   }
 
-  async waitForPolicy(id: string, revision: number, timeoutMs: number): Promise<{ enforced: boolean; boundary: BoundaryHealth | null }> {
-    if (!this.d.control) return { enforced: false, boundary: null };
+  /**
+   * Waits for the supervisor's ack of `revision`: it is enforced, and the connections it
+   * does not allow are closed (connectionsClosed says how many; null when unknown).
+   */
+  async waitForPolicy(id: string, revision: number, timeoutMs: number): Promise<{ enforced: boolean; boundary: BoundaryHealth | null; connectionsClosed: number | null }> {
+    if (!this.d.control) return { enforced: false, boundary: null, connectionsClosed: null };
     const r = await this.d.control.boundary.waitForRevision(id, revision, timeoutMs);
-    return { enforced: r.reached, boundary: r.health };
+    return { enforced: r.reached, boundary: r.health, connectionsClosed: r.connectionsClosed };
   }
 
   /** Dry run: what the active policy decides for a URL (the address check happens at resolution, in the proxy). */
