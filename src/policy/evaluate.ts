@@ -1,14 +1,17 @@
 // The egress decision: default deny, explicit denies first, then the first allowing rule.
 import { hostMatches } from "./hosts.js";
 import { pathMatches } from "./paths.js";
-import type { Endpoint, HttpRule, Policy, Protocol } from "./schema.js";
+import { tlsMode, type Endpoint, type HttpRule, type Policy, type Protocol } from "./schema.js";
 
 export interface EgressRequest {
   /** As the client sent it (CONNECT authority or Host header) without the port; [v6] brackets allowed. */
   readonly host: string;
   readonly port: number;
   readonly protocol: Protocol;
-  /** HTTP only: the request method, case-sensitive as on the wire. */
+  /**
+   * The request method, case-sensitive as on the wire: for http, and for a request inside a
+   * terminated https tunnel. Absent for the tunnel itself (CONNECT).
+   */
   readonly method?: string;
   /** HTTP only: the raw request target in origin form ("/v1/x?y=z"); query and fragment are ignored. */
   readonly path?: string;
@@ -31,6 +34,11 @@ export type Decision =
        * checkResolvedAddress for each address the host resolves to.
        */
       allowPrivate: readonly string[];
+      /**
+       * For an https tunnel (no method): every endpoint that allows it terminates TLS, so the
+       * proxy must end the workload's TLS and decide each request inside. Absent otherwise.
+       */
+      terminate?: true;
     }
   | { allow: false; reason: DenyReason; rule?: string };
 
@@ -55,8 +63,10 @@ function l7Outcome(rules: readonly HttpRule[], req: EgressRequest): EndpointOutc
 }
 
 function endpointOutcome(endpoint: Endpoint, req: EgressRequest): EndpointOutcome {
-  // L7 rules exist only on http endpoints (the schema enforces it); other protocols are opaque.
-  if (endpoint.rules === undefined || endpoint.protocol !== "http") return "allow";
+  // L7 rules exist on http and terminated https endpoints (the schema enforces it). An
+  // https tunnel is allowed here and its requests are decided one by one once terminated.
+  if (endpoint.rules === undefined || endpoint.protocol === "tcp") return "allow";
+  if (endpoint.protocol === "https" && req.method === undefined) return "allow";
   return l7Outcome(endpoint.rules, req);
 }
 
@@ -66,7 +76,7 @@ function requestIsWellFormed(req: EgressRequest): boolean {
 
 export function evaluate(policy: Policy, req: EgressRequest): Decision {
   const decision = evaluateMethod(policy, req);
-  if (!decision.allow || req.protocol !== "http") return decision;
+  if (!decision.allow || req.protocol === "tcp" || req.method === undefined) return decision;
   for (const method of req.methodOverrides ?? []) {
     if (method === req.method) continue;
     const overridden = evaluateMethod(policy, { ...req, method });
@@ -86,6 +96,7 @@ function evaluateMethod(policy: Policy, req: EgressRequest): Decision {
   }
 
   let allowedBy: string | undefined;
+  let terminate = req.protocol === "https" && req.method === undefined;
   const allowPrivate = new Set<string>();
   let refusal: { reason: Exclude<EndpointOutcome, "allow">; rule: string } | undefined;
   for (const rule of policy.network.rules) {
@@ -94,13 +105,15 @@ function evaluateMethod(policy: Policy, req: EgressRequest): Decision {
       const outcome = endpointOutcome(endpoint, req);
       if (outcome === "allow") {
         allowedBy ??= rule.name;
+        // One endpoint that tunnels blind allows the whole tunnel blind.
+        if (tlsMode(endpoint) !== "terminate") terminate = false;
         for (const range of endpoint.allowPrivate) allowPrivate.add(range);
       } else if (refusal === undefined || (refusal.reason === "method_not_allowed" && outcome === "path_not_allowed")) {
         refusal = { reason: outcome, rule: rule.name };
       }
     }
   }
-  if (allowedBy !== undefined) return { allow: true, rule: allowedBy, allowPrivate: [...allowPrivate] };
+  if (allowedBy !== undefined) return { allow: true, rule: allowedBy, allowPrivate: [...allowPrivate], ...(terminate && { terminate }) };
   if (refusal !== undefined) return { allow: false, reason: refusal.reason, rule: refusal.rule };
   return { allow: false, reason: "no_matching_rule" };
 }

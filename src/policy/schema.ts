@@ -24,10 +24,25 @@ export interface Endpoint {
   /** Sorted, unique, non-empty. */
   readonly ports: readonly number[];
   readonly protocol: Protocol;
-  /** Only for protocol http; absent means any method and path. */
+  /** For http, and https terminated in the boundary; absent means any method and path. */
   readonly rules?: readonly HttpRule[];
+  /**
+   * https only: "terminate" ends the workload's TLS in the supervisor so each request is
+   * seen (required for rules); "passthrough" tunnels it blind. Absent: terminate when the
+   * endpoint has rules, else passthrough (tlsMode).
+   */
+  readonly tls?: TlsMode;
   /** Canonical CIDRs this endpoint may resolve into despite the private-address rule. */
   readonly allowPrivate: readonly string[];
+}
+
+export const TLS_MODES = ["terminate", "passthrough"] as const;
+export type TlsMode = (typeof TLS_MODES)[number];
+
+/** Whether the supervisor terminates an https endpoint's TLS (never for other protocols). */
+export function tlsMode(e: Endpoint): TlsMode | null {
+  if (e.protocol !== "https") return null;
+  return e.tls ?? (e.rules !== undefined ? "terminate" : "passthrough");
 }
 
 export interface NetworkRule {
@@ -215,25 +230,33 @@ const endpointSchema = mapping({
   ports: portsSchema.optional(),
   protocol: protocolSchema,
   rules: list(httpRuleSchema, "L7 rules").optional(),
+  tls: z.enum(TLS_MODES, { error: expected(`one of ${TLS_MODES.join(", ")}`) }).optional(),
   allowPrivate: z.array(cidrSchema, { error: expected("a list of address ranges") }).optional(),
 }).transform((e, ctx): Endpoint => {
   const ports = portsOf(e, ctx);
   if (ports === undefined) {
     report(ctx, { message: 'required (1-65535; or "ports": a list)', input: undefined, path: ["port"] });
   }
-  if (e.rules !== undefined && e.protocol !== "http") {
-    report(ctx, {
-      message: `L7 rules (methods, paths) need protocol http; with protocol ${e.protocol} the proxy cannot see requests`,
-      input: e.rules,
-      path: ["rules"],
-    });
+  let bad = false;
+  if (e.rules !== undefined && e.protocol === "tcp") {
+    report(ctx, { message: "L7 rules (methods, paths) need protocol http or https; with protocol tcp the proxy cannot see requests", input: e.rules, path: ["rules"] });
+    bad = true;
   }
-  if (ports == null || (e.rules !== undefined && e.protocol !== "http")) return z.NEVER;
+  if (e.tls !== undefined && e.protocol !== "https") {
+    report(ctx, { message: `tls applies to protocol https only, not ${e.protocol}`, input: e.tls, path: ["tls"] });
+    bad = true;
+  }
+  if (e.rules !== undefined && e.tls === "passthrough") {
+    report(ctx, { message: "L7 rules need tls: terminate; with tls: passthrough the proxy cannot see requests", input: e.rules, path: ["rules"] });
+    bad = true;
+  }
+  if (ports == null || bad) return z.NEVER;
   return {
     host: e.host,
     ports,
     protocol: e.protocol,
     ...(e.rules !== undefined && { rules: e.rules }),
+    ...(e.tls !== undefined && { tls: e.tls }),
     allowPrivate: unique(e.allowPrivate ?? []),
   };
 });

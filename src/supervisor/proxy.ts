@@ -15,6 +15,8 @@ import { errorFields } from "./logger.js";
 import { listen } from "./listen.js";
 import type { WireAuditEvent } from "../protocol/wire.js";
 import { TimeoutError, withTimeout } from "../util/timeout.js";
+import type { LeafCertificates } from "./tls/leaf-certs.js";
+import { TlsTerminator, isCertificateError, type TerminatedTunnel } from "./tls/terminate.js";
 
 export type Resolver = (host: string) => Promise<string[]>;
 
@@ -37,7 +39,18 @@ export interface EgressProxyOptions {
   hostAddresses?: () => HostAddresses;
   /** Non-null while egress is locked down (control session lost): the reason every request is denied with. */
   lockdown?: () => string | null;
+  /**
+   * Leaf certificates signed by the sandbox's CA: with them, https endpoints with L7 rules
+   * are terminated here and each request inside is decided. Without them such tunnels are
+   * refused (tls_termination_unavailable), never tunnelled blind.
+   */
+  tls?: LeafCertificates;
+  /** An extra CA (PEM) the proxy trusts for origins besides the system roots (private origins, tests). */
+  upstreamCa?: string;
 }
+
+/** Reason a tunnel that must be terminated is refused when the supervisor has no CA. */
+export const TLS_UNAVAILABLE = "tls_termination_unavailable";
 
 /** What revoke() closed. */
 export interface Revocation {
@@ -93,7 +106,7 @@ interface HttpTarget extends Target {
 }
 
 type Outcome =
-  | { kind: "allow"; address: string; rule: string }
+  | { kind: "allow"; address: string; rule: string; terminate?: true }
   | { kind: "deny"; reason: string; rule?: string; address?: string }
   | { kind: "unreachable"; status: 502 | 504; code: string; message: string };
 
@@ -364,7 +377,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     };
     if (o.kind === "deny") event.reason = o.reason;
     if (o.rule !== undefined) event.rule = o.rule;
-    if (t.protocol === "http") event.method = t.method;
+    if (t.method !== "CONNECT") event.method = t.method;
     if (t.path !== undefined) event.path = t.path;
     if (o.address !== undefined) event.address = o.address;
     try {
@@ -435,7 +448,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       }
     }
     const address = addresses.find((a) => net.isIPv4(a)) ?? addresses[0]!;
-    const o = { kind: "allow", address, rule: decision.rule } as const;
+    const o = { kind: "allow", address, rule: decision.rule, ...(decision.terminate && { terminate: true as const }) } as const;
     audit(t, o);
     return o;
   }
@@ -582,7 +595,9 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       (outcome) => {
         if (outcome.kind === "deny") endRawJson(socket, 403, POLICY_ERROR, denialBody(target, outcome));
         else if (outcome.kind === "unreachable") endRawJson(socket, outcome.status, UPSTREAM_ERROR, unreachableBody(target, outcome));
-        else if (!socket.destroyed) tunnel(entry, head, target, outcome.address);
+        else if (socket.destroyed) return;
+        else if (outcome.terminate) intercept(entry, head, target, outcome.address);
+        else tunnel(entry, head, target, outcome.address);
       },
       (err: unknown) => {
         logger.error("proxy connect failed", { host: target.host, ...errorFields(err) });
@@ -627,6 +642,88 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       logger.warn("upstream unreachable", { host: t.host, port: t.port, address, code: o.code });
       if (!client.destroyed) endRawJson(client, o.status, UPSTREAM_ERROR, unreachableBody(t, o, address));
     });
+  }
+
+  // ---- terminated https: the workload's TLS ends here, each request is decided ----
+
+  const terminator = options.tls ? new TlsTerminator(options.tls, (req, res, t, expectContinue) => handleTerminated(req, res, t, expectContinue)) : undefined;
+
+  function intercept(entry: Tunnel, head: Buffer, t: Target, address: string): void {
+    if (terminator === undefined) {
+      const o = { kind: "deny", reason: TLS_UNAVAILABLE } as const;
+      audit(t, o);
+      endRawJson(entry.client, 403, POLICY_ERROR, denialBody(t, o));
+      return;
+    }
+    entry.grant = grantOf(t, address);
+    entry.client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    terminator.terminate(entry.client, head, { host: t.host, port: t.port, address }).catch((err: unknown) => {
+      logger.warn("TLS from the workload failed", { host: t.host, ...errorFields(err) });
+    });
+  }
+
+  /** One request inside a terminated tunnel: decided like plain HTTP, at the address checked for the tunnel. */
+  function handleTerminated(req: http.IncomingMessage, res: http.ServerResponse, tun: TerminatedTunnel, expectContinue: boolean): void {
+    const method = req.method ?? "GET";
+    const url = req.url ?? "/";
+    if (!url.startsWith("/")) {
+      sendJson(res, 400, PROXY_ERROR, { error: "bad_request", message: "inside a tunnel, requests are in origin form (GET /path)" }, true);
+      return;
+    }
+    const q = url.indexOf("?");
+    const t: Target = { host: tun.host, port: tun.port, protocol: "https", method, path: q < 0 ? url : url.slice(0, q), overrides: overrideMethods(req.rawHeaders, url) };
+    const locked = options.lockdown?.() ?? null;
+    const loaded = policy.current();
+    let outcome: { kind: "allow"; rule: string } | { kind: "deny"; reason: string; rule?: string; address?: string };
+    if (locked !== null || loaded === undefined) outcome = { kind: "deny", reason: locked ?? POLICY_MISSING };
+    else {
+      const d = evaluate(loaded.policy, { host: t.host, port: t.port, protocol: "https", method, path: url, methodOverrides: t.overrides ?? [] });
+      if (!d.allow) outcome = { kind: "deny", reason: d.reason, ...(d.rule === undefined ? {} : { rule: d.rule }) };
+      else {
+        const check = checkResolvedAddress(tun.address, d.allowPrivate, options.hostAddresses?.() ?? NO_HOST_ADDRESSES);
+        outcome = check.ok ? { kind: "allow", rule: d.rule } : { kind: "deny", reason: check.reason, rule: d.rule, address: tun.address };
+      }
+    }
+    audit(t, outcome.kind === "allow" ? { kind: "allow", rule: outcome.rule, address: tun.address } : outcome);
+    if (outcome.kind === "deny") {
+      sendJson(res, 403, POLICY_ERROR, denialBody(t, outcome), expectContinue || hasBody(req));
+      return;
+    }
+    if (expectContinue) res.writeContinue();
+    forwardTls(req, res, t, tun);
+  }
+
+  function forwardTls(req: http.IncomingMessage, res: http.ServerResponse, t: Target, tun: TerminatedTunnel): void {
+    const headers = endToEndHeaders(req.rawHeaders, REQUEST_REPLACED);
+    headers.push("Host", tun.port === 443 ? tun.host : `${tun.host}:${tun.port}`);
+    if (req.headers["transfer-encoding"] !== undefined) headers.push("Transfer-Encoding", "chunked");
+    const upReq = terminator!.request(tun, { method: t.method, path: req.url ?? "/", headers, ca: options.upstreamCa });
+    let responded = false;
+    upReq.on("response", (upRes) => {
+      responded = true;
+      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, endToEndHeaders(upRes.rawHeaders));
+      upRes.pipe(res);
+      upRes.once("error", () => res.destroy());
+      upRes.once("close", () => {
+        if (!upRes.complete) res.destroy();
+      });
+    });
+    upReq.on("error", (err: NodeJS.ErrnoException) => {
+      if (responded) return;
+      req.unpipe(upReq);
+      if (isCertificateError(err)) {
+        logger.warn("origin certificate refused", { host: t.host, code: err.code });
+        sendJson(res, 502, "sandgate-upstream-tls", { error: "upstream_certificate", host: t.host, port: t.port, code: err.code ?? "TLS", message: err.message }, true);
+        return;
+      }
+      const o = unreachable(err);
+      sendJson(res, o.status, UPSTREAM_ERROR, unreachableBody(t, o, tun.address), true);
+    });
+    res.once("close", () => {
+      if (!res.writableFinished) upReq.destroy();
+    });
+    if (hasBody(req)) req.pipe(upReq);
+    else upReq.end();
   }
 
   const server = http.createServer({
@@ -768,6 +865,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       for (const tn of tunnels.values()) tn.client.destroy();
       server.closeAllConnections();
       agent.destroy();
+      terminator?.close();
       await closed;
     },
   };

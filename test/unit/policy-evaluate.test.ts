@@ -158,15 +158,34 @@ describe("evaluate: which refusal is reported", () => {
     expect(evaluate(build(methodOnly, getPublic, pathOnly), get("/public/x"))).toEqual({ allow: true, rule: "r1", allowPrivate: [] });
   });
 
-  it("L7 rules on a non-http endpoint are never consulted (the schema refuses them; evaluate stays opaque)", () => {
+  it("https with L7 rules: the tunnel is allowed for termination; each request inside is decided by the rules", () => {
+    const p = mustBuild({ version: 1, network: { rules: [{ name: "gh", endpoints: [{ host: "api.test", port: 443, protocol: "https", rules: [{ methods: ["GET"], paths: ["/repos/**"] }] }] }] } });
+    expect(evaluate(p, req("api.test", 443, "https"))).toEqual({ allow: true, rule: "gh", allowPrivate: [], terminate: true });
+    expect(evaluate(p, { host: "api.test", port: 443, protocol: "https", method: "GET", path: "/repos/a" })).toEqual({ allow: true, rule: "gh", allowPrivate: [] });
+    expect(evaluate(p, { host: "api.test", port: 443, protocol: "https", method: "POST", path: "/repos/a" })).toEqual({ allow: false, reason: "method_not_allowed", rule: "gh" });
+    expect(evaluate(p, { host: "api.test", port: 443, protocol: "https", method: "GET", path: "/user" })).toEqual({ allow: false, reason: "path_not_allowed", rule: "gh" });
+    // Overrides count inside a terminated tunnel as in plain HTTP.
+    expect(evaluate(p, { host: "api.test", port: 443, protocol: "https", method: "GET", path: "/repos/a", methodOverrides: ["DELETE"] })).toMatchObject({ allow: false, reason: "method_override_not_allowed" });
+  });
+
+  it("tls: terminate without rules terminates; passthrough, or any blind endpoint allowing the same tunnel, does not", () => {
+    const ep = (tls?: "terminate" | "passthrough") => ({ host: "api.test", port: 443, protocol: "https", ...(tls ? { tls } : {}) });
+    expect(evaluate(mustBuild({ version: 1, network: { rules: [{ name: "t", endpoints: [ep("terminate")] }] } }), req("api.test", 443, "https"))).toMatchObject({ terminate: true });
+    expect(evaluate(mustBuild({ version: 1, network: { rules: [{ name: "p", endpoints: [ep("passthrough")] }] } }), req("api.test", 443, "https"))).toEqual({ allow: true, rule: "p", allowPrivate: [] });
+    expect(evaluate(mustBuild({ version: 1, network: { rules: [{ name: "b", endpoints: [ep()] }] } }), req("api.test", 443, "https"))).toEqual({ allow: true, rule: "b", allowPrivate: [] });
+    const both = mustBuild({ version: 1, network: { rules: [{ name: "t", endpoints: [ep("terminate")] }, { name: "b", endpoints: [ep()] }] } });
+    expect(evaluate(both, req("api.test", 443, "https"))).toEqual({ allow: true, rule: "t", allowPrivate: [] });
+  });
+
+  it("L7 rules on a tcp endpoint are never consulted (the schema refuses them; evaluate stays opaque)", () => {
     // Built by hand: policyFromObject would reject it.
     const handBuilt: Policy = {
       version: 1,
-      network: { rules: [{ name: "tls", endpoints: [{ host: "api.test", ports: [443], protocol: "https", rules: [{ methods: ["POST"] }], allowPrivate: [] }] }], deny: [] },
+      network: { rules: [{ name: "raw", endpoints: [{ host: "api.test", ports: [5432], protocol: "tcp", rules: [{ methods: ["POST"] }], allowPrivate: [] }] }], deny: [] },
       filesystem: { readOnly: [], readWrite: [] },
       process: { limits: {} },
     };
-    expect(evaluate(handBuilt, req("api.test", 443, "https"))).toEqual({ allow: true, rule: "tls", allowPrivate: [] });
+    expect(evaluate(handBuilt, req("api.test", 5432, "tcp"))).toEqual({ allow: true, rule: "raw", allowPrivate: [] });
   });
 });
 

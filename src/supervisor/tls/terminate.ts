@@ -15,7 +15,8 @@ export interface TerminatedTunnel {
   address: string;
 }
 
-export type TerminatedRequestHandler = (req: http.IncomingMessage, res: http.ServerResponse, tunnel: TerminatedTunnel) => void;
+/** `expectContinue`: the client waits for 100 Continue, which only an allowed request gets. */
+export type TerminatedRequestHandler = (req: http.IncomingMessage, res: http.ServerResponse, tunnel: TerminatedTunnel, expectContinue: boolean) => void;
 
 /** Upstream TLS errors that mean "the origin's certificate is not what it must be". */
 const CERT_ERRORS = new Set([
@@ -47,16 +48,13 @@ export class TlsTerminator {
   ) {
     this.agent = new https.Agent({ keepAlive: true, maxFreeSockets: opts.maxFreeSockets ?? 256, scheduling: "lifo" });
     this.server = http.createServer({ requestTimeout: 0 });
-    const dispatch = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const dispatch = (req: http.IncomingMessage, res: http.ServerResponse, expectContinue: boolean): void => {
       const t = this.tunnels.get(req.socket);
-      if (t) onRequest(req, res, t);
+      if (t) onRequest(req, res, t, expectContinue);
       else res.destroy();
     };
-    this.server.on("request", dispatch);
-    this.server.on("checkContinue", (req, res) => {
-      res.writeContinue();
-      dispatch(req, res);
-    });
+    this.server.on("request", (req, res) => dispatch(req, res, false));
+    this.server.on("checkContinue", (req, res) => dispatch(req, res, true));
   }
 
   /**
@@ -98,7 +96,8 @@ export class TlsTerminator {
       headers: opts.headers,
       setHost: false,
       agent: this.agent,
-      ...(opts.ca ? { ca: opts.ca } : {}),
+      // A per-endpoint CA adds to the system roots; it never replaces them.
+      ...(opts.ca ? { ca: [...tls.rootCertificates, opts.ca] } : {}),
     });
   }
 
