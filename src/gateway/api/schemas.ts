@@ -2,6 +2,7 @@
 // failure into a message naming the field and the problem.
 
 import { z } from "zod";
+import { PROCESS_LIMITS } from "../../policy/index.js";
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -16,9 +17,9 @@ export const CreateSandboxBody = z
     policy: z.union([z.string().max(1 << 20), z.record(z.string(), z.unknown())]).optional(),
     resources: z
       .object({
-        memoryMb: z.number().int().min(16).max(1_048_576).optional(),
-        cpus: z.number().min(0.01).max(256).optional(),
-        pids: z.number().int().min(16).max(1_000_000).optional(),
+        memoryMb: z.number().int().min(PROCESS_LIMITS.memoryMb.min).max(PROCESS_LIMITS.memoryMb.max).optional(),
+        cpus: z.number().min(PROCESS_LIMITS.cpus.min).max(PROCESS_LIMITS.cpus.max).optional(),
+        pids: z.number().int().min(PROCESS_LIMITS.pids.min).max(PROCESS_LIMITS.pids.max).optional(),
       })
       .strict()
       .optional(),
