@@ -9,6 +9,7 @@ export const EXIT = {
   conflict: 5, // not allowed in the current phase, or the name is taken
   timeout: 6,
   unauthorized: 7,
+  denied: 8, // `policy check`: the policy denies the request
 } as const;
 
 export class CliError extends Error {

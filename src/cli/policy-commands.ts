@@ -80,7 +80,7 @@ export function policyCommands(global: () => Common): Command {
 
   policy
     .command("check")
-    .description("dry run: what the active policy decides for a URL")
+    .description("dry run: what the active policy decides for a URL; exits 0 when allowed, 8 when denied")
     .argument("<name>", "sandbox name or id")
     .requiredOption("--url <url>", "e.g. https://api.example.com/v1/x")
     .option("--method <method>", "HTTP method (for http:// URLs)", "GET")
@@ -91,8 +91,10 @@ export function policyCommands(global: () => Common): Command {
         `/v1/sandboxes/${enc(name)}/policy/check`,
         { url: o.url, method: o.method },
       );
-      if (o.json) return printJson(r);
       const d = r.decision;
+      // Scripts branch on the exit code: 0 allow, 8 deny (the answer, not a failure).
+      process.exitCode = d.allow ? EXIT.ok : EXIT.denied;
+      if (o.json) return printJson(r);
       process.stdout.write(d.allow ? `allow  (rule ${d.rule ?? "?"}, revision ${r.revision})\n` : `deny   (${d.reason ?? "?"}${d.rule ? `, rule ${d.rule}` : ""}, revision ${r.revision})\n`);
     });
 

@@ -22,8 +22,8 @@ export function buildProgram(): Command {
       "after",
       `
 Exit codes: 0 ok, 1 failed, 2 usage or invalid input, 3 gateway not running,
-4 not found, 5 not allowed now (phase) or name taken, 6 timed out, 7 bad token.
-'sandbox exec' exits with the command's own exit code.`,
+4 not found, 5 not allowed now (phase) or name taken, 6 timed out, 7 bad token,
+8 denied ('policy check'). 'sandbox exec' exits with the command's own exit code.`,
     );
   const global = () => program.opts<{ home?: string; url?: string }>();
   program.addCommand(gatewayCommands(global));

@@ -56,4 +56,18 @@ describe("CLI mistakes against a gateway", () => {
     }
     expect(snapshot()).toEqual(before);
   });
+
+  it("item 1: policy check exits 0 when allowed and 8 when denied, as a table and as --json", async () => {
+    const policy = file("one.yaml", "version: 1\nnetwork:\n  rules:\n    - name: api\n      endpoints:\n        - { host: api.example.com, port: 443, protocol: https }\n");
+    expect((await cli([...home, "sandbox", "create", "chk", "--policy", policy])).code).toBe(0);
+    const allow = await cli([...home, "policy", "check", "chk", "--url", "https://api.example.com/x"]);
+    expect([allow.code, allow.stdout]).toEqual([0, "allow  (rule api, revision 1)\n"]);
+    const deny = await cli([...home, "policy", "check", "chk", "--url", "https://evil.example.com/"]);
+    expect(deny.code).toBe(8);
+    expect(deny.stdout).toMatch(/^deny /);
+    expect(deny.stderr).toBe("");
+    const denyJson = await cli([...home, "policy", "check", "chk", "--url", "https://evil.example.com/", "--json"]);
+    expect(denyJson.code).toBe(8);
+    expect(JSON.parse(denyJson.stdout).decision.allow).toBe(false);
+  });
 });
