@@ -2,6 +2,7 @@
 // newest last, paged by cursor.
 
 import { Command, InvalidArgumentError } from "commander";
+import { PAGE, SEQ, intArg } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { printJson, table } from "./format.js";
 
@@ -19,14 +20,6 @@ interface AuditView {
   event: { method?: string; protocol?: string; host?: string; port?: number; path?: string; reason?: string; rule?: string; lockdown?: string };
 }
 
-function positiveInt(label: string) {
-  return (v: string): number => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n <= 0 || n > 10_000) throw new InvalidArgumentError(`${label} must be a whole number from 1 to 10000`);
-    return n;
-  };
-}
-
 function decision(v: string): string {
   if (v !== "allow" && v !== "deny" && v !== "dropped") throw new InvalidArgumentError("must be allow, deny or dropped");
   return v;
@@ -42,8 +35,8 @@ export function auditCommand(global: () => Common): Command {
   return new Command("audit")
     .description("show a sandbox's egress decisions (repeats are counted, not repeated)")
     .argument("<name>", "sandbox name or id")
-    .option("--tail <n>", "only the last N records (default 100)", positiveInt("--tail"))
-    .option("--after <seq>", "records after this sequence number (all of them, page by page)", positiveInt("--after"))
+    .option("--tail <n>", "only the last N records (default 100)", intArg("--tail", PAGE))
+    .option("--after <seq>", "records after this sequence number (all of them, page by page)", intArg("--after", SEQ))
     .option("--decision <d>", "only allow, deny or dropped", decision)
     .option("--json", "print as JSON (one array)")
     .action(async (name: string, o: { tail?: number; after?: number; decision?: string; json?: boolean }) => {

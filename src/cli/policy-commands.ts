@@ -2,7 +2,8 @@
 // running supervisor over its authenticated session.
 
 import { readFileSync } from "node:fs";
-import { Command, InvalidArgumentError } from "commander";
+import { Command } from "commander";
+import { secondsArg } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
 import { printJson } from "./format.js";
@@ -14,12 +15,6 @@ interface Common {
 }
 
 const enc = encodeURIComponent;
-
-function seconds(v: string): number {
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0 || n > 600) throw new InvalidArgumentError("must be 1-600 seconds");
-  return n;
-}
 
 export function boundaryLine(b: BoundaryView | null): string {
   if (!b) return "-";
@@ -38,7 +33,7 @@ export function policyCommands(global: () => Common): Command {
     .argument("<name>", "sandbox name or id")
     .requiredOption("--policy <file>", "policy YAML (see docs/policy.md)")
     .option("--wait", "return only when the supervisor has acknowledged the revision as enforced")
-    .option("--timeout <seconds>", "how long --wait waits", seconds, 30)
+    .option("--timeout <seconds>", "how long --wait waits (1-600 s)", secondsArg("--timeout", { minS: 1, maxS: 600 }), 30)
     .option("--json", "print the result as JSON")
     .action(async (name: string, o: { policy: string; wait?: boolean; timeout: number; json?: boolean }) => {
       let text: string;

@@ -17,7 +17,6 @@ export function buildProgram(): Command {
     .option("--url <url>", "gateway API address (env SANDGATE_URL, default: read from <home>/gateway.json)")
     // Global options go before the command, so that `policy check --url` means the checked URL.
     .enablePositionalOptions()
-    .showHelpAfterError("(run with --help for usage)")
     .addHelpText(
       "after",
       `
@@ -31,16 +30,20 @@ Exit codes: 0 ok, 1 failed, 2 usage or invalid input, 3 gateway not running,
   program.addCommand(policyCommands(global));
   program.addCommand(auditCommand(global));
   program.addCommand(secretCommands(global));
-  for (const cmd of program.commands) {
-    cmd.showHelpAfterError("(run with --help for usage)");
-    for (const sub of cmd.commands) sub.showHelpAfterError("(run with --help for usage)");
-  }
-  program.exitOverride();
-  for (const cmd of program.commands) {
-    cmd.exitOverride();
-    for (const sub of cmd.commands) sub.exitOverride();
+  // Every usage error is one line: "sandgate: <what is wrong> (run with --help for usage)".
+  const everyCommand = (c: Command): Command[] => [c, ...c.commands.flatMap(everyCommand)];
+  for (const c of everyCommand(program)) {
+    c.exitOverride();
+    c.configureOutput({ outputError: (str, write) => write(`sandgate: ${usageLine(str)} (run with --help for usage)\n`) });
   }
   return program;
+}
+
+/** Commander's error text, shortened: our argument parsers' messages already name the flag and the value. */
+function usageLine(str: string): string {
+  const text = str.trim().replace(/^error: /, "");
+  const ours = /is invalid\. (--[\s\S]*)$/.exec(text);
+  return (ours ? ours[1]! : text).replace(/\s*\n\s*/g, " ");
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -2,6 +2,7 @@
 
 import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
+import { PAGE, PROCESS_LIMITS as L, SEQ, WAIT, decimalArg, intArg, secondsArg } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { execCommands } from "./exec-commands.js";
 import { boundaryLine } from "./policy-commands.js";
@@ -23,18 +24,6 @@ interface Waitable extends Common {
 const enc = encodeURIComponent;
 const clientFor = (o: Common): GatewayClient => new GatewayClient({ home: o.home, url: o.url });
 
-function positiveInt(label: string) {
-  return (v: string): number => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(`${label} must be a positive whole number`);
-    return n;
-  };
-}
-function positiveNumber(v: string): number {
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("must be a positive number");
-  return n;
-}
 function envPair(v: string, acc: Record<string, string>): Record<string, string> {
   const i = v.indexOf("=");
   if (i <= 0) throw new InvalidArgumentError(`expected KEY=VALUE, got ${JSON.stringify(v)}`);
@@ -44,7 +33,7 @@ function envPair(v: string, acc: Record<string, string>): Record<string, string>
 function waitOptions(cmd: Command, defaultTimeoutS: number): Command {
   return cmd
     .option("--no-wait", "return as soon as the gateway has accepted the request")
-    .option("--timeout <seconds>", "how long to wait", positiveInt("--timeout"), defaultTimeoutS)
+    .option("--timeout <seconds>", "how long to wait", secondsArg("--timeout", WAIT), defaultTimeoutS)
     .option("--json", "print the result as JSON");
 }
 
@@ -86,9 +75,9 @@ export function sandboxCommands(global: () => Common): Command {
       .argument("<name>", "sandbox name: 1-63 lowercase letters, digits and '-'")
       .argument("[command...]", "the workload's main process (after --); default: an idle process")
       .option("--image <image>", "workload image (default: the locally built sandgate workload image)")
-      .option("--memory <MiB>", "memory limit in MiB", positiveInt("--memory"))
-      .option("--cpus <n>", "CPU limit in cores", positiveNumber)
-      .option("--pids <n>", "process limit", positiveInt("--pids"))
+      .option("--memory <MiB>", `memory limit in MiB (${L.memoryMb.min}-${L.memoryMb.max})`, intArg("--memory", L.memoryMb))
+      .option("--cpus <n>", `CPU limit in cores (${L.cpus.min}-${L.cpus.max})`, decimalArg("--cpus", L.cpus))
+      .option("--pids <n>", `process limit (${L.pids.min}-${L.pids.max})`, intArg("--pids", L.pids))
       .option("-e, --env <KEY=VALUE>", "environment variable for the workload (repeatable)", envPair, {})
       .option("--policy <file>", "network policy YAML (see docs/policy.md); default: deny all egress"),
     180,
@@ -187,8 +176,8 @@ export function sandboxCommands(global: () => Common): Command {
     .command("events")
     .description("show a sandbox's event log (phase changes with reasons, progress); egress decisions: sandgate audit")
     .argument("<name>", "sandbox name or id")
-    .option("--after <seq>", "only events after this sequence number", positiveInt("--after"))
-    .option("--tail <n>", "only the last N events", positiveInt("--tail"))
+    .option("--after <seq>", "only events after this sequence number", intArg("--after", SEQ))
+    .option("--tail <n>", `only the last N events (${PAGE.min}-${PAGE.max})`, intArg("--tail", PAGE))
     .option("--json", "print as JSON (one array)")
     .action(async (name: string, _o, cmd: Command) => {
       const o = opts<Common & { after?: number; tail?: number }>(cmd);

@@ -3,12 +3,15 @@
 // and changes nothing. The real `sandgate` CLI against a real gateway (HTTP +
 // SQLite) on the in-memory driver test double.
 
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, type CliRun } from "../support/cli-runner.js";
 import { MemoryDriver } from "../support/memory-driver.js";
+import { freePort } from "../support/net.js";
 import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 
 /** One line on stderr, no stack trace; returns it. */
@@ -26,6 +29,171 @@ function file(name: string, text: string): string {
   writeFileSync(p, text);
   return p;
 }
+
+/** The CLI with no Docker daemon to reach: a gateway it starts never gets a runtime. */
+const NO_DOCKER = { DOCKER_HOST: `unix://${join(scratch, "no-docker.sock")}` };
+
+describe("CLI mistakes before a gateway runs", () => {
+  const home = mkdtempSync(join(tmpdir(), "sg-mistakes-home-"));
+  afterAll(() => rmSync(home, { recursive: true, force: true }));
+  const files = (): string[] => readdirSync(home).sort();
+
+  it("item 2: every numeric setting is checked at start, from flags and environment: one line naming it and its range, exit 2, nothing created", async () => {
+    const cases: [string[], Record<string, string>, RegExp][] = [
+      [[], { SANDGATE_RECOVERY_DEADLINE: "abc" }, /^sandgate: SANDGATE_RECOVERY_DEADLINE must be a duration from 1 s to 86400 s .*; got "abc"$/],
+      [[], { SANDGATE_BOUNDARY_DEADLINE: "-5" }, /^sandgate: SANDGATE_BOUNDARY_DEADLINE must be a duration from 1 s to 86400 s .*; got "-5"$/],
+      [["--recovery-deadline", "0"], {}, /^sandgate: --recovery-deadline must be a duration from 1 s to 86400 s .*; got "0"$/],
+      // The flag wins over the environment, and is the one named.
+      [["--boundary-deadline", "NaN"], { SANDGATE_BOUNDARY_DEADLINE: "30" }, /^sandgate: --boundary-deadline must be .*; got "NaN"$/],
+      [["--port", "70000"], {}, /^sandgate: --port must be a whole number from 0 to 65535; got "70000" \(run with --help for usage\)$/],
+      [["--port", "1e3"], {}, /^sandgate: --port must be a whole number from 0 to 65535; got "1e3"/],
+    ];
+    for (const [args, env, message] of cases) {
+      const r = await cli(["--home", home, "gateway", "start", "--port", "0", ...args], { ...NO_DOCKER, ...env });
+      expect(r.code, `${args.join(" ")} ${JSON.stringify(env)}`).toBe(2);
+      expect(oneLine(r)).toMatch(message);
+      expect(files()).toEqual([]);
+    }
+    for (const [args, message] of [
+      [["sandbox", "create", "x", "--cpus", "0.0001"], /^sandgate: --cpus must be a number from 0\.01 to 256; got "0\.0001"/],
+      [["sandbox", "create", "x", "--memory", "lots"], /^sandgate: --memory must be a whole number from 16 to 1048576; got "lots"/],
+      [["sandbox", "create", "x", "--timeout", "soon"], /^sandgate: --timeout must be a duration from 1 s to 86400 s .*; got "soon"/],
+      [["sandbox", "events", "x", "--tail", "0"], /^sandgate: --tail must be a whole number from 1 to 10000; got "0"/],
+      [["audit", "x", "--after", "-1"], /^sandgate: --after must be a whole number from 0 to \d+; got "-1"/],
+      [["policy", "set", "x", "--policy", "p.yaml", "--timeout", "601"], /^sandgate: --timeout must be a duration from 1 s to 600 s .*; got "601"/],
+      [["gateway", "stop", "--timeout", "abc"], /^sandgate: --timeout must be a duration from 1 s to 86400 s .*; got "abc"/],
+    ] as [string[], RegExp][]) {
+      const r = await cli(["--home", home, ...args]);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(oneLine(r)).toMatch(message);
+    }
+    expect(files()).toEqual([]);
+  });
+
+  it("item 3: a bad --log-level or SANDGATE_LOG_LEVEL, a malformed gateway.json, a bad --url: one line, no stack trace", async () => {
+    for (const [args, env, name] of [
+      [["--log-level", "loud"], {}, "--log-level"],
+      [[], { SANDGATE_LOG_LEVEL: "loud" }, "SANDGATE_LOG_LEVEL"],
+    ] as [string[], Record<string, string>, string][]) {
+      const r = await cli(["--home", home, "gateway", "start", "--port", "0", ...args], { ...NO_DOCKER, ...env });
+      expect(r.code).toBe(2);
+      expect(oneLine(r)).toBe(`sandgate: ${name} must be one of trace, debug, info, warn, error, fatal, silent; got "loud"`);
+    }
+    expect(files()).toEqual([]);
+
+    const bad = mkdtempSync(join(tmpdir(), "sg-mistakes-addr-"));
+    try {
+      for (const [text, why] of [
+        ["{not json", "not JSON"],
+        ['{"url": 5, "pid": 1}', '"url" must be an http:// address, got 5'],
+        ['{"url": "http://127.0.0.1:1", "pid": "abc"}', '"pid" must be a process id from 1 to 4194304, got "abc"'],
+      ]) {
+        writeFileSync(join(bad, "gateway.json"), text!);
+        for (const args of [["sandbox", "list"], ["gateway", "stop"]]) {
+          const r = await cli(["--home", bad, ...args]);
+          expect(r.code, `${text} ${args.join(" ")}`).toBe(3);
+          expect(oneLine(r)).toBe(`sandgate: cannot find the gateway: ${join(bad, "gateway.json")} is malformed (${why}); remove it, the gateway writes it again when it starts`);
+        }
+      }
+      const url = await cli(["--url", "not a url", "sandbox", "list"]);
+      expect(url.code).toBe(2);
+      expect(oneLine(url)).toBe('sandgate: --url must be an http:// or https:// address; got "not a url"');
+    } finally {
+      rmSync(bad, { recursive: true, force: true });
+    }
+  });
+
+  it("item 3: a corrupt state.db: one line saying so and what to do, exit 2, the file left as it was", async () => {
+    const h = mkdtempSync(join(tmpdir(), "sg-mistakes-db-"));
+    try {
+      const garbage = "this is not a database, it is a shopping list: eggs, milk, bread, more eggs and some more text\n".repeat(20);
+      writeFileSync(join(h, "state.db"), garbage);
+      const r = await cli(["--home", h, "gateway", "start", "--port", "0"], NO_DOCKER);
+      expect(r.code).toBe(2);
+      const db = join(h, "state.db");
+      expect(oneLine(r)).toBe(`sandgate: ${db} is not a readable Sandgate database (file is not a database); move it aside (mv ${db} ${db}.corrupt) to start with no sandboxes, or restore it from a backup`);
+      expect(readFileSync(db, "utf8")).toBe(garbage);
+      expect(existsSync(join(h, "gateway.json"))).toBe(false);
+    } finally {
+      rmSync(h, { recursive: true, force: true });
+    }
+  });
+
+  describe("item 4: gateway start on a busy port", () => {
+    let holder: Server;
+    let port: number;
+    beforeAll(async () => {
+      holder = createServer();
+      await new Promise<void>((r) => holder.listen(0, "127.0.0.1", () => r()));
+      port = (holder.address() as { port: number }).port;
+    });
+    afterAll(() => new Promise<void>((r) => holder.close(() => r())));
+
+    it("in the foreground: one line naming the port and the process that holds it, exit 2, the process ends", async () => {
+      const h = mkdtempSync(join(tmpdir(), "sg-mistakes-port-"));
+      try {
+        const r = await cli(["--home", h, "gateway", "start", "--port", String(port)], NO_DOCKER);
+        expect(r.code).toBe(2);
+        expect(oneLine(r)).toMatch(new RegExp(`^sandgate: cannot listen on 127\\.0\\.0\\.1:${port} \\(the API\\): the port is in use; it is held by pid ${process.pid} \\(.*\\); stop that process or choose another port$`));
+        expect(existsSync(join(h, "gateway.json"))).toBe(false);
+      } finally {
+        rmSync(h, { recursive: true, force: true });
+      }
+    });
+
+    it("with --detach: reports the failure with the log's last lines, exit 2, instead of waiting", async () => {
+      const h = mkdtempSync(join(tmpdir(), "sg-mistakes-detach-"));
+      try {
+        const r = await cli(["--home", h, "gateway", "start", "--port", String(port), "--detach"], NO_DOCKER);
+        expect(r.code).toBe(2);
+        const lines = r.stderr.trim().split("\n");
+        expect(lines[0]).toMatch(/^starting gateway \(pid \d+\); log: /);
+        expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^  \\| sandgate: cannot listen on 127\\.0\\.0\\.1:${port} \\(the API\\): the port is in use`)));
+        expect(lines.at(-1)).toBe(`sandgate: the gateway exited during start-up (exit code 2); see ${join(h, "gateway.log")}`);
+        expect(r.stderr).not.toMatch(/\bat .+:\d+:\d+/);
+        expect(r.stdout).toBe("");
+      } finally {
+        rmSync(h, { recursive: true, force: true });
+      }
+    });
+  });
+});
+
+describe("item 8: gateway stop checks that the pid is the gateway", () => {
+  it("a stale gateway.json naming another live process: exit 3, one line, nothing signalled", async () => {
+    const h = mkdtempSync(join(tmpdir(), "sg-mistakes-stale-"));
+    const other = spawn("sleep", ["60"], { stdio: "ignore" });
+    try {
+      const port = await freePort();
+      writeFileSync(join(h, "gateway.json"), JSON.stringify({ url: `http://127.0.0.1:${port}`, pid: other.pid, startedAt: "", version: "0" }));
+      const r = await cli(["--home", h, "gateway", "stop"]);
+      expect(r.code).toBe(3);
+      expect(oneLine(r)).toBe(`sandgate: the gateway is not running: ${join(h, "gateway.json")} names pid ${other.pid}, which is now "sleep 60", not a sandgate gateway; nothing was signalled (remove the stale file)`);
+      expect(other.exitCode).toBeNull();
+      expect(other.signalCode).toBeNull();
+      expect(() => process.kill(other.pid!, 0)).not.toThrow();
+    } finally {
+      other.kill("SIGKILL");
+      rmSync(h, { recursive: true, force: true });
+    }
+  });
+
+  it("a real gateway (started with --detach, showing its progress) is stopped, exit 0", async () => {
+    const h = mkdtempSync(join(tmpdir(), "sg-mistakes-real-"));
+    try {
+      const started = await cli(["--home", h, "gateway", "start", "--port", "0", "--detach"], NO_DOCKER);
+      expect(started.code, started.stderr).toBe(0);
+      expect(started.stdout).toMatch(/^gateway listening on http:\/\/127\.0\.0\.1:\d+ \(pid \d+\)\n$/);
+      expect(started.stderr).toMatch(/^starting gateway \(pid \d+\); log: /);
+      expect(started.stderr).toMatch(/warning: the runtime is not ready yet/);
+      const pid = (JSON.parse(readFileSync(join(h, "gateway.json"), "utf8")) as { pid: number }).pid;
+      const stopped = await cli(["--home", h, "gateway", "stop"]);
+      expect([stopped.code, stopped.stdout, stopped.stderr]).toEqual([0, `gateway (pid ${pid}) stopped\n`, ""]);
+    } finally {
+      rmSync(h, { recursive: true, force: true });
+    }
+  });
+});
 
 describe("CLI mistakes against a gateway", () => {
   let t: TestGateway;
