@@ -6,6 +6,9 @@ import { readFileSync } from "node:fs";
 import { inspectAddress, resolveHome, type HomePaths } from "../gateway/home.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
 
+/** Connection errors that mean nothing listens at the address (as opposed to a gateway that cut the request). */
+const NO_LISTENER = new Set(["ECONNREFUSED", "ENOENT", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT"]);
+
 export interface ClientOptions {
   home?: string;
   url?: string;
@@ -84,7 +87,9 @@ export class GatewayClient {
       const c = (err as { cause?: { code?: string; message?: string } }).cause;
       const cause = c?.code ?? c?.message;
       if (err instanceof Error && err.name === "TimeoutError") throw new CliError(`the gateway at ${this.url} did not answer in time`, EXIT.timeout);
-      throw this.notRunning(cause ?? (err instanceof Error ? err.message : String(err)));
+      // Only a connection that could not be made means no gateway; one it cut is an answer.
+      if (c?.code === undefined || NO_LISTENER.has(c.code)) throw this.notRunning(cause ?? (err instanceof Error ? err.message : String(err)));
+      throw new CliError(`the gateway at ${this.url} closed the connection during ${method} ${path.replace(/\?.*/, "")} (${cause ?? "?"}); see its log`, EXIT.failed);
     }
   }
 }

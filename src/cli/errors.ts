@@ -24,6 +24,7 @@ export class CliError extends Error {
 
 const BY_API_CODE: Record<string, number> = {
   invalid_request: EXIT.usage,
+  too_large: EXIT.usage,
   unauthorized: EXIT.unauthorized,
   not_found: EXIT.notFound,
   already_exists: EXIT.conflict,

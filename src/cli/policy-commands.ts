@@ -3,6 +3,7 @@
 
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
+import { POLICY_MAX_BYTES, megabytes } from "../gateway/errors.js";
 import { secondsArg } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
@@ -15,6 +16,18 @@ interface Common {
 }
 
 const enc = encodeURIComponent;
+
+/** A policy file's text; a file over the gateway's limit is refused here, before it is sent. */
+export function readPolicyFile(path: string): string {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (err) {
+    throw new CliError(`cannot read policy file ${path}: ${(err as Error).message}`, EXIT.usage);
+  }
+  if (bytes.length > POLICY_MAX_BYTES) throw new CliError(`policy ${path} is ${megabytes(bytes.length)}; the limit is 1 MiB`, EXIT.usage);
+  return bytes.toString("utf8");
+}
 
 export function boundaryLine(b: BoundaryView | null): string {
   if (!b) return "-";
@@ -36,12 +49,7 @@ export function policyCommands(global: () => Common): Command {
     .option("--timeout <seconds>", "how long --wait waits (1-600 s)", secondsArg("--timeout", { minS: 1, maxS: 600 }), 30)
     .option("--json", "print the result as JSON")
     .action(async (name: string, o: { policy: string; wait?: boolean; timeout: number; json?: boolean }) => {
-      let text: string;
-      try {
-        text = readFileSync(o.policy, "utf8");
-      } catch (err) {
-        throw new CliError(`cannot read policy file ${o.policy}: ${(err as Error).message}`, EXIT.usage);
-      }
+      const text = readPolicyFile(o.policy);
       const body: Record<string, unknown> = { policy: text };
       if (o.wait) body.wait = o.timeout;
       const r = await client().request<{ revision: number; pushed: boolean; enforced: boolean | null; boundary: BoundaryView | null }>(

@@ -1,11 +1,10 @@
 // `sandgate sandbox ...`: create, list, get, start, stop, delete, events, watch.
 
-import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { PAGE, PROCESS_LIMITS as L, SEQ, WAIT, decimalArg, intArg, secondsArg } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { execCommands } from "./exec-commands.js";
-import { boundaryLine } from "./policy-commands.js";
+import { boundaryLine, readPolicyFile } from "./policy-commands.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
 import { ago, printJson, short, table } from "./format.js";
 import type { EventView, SandboxView } from "./views.js";
@@ -37,13 +36,7 @@ function waitOptions(cmd: Command, defaultTimeoutS: number): Command {
     .option("--json", "print the result as JSON");
 }
 
-function readPolicyFile(path: string): string {
-  try {
-    return readFileSync(path, "utf8");
-  } catch (err) {
-    throw new CliError(`cannot read policy file ${path}: ${(err as Error).message}`, EXIT.usage);
-  }
-}
+
 
 function phaseLine(s: SandboxView): string {
   return `${s.name}  ${s.phase}${s.reasonText ? ` (${s.reasonText})` : ""}  generation ${s.generation}`;

@@ -238,4 +238,61 @@ describe("CLI mistakes against a gateway", () => {
     expect(denyJson.code).toBe(8);
     expect(JSON.parse(denyJson.stdout).decision.allow).toBe(false);
   });
+
+  it("item 5: a policy over 1 MiB: the CLI says its size and the limit (exit 2); the API answers 413 likewise; nothing changes", async () => {
+    await cli([...home, "sandbox", "create", "big"]);
+    const before = snapshot();
+    const big = file("big.yaml", `version: 1\n#${"x".repeat(5_000_000)}\n`);
+    for (const args of [["policy", "set", "big", "--policy", big], ["sandbox", "create", "big2", "--policy", big]]) {
+      const r = await cli([...home, ...args]);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(oneLine(r)).toBe(`sandgate: policy ${big} is 5.0 MB; the limit is 1 MiB`);
+    }
+    // Over the body limit, and under it but over the policy limit: 413 naming the policy's size.
+    for (const n of [5_000_000, 1_500_000]) {
+      const r = await t.api("PUT", "/v1/sandboxes/big/policy", { policy: `version: 1\n#${"x".repeat(n)}` });
+      expect(r.status).toBe(413);
+      expect(r.body.error).toEqual({ code: "too_large", message: `policy is ${(n / 1e6).toFixed(1)} MB; the limit is 1 MiB` });
+    }
+    expect(snapshot()).toEqual(before);
+  });
+
+  it("item 5: an HTTP error the gateway answers while cutting the connection is never reported as a missing gateway", async () => {
+    // A server that cuts the upload at its first bytes (a reset, as a gateway may when the body is over its
+    // limit and the client is still sending): the gateway is there, so this is not "not running".
+    const cutter = createServer((sock) => {
+      sock.once("data", () => sock.resetAndDestroy());
+    });
+    await new Promise<void>((r) => cutter.listen(0, "127.0.0.1", () => r()));
+    try {
+      const url = `http://127.0.0.1:${(cutter.address() as { port: number }).port}`;
+      const r = await cli(["--url", url, "policy", "set", "x", "--policy", file("mid.yaml", `version: 1\n#${"y".repeat(900_000)}\n`)], { SANDGATE_TOKEN: "t" });
+      expect(r.code).toBe(1);
+      expect(oneLine(r)).toMatch(new RegExp(`^sandgate: the gateway at ${url} closed the connection during PUT /v1/sandboxes/x/policy \\(\\w+\\); see its log$`));
+    } finally {
+      await new Promise<void>((r) => cutter.close(() => r()));
+    }
+  });
+
+  it("item 6: a name over 63 characters and an exec argv over the limit: clear 400s and exit 2", async () => {
+    const long = "a".repeat(200);
+    for (const args of [["sandbox", "get", long], ["sandbox", "stop", long], ["policy", "get", long]]) {
+      const r = await cli([...home, ...args]);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(oneLine(r)).toBe(`sandgate: invalid sandbox name "${"a".repeat(40)}"… (200 characters): 1-63 characters: lowercase letters, digits and '-', starting and ending with a letter or digit`);
+    }
+    const api = await t.api("GET", `/v1/sandboxes/${long}`);
+    expect(api.status).toBe(400);
+    expect(api.body.error.code).toBe("invalid_request");
+    // A name that could be one is still just not found.
+    expect((await t.api("GET", `/v1/sandboxes/${"a".repeat(63)}`)).status).toBe(404);
+
+    await cli([...home, "sandbox", "create", "ex"]);
+    const tooLong = await cli([...home, "sandbox", "exec", "ex", "--", "echo", "z".repeat(9000)]);
+    expect(tooLong.code).toBe(2);
+    expect(oneLine(tooLong)).toBe("sandgate: the command line is 9004 bytes in 2 arguments; the limit is 8192 bytes and 256 arguments");
+    const tooMany = await cli([...home, "sandbox", "exec", "ex", "--", ...Array.from({ length: 300 }, () => "a")]);
+    expect(tooMany.code).toBe(2);
+    expect(oneLine(tooMany)).toMatch(/^sandgate: the command line is 300 bytes in 300 arguments; the limit is 8192 bytes and 256 arguments$/);
+  });
 });
