@@ -56,6 +56,19 @@ async function settle(client: GatewayClient, s: SandboxView, o: Waitable, until:
   else process.stdout.write(phaseLine(final) + "\n");
 }
 
+/**
+ * After a refused stop or delete: the sandbox as it is when it already is what was
+ * asked (stopped, stopping; deleted), else the refusal is rethrown.
+ */
+async function alreadyThere(client: GatewayClient, name: string, intent: "stop" | "delete", err: unknown): Promise<SandboxView | "deleted"> {
+  if (!(err instanceof CliError)) throw err;
+  if (intent === "delete" && err.exitCode === EXIT.notFound) return "deleted";
+  if (intent !== "stop" || err.exitCode !== EXIT.conflict) throw err;
+  const now = await client.request<SandboxView>("GET", `/v1/sandboxes/${enc(name)}`);
+  if (now.phase === "Stopped" || now.phase === "Completed" || now.phase === "Stopping") return now;
+  throw err;
+}
+
 export function sandboxCommands(global: () => Common): Command {
   const sandbox = new Command("sandbox").description("create and manage sandboxes");
   // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- commander options are untyped
@@ -157,8 +170,28 @@ export function sandboxCommands(global: () => Common): Command {
     ).action(async (name: string, _o, cmd: Command) => {
       const o = opts<Waitable>(cmd);
       const client = clientFor(o);
-      const seq = o.wait ? await lastSeq(client, name) : 0;
-      const s = await client.request<SandboxView>(intent.method, `/v1/sandboxes/${enc(name)}${intent.path}`);
+      if (intent.name === "start") {
+        const seq = o.wait ? await lastSeq(client, name) : 0;
+        const s = await client.request<SandboxView>(intent.method, `/v1/sandboxes/${enc(name)}${intent.path}`);
+        return settle(client, s, o, intent.until, seq);
+      }
+      // Stop and delete are idempotent, as `docker stop` is: asking for what already holds
+      // (or is under way) succeeds and says so.
+      let seq = 0;
+      let s: SandboxView;
+      try {
+        seq = o.wait ? await lastSeq(client, name) : 0;
+        s = await client.request<SandboxView>(intent.method, `/v1/sandboxes/${enc(name)}${intent.path}`);
+      } catch (err) {
+        const now = await alreadyThere(client, name, intent.name, err);
+        if (now === "deleted") {
+          if (o.json) return printJson({ name, deleted: true, already: true });
+          return void process.stdout.write(`${name}  already deleted\n`);
+        }
+        if (now.phase === "Stopping" && o.wait) return settle(client, now, o, intent.until, seq);
+        if (o.json) return printJson(now);
+        return void process.stdout.write(`${phaseLine(now)}  (already ${now.phase === "Stopping" ? "stopping" : "stopped"})\n`);
+      }
       await settle(client, s, o, intent.until, seq);
     });
   }

@@ -295,4 +295,24 @@ describe("CLI mistakes against a gateway", () => {
     expect(tooMany.code).toBe(2);
     expect(oneLine(tooMany)).toMatch(/^sandgate: the command line is 300 bytes in 300 arguments; the limit is 8192 bytes and 256 arguments$/);
   });
+
+  it("item 9: stop and delete are idempotent: exit 0, saying it was already so; nothing changes", async () => {
+    await cli([...home, "sandbox", "create", "idem"]);
+    expect((await cli([...home, "sandbox", "stop", "idem"])).stdout).toBe("idem  Stopped  generation 1\n");
+    const before = snapshot();
+    const again = await cli([...home, "sandbox", "stop", "idem"]);
+    expect([again.code, again.stdout, again.stderr]).toEqual([0, "idem  Stopped  generation 1  (already stopped)\n", ""]);
+    const json = await cli([...home, "sandbox", "stop", "idem", "--json"]);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ name: "idem", phase: "Stopped" });
+    expect(snapshot()).toEqual(before);
+
+    expect((await cli([...home, "sandbox", "delete", "idem"])).stdout).toBe("idem  deleted\n");
+    const after = snapshot();
+    const gone = await cli([...home, "sandbox", "delete", "idem"]);
+    expect([gone.code, gone.stdout, gone.stderr]).toEqual([0, "idem  already deleted\n", ""]);
+    expect(snapshot()).toEqual(after);
+    // Stop of what never existed is still "not found"; start of a Ready sandbox still "not allowed".
+    expect((await cli([...home, "sandbox", "stop", "never"])).code).toBe(4);
+  });
 });
