@@ -26,6 +26,10 @@ interface SessionOptions {
 }
 
 function runSession(client: GatewayClient, o: SessionOptions): Promise<number> {
+  // As docker does: a terminal needs one at our end too; piped input would be lost in it.
+  if (o.tty && o.stdin && !process.stdin.isTTY) {
+    return Promise.reject(new CliError("the input is not a TTY: -t (and connect) need a terminal on stdin; drop -t to pipe input", EXIT.usage));
+  }
   const over = checkExecArgv(o.cmd);
   if (over) return Promise.reject(new CliError(over.replace(/^cmd: /, ""), EXIT.usage));
   if (!client.url) return client.request("GET", "/v1/status").then(() => 1); // raises "not running"

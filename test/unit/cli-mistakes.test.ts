@@ -315,4 +315,14 @@ describe("CLI mistakes against a gateway", () => {
     // Stop of what never existed is still "not found"; start of a Ready sandbox still "not allowed".
     expect((await cli([...home, "sandbox", "stop", "never"])).code).toBe(4);
   });
+
+  it("item 11: exec -t (and connect) with stdin not a TTY: an error saying so (exit 2), never lost output", async () => {
+    await cli([...home, "sandbox", "create", "tty"]);
+    for (const args of [["sandbox", "exec", "tty", "-t", "--", "echo", "hi"], ["sandbox", "connect", "tty"]]) {
+      const r = await cli([...home, ...args], {}, "some input\n");
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(oneLine(r)).toBe("sandgate: the input is not a TTY: -t (and connect) need a terminal on stdin; drop -t to pipe input");
+    }
+  });
 });
