@@ -4,7 +4,7 @@
 import { Command, InvalidArgumentError } from "commander";
 import { PAGE, SEQ, intArg } from "./args.js";
 import { GatewayClient } from "./client.js";
-import { printJson, table } from "./format.js";
+import { printJson, table, when } from "./format.js";
 
 interface Common {
   home?: string;
@@ -59,7 +59,7 @@ export function auditCommand(global: () => Common): Command {
       process.stdout.write(
         table(
           ["SEQ", "TIME", "GEN", "DECISION", "COUNT", "TARGET", "WHY"],
-          rows.map((a) => [String(a.seq), a.time, String(a.generation), a.decision, String(a.count), target(a), a.event.lockdown ?? a.event.reason ?? a.event.rule ?? "-"]),
+          rows.map((a) => [String(a.seq), when(a.time), String(a.generation), a.decision, String(a.count), target(a), a.event.lockdown ?? a.event.reason ?? a.event.rule ?? "-"]),
         ) + "\n",
       );
     });

@@ -7,7 +7,8 @@ import { POLICY_MAX_BYTES, megabytes } from "../gateway/errors.js";
 import { secondsArg } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
-import { printJson } from "./format.js";
+import { stringify } from "yaml";
+import { printJson, when } from "./format.js";
 import type { BoundaryView } from "./views.js";
 
 interface Common {
@@ -69,16 +70,19 @@ export function policyCommands(global: () => Common): Command {
 
   policy
     .command("get")
-    .description("show the active policy revision and whether the supervisor enforces it")
+    .description("print the active policy as the YAML it was given in (--json: the parsed policy), with its revision and whether the supervisor enforces it")
     .argument("<name>", "sandbox name or id")
-    .option("--json", "print as JSON")
+    .option("--json", "print as JSON (the parsed policy, its source text, revision and boundary)")
     .action(async (name: string, o: { json?: boolean }) => {
-      const r = await client().request<{ revision: number; createdAt: string; hash: string; policy: unknown; boundary: BoundaryView | null }>(
+      const r = await client().request<{ revision: number; createdAt: string; hash: string; policy: unknown; source?: string | null; boundary: BoundaryView | null }>(
         "GET",
         `/v1/sandboxes/${enc(name)}/policy`,
       );
       if (o.json) return printJson(r);
-      process.stdout.write(`revision  ${r.revision} (${r.createdAt})\nboundary  ${boundaryLine(r.boundary)}\n\n${JSON.stringify(r.policy, null, 2)}\n`);
+      // The YAML as the user wrote it (a revision given as an object: as YAML), after
+      // comment lines that keep it a valid file for `policy set`.
+      const text = r.source ?? stringify(r.policy);
+      process.stdout.write(`# revision ${r.revision}, accepted ${when(r.createdAt)}\n# boundary: ${boundaryLine(r.boundary)}\n${text.endsWith("\n") ? text : `${text}\n`}`);
     });
 
   policy

@@ -48,6 +48,13 @@ function usageLine(str: string): string {
 
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
+  // Bare `sandgate` (or a bare command group): its help, on stdout, as a success.
+  const args = argv.slice(2);
+  const group = args.length === 1 ? program.commands.find((c) => c.name() === args[0] && c.commands.length > 0) : undefined;
+  if (args.length === 0 || group) {
+    process.stdout.write((group ?? program).helpInformation());
+    return EXIT.ok;
+  }
   try {
     await program.parseAsync(argv);
     return typeof process.exitCode === "number" ? process.exitCode : EXIT.ok;

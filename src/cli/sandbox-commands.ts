@@ -6,7 +6,7 @@ import { GatewayClient } from "./client.js";
 import { execCommands } from "./exec-commands.js";
 import { boundaryLine, readPolicyFile } from "./policy-commands.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
-import { ago, printJson, short, table } from "./format.js";
+import { printJson, short, table, when } from "./format.js";
 import type { EventView, SandboxView } from "./views.js";
 import { waitForPhase } from "./wait.js";
 
@@ -37,6 +37,12 @@ function waitOptions(cmd: Command, defaultTimeoutS: number): Command {
 }
 
 
+
+/** The runtime record when it is of the running generation (containers that are there), else null. */
+function live(s: SandboxView): SandboxView["runtime"] {
+  const running = s.phase === "Provisioning" || s.phase === "Ready" || s.phase === "Recovering";
+  return running && s.runtime?.generation === s.generation ? s.runtime : null;
+}
 
 function phaseLine(s: SandboxView): string {
   return `${s.name}  ${s.phase}${s.reasonText ? ` (${s.reasonText})` : ""}  generation ${s.generation}`;
@@ -121,9 +127,9 @@ export function sandboxCommands(global: () => Common): Command {
             s.phase,
             String(s.generation),
             s.reason?.code ?? "-",
-            short(s.runtime?.workload.id),
-            short(s.runtime?.supervisor.id),
-            ago(s.createdAt),
+            short(live(s)?.workload.id),
+            short(live(s)?.supervisor.id),
+            when(s.createdAt),
           ]),
         ) + "\n",
       );
@@ -138,6 +144,7 @@ export function sandboxCommands(global: () => Common): Command {
       const o = opts<Common>(cmd);
       const s = await clientFor(o).request<SandboxView>("GET", `/v1/sandboxes/${enc(name)}`);
       if (o.json) return printJson(s);
+      const rt = live(s);
       const rows: [string, string][] = [
         ["name", s.name],
         ["id", s.id],
@@ -147,12 +154,12 @@ export function sandboxCommands(global: () => Common): Command {
         ["image", s.spec.image ?? "(default workload image)"],
         ["command", s.spec.command ? s.spec.command.join(" ") : "(idle)"],
         ["resources", `${s.spec.resources.memoryMb} MiB, ${s.spec.resources.cpus} CPU, ${s.spec.resources.pids} pids`],
-        ["workload", s.runtime ? `${short(s.runtime.workload.id)} started ${s.runtime.workload.startedAt}` : "-"],
-        ["supervisor", s.runtime ? `${short(s.runtime.supervisor.id)} started ${s.runtime.supervisor.startedAt}` : "-"],
-        ["proxy", s.runtime?.proxyUrl ?? "-"],
+        ["workload", rt ? `${short(rt.workload.id)} started ${when(rt.workload.startedAt)}` : "-"],
+        ["supervisor", rt ? `${short(rt.supervisor.id)} started ${when(rt.supervisor.startedAt)}` : "-"],
+        ["proxy", rt?.proxyUrl ?? "-"],
         ["boundary", boundaryLine(s.boundary)],
-        ["created", `${s.createdAt} (${ago(s.createdAt)})`],
-        ["updated", `${s.updatedAt} (${ago(s.updatedAt)})`],
+        ["created", when(s.createdAt)],
+        ["updated", when(s.updatedAt)],
       ];
       const w = Math.max(...rows.map(([k]) => k.length));
       process.stdout.write(rows.map(([k, v]) => `${k.padEnd(w)}  ${v}`).join("\n") + "\n");
@@ -211,7 +218,7 @@ export function sandboxCommands(global: () => Common): Command {
       const headers = ["SEQ", "TIME", "GEN", "KIND", "CHANGE", "DETAIL"];
       const row = (e: EventView): string[] => [
         String(e.seq),
-        e.time,
+        when(e.time),
         String(e.generation),
         e.kind,
         e.kind === "phase" || e.kind === "deleted" ? `${e.oldPhase ?? "-"} → ${e.newPhase ?? "gone"}` : "-",
@@ -311,8 +318,8 @@ function printWatched(event: EventView, sandbox: SandboxView | null, json: boole
   if (json) return process.stdout.write(JSON.stringify({ event, sandbox }) + "\n");
   if (event.kind === "phase" || event.kind === "deleted") {
     const why = event.reasonText ? ` (${event.reasonText})` : "";
-    return process.stdout.write(`${event.time}  ${event.sandboxName}  gen ${event.generation}  ${event.oldPhase ?? "-"} → ${event.newPhase ?? "gone"}${why}\n`);
+    return process.stdout.write(`${when(event.time)}  ${event.sandboxName}  gen ${event.generation}  ${event.oldPhase ?? "-"} → ${event.newPhase ?? "gone"}${why}\n`);
   }
-  if (event.message) return process.stdout.write(`${event.time}  ${event.sandboxName}  gen ${event.generation}  ${event.kind}: ${event.message}\n`);
+  if (event.message) return process.stdout.write(`${when(event.time)}  ${event.sandboxName}  gen ${event.generation}  ${event.kind}: ${event.message}\n`);
   return true;
 }

@@ -325,4 +325,62 @@ describe("CLI mistakes against a gateway", () => {
       expect(oneLine(r)).toBe("sandgate: the input is not a TTY: -t (and connect) need a terminal on stdin; drop -t to pipe input");
     }
   });
+
+  it("item 10: policy get prints the YAML the user wrote (comments and all); --json the parsed policy", async () => {
+    const yaml = "# our one API\nversion: 1\nnetwork:\n  rules:\n    - name: api   # the only one\n      endpoints:\n        - { host: api.example.com, port: 443, protocol: https }\n";
+    expect((await cli([...home, "sandbox", "create", "pol", "--policy", file("pol.yaml", yaml)])).code).toBe(0);
+    const r = await cli([...home, "policy", "get", "pol"]);
+    expect(r.code).toBe(0);
+    const [rev, boundary, ...rest] = r.stdout.split("\n");
+    expect(rev).toMatch(/^# revision 1, accepted \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/);
+    expect(boundary).toMatch(/^# boundary: /);
+    expect(rest.join("\n")).toBe(yaml);
+    // What it prints is a policy file again.
+    expect((await cli([...home, "policy", "set", "pol", "--policy", file("back.yaml", r.stdout)])).code).toBe(0);
+    const j = await cli([...home, "policy", "get", "pol", "--json"]);
+    const body = JSON.parse(j.stdout);
+    expect(body).toMatchObject({ revision: 2, source: r.stdout, policy: { version: 1, network: { rules: [{ name: "api" }] } } });
+    expect(body.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
+  });
+
+  it("item 10: one human time format in tables; RFC 3339 in JSON; container ids only for the live generation", async () => {
+    await cli([...home, "sandbox", "create", "tm"]);
+    const HUMAN = /\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ/;
+    const events = await cli([...home, "sandbox", "events", "tm"]);
+    expect(events.stdout.split("\n")[1]).toMatch(new RegExp(`^\\d+\\s+${HUMAN.source}\\s+1\\s+phase`));
+    const list = await cli([...home, "sandbox", "list"]);
+    expect(list.stdout).toMatch(new RegExp(`\\ntm\\s+Ready\\s+1\\s+-\\s+\\S+\\s+\\S+\\s+${HUMAN.source}`));
+    const live = await cli([...home, "sandbox", "get", "tm"]);
+    expect(live.stdout).toMatch(new RegExp(`^created\\s+${HUMAN.source}$`, "m"));
+    expect(live.stdout).toMatch(/^workload\s+\S+ started /m);
+    const json = JSON.parse((await cli([...home, "sandbox", "get", "tm", "--json"])).stdout);
+    for (const t of [json.createdAt, json.updatedAt]) expect(t).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
+
+    await cli([...home, "sandbox", "stop", "tm"]);
+    const stopped = await cli([...home, "sandbox", "get", "tm"]);
+    expect(stopped.stdout).toMatch(/^workload\s+-$/m);
+    expect(stopped.stdout).toMatch(/^supervisor\s+-$/m);
+    expect((await cli([...home, "sandbox", "list"])).stdout).toMatch(/\ntm\s+Stopped\s+1\s+-\s+-\s+-\s/);
+
+    // A generation that ended in Error keeps its runtime record (its teardown owed), but its containers are not live.
+    await cli([...home, "sandbox", "create", "tm-err"]);
+    const s = t.gw.store.get("tm-err")!;
+    expect(s.runtime).not.toBeNull();
+    t.gw.store.transition(s.id, { expect: { phase: "Ready", generation: 1 }, next: { phase: "Error", generation: 1, reason: { code: "WorkloadExited", exitCode: 3 } } });
+    expect(t.gw.store.get("tm-err")!.runtime).not.toBeNull();
+    const ended = await cli([...home, "sandbox", "get", "tm-err"]);
+    expect(ended.stdout).toMatch(/^phase\s+Error$/m);
+    expect(ended.stdout).toMatch(/^workload\s+-$/m);
+    expect(ended.stdout).toMatch(/^supervisor\s+-$/m);
+  });
+});
+
+describe("item 10: bare commands print help on stdout", () => {
+  it("sandgate and sandgate sandbox: help on stdout, exit 0, nothing on stderr", async () => {
+    for (const args of [[], ["sandbox"], ["policy"]]) {
+      const r = await cli(args);
+      expect([r.code, r.stderr], args.join(" ")).toEqual([0, ""]);
+      expect(r.stdout).toMatch(/^Usage: sandgate/);
+    }
+  });
 });

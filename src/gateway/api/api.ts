@@ -115,7 +115,7 @@ export function buildApi(ctx: ApiContext) {
 
   app.get("/v1/sandboxes/:name/policy", async (req) => {
     const p = read.policyOf(nameParam(req));
-    return { sandbox: p.sandbox.name, revision: p.revision, hash: p.hash, createdAt: p.createdAt, policy: p.policy, boundary: p.boundary };
+    return { sandbox: p.sandbox.name, revision: p.revision, hash: p.hash, createdAt: p.createdAt, policy: p.policy, source: p.source, boundary: p.boundary };
   });
 
   app.put("/v1/sandboxes/:name/policy", async (req) => {
