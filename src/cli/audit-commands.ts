@@ -2,8 +2,9 @@
 // newest last, paged by cursor.
 
 import { Command, InvalidArgumentError } from "commander";
+import { PAGE, SEQ, intArg } from "./args.js";
 import { GatewayClient } from "./client.js";
-import { printJson, table } from "./format.js";
+import { printJson, table, when } from "./format.js";
 
 interface Common {
   home?: string;
@@ -17,14 +18,6 @@ interface AuditView {
   decision: string;
   count: number;
   event: { method?: string; protocol?: string; host?: string; port?: number; path?: string; reason?: string; rule?: string; lockdown?: string };
-}
-
-function positiveInt(label: string) {
-  return (v: string): number => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n <= 0 || n > 10_000) throw new InvalidArgumentError(`${label} must be a whole number from 1 to 10000`);
-    return n;
-  };
 }
 
 function decision(v: string): string {
@@ -42,8 +35,8 @@ export function auditCommand(global: () => Common): Command {
   return new Command("audit")
     .description("show a sandbox's egress decisions (repeats are counted, not repeated)")
     .argument("<name>", "sandbox name or id")
-    .option("--tail <n>", "only the last N records (default 100)", positiveInt("--tail"))
-    .option("--after <seq>", "records after this sequence number (all of them, page by page)", positiveInt("--after"))
+    .option("--tail <n>", "only the last N records (default 100)", intArg("--tail", PAGE))
+    .option("--after <seq>", "records after this sequence number (all of them, page by page)", intArg("--after", SEQ))
     .option("--decision <d>", "only allow, deny or dropped", decision)
     .option("--json", "print as JSON (one array)")
     .action(async (name: string, o: { tail?: number; after?: number; decision?: string; json?: boolean }) => {
@@ -66,7 +59,7 @@ export function auditCommand(global: () => Common): Command {
       process.stdout.write(
         table(
           ["SEQ", "TIME", "GEN", "DECISION", "COUNT", "TARGET", "WHY"],
-          rows.map((a) => [String(a.seq), a.time, String(a.generation), a.decision, String(a.count), target(a), a.event.lockdown ?? a.event.reason ?? a.event.rule ?? "-"]),
+          rows.map((a) => [String(a.seq), when(a.time), String(a.generation), a.decision, String(a.count), target(a), a.event.lockdown ?? a.event.reason ?? a.event.rule ?? "-"]),
         ) + "\n",
       );
     });

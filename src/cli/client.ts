@@ -3,8 +3,11 @@
 // with a one-line message.
 
 import { readFileSync } from "node:fs";
-import { readAddress, resolveHome, type HomePaths } from "../gateway/home.js";
+import { inspectAddress, resolveHome, type HomePaths } from "../gateway/home.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
+
+/** Connection errors that mean nothing listens at the address (as opposed to a gateway that cut the request). */
+const NO_LISTENER = new Set(["ECONNREFUSED", "ENOENT", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT"]);
 
 export interface ClientOptions {
   home?: string;
@@ -16,15 +19,26 @@ export class GatewayClient {
   readonly url: string;
   readonly paths: HomePaths;
   private readonly token: string | undefined;
+  private addressProblem: string | null = null;
 
   constructor(opts: ClientOptions = {}, env: NodeJS.ProcessEnv = process.env) {
     this.paths = resolveHome(opts.home, env);
-    const url = opts.url ?? env.SANDGATE_URL ?? readAddress(this.paths)?.url;
+    const given = opts.url !== undefined ? { what: "--url", url: opts.url } : env.SANDGATE_URL ? { what: "SANDGATE_URL", url: env.SANDGATE_URL } : null;
+    let url: string | undefined;
+    if (given) {
+      if (!isHttpUrl(given.url)) throw new CliError(`${given.what} must be an http:// or https:// address; got ${JSON.stringify(given.url)}`, EXIT.usage);
+      url = given.url;
+    } else {
+      const found = inspectAddress(this.paths);
+      this.addressProblem = found.problem;
+      url = found.address?.url;
+    }
     this.url = (url ?? "").replace(/\/+$/, "");
     this.token = opts.token ?? env.SANDGATE_TOKEN ?? readToken(this.paths.token);
   }
 
   private notRunning(detail?: string): CliError {
+    if (this.addressProblem) return new CliError(`cannot find the gateway: ${this.addressProblem}`, EXIT.unreachable);
     const where = this.url ? ` at ${this.url}` : ` (no address in ${this.paths.address})`;
     return new CliError(
       `the gateway is not running${where}${detail ? `: ${detail}` : ""}; start it with: sandgate gateway start`,
@@ -73,8 +87,19 @@ export class GatewayClient {
       const c = (err as { cause?: { code?: string; message?: string } }).cause;
       const cause = c?.code ?? c?.message;
       if (err instanceof Error && err.name === "TimeoutError") throw new CliError(`the gateway at ${this.url} did not answer in time`, EXIT.timeout);
-      throw this.notRunning(cause ?? (err instanceof Error ? err.message : String(err)));
+      // Only a connection that could not be made means no gateway; one it cut is an answer.
+      if (c?.code === undefined || NO_LISTENER.has(c.code)) throw this.notRunning(cause ?? (err instanceof Error ? err.message : String(err)));
+      throw new CliError(`the gateway at ${this.url} closed the connection during ${method} ${path.replace(/\?.*/, "")} (${cause ?? "?"}); see its log`, EXIT.failed);
     }
+  }
+}
+
+function isHttpUrl(s: string): boolean {
+  try {
+    const u = new URL(s);
+    return (u.protocol === "http:" || u.protocol === "https:") && u.host !== "";
+  } catch {
+    return false;
   }
 }
 

@@ -9,6 +9,7 @@ export const EXIT = {
   conflict: 5, // not allowed in the current phase, or the name is taken
   timeout: 6,
   unauthorized: 7,
+  denied: 8, // `policy check`: the policy denies the request
 } as const;
 
 export class CliError extends Error {
@@ -23,6 +24,7 @@ export class CliError extends Error {
 
 const BY_API_CODE: Record<string, number> = {
   invalid_request: EXIT.usage,
+  too_large: EXIT.usage,
   unauthorized: EXIT.unauthorized,
   not_found: EXIT.notFound,
   already_exists: EXIT.conflict,

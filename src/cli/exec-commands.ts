@@ -4,6 +4,7 @@
 
 import { Command } from "commander";
 import WebSocket from "ws";
+import { checkExecArgv } from "../gateway/api/schemas.js";
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
 
@@ -25,6 +26,12 @@ interface SessionOptions {
 }
 
 function runSession(client: GatewayClient, o: SessionOptions): Promise<number> {
+  // As docker does: a terminal needs one at our end too; piped input would be lost in it.
+  if (o.tty && o.stdin && !process.stdin.isTTY) {
+    return Promise.reject(new CliError("the input is not a TTY: -t (and connect) need a terminal on stdin; drop -t to pipe input", EXIT.usage));
+  }
+  const over = checkExecArgv(o.cmd);
+  if (over) return Promise.reject(new CliError(over.replace(/^cmd: /, ""), EXIT.usage));
   if (!client.url) return client.request("GET", "/v1/status").then(() => 1); // raises "not running"
   const q = new URLSearchParams();
   for (const c of o.cmd) q.append("cmd", c);
@@ -53,7 +60,8 @@ function runSession(client: GatewayClient, o: SessionOptions): Promise<number> {
           const err = (JSON.parse(body) as { error: { code: string; message: string } }).error;
           finish(() => reject(new CliError(err.message, exitCodeForApi(err.code))));
         } catch {
-          finish(() => reject(new CliError(`exec refused with HTTP ${res.statusCode ?? "?"}`)));
+          const text = body.trim().slice(0, 200);
+          finish(() => reject(new CliError(`exec refused with HTTP ${res.statusCode ?? "?"} ${res.statusMessage ?? ""}${text ? `: ${text}` : " (no explanation)"}`)));
         }
       });
     });

@@ -1,4 +1,5 @@
-// Human-readable output: aligned tables and relative times. --json bypasses all of it.
+// Human-readable output: aligned tables and one time format. --json bypasses all
+// of it (times there are RFC 3339, as the API gives them).
 
 export function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
@@ -7,12 +8,15 @@ export function table(headers: string[], rows: string[][]): string {
   return [line(headers), ...rows.map(line)].join("\n");
 }
 
-export function ago(iso: string, now = Date.now()): string {
-  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
-  if (s < 60) return `${s}s ago`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
-  if (s < 86_400) return `${Math.floor(s / 3600)}h ago`;
-  return `${Math.floor(s / 86_400)}d ago`;
+/**
+ * The one human time format of tables and lines: "2026-12-03 13:16:36Z" (UTC, to
+ * the second). Anything that is not a time is shown as it is.
+ */
+export function when(iso: string | null | undefined): string {
+  if (!iso) return "-";
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  return new Date(t).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
 }
 
 export const short = (id: string | undefined, n = 12): string => (id ? id.replace(/^sha256:/, "").slice(0, n) : "-");

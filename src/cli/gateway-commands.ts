@@ -1,9 +1,12 @@
 // `sandgate gateway start|status|stop`.
 
 import { spawn } from "node:child_process";
-import { openSync } from "node:fs";
+import { openSync, readFileSync, statSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
-import { DEFAULT_PORT, ensureHomeDir, readAddress, resolveHome } from "../gateway/home.js";
+import { DEFAULT_PORT, ensureHomeDir, inspectAddress, readAddress, resolveHome } from "../gateway/home.js";
+import { commandLine } from "../gateway/startup.js";
+import { fromFlagOrEnv, parseDuration } from "../util/settings.js";
+import { DEADLINE, LOG_LEVELS, PORT, WAIT, intArg, logLevel, secondsArg, setting } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
 import { printJson, table } from "./format.js";
@@ -13,18 +16,6 @@ interface Common {
   home?: string;
   url?: string;
   json?: boolean;
-}
-
-function port(v: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError("must be 0-65535");
-  return n;
-}
-
-function seconds(v: string): number {
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("must be a positive number of seconds");
-  return n;
 }
 
 function uidBase(v: string): number {
@@ -50,20 +41,13 @@ export function gatewayCommands(global: () => Common): Command {
 
   gw.command("start")
     .description("start the gateway (foreground; --detach to run it in the background)")
-    .option("--port <port>", "API port on 127.0.0.1 (0 picks a free one)", port, DEFAULT_PORT)
+    .option("--port <port>", "API port on 127.0.0.1 (0 picks a free one)", intArg("--port", PORT), DEFAULT_PORT)
     .option("--detach", "run in the background, logging to <home>/gateway.log")
-    .option("--log-level <level>", "trace, debug, info, warn or error", "info")
-    .option(
-      "--recovery-deadline <seconds>",
-      "how long a sandbox may stay Recovering before it fails closed (env SANDGATE_RECOVERY_DEADLINE)",
-      seconds,
-      Number(process.env.SANDGATE_RECOVERY_DEADLINE ?? 60),
-    )
+    .option("--log-level <level>", `${LOG_LEVELS.join(", ")} (env SANDGATE_LOG_LEVEL; default info)`)
+    .option("--recovery-deadline <seconds>", "how long a sandbox may stay Recovering before it fails closed (env SANDGATE_RECOVERY_DEADLINE; default 60)")
     .option(
       "--boundary-deadline <seconds>",
-      "how long a sandbox whose supervisor runs but cannot show its boundary may stay Recovering (env SANDGATE_BOUNDARY_DEADLINE)",
-      seconds,
-      Number(process.env.SANDGATE_BOUNDARY_DEADLINE ?? 30),
+      "how long a sandbox whose supervisor runs but cannot show its boundary may stay Recovering (env SANDGATE_BOUNDARY_DEADLINE; default 30)",
     )
     .option(
       "--uid-base <id>",
@@ -76,8 +60,21 @@ export function gatewayCommands(global: () => Common): Command {
       (v: string, prev: string[]) => [...prev, v],
       [] as string[],
     )
-    .action(async (o: { port: number; detach?: boolean; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[] }) => {
-      o.uidBase = resolveUidBase(o.uidBase);
+    .action(async (raw: { port: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[] }) => {
+      // Every setting is checked before anything starts: flag, else environment, else default.
+      const env = process.env;
+      const o = {
+        port: raw.port,
+        logLevel: setting(() => fromFlagOrEnv({ name: "--log-level", value: raw.logLevel }, { name: "SANDGATE_LOG_LEVEL", value: env.SANDGATE_LOG_LEVEL }, "info", logLevel)),
+        recoveryDeadline: setting(() =>
+          fromFlagOrEnv({ name: "--recovery-deadline", value: raw.recoveryDeadline }, { name: "SANDGATE_RECOVERY_DEADLINE", value: env.SANDGATE_RECOVERY_DEADLINE }, 60, (w, r) => parseDuration(w, r, DEADLINE)),
+        ),
+        boundaryDeadline: setting(() =>
+          fromFlagOrEnv({ name: "--boundary-deadline", value: raw.boundaryDeadline }, { name: "SANDGATE_BOUNDARY_DEADLINE", value: env.SANDGATE_BOUNDARY_DEADLINE }, 30, (w, r) => parseDuration(w, r, DEADLINE)),
+        ),
+        uidBase: resolveUidBase(raw.uidBase),
+        resolver: raw.resolver,
+      };
       const paths = resolveHome(global().home);
       // Checked before anything starts, and once more in the detached child (same sources).
       const { chooseResolvers } = await import("../gateway/control/resolvers.js");
@@ -87,7 +84,7 @@ export function gatewayCommands(global: () => Common): Command {
       if (running && (await answers(new GatewayClient({ home: global().home })))) {
         throw new CliError(`a gateway is already running at ${running.url} (pid ${running.pid})`, EXIT.conflict);
       }
-      if (o.detach) return detach(paths.dir, paths.log, o);
+      if (raw.detach) return detach(paths.dir, paths.log, o);
       const { runGatewayForeground } = await import("./gateway-run.js");
       await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers });
     });
@@ -105,13 +102,23 @@ export function gatewayCommands(global: () => Common): Command {
 
   gw.command("stop")
     .description("stop a gateway started on this home (SIGTERM, graceful); sandboxes keep running")
-    .option("--timeout <seconds>", "how long to wait for it to exit", "30")
-    .action(async (o: { timeout: string }) => {
+    .option("--timeout <seconds>", "how long to wait for it to exit", secondsArg("--timeout", WAIT), 30)
+    .action(async (o: { timeout: number }) => {
       const paths = resolveHome(global().home);
-      const addr = readAddress(paths);
+      const found = inspectAddress(paths);
+      if (found.problem) throw new CliError(`cannot find the gateway: ${found.problem}`, EXIT.unreachable);
+      const addr = found.address;
       if (!addr || !alive(addr.pid)) throw new CliError("the gateway is not running", EXIT.unreachable);
+      // The pid file may be stale and the pid reused: signal only a process that is this gateway.
+      const cmd = commandLine(addr.pid);
+      if (!(await isOurGateway(addr, cmd, paths.dir))) {
+        throw new CliError(
+          `the gateway is not running: ${paths.address} names pid ${addr.pid}, which is now ${cmd ? `"${cmd.slice(0, 120)}"` : "another process"}, not a sandgate gateway; nothing was signalled (remove the stale file)`,
+          EXIT.unreachable,
+        );
+      }
       process.kill(addr.pid, "SIGTERM");
-      const deadline = Date.now() + Number(o.timeout) * 1000;
+      const deadline = Date.now() + o.timeout * 1000;
       while (alive(addr.pid)) {
         if (Date.now() > deadline) throw new CliError(`gateway pid ${addr.pid} did not exit in time`, EXIT.timeout);
         await sleep(100);
@@ -120,6 +127,23 @@ export function gatewayCommands(global: () => Common): Command {
     });
 
   return gw;
+}
+
+/**
+ * Whether the process at the address file's pid is the gateway of this home: it
+ * answers the API with that pid, or its command line is a `sandgate ... gateway
+ * start` (one that does not answer yet, or any more).
+ */
+async function isOurGateway(addr: { url: string; pid: number }, cmd: string, home: string): Promise<boolean> {
+  try {
+    const status = await new GatewayClient({ url: addr.url, home }).request<{ pid?: number }>("GET", "/v1/status");
+    if (status.pid === addr.pid) return true;
+  } catch {
+    // not answering: judge by the command line
+  }
+  const argv = cmd.split(" ");
+  const i = argv.indexOf("gateway");
+  return i > 0 && argv[i + 1] === "start" && argv.slice(0, i).some((a) => /sandgate|[/\\]cli[/\\]main\.[jt]s$/.test(a));
 }
 
 /** Nested status objects as dotted rows: monitor.classifications.exited  0 */
@@ -149,16 +173,55 @@ async function answers(client: GatewayClient): Promise<boolean> {
   }
 }
 
-/** Re-run ourselves in the background and wait until the new gateway answers. */
+/** The log's lines from byte `from` on (what the detached gateway wrote). */
+function logSince(logPath: string, from: number): string[] {
+  try {
+    const buf = readFileSync(logPath);
+    return buf.subarray(Math.min(from, buf.length)).toString("utf8").split("\n").filter((l) => l.trim() !== "");
+  } catch {
+    return [];
+  }
+}
+
+/** A log line for a person: the message of a JSON log line (with its error), else the line itself. */
+function readable(line: string): string {
+  try {
+    const j = JSON.parse(line) as { msg?: string; step?: string; err?: unknown };
+    const err = typeof j.err === "string" ? j.err : (j.err as { message?: string } | undefined)?.message;
+    return [j.step ?? j.msg ?? line, err].filter(Boolean).join(": ");
+  } catch {
+    return line;
+  }
+}
+
+/**
+ * Re-run ourselves in the background and wait until the new gateway answers,
+ * showing its start-up steps from the log as they come. When it exits first,
+ * say so at once with the last lines it logged.
+ */
 async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[] }): Promise<void> {
   ensureHomeDir(resolveHome(homeDir));
   const out = openSync(logPath, "a");
+  const from = statSync(logPath).size;
   const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r])];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out] });
+  let exited: { code: number | null; signal: string | null } | null = null;
+  child.once("exit", (code, signal) => (exited = { code, signal }));
   child.unref();
   process.stderr.write(`starting gateway (pid ${child.pid}); log: ${logPath}\n`);
-  const deadline = Date.now() + 180_000;
+  const startedAt = Date.now();
+  const deadline = startedAt + 180_000;
+  let shown = 0;
+  let lastSaid = startedAt;
   for (;;) {
+    const lines = logSince(logPath, from);
+    for (const line of lines.slice(shown)) {
+      if (/"msg":"(preparing|runtime not ready[^"]*)"/.test(line)) {
+        process.stderr.write(`  ${readable(line)}\n`);
+        lastSaid = Date.now();
+      }
+    }
+    shown = lines.length;
     const addr = readAddress(resolveHome(homeDir));
     if (addr?.pid === child.pid && (await answers(new GatewayClient({ home: homeDir })))) {
       process.stdout.write(`gateway listening on ${addr!.url} (pid ${addr!.pid})\n`);
@@ -168,10 +231,18 @@ async function detach(homeDir: string, logPath: string, o: { port: number; logLe
       }
       return;
     }
-    if (child.exitCode !== null || !alive(child.pid!)) {
-      throw new CliError(`the gateway exited during start-up; see ${logPath}`, EXIT.failed);
+    const end = exited as { code: number | null; signal: string | null } | null;
+    if (end !== null || !alive(child.pid!)) {
+      const tail = logSince(logPath, from).slice(-10);
+      for (const line of tail) process.stderr.write(`  | ${readable(line)}\n`);
+      const how = end?.code != null ? `exit code ${end.code}` : end?.signal ? `signal ${end.signal}` : "exited";
+      throw new CliError(`the gateway exited during start-up (${how}); see ${logPath}`, end?.code === EXIT.usage ? EXIT.usage : EXIT.failed);
     }
-    if (Date.now() > deadline) throw new CliError(`the gateway did not come up in time; see ${logPath}`, EXIT.timeout);
+    if (Date.now() > deadline) throw new CliError(`the gateway did not come up in ${Math.round((deadline - startedAt) / 1000)} s; see ${logPath}`, EXIT.timeout);
+    if (Date.now() - lastSaid >= 10_000) {
+      process.stderr.write(`  still starting (${Math.round((Date.now() - startedAt) / 1000)} s)\n`);
+      lastSaid = Date.now();
+    }
     await sleep(200);
   }
 }

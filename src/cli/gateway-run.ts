@@ -3,6 +3,7 @@
 import type { HomePaths } from "../gateway/home.js";
 import { startGateway } from "../gateway/gateway.js";
 import { createLogger } from "../gateway/logger.js";
+import { StartupError } from "../gateway/startup.js";
 import { DockerDriver } from "../driver/docker/docker-driver.js";
 import { CliError, EXIT } from "./errors.js";
 import { roleIds } from "../driver/docker/host-ids.js";
@@ -21,15 +22,22 @@ export async function runGatewayForeground(opts: { home: HomePaths; port: number
     await driver.close();
     throw new CliError((err as Error).message, EXIT.usage);
   }
-  const gw = await startGateway({
-    home: opts.home,
-    driver,
-    log,
-    port: opts.port,
-    resolvers: opts.resolvers,
-    service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000, boundaryDeadlineMs: opts.boundaryDeadlineS * 1000 },
-    onProgress: (msg) => log.info({ step: msg }, "preparing"),
-  });
+  let gw: Awaited<ReturnType<typeof startGateway>>;
+  try {
+    gw = await startGateway({
+      home: opts.home,
+      driver,
+      log,
+      port: opts.port,
+      resolvers: opts.resolvers,
+      service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000, boundaryDeadlineMs: opts.boundaryDeadlineS * 1000 },
+      onProgress: (msg) => log.info({ step: msg }, "preparing"),
+    });
+  } catch (err) {
+    await driver.close().catch(() => undefined);
+    if (err instanceof StartupError) throw new CliError(err.message, EXIT.usage);
+    throw err;
+  }
   log.info({ resolvers: opts.resolvers }, "supervisors resolve names at these DNS servers");
   await new Promise<void>((resolve) => {
     const stop = (signal: string): void => {

@@ -2,10 +2,13 @@
 // running supervisor over its authenticated session.
 
 import { readFileSync } from "node:fs";
-import { Command, InvalidArgumentError } from "commander";
+import { Command } from "commander";
+import { POLICY_MAX_BYTES, megabytes } from "../gateway/errors.js";
+import { secondsArg } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
-import { printJson } from "./format.js";
+import { stringify } from "yaml";
+import { printJson, when } from "./format.js";
 import type { BoundaryView } from "./views.js";
 import { addPolicyTools } from "./policy-tools.js";
 
@@ -16,10 +19,16 @@ interface Common {
 
 const enc = encodeURIComponent;
 
-function seconds(v: string): number {
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0 || n > 600) throw new InvalidArgumentError("must be 1-600 seconds");
-  return n;
+/** A policy file's text; a file over the gateway's limit is refused here, before it is sent. */
+export function readPolicyFile(path: string): string {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (err) {
+    throw new CliError(`cannot read policy file ${path}: ${(err as Error).message}`, EXIT.usage);
+  }
+  if (bytes.length > POLICY_MAX_BYTES) throw new CliError(`policy ${path} is ${megabytes(bytes.length)}; the limit is 1 MiB`, EXIT.usage);
+  return bytes.toString("utf8");
 }
 
 export function boundaryLine(b: BoundaryView | null): string {
@@ -45,15 +54,10 @@ export function policyCommands(global: () => Common): Command {
     .argument("<name>", "sandbox name or id")
     .requiredOption("--policy <file>", "policy YAML (see docs/policy.md)")
     .option("--wait", "return only when the supervisor has acknowledged the revision as enforced")
-    .option("--timeout <seconds>", "how long --wait waits", seconds, 30)
+    .option("--timeout <seconds>", "how long --wait waits (1-600 s)", secondsArg("--timeout", { minS: 1, maxS: 600 }), 30)
     .option("--json", "print the result as JSON")
     .action(async (name: string, o: { policy: string; wait?: boolean; timeout: number; json?: boolean }) => {
-      let text: string;
-      try {
-        text = readFileSync(o.policy, "utf8");
-      } catch (err) {
-        throw new CliError(`cannot read policy file ${o.policy}: ${(err as Error).message}`, EXIT.usage);
-      }
+      const text = readPolicyFile(o.policy);
       const body: Record<string, unknown> = { policy: text };
       if (o.wait) body.wait = o.timeout;
       const r = await client().request<{ revision: number; pushed: boolean; enforced: boolean | null; connectionsClosed?: number | null; boundary: BoundaryView | null }>(
@@ -73,21 +77,24 @@ export function policyCommands(global: () => Common): Command {
 
   policy
     .command("get")
-    .description("show the active policy revision and whether the supervisor enforces it")
+    .description("print the active policy as the YAML it was given in (--json: the parsed policy), with its revision and whether the supervisor enforces it")
     .argument("<name>", "sandbox name or id")
-    .option("--json", "print as JSON")
+    .option("--json", "print as JSON (the parsed policy, its source text, revision and boundary)")
     .action(async (name: string, o: { json?: boolean }) => {
-      const r = await client().request<{ revision: number; createdAt: string; hash: string; policy: unknown; boundary: BoundaryView | null }>(
+      const r = await client().request<{ revision: number; createdAt: string; hash: string; policy: unknown; source?: string | null; boundary: BoundaryView | null }>(
         "GET",
         `/v1/sandboxes/${enc(name)}/policy`,
       );
       if (o.json) return printJson(r);
-      process.stdout.write(`revision  ${r.revision} (${r.createdAt})\nboundary  ${boundaryLine(r.boundary)}\n\n${JSON.stringify(r.policy, null, 2)}\n`);
+      // The YAML as the user wrote it (a revision given as an object: as YAML), after
+      // comment lines that keep it a valid file for `policy set`.
+      const text = r.source ?? stringify(r.policy);
+      process.stdout.write(`# revision ${r.revision}, accepted ${when(r.createdAt)}\n# boundary: ${boundaryLine(r.boundary)}\n${text.endsWith("\n") ? text : `${text}\n`}`);
     });
 
   policy
     .command("check")
-    .description("dry run: what the active policy decides for a URL")
+    .description("dry run: what the active policy decides for a URL; exits 0 when allowed, 8 when denied")
     .argument("<name>", "sandbox name or id")
     .requiredOption("--url <url>", "e.g. https://api.example.com/v1/x")
     .option("--method <method>", "HTTP method (for http:// URLs)", "GET")
@@ -98,8 +105,10 @@ export function policyCommands(global: () => Common): Command {
         `/v1/sandboxes/${enc(name)}/policy/check`,
         { url: o.url, method: o.method },
       );
-      if (o.json) return printJson(r);
       const d = r.decision;
+      // Scripts branch on the exit code: 0 allow, 8 deny (the answer, not a failure).
+      process.exitCode = d.allow ? EXIT.ok : EXIT.denied;
+      if (o.json) return printJson(r);
       process.stdout.write(d.allow ? `allow  (rule ${d.rule ?? "?"}, revision ${r.revision})\n` : `deny   (${d.reason ?? "?"}${d.rule ? `, rule ${d.rule}` : ""}, revision ${r.revision})\n`);
     });
 

@@ -17,13 +17,12 @@ export function buildProgram(): Command {
     .option("--url <url>", "gateway API address (env SANDGATE_URL, default: read from <home>/gateway.json)")
     // Global options go before the command, so that `policy check --url` means the checked URL.
     .enablePositionalOptions()
-    .showHelpAfterError("(run with --help for usage)")
     .addHelpText(
       "after",
       `
 Exit codes: 0 ok, 1 failed, 2 usage or invalid input, 3 gateway not running,
-4 not found, 5 not allowed now (phase) or name taken, 6 timed out, 7 bad token.
-'sandbox exec' exits with the command's own exit code.`,
+4 not found, 5 not allowed now (phase) or name taken, 6 timed out, 7 bad token,
+8 denied ('policy check'). 'sandbox exec' exits with the command's own exit code.`,
     );
   const global = () => program.opts<{ home?: string; url?: string }>();
   program.addCommand(gatewayCommands(global));
@@ -31,20 +30,31 @@ Exit codes: 0 ok, 1 failed, 2 usage or invalid input, 3 gateway not running,
   program.addCommand(policyCommands(global));
   program.addCommand(auditCommand(global));
   program.addCommand(secretCommands(global));
-  for (const cmd of program.commands) {
-    cmd.showHelpAfterError("(run with --help for usage)");
-    for (const sub of cmd.commands) sub.showHelpAfterError("(run with --help for usage)");
-  }
-  program.exitOverride();
-  for (const cmd of program.commands) {
-    cmd.exitOverride();
-    for (const sub of cmd.commands) sub.exitOverride();
+  // Every usage error is one line: "sandgate: <what is wrong> (run with --help for usage)".
+  const everyCommand = (c: Command): Command[] => [c, ...c.commands.flatMap(everyCommand)];
+  for (const c of everyCommand(program)) {
+    c.exitOverride();
+    c.configureOutput({ outputError: (str, write) => write(`sandgate: ${usageLine(str)} (run with --help for usage)\n`) });
   }
   return program;
 }
 
+/** Commander's error text, shortened: our argument parsers' messages already name the flag and the value. */
+function usageLine(str: string): string {
+  const text = str.trim().replace(/^error: /, "");
+  const ours = /is invalid\. (--[\s\S]*)$/.exec(text);
+  return (ours ? ours[1]! : text).replace(/\s*\n\s*/g, " ");
+}
+
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
+  // Bare `sandgate` (or a bare command group): its help, on stdout, as a success.
+  const args = argv.slice(2);
+  const group = args.length === 1 ? program.commands.find((c) => c.name() === args[0] && c.commands.length > 0) : undefined;
+  if (args.length === 0 || group) {
+    process.stdout.write((group ?? program).helpInformation());
+    return EXIT.ok;
+  }
   try {
     await program.parseAsync(argv);
     return typeof process.exitCode === "number" ? process.exitCode : EXIT.ok;

@@ -1,12 +1,12 @@
 // `sandgate sandbox ...`: create, list, get, start, stop, delete, events, watch.
 
-import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
+import { PAGE, PROCESS_LIMITS as L, SEQ, WAIT, decimalArg, intArg, secondsArg } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { execCommands } from "./exec-commands.js";
-import { boundaryLine } from "./policy-commands.js";
+import { boundaryLine, readPolicyFile } from "./policy-commands.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
-import { ago, printJson, short, table } from "./format.js";
+import { printJson, short, table, when } from "./format.js";
 import type { EventView, SandboxView } from "./views.js";
 import { waitForPhase } from "./wait.js";
 import { formatBytes, parseDiskSize } from "../lifecycle/disk-size.js";
@@ -24,18 +24,6 @@ interface Waitable extends Common {
 const enc = encodeURIComponent;
 const clientFor = (o: Common): GatewayClient => new GatewayClient({ home: o.home, url: o.url });
 
-function positiveInt(label: string) {
-  return (v: string): number => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(`${label} must be a positive whole number`);
-    return n;
-  };
-}
-function positiveNumber(v: string): number {
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("must be a positive number");
-  return n;
-}
 /** Checked here for a one-line usage error; the gateway parses it again. */
 function diskSize(v: string): string {
   const d = parseDiskSize(v);
@@ -58,16 +46,16 @@ function envPair(v: string, acc: Record<string, string>): Record<string, string>
 function waitOptions(cmd: Command, defaultTimeoutS: number): Command {
   return cmd
     .option("--no-wait", "return as soon as the gateway has accepted the request")
-    .option("--timeout <seconds>", "how long to wait", positiveInt("--timeout"), defaultTimeoutS)
+    .option("--timeout <seconds>", "how long to wait", secondsArg("--timeout", WAIT), defaultTimeoutS)
     .option("--json", "print the result as JSON");
 }
 
-function readPolicyFile(path: string): string {
-  try {
-    return readFileSync(path, "utf8");
-  } catch (err) {
-    throw new CliError(`cannot read policy file ${path}: ${(err as Error).message}`, EXIT.usage);
-  }
+
+
+/** The runtime record when it is of the running generation (containers that are there), else null. */
+function live(s: SandboxView): SandboxView["runtime"] {
+  const running = s.phase === "Provisioning" || s.phase === "Ready" || s.phase === "Recovering";
+  return running && s.runtime?.generation === s.generation ? s.runtime : null;
 }
 
 function phaseLine(s: SandboxView): string {
@@ -88,6 +76,19 @@ async function settle(client: GatewayClient, s: SandboxView, o: Waitable, until:
   else process.stdout.write(phaseLine(final) + "\n");
 }
 
+/**
+ * After a refused stop or delete: the sandbox as it is when it already is what was
+ * asked (stopped, stopping; deleted), else the refusal is rethrown.
+ */
+async function alreadyThere(client: GatewayClient, name: string, intent: "stop" | "delete", err: unknown): Promise<SandboxView | "deleted"> {
+  if (!(err instanceof CliError)) throw err;
+  if (intent === "delete" && err.exitCode === EXIT.notFound) return "deleted";
+  if (intent !== "stop" || err.exitCode !== EXIT.conflict) throw err;
+  const now = await client.request<SandboxView>("GET", `/v1/sandboxes/${enc(name)}`);
+  if (now.phase === "Stopped" || now.phase === "Completed" || now.phase === "Stopping") return now;
+  throw err;
+}
+
 export function sandboxCommands(global: () => Common): Command {
   const sandbox = new Command("sandbox").description("create and manage sandboxes");
   // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- commander options are untyped
@@ -100,9 +101,9 @@ export function sandboxCommands(global: () => Common): Command {
       .argument("<name>", "sandbox name: 1-63 lowercase letters, digits and '-'")
       .argument("[command...]", "the workload's main process (after --); default: an idle process")
       .option("--image <image>", "workload image (default: the locally built sandgate workload image)")
-      .option("--memory <MiB>", "memory limit in MiB", positiveInt("--memory"))
-      .option("--cpus <n>", "CPU limit in cores", positiveNumber)
-      .option("--pids <n>", "process limit", positiveInt("--pids"))
+      .option("--memory <MiB>", `memory limit in MiB (${L.memoryMb.min}-${L.memoryMb.max})`, intArg("--memory", L.memoryMb))
+      .option("--cpus <n>", `CPU limit in cores (${L.cpus.min}-${L.cpus.max})`, decimalArg("--cpus", L.cpus))
+      .option("--pids <n>", `process limit (${L.pids.min}-${L.pids.max})`, intArg("--pids", L.pids))
       .option("--disk <size>", "workspace (/sandbox) size, enforced by the kernel: 512M, 10G, 1GiB (default 10G)", diskSize)
       .option("-e, --env <KEY=VALUE>", "environment variable for the workload (repeatable)", envPair, {})
       .option("--policy <file>", "network policy YAML (see docs/policy.md); default: deny all egress"),
@@ -142,9 +143,9 @@ export function sandboxCommands(global: () => Common): Command {
             s.phase,
             String(s.generation),
             s.reason?.code ?? "-",
-            short(s.runtime?.workload.id),
-            short(s.runtime?.supervisor.id),
-            ago(s.createdAt),
+            short(live(s)?.workload.id),
+            short(live(s)?.supervisor.id),
+            when(s.createdAt),
           ]),
         ) + "\n",
       );
@@ -159,6 +160,7 @@ export function sandboxCommands(global: () => Common): Command {
       const o = opts<Common>(cmd);
       const s = await clientFor(o).request<SandboxView>("GET", `/v1/sandboxes/${enc(name)}`);
       if (o.json) return printJson(s);
+      const rt = live(s);
       const rows: [string, string][] = [
         ["name", s.name],
         ["id", s.id],
@@ -169,12 +171,12 @@ export function sandboxCommands(global: () => Common): Command {
         ["command", s.spec.command ? s.spec.command.join(" ") : "(idle)"],
         ["resources", `${s.spec.resources.memoryMb} MiB, ${s.spec.resources.cpus} CPU, ${s.spec.resources.pids} pids`],
         ["disk", diskLine(s.disk)],
-        ["workload", s.runtime ? `${short(s.runtime.workload.id)} started ${s.runtime.workload.startedAt}` : "-"],
-        ["supervisor", s.runtime ? `${short(s.runtime.supervisor.id)} started ${s.runtime.supervisor.startedAt}` : "-"],
-        ["proxy", s.runtime?.proxyUrl ?? "-"],
+        ["workload", rt ? `${short(rt.workload.id)} started ${when(rt.workload.startedAt)}` : "-"],
+        ["supervisor", rt ? `${short(rt.supervisor.id)} started ${when(rt.supervisor.startedAt)}` : "-"],
+        ["proxy", rt?.proxyUrl ?? "-"],
         ["boundary", boundaryLine(s.boundary)],
-        ["created", `${s.createdAt} (${ago(s.createdAt)})`],
-        ["updated", `${s.updatedAt} (${ago(s.updatedAt)})`],
+        ["created", when(s.createdAt)],
+        ["updated", when(s.updatedAt)],
       ];
       const w = Math.max(...rows.map(([k]) => k.length));
       process.stdout.write(rows.map(([k, v]) => `${k.padEnd(w)}  ${v}`).join("\n") + "\n");
@@ -192,8 +194,28 @@ export function sandboxCommands(global: () => Common): Command {
     ).action(async (name: string, _o, cmd: Command) => {
       const o = opts<Waitable>(cmd);
       const client = clientFor(o);
-      const seq = o.wait ? await lastSeq(client, name) : 0;
-      const s = await client.request<SandboxView>(intent.method, `/v1/sandboxes/${enc(name)}${intent.path}`);
+      if (intent.name === "start") {
+        const seq = o.wait ? await lastSeq(client, name) : 0;
+        const s = await client.request<SandboxView>(intent.method, `/v1/sandboxes/${enc(name)}${intent.path}`);
+        return settle(client, s, o, intent.until, seq);
+      }
+      // Stop and delete are idempotent, as `docker stop` is: asking for what already holds
+      // (or is under way) succeeds and says so.
+      let seq = 0;
+      let s: SandboxView;
+      try {
+        seq = o.wait ? await lastSeq(client, name) : 0;
+        s = await client.request<SandboxView>(intent.method, `/v1/sandboxes/${enc(name)}${intent.path}`);
+      } catch (err) {
+        const now = await alreadyThere(client, name, intent.name, err);
+        if (now === "deleted") {
+          if (o.json) return printJson({ name, deleted: true, already: true });
+          return void process.stdout.write(`${name}  already deleted\n`);
+        }
+        if (now.phase === "Stopping" && o.wait) return settle(client, now, o, intent.until, seq);
+        if (o.json) return printJson(now);
+        return void process.stdout.write(`${phaseLine(now)}  (already ${now.phase === "Stopping" ? "stopping" : "stopped"})\n`);
+      }
       await settle(client, s, o, intent.until, seq);
     });
   }
@@ -204,8 +226,8 @@ export function sandboxCommands(global: () => Common): Command {
     .command("events")
     .description("show a sandbox's event log (phase changes with reasons, progress); egress decisions: sandgate audit")
     .argument("<name>", "sandbox name or id")
-    .option("--after <seq>", "only events after this sequence number", positiveInt("--after"))
-    .option("--tail <n>", "only the last N events", positiveInt("--tail"))
+    .option("--after <seq>", "only events after this sequence number", intArg("--after", SEQ))
+    .option("--tail <n>", `only the last N events (${PAGE.min}-${PAGE.max})`, intArg("--tail", PAGE))
     .option("--json", "print as JSON (one array)")
     .action(async (name: string, _o, cmd: Command) => {
       const o = opts<Common & { after?: number; tail?: number }>(cmd);
@@ -213,7 +235,7 @@ export function sandboxCommands(global: () => Common): Command {
       const headers = ["SEQ", "TIME", "GEN", "KIND", "CHANGE", "DETAIL"];
       const row = (e: EventView): string[] => [
         String(e.seq),
-        e.time,
+        when(e.time),
         String(e.generation),
         e.kind,
         e.kind === "phase" || e.kind === "deleted" ? `${e.oldPhase ?? "-"} → ${e.newPhase ?? "gone"}` : "-",
@@ -313,8 +335,8 @@ function printWatched(event: EventView, sandbox: SandboxView | null, json: boole
   if (json) return process.stdout.write(JSON.stringify({ event, sandbox }) + "\n");
   if (event.kind === "phase" || event.kind === "deleted") {
     const why = event.reasonText ? ` (${event.reasonText})` : "";
-    return process.stdout.write(`${event.time}  ${event.sandboxName}  gen ${event.generation}  ${event.oldPhase ?? "-"} → ${event.newPhase ?? "gone"}${why}\n`);
+    return process.stdout.write(`${when(event.time)}  ${event.sandboxName}  gen ${event.generation}  ${event.oldPhase ?? "-"} → ${event.newPhase ?? "gone"}${why}\n`);
   }
-  if (event.message) return process.stdout.write(`${event.time}  ${event.sandboxName}  gen ${event.generation}  ${event.kind}: ${event.message}\n`);
+  if (event.message) return process.stdout.write(`${when(event.time)}  ${event.sandboxName}  gen ${event.generation}  ${event.kind}: ${event.message}\n`);
   return true;
 }

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
-import { ago, printJson, table } from "./format.js";
+import { printJson, table, when } from "./format.js";
 
 interface Common {
   home?: string;
@@ -89,7 +89,7 @@ export function secretCommands(global: () => Common): Command {
       const { secrets } = await client().request<{ secrets: { name: string; version: number; bytes: number; updatedAt: string; usedBy: string[] }[] }>("GET", "/v1/secrets");
       if (o.json) return printJson(secrets);
       if (secrets.length === 0) return void process.stdout.write("no secrets\n");
-      process.stdout.write(table(["NAME", "VERSION", "BYTES", "UPDATED", "USED BY"], secrets.map((s) => [s.name, String(s.version), String(s.bytes), ago(s.updatedAt), s.usedBy.join(",") || "-"])) + "\n");
+      process.stdout.write(table(["NAME", "VERSION", "BYTES", "UPDATED", "USED BY"], secrets.map((s) => [s.name, String(s.version), String(s.bytes), when(s.updatedAt), s.usedBy.join(",") || "-"])) + "\n");
     });
 
   secret

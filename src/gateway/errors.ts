@@ -2,6 +2,7 @@
 
 export type ApiErrorCode =
   | "invalid_request"
+  | "too_large"
   | "unauthorized"
   | "not_found"
   | "already_exists"
@@ -12,6 +13,7 @@ export type ApiErrorCode =
 
 const STATUS: Record<ApiErrorCode, number> = {
   invalid_request: 400,
+  too_large: 413,
   unauthorized: 401,
   not_found: 404,
   already_exists: 409,
@@ -32,6 +34,16 @@ export class ApiError extends Error {
     this.status = STATUS[code];
   }
 }
+
+/** Limits of what one request may carry. */
+export const POLICY_MAX_BYTES = 1 << 20;
+export const BODY_MAX_BYTES = 2 << 20;
+
+/** "5.0 MB" (decimal, one place), the size a user sees in `ls -l --si`. */
+export const megabytes = (bytes: number): string => `${(bytes / 1e6).toFixed(1)} MB`;
+
+export const tooLarge = (what: string, bytes: number, limit: string): ApiError =>
+  new ApiError("too_large", `${what} is ${megabytes(bytes)}; the limit is ${limit}`);
 
 export const notFound = (nameOrId: string): ApiError =>
   new ApiError("not_found", `no sandbox named "${nameOrId}"`);

@@ -14,6 +14,7 @@ import { AuditSink, type AuditLimits } from "./audit/audit-sink.js";
 import { ControlPlane } from "./control/control-plane.js";
 import { SecretStore, ensureSecretsKey } from "./secrets/secret-store.js";
 import { ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
+import { StartupError, assertPortFree, isAddrInUse, portInUse } from "./startup.js";
 import { createLifecycle, type Lifecycle } from "./sandboxes/lifecycle.js";
 import type { SandboxReadModel } from "./sandboxes/read-model.js";
 import type { SandboxService, ServiceOptions } from "./sandboxes/service.js";
@@ -56,12 +57,31 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
+/** The state database, or a StartupError that says it is unreadable and what to do. */
+function openStore(path: string): Store {
+  try {
+    return Store.open(path);
+  } catch (err) {
+    const code = (err as { code?: string }).code ?? "";
+    const why = (err as Error).message;
+    if (/^SQLITE_(NOTADB|CORRUPT)/.test(code) || /not a database|malformed/i.test(why)) {
+      throw new StartupError(
+        `${path} is not a readable Sandgate database (${why}); move it aside (mv ${path} ${path}.corrupt) to start with no sandboxes, or restore it from a backup`,
+      );
+    }
+    throw new StartupError(`cannot open ${path}: ${why}`);
+  }
+}
+
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const { home, driver, log } = opts;
+  const host = opts.host ?? "127.0.0.1";
+  // A busy port is known at once, not after the images are built.
+  await assertPortFree("the API", host, opts.port ?? 0);
   ensureHomeDir(home);
   const token = ensureToken(home);
   const startedAt = new Date();
-  const store = Store.open(home.db);
+  const store = openStore(home.db);
   // The control plane asks which launch a supervisor must belong to; the lifecycle
   // (assembled right after it) knows. Nothing asks before the endpoint listens.
   const control: ControlPlane | null = driver.supervised
@@ -108,13 +128,16 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   let url: string;
   try {
     // Loopback only: the API is never exposed to other hosts or to sandboxes.
-    url = await app.listen({ host: opts.host ?? "127.0.0.1", port: opts.port ?? 0 });
+    url = await app.listen({ host, port: opts.port ?? 0 });
   } catch (err) {
+    exec.close();
+    await app.close();
     await lifecycle.close();
     await control?.close();
     audit.close();
+    await driver.close();
     store.close();
-    throw err;
+    throw isAddrInUse(err) ? portInUse("the API", host, opts.port ?? 0) : err;
   }
   writeAddress(home, { url, pid: process.pid, startedAt: startedAt.toISOString(), version: VERSION });
   lifecycle.resume();

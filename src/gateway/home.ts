@@ -57,12 +57,34 @@ export function writeAddress(paths: HomePaths, addr: GatewayAddress): void {
   writeFileSync(paths.address, JSON.stringify(addr, null, 2) + "\n", { mode: 0o600 });
 }
 
+/** The running gateway's address, or null when the file is absent or malformed. */
 export function readAddress(paths: HomePaths): GatewayAddress | null {
+  return inspectAddress(paths).address;
+}
+
+/**
+ * The address file, checked: `problem` says what is wrong with a file that is
+ * there but unusable (not JSON, no http URL, no valid pid), and what to do.
+ */
+export function inspectAddress(paths: HomePaths): { address: GatewayAddress | null; problem: string | null } {
+  let text: string;
   try {
-    return JSON.parse(readFileSync(paths.address, "utf8")) as GatewayAddress;
+    text = readFileSync(paths.address, "utf8");
   } catch {
-    return null;
+    return { address: null, problem: null };
   }
+  const bad = (why: string) => ({ address: null, problem: `${paths.address} is malformed (${why}); remove it, the gateway writes it again when it starts` });
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return bad("not JSON");
+  }
+  if (typeof v !== "object" || v === null) return bad("not a JSON object");
+  const a = v as Record<string, unknown>;
+  if (typeof a.url !== "string" || !/^https?:\/\/[^/\s]+\/?$/.test(a.url)) return bad(`"url" must be an http:// address, got ${JSON.stringify(a.url)}`);
+  if (typeof a.pid !== "number" || !Number.isSafeInteger(a.pid) || a.pid < 1 || a.pid > 4_194_304) return bad(`"pid" must be a process id from 1 to 4194304, got ${JSON.stringify(a.pid)}`);
+  return { address: { url: a.url, pid: a.pid, startedAt: typeof a.startedAt === "string" ? a.startedAt : "", version: typeof a.version === "string" ? a.version : "" }, problem: null };
 }
 
 /** Reads or creates the gateway's id in its home (stable across restarts). */

@@ -28,8 +28,12 @@ export const DEFAULT_RESOURCES: Resources = { memoryMb: 512, cpus: 1, pids: 256 
 export const NAME_RULE = "1-63 characters: lowercase letters, digits and '-', starting and ending with a letter or digit";
 const NAME_RE = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
-/** Returns null when valid, else a message naming the problem. */
+/** Returns null when valid, else a message naming the problem (a long name shown cut, with its length). */
 export function checkSandboxName(name: string): string | null {
   if (NAME_RE.test(name)) return null;
-  return `invalid sandbox name ${JSON.stringify(name)}: ${NAME_RULE}`;
+  const shown = name.length > 70 ? `${JSON.stringify(name.slice(0, 40))}… (${name.length} characters)` : JSON.stringify(name);
+  return `invalid sandbox name ${shown}: ${NAME_RULE}`;
 }
+
+/** What sandbox ids look like (sbx_ and 16 hex digits). */
+export const ID_RE = /^sbx_[0-9a-f]{16}$/;

@@ -1,6 +1,6 @@
 // Public API of the policy module: parsing, evaluation, the resolved-address check, storage form.
 export type { Policy, NetworkRule, Endpoint, HttpRule, DenyEntry, ProcessLimits, Protocol, HttpMethod } from "./schema.js";
-export { PROTOCOLS, HTTP_METHODS } from "./schema.js";
+export { PROTOCOLS, HTTP_METHODS, PROCESS_LIMITS } from "./schema.js";
 export { parsePolicyYaml, policyFromObject, defaultPolicy, type PolicyParse } from "./parse.js";
 export { evaluate, type EgressRequest, type Decision, type DenyReason } from "./evaluate.js";
 export { checkResolvedAddress, hostAddressSet, NO_HOST_ADDRESSES, type AddressCheck, type HostAddresses } from "./address.js";

@@ -339,15 +339,25 @@ const userSchema = checkedString('"uid" or "uid:gid"', (s) => {
   return { ok: true, value: s };
 });
 
-const cpusError = expected("a number of CPUs greater than 0, at most 1024");
+/**
+ * The allowed range of each process limit, the same for a policy's
+ * `process.limits` and the API's `resources` (a smaller value starts a workload
+ * that cannot run: runc refuses a tiny CPU quota, a few pids cannot start a shell).
+ */
+export const PROCESS_LIMITS = {
+  memoryMb: { min: 16, max: 1024 * 1024 },
+  cpus: { min: 0.01, max: 256 },
+  pids: { min: 16, max: 1_000_000 },
+} as const;
+
+const L = PROCESS_LIMITS;
+const cpusError = expected(`a number of CPUs from ${String(L.cpus.min)} to ${String(L.cpus.max)}`);
 const processSchema = mapping({
   user: userSchema.optional(),
   limits: mapping({
-    // Docker refuses containers with less than 6 MB of memory.
-    memoryMb: intIn(6, 1024 * 1024).optional(),
-    cpus: z.number({ error: cpusError }).positive().max(1024).optional(),
-    // Linux caps pid_max at 2^22.
-    pids: intIn(1, 2 ** 22).optional(),
+    memoryMb: intIn(L.memoryMb.min, L.memoryMb.max).optional(),
+    cpus: z.number({ error: cpusError }).min(L.cpus.min).max(L.cpus.max).optional(),
+    pids: intIn(L.pids.min, L.pids.max).optional(),
   }).optional(),
 }).transform((p): Policy["process"] => {
   const l = p.limits ?? {};

@@ -83,6 +83,10 @@ const MIGRATIONS: readonly string[] = [
     updated_at  TEXT NOT NULL
   );
   `,
+  // 7: a policy revision keeps the text the user wrote (YAML), to show it back as written
+  `
+  ALTER TABLE policies ADD COLUMN source TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

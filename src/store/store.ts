@@ -72,6 +72,8 @@ export interface Retention {
 export interface PolicyRevision {
   revision: number;
   policy: Policy;
+  /** The text the user gave (YAML), when the revision came as text. */
+  source: string | null;
   hash: string;
   createdAt: string;
 }
@@ -192,7 +194,7 @@ export class Store {
   }
 
   /** A new sandbox at generation 1, Provisioning, with its first policy revision. */
-  createSandbox(input: { id: string; name: string; spec: SandboxSpec; policy: Policy }): SandboxRecord {
+  createSandbox(input: { id: string; name: string; spec: SandboxSpec; policy: Policy; policySource?: string | null }): SandboxRecord {
     const time = this.stamp();
     let event: EventRecord | undefined;
     try {
@@ -203,7 +205,7 @@ export class Store {
              VALUES (?, ?, 'Provisioning', NULL, 1, ?, NULL, ?, ?)`,
           )
           .run(input.id, input.name, JSON.stringify(input.spec), time, time);
-        this.insertPolicy(input.id, 1, input.policy, time);
+        this.insertPolicy(input.id, 1, input.policy, time, input.policySource ?? null);
         event = this.insertEvent({
           sandboxId: input.id,
           sandboxName: input.name,
@@ -336,29 +338,29 @@ export class Store {
     return true;
   }
 
-  private insertPolicy(sandboxId: string, revision: number, policy: Policy, time: string): void {
+  private insertPolicy(sandboxId: string, revision: number, policy: Policy, time: string, source: string | null): void {
     this.db
-      .prepare(`INSERT INTO policies (sandbox_id, revision, policy, hash, created_at) VALUES (?, ?, ?, ?, ?)`)
-      .run(sandboxId, revision, serializePolicy(policy), policyHash(policy), time);
+      .prepare(`INSERT INTO policies (sandbox_id, revision, policy, hash, created_at, source) VALUES (?, ?, ?, ?, ?, ?)`)
+      .run(sandboxId, revision, serializePolicy(policy), policyHash(policy), time, source);
   }
 
   /** The active (highest) policy revision of a sandbox. */
   policy(sandboxId: string): PolicyRevision | null {
     const row = this.db
-      .prepare(`SELECT revision, policy, hash, created_at FROM policies WHERE sandbox_id = ? ORDER BY revision DESC LIMIT 1`)
-      .get(sandboxId) as { revision: number; policy: string; hash: string; created_at: string } | undefined;
-    return row ? { revision: row.revision, policy: JSON.parse(row.policy) as Policy, hash: row.hash, createdAt: row.created_at } : null;
+      .prepare(`SELECT revision, policy, hash, created_at, source FROM policies WHERE sandbox_id = ? ORDER BY revision DESC LIMIT 1`)
+      .get(sandboxId) as { revision: number; policy: string; hash: string; created_at: string; source: string | null } | undefined;
+    return row ? { revision: row.revision, policy: JSON.parse(row.policy) as Policy, source: row.source, hash: row.hash, createdAt: row.created_at } : null;
   }
 
   /** Record a new policy revision (numbered after the highest) and its event; returns the revision. */
-  addPolicy(sandbox: { id: string; name: string; generation: number }, policy: Policy): number {
+  addPolicy(sandbox: { id: string; name: string; generation: number }, policy: Policy, source: string | null = null): number {
     const time = this.stamp();
     let revision = 0;
     let event: EventRecord | undefined;
     this.db.transaction(() => {
       const row = this.db.prepare(`SELECT max(revision) AS r FROM policies WHERE sandbox_id = ?`).get(sandbox.id) as { r: number | null };
       revision = (row.r ?? 0) + 1;
-      this.insertPolicy(sandbox.id, revision, policy, time);
+      this.insertPolicy(sandbox.id, revision, policy, time, source);
       event = this.insertEvent({
         sandboxId: sandbox.id,
         sandboxName: sandbox.name,

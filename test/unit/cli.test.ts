@@ -50,7 +50,7 @@ describe("CLI without a gateway", () => {
   it("rejects bad arguments with exit 2", async () => {
     const r = await cli(["--home", emptyHome, "sandbox", "create", "demo", "--memory", "lots"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/--memory must be a positive whole number/);
+    expect(r.stderr).toMatch(/--memory must be a whole number from 16 to 1048576; got "lots"/);
     const unknown = await cli(["sandbox", "frobnicate"]);
     expect(unknown.code).toBe(2);
   });

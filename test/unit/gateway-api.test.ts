@@ -211,7 +211,7 @@ describe("policy: fixed sections at creation, revisions after", () => {
     const bad = await t.api("PUT", "/v1/sandboxes/rev/policy", { policy: "version: 1\nnetwork:\n  rules:\n    - name: a\n      endpoints:\n        - { host: '*.com', port: 443, protocol: https }\n" });
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toMatch(/network\.rules\[0\]\.endpoints\[0\]\.host: "\*\.com"/);
-    const fixed = await t.api("PUT", "/v1/sandboxes/rev/policy", { policy: "version: 1\nprocess:\n  limits: { pids: 10 }\n" });
+    const fixed = await t.api("PUT", "/v1/sandboxes/rev/policy", { policy: "version: 1\nprocess:\n  limits: { pids: 20 }\n" });
     expect(fixed.status).toBe(400);
     expect(fixed.body.error.message).toMatch(/process is fixed at creation/);
     expect(snapshot()).toEqual(before);

@@ -199,9 +199,9 @@ describe("schema errors name the path and the problem", () => {
     ["path in both lists", { version: 1, filesystem: { readOnly: ["/data"], readWrite: ["/x", "/data/"] } }, 'filesystem.readWrite[1]: "/data" is listed in both readOnly and readWrite'],
     ["user name instead of ids", { version: 1, process: { user: "root" } }, 'process.user: expected numeric "uid" or "uid:gid" (ids up to 2147483647), got "root"'],
     ["uid too large", { version: 1, process: { user: "1000:4294967296" } }, 'process.user: expected numeric "uid" or "uid:gid" (ids up to 2147483647), got "1000:4294967296"'],
-    ["memory too small", { version: 1, process: { limits: { memoryMb: 1 } } }, "process.limits.memoryMb: expected 6-1048576, got 1"],
-    ["cpus zero", { version: 1, process: { limits: { cpus: 0 } } }, "process.limits.cpus: expected a number of CPUs greater than 0, at most 1024, got 0"],
-    ["fractional pids", { version: 1, process: { limits: { pids: 2.5 } } }, "process.limits.pids: expected 1-4194304, got 2.5"],
+    ["memory too small", { version: 1, process: { limits: { memoryMb: 1 } } }, "process.limits.memoryMb: expected 16-1048576, got 1"],
+    ["cpus zero", { version: 1, process: { limits: { cpus: 0 } } }, "process.limits.cpus: expected a number of CPUs from 0.01 to 256, got 0"],
+    ["fractional pids", { version: 1, process: { limits: { pids: 2.5 } } }, "process.limits.pids: expected 16-1000000, got 2.5"],
     ["unknown limit", { version: 1, process: { limits: { swapMb: 1 } } }, 'process.limits: unknown key "swapMb" (allowed: memoryMb, cpus, pids)'],
   ])("%s", (_label, value, message) => {
     const errors = errorsOf(value);

@@ -79,10 +79,14 @@ describe("error wording", () => {
     ["filesystem paths not a list", { version: 1, filesystem: { readOnly: "/a", readWrite: "/b" } }, ['filesystem.readOnly: expected a list of paths, got "/a"', 'filesystem.readWrite: expected a list of paths, got "/b"']],
     ["a filesystem path that is not a string", { version: 1, filesystem: { readWrite: [5] } }, ["filesystem.readWrite[0]: expected an absolute path, got 5"]],
     ["a user that is not a string", { version: 1, process: { user: 1000 } }, ['process.user: expected "uid" or "uid:gid", got 1000']],
-    ["cpus not a number", { version: 1, process: { limits: { cpus: "2" } } }, ['process.limits.cpus: expected a number of CPUs greater than 0, at most 1024, got "2"']],
-    ["cpus too many", { version: 1, process: { limits: { cpus: 1024.5 } } }, ["process.limits.cpus: expected a number of CPUs greater than 0, at most 1024, got 1024.5"]],
-    ["memory too large", { version: 1, process: { limits: { memoryMb: 1024 * 1024 + 1 } } }, ["process.limits.memoryMb: expected 6-1048576, got 1048577"]],
-    ["pids not a number", { version: 1, process: { limits: { pids: "many" } } }, ['process.limits.pids: expected 1-4194304, got "many"']],
+    ["cpus not a number", { version: 1, process: { limits: { cpus: "2" } } }, ['process.limits.cpus: expected a number of CPUs from 0.01 to 256, got "2"']],
+    ["cpus too many", { version: 1, process: { limits: { cpus: 256.5 } } }, ["process.limits.cpus: expected a number of CPUs from 0.01 to 256, got 256.5"]],
+    // Below these a workload cannot run (runc refuses the CPU quota; a shell needs more pids): refused with the range.
+    ["cpus too few", { version: 1, process: { limits: { cpus: 0.0001 } } }, ["process.limits.cpus: expected a number of CPUs from 0.01 to 256, got 0.0001"]],
+    ["pids too few", { version: 1, process: { limits: { pids: 1 } } }, ["process.limits.pids: expected 16-1000000, got 1"]],
+    ["memory too small", { version: 1, process: { limits: { memoryMb: 8 } } }, ["process.limits.memoryMb: expected 16-1048576, got 8"]],
+    ["memory too large", { version: 1, process: { limits: { memoryMb: 1024 * 1024 + 1 } } }, ["process.limits.memoryMb: expected 16-1048576, got 1048577"]],
+    ["pids not a number", { version: 1, process: { limits: { pids: "many" } } }, ['process.limits.pids: expected 16-1000000, got "many"']],
   ])("%s", (_n, value, errors) => {
     expect(errorsOf(value)).toEqual(errors);
   });
@@ -153,7 +157,7 @@ describe("normal form: absent stays absent", () => {
     expect(only({ version: 1, process: { limits: {} } }).process).toStrictEqual({ limits: {} });
     expect(only({ version: 1, process: { limits: { memoryMb: 64 } } }).process).toStrictEqual({ limits: { memoryMb: 64 } });
     expect(only({ version: 1, process: { limits: { cpus: 0.5 } } }).process).toStrictEqual({ limits: { cpus: 0.5 } });
-    expect(only({ version: 1, process: { limits: { pids: 10 } } }).process).toStrictEqual({ limits: { pids: 10 } });
+    expect(only({ version: 1, process: { limits: { pids: 16 } } }).process).toStrictEqual({ limits: { pids: 16 } });
     expect(only({ version: 1, process: { user: "1" } }).process).toStrictEqual({ user: "1", limits: {} });
   });
 
@@ -162,7 +166,7 @@ describe("normal form: absent stays absent", () => {
     const arb = fc.record({
       rule: fc.record({ methods: opt(fc.constantFrom(["GET"], ["POST", "GET"])), paths: opt(fc.constantFrom(["/a"], ["/a/**", "/b"])) }),
       deny: fc.record({ name: opt(fc.constantFrom("d1", "d2")), port: opt(fc.integer({ min: 1, max: 65535 })), protocol: opt(fc.constantFrom("http", "tcp")) }),
-      limits: fc.record({ memoryMb: opt(fc.integer({ min: 6, max: 4096 })), cpus: opt(fc.constantFrom(0.5, 2)), pids: opt(fc.integer({ min: 1, max: 100 })) }),
+      limits: fc.record({ memoryMb: opt(fc.integer({ min: 16, max: 4096 })), cpus: opt(fc.constantFrom(0.5, 2)), pids: opt(fc.integer({ min: 16, max: 100 })) }),
       user: opt(fc.constantFrom("0", "1000:1000")),
     });
     const defined = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));

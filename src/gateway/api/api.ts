@@ -3,13 +3,13 @@
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { AuditQuery, CheckPolicyBody, CreateSandboxBody, EventsQuery, ReviewPolicyBody, SetPolicyBody, SuggestQuery, WatchQuery, formatZodError } from "./schemas.js";
+import { AuditQuery, CheckPolicyBody, EXEC_ARGV_MAX_BYTES, CreateSandboxBody, EventsQuery, ReviewPolicyBody, SetPolicyBody, SuggestQuery, WatchQuery, formatZodError } from "./schemas.js";
 import { PolicyTools } from "../sandboxes/policy-tools.js";
 import { WatchHub, type WatchLimits } from "./watch.js";
 import { registerSecretRoutes } from "./secrets-routes.js";
 import type { SecretStore } from "../secrets/secret-store.js";
 import { tokenMatches } from "./auth.js";
-import { ApiError } from "../errors.js";
+import { ApiError, BODY_MAX_BYTES, POLICY_MAX_BYTES, tooLarge } from "../errors.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
 import type { SandboxService } from "../sandboxes/service.js";
 import { eventView, sandboxView } from "./views.js";
@@ -41,7 +41,9 @@ export function buildApi(ctx: ApiContext) {
     loggerInstance: ctx.log,
     // Our own one-line request log (below) replaces fastify's two lines per request.
     logController: new Fastify.LogController({ disableRequestLogging: true }),
-    bodyLimit: 1 << 20,
+    bodyLimit: BODY_MAX_BYTES,
+    // Long path segments reach our own checks (a clear 400 naming the rule), not find-my-way's 414.
+    routerOptions: { maxParamLength: 4096 },
     // Errors of fastify's own router and parsers (a malformed URL) get our shape too.
     frameworkErrors: (err, _req, reply) => {
       void (reply as unknown as FastifyReply).code(400).send({ error: { code: "invalid_request", message: err.message } });
@@ -51,6 +53,11 @@ export function buildApi(ctx: ApiContext) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ECONNRESET" || !socket.writable) {
         socket.destroy();
+        return;
+      }
+      if (code === "HPE_HEADER_OVERFLOW") {
+        const big = JSON.stringify({ error: { code: "too_large", message: `the request's URL and headers are over 16 KiB; an exec command line is at most ${EXEC_ARGV_MAX_BYTES} bytes` } });
+        socket.end(`HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(big)}\r\nConnection: close\r\n\r\n${big}`);
         return;
       }
       const body = JSON.stringify({ error: { code: "invalid_request", message: `malformed HTTP request (${code ?? err.message})` } });
@@ -71,7 +78,15 @@ export function buildApi(ctx: ApiContext) {
     if (err instanceof ApiError) {
       return reply.code(err.status).send({ error: { code: err.code, message: err.message } });
     }
-    // Fastify's own 4xx (malformed JSON, wrong content type, body too large).
+    if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+      const bytes = Number(req.headers["content-length"]);
+      const policy = req.method === "PUT" && /\/policy(?:\?|$)/.test(req.url);
+      const e = Number.isSafeInteger(bytes) && bytes > 0
+        ? tooLarge(policy ? "policy" : "the request body", bytes, policy ? "1 MiB" : "2 MiB")
+        : new ApiError("too_large", `the request body is over the limit of ${policy ? "1 MiB (the policy)" : "2 MiB"}`);
+      return reply.code(e.status).header("connection", "close").send({ error: { code: e.code, message: e.message } });
+    }
+    // Fastify's own 4xx (malformed JSON, wrong content type).
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       return reply.code(err.statusCode).send({ error: { code: "invalid_request", message: err.message } });
     }
@@ -89,6 +104,7 @@ export function buildApi(ctx: ApiContext) {
 
   app.post("/v1/sandboxes", async (req, reply) => {
     const body = parse(CreateSandboxBody, req.body);
+    checkPolicySize(body.policy);
     const s = service.create(body);
     return reply.code(201).send(sandboxView(s));
   });
@@ -100,11 +116,12 @@ export function buildApi(ctx: ApiContext) {
 
   app.get("/v1/sandboxes/:name/policy", async (req) => {
     const p = read.policyOf(nameParam(req));
-    return { sandbox: p.sandbox.name, revision: p.revision, hash: p.hash, createdAt: p.createdAt, policy: p.policy, boundary: p.boundary };
+    return { sandbox: p.sandbox.name, revision: p.revision, hash: p.hash, createdAt: p.createdAt, policy: p.policy, source: p.source, boundary: p.boundary };
   });
 
   app.put("/v1/sandboxes/:name/policy", async (req) => {
     const body = parse(SetPolicyBody, req.body);
+    checkPolicySize(body.policy);
     const { revision, pushed } = service.setPolicy(nameParam(req), body.policy);
     const s = read.get(nameParam(req));
     if (!body.wait) return { revision, pushed, enforced: null, connectionsClosed: null, boundary: read.boundaryOf(s.id) };
@@ -168,6 +185,13 @@ export function buildApi(ctx: ApiContext) {
   });
 
   return Object.assign(app, { watchStats: () => hub.stats() });
+}
+
+/** A policy (YAML text, or an object as JSON) is at most POLICY_MAX_BYTES: 413 naming its size. */
+function checkPolicySize(policy: string | Record<string, unknown> | undefined): void {
+  if (policy === undefined) return;
+  const bytes = Buffer.byteLength(typeof policy === "string" ? policy : JSON.stringify(policy));
+  if (bytes > POLICY_MAX_BYTES) throw tooLarge("policy", bytes, "1 MiB");
 }
 
 /** The cursor after a page: its last sequence number when the page is full, else null. */

@@ -13,7 +13,7 @@ import type { Logger } from "pino";
 import { WebSocketServer, type WebSocket } from "ws";
 import { z } from "zod";
 import type { ExecSession } from "../../driver/contract.js";
-import { ExecQuery, formatZodError } from "./schemas.js";
+import { ExecQuery, checkExecArgv, formatZodError } from "./schemas.js";
 import { ApiError } from "../errors.js";
 import { tokenMatches } from "./auth.js";
 import type { SandboxService } from "../sandboxes/service.js";
@@ -62,6 +62,8 @@ export function attachExec(server: Server, ctx: { service: SandboxService; token
       const cmd = typeof q.data.cmd === "string" ? [q.data.cmd] : (q.data.cmd ?? []);
       const tty = q.data.tty === "1";
       if (cmd.length === 0) return refuse(socket, new ApiError("invalid_request", "cmd: at least one argument is required"));
+      const over = checkExecArgv(cmd);
+      if (over) return refuse(socket, new ApiError("invalid_request", over));
       let session: ExecSession;
       try {
         session = await ctx.service.exec(decodeURIComponent(m[1]!), {

@@ -2,6 +2,7 @@
 // failure into a message naming the field and the problem.
 
 import { z } from "zod";
+import { PROCESS_LIMITS } from "../../policy/index.js";
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -13,12 +14,13 @@ export const CreateSandboxBody = z
     env: z
       .record(z.string().regex(ENV_NAME, "environment variable names are letters, digits and '_'"), z.string().max(32_768))
       .optional(),
-    policy: z.union([z.string().max(1 << 20), z.record(z.string(), z.unknown())]).optional(),
+    // Its size is checked in bytes by the route (413, POLICY_MAX_BYTES).
+    policy: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
     resources: z
       .object({
-        memoryMb: z.number().int().min(16).max(1_048_576).optional(),
-        cpus: z.number().min(0.01).max(256).optional(),
-        pids: z.number().int().min(16).max(1_000_000).optional(),
+        memoryMb: z.number().int().min(PROCESS_LIMITS.memoryMb.min).max(PROCESS_LIMITS.memoryMb.max).optional(),
+        cpus: z.number().min(PROCESS_LIMITS.cpus.min).max(PROCESS_LIMITS.cpus.max).optional(),
+        pids: z.number().int().min(PROCESS_LIMITS.pids.min).max(PROCESS_LIMITS.pids.max).optional(),
       })
       .strict()
       .optional(),
@@ -30,7 +32,7 @@ export type CreateSandboxBody = z.infer<typeof CreateSandboxBody>;
 
 export const SetPolicyBody = z
   .object({
-    policy: z.union([z.string().max(1 << 20), z.record(z.string(), z.unknown())]),
+    policy: z.union([z.string(), z.record(z.string(), z.unknown())]),
     /** Seconds to wait for the supervisor to acknowledge the revision as enforced. */
     wait: z.number().min(0).max(600).optional(),
   })
@@ -56,6 +58,17 @@ export const AuditQuery = z
   .strict();
 
 export const WatchQuery = z.object({ sandbox: z.string().min(1).optional(), after: seq.optional() }).strict();
+
+/** An exec's command line: at most this many arguments and bytes (UTF-8, all arguments together). */
+export const EXEC_ARGV_MAX_ARGS = 256;
+export const EXEC_ARGV_MAX_BYTES = 8192;
+
+/** Null when the command line is within the limits, else the message saying how far over it is. */
+export function checkExecArgv(cmd: readonly string[]): string | null {
+  const bytes = cmd.reduce((n, a) => n + Buffer.byteLength(a), 0);
+  if (cmd.length <= EXEC_ARGV_MAX_ARGS && bytes <= EXEC_ARGV_MAX_BYTES) return null;
+  return `cmd: the command line is ${bytes} bytes in ${cmd.length} arguments; the limit is ${EXEC_ARGV_MAX_BYTES} bytes and ${EXEC_ARGV_MAX_ARGS} arguments`;
+}
 
 export const ExecQuery = z
   .object({

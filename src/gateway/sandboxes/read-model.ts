@@ -5,7 +5,8 @@ import type { ComputeDriver } from "../../driver/contract.js";
 import type { AuditRecord, EventRecord, LogQuery, PolicyRevision, SandboxRecord, Store } from "../../store/store.js";
 import type { BoundaryHealth } from "../control/boundary.js";
 import type { ControlPlane } from "../control/control-plane.js";
-import { notFound } from "../errors.js";
+import { ID_RE, checkSandboxName } from "../../lifecycle/spec.js";
+import { ApiError, notFound } from "../errors.js";
 
 export interface DiskView {
   limitBytes: number;
@@ -22,11 +23,12 @@ export class SandboxReadModel {
     private readonly driver: ComputeDriver | null = null,
   ) {}
 
-  /** By name or id; throws 404. */
+  /** By name or id; throws 404, or 400 for what can be neither (naming the rule). */
   get(nameOrId: string): SandboxRecord {
     const s = this.store.get(nameOrId);
-    if (!s) throw notFound(nameOrId);
-    return s;
+    if (s) return s;
+    const bad = ID_RE.test(nameOrId) ? null : checkSandboxName(nameOrId);
+    throw bad ? new ApiError("invalid_request", bad) : notFound(nameOrId);
   }
 
   /** By name or id, or null. */

@@ -92,7 +92,7 @@ export class SandboxService {
     if (input.command !== undefined) spec.command = input.command;
     let sandbox: SandboxRecord;
     try {
-      sandbox = this.d.store.createSandbox({ id: newId(), name: input.name, spec, policy });
+      sandbox = this.d.store.createSandbox({ id: newId(), name: input.name, spec, policy, policySource: typeof input.policy === "string" ? input.policy : null });
     } catch (err) {
       if (err instanceof DuplicateNameError) throw new ApiError("already_exists", err.message);
       throw err;
@@ -137,7 +137,7 @@ export class SandboxService {
     if (fixed.length > 0) {
       throw new ApiError("invalid_request", `invalid policy: ${fixed.join(" and ")} ${fixed.length > 1 ? "are" : "is"} fixed at creation and cannot change`);
     }
-    const revision = this.d.store.addPolicy(s, next);
+    const revision = this.d.store.addPolicy(s, next, typeof input === "string" ? input : null);
     const live = s.phase === "Provisioning" || s.phase === "Ready";
     const pushed = live && (this.d.generations.get(s.id, s.generation)?.desire(next, revision) ?? false);
     this.d.log.info({ sandboxId: s.id, revision, pushed }, "policy revision accepted");
