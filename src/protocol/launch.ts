@@ -48,7 +48,22 @@ export interface LaunchConfig {
    * resolver (Docker's embedded DNS), as launch files of older gateways say.
    */
   resolvers?: string[];
+  /**
+   * The sandbox's CA (PEM certificate and PKCS#8 key): with it the proxy terminates https
+   * where the policy has L7 rules. `originCa`: extra PEM certificates trusted for origins
+   * besides the system roots. Absent: such tunnels are refused (never tunnelled blind).
+   */
+  tls?: LaunchTls;
 }
+
+export interface LaunchTls {
+  caCertPem: string;
+  caKeyPem: string;
+  originCaPem?: string;
+}
+
+/** Largest PEM text a launch file may carry in one field. */
+export const MAX_PEM_CHARS = 256 * 1024;
 
 /** Most host addresses a launch file or a control message may carry. */
 export const MAX_HOST_ADDRESSES = 4096;
@@ -80,6 +95,7 @@ export interface LaunchSettings {
   hostAddresses: string[];
   /** Canonical "addr:port" / "[v6]:port" for dns.Resolver#setServers; null: the container's own resolver. */
   resolvers: string[] | null;
+  tls: LaunchTls | null;
 }
 
 export interface LaunchPolicy {
@@ -193,10 +209,27 @@ function parseResolvers(raw: unknown, errors: string[]): string[] | null {
   return out;
 }
 
+const pemOf = (v: unknown, label: string): boolean =>
+  typeof v === "string" && v.length <= MAX_PEM_CHARS && v.includes(`-----BEGIN ${label}-----`) && v.includes(`-----END ${label}-----`);
+
+function parseTls(raw: unknown, errors: string[]): LaunchTls | null {
+  if (raw === undefined) return null;
+  if (!isRecord(raw)) {
+    errors.push("tls must be an object");
+    return null;
+  }
+  const before = errors.length;
+  if (!pemOf(raw.caCertPem, "CERTIFICATE")) errors.push("tls.caCertPem must be a PEM certificate");
+  if (!pemOf(raw.caKeyPem, "PRIVATE KEY")) errors.push("tls.caKeyPem must be a PEM private key (PKCS#8)");
+  if (raw.originCaPem !== undefined && !pemOf(raw.originCaPem, "CERTIFICATE")) errors.push("tls.originCaPem must be PEM certificates");
+  if (errors.length > before) return null;
+  return { caCertPem: raw.caCertPem as string, caKeyPem: raw.caKeyPem as string, ...(raw.originCaPem === undefined ? {} : { originCaPem: raw.originCaPem as string }) };
+}
+
 /** Validate a parsed launch file; every problem is listed, and any problem withholds the policy. */
 export function parseLaunchConfig(raw: unknown): LaunchLoadResult {
   const errors: string[] = [];
-  const settings: LaunchSettings = { sandboxId: null, generation: null, nonce: null, proxyPort: PROXY_PORT, healthPort: HEALTH_PORT, healthSubnet: null, control: null, hostAddresses: [], resolvers: null };
+  const settings: LaunchSettings = { sandboxId: null, generation: null, nonce: null, proxyPort: PROXY_PORT, healthPort: HEALTH_PORT, healthSubnet: null, control: null, hostAddresses: [], resolvers: null, tls: null };
   if (!isRecord(raw)) return { settings, policy: undefined, errors: ["launch config must be a JSON object"] };
 
   if (typeof raw.sandboxId === "string" && raw.sandboxId !== "") settings.sandboxId = raw.sandboxId;
@@ -216,6 +249,7 @@ export function parseLaunchConfig(raw: unknown): LaunchLoadResult {
   settings.control = parseControl(raw.control, errors);
   settings.hostAddresses = parseHostAddresses(raw.hostAddresses, errors);
   settings.resolvers = parseResolvers(raw.resolvers, errors);
+  settings.tls = parseTls(raw.tls, errors);
 
   const revision = raw.policyRevision;
   if (!(typeof revision === "number" && Number.isSafeInteger(revision) && revision >= 0)) {

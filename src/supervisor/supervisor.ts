@@ -6,6 +6,7 @@ import { readLaunchConfig } from "./launch-config.js";
 import type { LaunchSettings } from "../protocol/launch.js";
 import { LockdownPolicyHolder } from "./lockdown.js";
 import { ControlSession } from "./control-session.js";
+import { LeafCertificates } from "./tls/leaf-certs.js";
 import { createEgressProxy, defaultResolver } from "./proxy.js";
 import { upstreamResolver } from "./resolver.js";
 import { hostAddressSet, type HostAddresses } from "../policy/index.js";
@@ -83,6 +84,9 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
     },
     hostAddresses: () => hostAddresses,
     ...(resolve === undefined ? {} : { resolve }),
+    // The sandbox's CA, when the gateway gave one: https with L7 rules is terminated here.
+    ...(settings.tls === null ? {} : { tls: new LeafCertificates({ certPem: settings.tls.caCertPem, keyPem: settings.tls.caKeyPem }) }),
+    ...(settings.tls?.originCaPem === undefined ? {} : { upstreamCa: settings.tls.originCaPem }),
   });
   // A lockdown closes every connection at once; a new revision closes what it no longer allows
   // (the control session calls revoke before its ack).

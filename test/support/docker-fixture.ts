@@ -30,7 +30,7 @@ export interface DockerFixture {
 }
 
 export async function startDockerFixture(
-  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number } = {},
+  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number; originCaPem?: string } = {},
 ): Promise<DockerFixture> {
   const dockerd = await PrivateDockerd.start({
     liveRestore: opts.liveRestore ?? true,
@@ -47,6 +47,7 @@ export async function startDockerFixture(
       gatewayId: ensureGatewayId(homeDir),
       launchRoot: join(homeDir, "launch"),
       workspaceRoot: dockerd.workspaceRoot,
+      ...(opts.originCaPem === undefined ? {} : { originCaPem: opts.originCaPem }),
       log: pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" }),
     });
   const gatewayOpts = () => ({

@@ -312,8 +312,24 @@ describe("launch config", () => {
     await writeFile(path, JSON.stringify(valid));
     const r = await readLaunchConfig(path);
     expect(r.errors).toEqual([]);
-    expect(r.settings).toEqual({ sandboxId: "sb", generation: 0, nonce: "n", proxyPort: 3128, healthPort: 9901, healthSubnet: null, control: null, hostAddresses: [], resolvers: null });
+    expect(r.settings).toEqual({ sandboxId: "sb", generation: 0, nonce: "n", proxyPort: 3128, healthPort: 9901, healthSubnet: null, control: null, hostAddresses: [], resolvers: null, tls: null });
     expect(r.policy?.revision).toBe(2);
+  });
+
+  it("reads the sandbox CA; a malformed one withholds the policy", () => {
+    const cert = "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n";
+    const key = "-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n";
+    expect(parseLaunchConfig({ ...valid, tls: { caCertPem: cert, caKeyPem: key } }).settings.tls).toEqual({ caCertPem: cert, caKeyPem: key });
+    for (const [bad, error] of [
+      [{ caCertPem: key, caKeyPem: key }, "tls.caCertPem must be a PEM certificate"],
+      [{ caCertPem: cert }, "tls.caKeyPem must be a PEM private key (PKCS#8)"],
+      [{ caCertPem: cert, caKeyPem: key, originCaPem: "x" }, "tls.originCaPem must be PEM certificates"],
+      ["pem", "tls must be an object"],
+    ] as const) {
+      const r = parseLaunchConfig({ ...valid, tls: bad });
+      expect(r.errors).toContain(error);
+      expect(r.policy).toBeUndefined();
+    }
   });
 
   it("reads the health subnet in canonical form; a malformed one withholds the policy", () => {

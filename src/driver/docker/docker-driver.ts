@@ -2,6 +2,8 @@
 // workspace volume, and per generation a supervisor and a workload container,
 // all labelled with the gateway, sandbox, generation, role and launch nonce.
 
+import { SandboxCas, TRUST_ENV, WORKLOAD_TRUST_DIR, type SandboxTrust } from "./sandbox-ca.js";
+import type { CaMaterial } from "../../util/x509.js";
 import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Logger } from "pino";
@@ -74,12 +76,30 @@ export interface DockerDriverOptions {
   workspaceRoot?: string;
   /** Read at prepare to check that no host account holds the ids. Default: the host's /etc files. */
   hostIdFiles?: () => HostIdFiles;
+  /** Where each sandbox's CA is kept. Default: <dirname(launchRoot)>/cas. */
+  caRoot?: string;
+  /** Extra PEM certificates supervisors trust for origins besides the system roots (private origins). */
+  originCaPem?: string;
 }
 
 /** A Docker call that must succeed; anything else is an error naming the step. */
 function must<T>(step: string, r: EngineResult<T>): T {
   if (r.kind === "ok") return r.body;
   throw new Error(`${step}: ${describe(r)}`);
+}
+
+/** SANDGATE_ORIGIN_CA: a PEM file of CAs trusted for origins besides the system roots. */
+function originCa(env: NodeJS.ProcessEnv): { originCaPem?: string } {
+  const path = env.SANDGATE_ORIGIN_CA;
+  if (path === undefined || path === "") return {};
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new ProvisionError(`SANDGATE_ORIGIN_CA: cannot read ${path}: ${(err as Error).message}`);
+  }
+  if (!text.includes("-----BEGIN CERTIFICATE-----")) throw new ProvisionError(`SANDGATE_ORIGIN_CA: ${path} holds no PEM certificate`);
+  return { originCaPem: text };
 }
 
 export class DockerDriver implements ComputeDriver {
@@ -93,6 +113,8 @@ export class DockerDriver implements ComputeDriver {
   readonly ids: RoleIds;
   readonly workspaces: WorkspaceDisks;
   private readonly hostIdFiles: () => HostIdFiles;
+  private readonly cas: SandboxCas;
+  private readonly originCaPem: string | undefined;
   private images: EnsureImagesResult | undefined;
   private egressGateway: string | null = null;
   private egressSubnet: string | null = null;
@@ -106,6 +128,8 @@ export class DockerDriver implements ComputeDriver {
     this.ids = opts.ids ?? DEFAULT_IDS;
     this.workspaces = new WorkspaceDisks(opts.workspaceRoot ?? join(dirname(opts.launchRoot), "workspaces"));
     this.hostIdFiles = opts.hostIdFiles ?? readHostIdFiles;
+    this.cas = new SandboxCas(opts.caRoot ?? join(dirname(opts.launchRoot), "cas"));
+    this.originCaPem = opts.originCaPem;
   }
 
   static fromEnv(opts: { log: Logger; homeDir: string; env?: NodeJS.ProcessEnv; ids?: RoleIds }): DockerDriver {
@@ -114,7 +138,9 @@ export class DockerDriver implements ComputeDriver {
       gatewayId: ensureGatewayId(opts.homeDir),
       launchRoot: join(opts.homeDir, "launch"),
       workspaceRoot: join(opts.homeDir, "workspaces"),
+      caRoot: join(opts.homeDir, "cas"),
       log: opts.log,
+      ...originCa(opts.env ?? process.env),
       ...(opts.ids === undefined ? {} : { ids: opts.ids }),
     });
   }
@@ -187,7 +213,7 @@ export class DockerDriver implements ComputeDriver {
   }
 
   /** The supervisor's launch configuration, readable only by the supervisor's uid. */
-  private writeLaunchConfig(req: LaunchRequest): string {
+  private writeLaunchConfig(req: LaunchRequest, ca: CaMaterial): string {
     const dir = this.launchDir(req.sandboxId, req.generation);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const file = join(dir, LAUNCH_CONFIG_FILE);
@@ -208,6 +234,8 @@ export class DockerDriver implements ComputeDriver {
       config.hostAddresses = req.network.hostAddresses;
       if (req.network.resolvers !== null) config.resolvers = req.network.resolvers;
     }
+    // The CA's key reaches the supervisor only (this file is 0400, its uid's).
+    config.tls = { caCertPem: ca.certPem, caKeyPem: ca.keyPem, ...(this.originCaPem === undefined ? {} : { originCaPem: this.originCaPem }) };
     writeFileSync(file, JSON.stringify(config, null, 2) + "\n", { mode: 0o400 });
     const files = [file];
     if (req.control) {
@@ -247,7 +275,13 @@ export class DockerDriver implements ComputeDriver {
 
     // The boundary comes up first: the workload never runs without its supervisor.
     onProgress("starting supervisor");
-    const launchDir = this.writeLaunchConfig(req);
+    let trust: SandboxTrust;
+    try {
+      trust = await this.cas.ensure(req.sandboxId);
+    } catch (err) {
+      throw new ProvisionError(`sandbox CA: ${(err as Error).message}`);
+    }
+    const launchDir = this.writeLaunchConfig(req, trust.ca);
     const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir, this.ids.supervisor));
     const supId = this.provisionStep("create supervisor container", sup).Id;
     this.provisionStep("connect supervisor to egress network", await this.engine.connectNetwork(egressNetworkName(this.gatewayId), supId));
@@ -269,6 +303,7 @@ export class DockerDriver implements ComputeDriver {
       user: req.policy.policy.process.user,
       uid: this.ids.workload,
       workspace,
+      trust: { dir: trust.trustDir, target: WORKLOAD_TRUST_DIR, env: TRUST_ENV },
     });
     this.provisionStep("create workload container", await this.engine.createContainer(containerName(req.sandboxId, req.generation, "workload"), config));
   }
@@ -355,6 +390,7 @@ export class DockerDriver implements ComputeDriver {
       if (!(r.kind === "docker" && r.status === 404)) must(`remove volume ${v.Name}`, r);
     }
     this.removeLaunchDirs(sandboxId);
+    this.cas.remove(sandboxId);
     await this.workspaces.remove(sandboxId);
   }
 

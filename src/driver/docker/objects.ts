@@ -139,10 +139,12 @@ export function workloadConfig(
     uid: number;
     /** Host directory bind-mounted as /sandbox (a size-limited workspace); null: the sandbox's named volume. */
     workspace: string | null;
+    /** The sandbox CA's public trust files and the environment that points clients at them. */
+    trust?: { dir: string; target: string; env: Readonly<Record<string, string>> };
   },
 ): ContainerCreateConfig {
   const proxyEnv = { HTTP_PROXY: opts.proxyUrl, HTTPS_PROXY: opts.proxyUrl, http_proxy: opts.proxyUrl, https_proxy: opts.proxyUrl, NO_PROXY: "", no_proxy: "" };
-  const env = { ...opts.env, ...proxyEnv };
+  const env = { ...opts.env, ...(opts.trust?.env ?? {}), ...proxyEnv };
   const config: ContainerCreateConfig = {
     Image: opts.imageId,
     Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
@@ -169,6 +171,7 @@ export function workloadConfig(
           ? { Type: "volume", Source: volumeName(i.sandboxId), Target: "/sandbox" }
           : { Type: "bind", Source: opts.workspace, Target: "/sandbox" },
         { Type: "bind", Source: opts.resolvConf, Target: "/etc/resolv.conf", ReadOnly: true },
+        ...(opts.trust ? [{ Type: "bind" as const, Source: opts.trust.dir, Target: opts.trust.target, ReadOnly: true }] : []),
       ],
     },
   };

@@ -6,45 +6,14 @@ import { createPrivateKey, randomBytes, webcrypto } from "node:crypto";
 import { isIP } from "node:net";
 import tls from "node:tls";
 import * as x509 from "@peculiar/x509";
+import { ECDSA_P256 as ALG, pem, type CaMaterial } from "../../util/x509.js";
 
-export interface CaMaterial {
-  certPem: string;
-  keyPem: string;
-}
+export { issueSandboxCa, type CaMaterial } from "../../util/x509.js";
 
 export interface LeafCacheOptions {
   /** Hosts whose contexts are kept; the least recently used goes first. */
   maxEntries?: number;
   validDays?: number;
-}
-
-const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
-
-function pem(label: string, der: ArrayBuffer): string {
-  return `-----BEGIN ${label}-----\n${Buffer.from(der).toString("base64").replace(/.{1,64}/g, "$&\n")}-----END ${label}-----\n`;
-}
-
-/** A CA for one sandbox: ECDSA P-256, path length 0 (it signs leaves only). Used by the gateway. */
-export async function issueSandboxCa(sandboxId: string, validDays = 3650): Promise<CaMaterial> {
-  const keys = await webcrypto.subtle.generateKey(ALG, true, ["sign", "verify"]);
-  const now = Date.now();
-  const cert = await x509.X509CertificateGenerator.createSelfSigned(
-    {
-      serialNumber: "01" + randomBytes(15).toString("hex"),
-      name: `CN=Sandgate sandbox ${sandboxId} CA, O=Sandgate`,
-      notBefore: new Date(now - 24 * 3600_000),
-      notAfter: new Date(now + validDays * 24 * 3600_000),
-      keys,
-      signingAlgorithm: ALG,
-      extensions: [
-        new x509.BasicConstraintsExtension(true, 0, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, webcrypto),
-      ],
-    },
-    webcrypto,
-  );
-  return { certPem: cert.toString("pem") + "\n", keyPem: pem("PRIVATE KEY", await webcrypto.subtle.exportKey("pkcs8", keys.privateKey)) };
 }
 
 export class LeafCertificates {
@@ -88,6 +57,12 @@ export class LeafCertificates {
   }
 
   private async issue(host: string): Promise<tls.SecureContext> {
+    const { certPem, keyPem } = await this.issuePem(host);
+    return tls.createSecureContext({ cert: certPem, key: keyPem });
+  }
+
+  /** A leaf for `host` as PEM (its chain: the leaf, then the CA), uncached. */
+  async issuePem(host: string): Promise<{ certPem: string; keyPem: string }> {
     this.caKey ??= webcrypto.subtle.importKey("pkcs8", createPrivateKey(this.ca.keyPem).export({ format: "der", type: "pkcs8" }), ALG, false, ["sign"]);
     this.leafKeys ??= webcrypto.subtle.generateKey(ALG, true, ["sign", "verify"]);
     const keys = await this.leafKeys;
@@ -114,6 +89,6 @@ export class LeafCertificates {
       webcrypto,
     );
     this.issued++;
-    return tls.createSecureContext({ cert: cert.toString("pem") + "\n" + this.ca.certPem, key: await this.leafKeyPem });
+    return { certPem: cert.toString("pem") + "\n" + this.ca.certPem, keyPem: await this.leafKeyPem };
   }
 }
