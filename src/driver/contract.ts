@@ -71,6 +71,11 @@ export interface ReadinessReport {
   ready: boolean;
   /** Each piece of evidence, in the order it was checked. */
   checks: ReadinessCheck[];
+  /**
+   * The workload (the instance launched) has exited: it will never be ready. Its exit
+   * code and the last lines of its output, for the event that says why.
+   */
+  exited?: { exitCode: number; output: string[] };
 }
 
 export interface ExecOptions {

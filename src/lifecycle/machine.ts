@@ -29,7 +29,8 @@ const ACCEPTED_FROM: Record<EventType, readonly Phase[]> = {
   // A failure can only be observed while the runtime is meant to be alive; once
   // a stop or delete has been persisted, a late failure is dropped, never applied.
   failed: ["Provisioning", "Ready", "Recovering"],
-  completed: ["Ready", "Recovering"],
+  // From Provisioning too: a workload that runs to its end before it was ever ready.
+  completed: ["Provisioning", "Ready", "Recovering"],
   stopped: ["Stopping"],
   deleted: ["Deleting"],
 };

@@ -22,7 +22,7 @@ const sample: Record<EventType, LifecycleEvent> = {
 const P = "Provisioning", R = "Ready", V = "Recovering", S = "Stopping", T = "Stopped", C = "Completed", E = "Error", D = "Deleting", X = "-";
 const EXPECTED: Record<Phase, Record<EventType, Phase | "-">> = {
   //            start stop delete ready provisionFailed contactLost recovered failed completed stopped deleted
-  Provisioning: { start: X, stop: S, delete: D, ready: R, provisionFailed: E, contactLost: X, recovered: X, failed: E, completed: X, stopped: X, deleted: X },
+  Provisioning: { start: X, stop: S, delete: D, ready: R, provisionFailed: E, contactLost: X, recovered: X, failed: E, completed: C, stopped: X, deleted: X },
   Ready:        { start: X, stop: S, delete: D, ready: X, provisionFailed: X, contactLost: V, recovered: X, failed: E, completed: C, stopped: X, deleted: X },
   Recovering:   { start: X, stop: S, delete: D, ready: X, provisionFailed: X, contactLost: V, recovered: R, failed: E, completed: C, stopped: X, deleted: X },
   Stopping:     { start: X, stop: X, delete: D, ready: X, provisionFailed: X, contactLost: X, recovered: X, failed: X, completed: X, stopped: T, deleted: X },
@@ -42,7 +42,7 @@ const ALLOWED_FROM_TEXT: Record<EventType, string> = {
   contactLost: "Ready or Recovering",
   recovered: "Recovering",
   failed: "Provisioning, Ready or Recovering",
-  completed: "Ready or Recovering",
+  completed: "Provisioning, Ready or Recovering",
   stopped: "Stopping",
   deleted: "Deleting",
 };

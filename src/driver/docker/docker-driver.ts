@@ -88,6 +88,9 @@ function must<T>(step: string, r: EngineResult<T>): T {
   throw new Error(`${step}: ${describe(r)}`);
 }
 
+/** Lines of a workload's output kept in the event when it exits during start-up. */
+const EXIT_OUTPUT_LINES = 10;
+
 /** SANDGATE_ORIGIN_CA: a PEM file of CAs trusted for origins besides the system roots. */
 function originCa(env: NodeJS.ProcessEnv): { originCaPem?: string } {
   const path = env.SANDGATE_ORIGIN_CA;
@@ -339,9 +342,21 @@ export class DockerDriver implements ComputeDriver {
       checks.push(problem === null ? { name: `${role} identity`, ok: true } : { name: `${role} identity`, ok: false, detail: problem });
       if (problem === null && r.kind === "ok") inspected[role] = r.body;
     }
-    if (!inspected.supervisor || !inspected.workload) return { ready: false, checks };
+    if (!inspected.supervisor || !inspected.workload) {
+      const exited = await this.exitedWorkload(record);
+      return { ready: false, checks, ...(exited === null ? {} : { exited }) };
+    }
     checks.push(...(await runtimeChecks(this.probes, inspected.supervisor, record)));
     return { ready: checks.every((c) => c.ok), checks };
+  }
+
+  /** The launched workload instance, when it has exited: its code and last output lines. */
+  private async exitedWorkload(record: RuntimeRecord): Promise<{ exitCode: number; output: string[] } | null> {
+    const r = await this.engine.inspectContainer(record.workload.id, { timeoutMs: 3000 });
+    // Only the instance that was started (same id, and it ran): never a replacement.
+    if (r.kind !== "ok" || r.body.Id !== record.workload.id || r.body.State.Running || r.body.State.Status !== "exited") return null;
+    const logs = await this.engine.containerLogs(record.workload.id, EXIT_OUTPUT_LINES, { timeoutMs: 3000 });
+    return { exitCode: r.body.State.ExitCode, output: logs.kind === "ok" ? logs.body : [] };
   }
 
   private get probes(): RuntimeProbes {

@@ -78,6 +78,10 @@ export class LifecycleTasks {
       handle.recorded(record);
       progress("verifying readiness");
       const report = await this.#waitReady(req, record, handle);
+      if (report.exited) {
+        this.#exitedEarly(id, generation, report.exited);
+        return;
+      }
       if (!report.ready) {
         const failed = report.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail ?? "failed"}`);
         throw new Error(`not ready after ${this.d.readyTimeoutMs} ms (${failed.join("; ")})`);
@@ -95,19 +99,34 @@ export class LifecycleTasks {
     }
   }
 
+  /** The workload ran to its end before it was ever ready: Completed (exit 0) or Error(WorkloadExited), as soon as seen. */
+  #exitedEarly(id: string, generation: number, exited: { exitCode: number; output: string[] }): void {
+    const tail = exited.output.length > 0 ? `; last output: ${exited.output.join(" | ")}` : "; no output";
+    const done =
+      exited.exitCode === 0
+        ? this.d.controller.observe(id, generation, { type: "completed" }, `workload exited 0 during start-up${tail}`)
+        : this.d.controller.observe(
+            id,
+            generation,
+            { type: "failed", reason: { code: "WorkloadExited", exitCode: exited.exitCode, detail: `exited during start-up${tail}` } },
+            `workload exited ${exited.exitCode} during start-up${tail}`,
+          );
+    this.d.log.info({ sandboxId: id, generation, exitCode: exited.exitCode, applied: done !== null }, "workload exited during start-up");
+  }
+
   /** Readiness evidence from the runtime, plus the boundary's own proof when supervisors report in. */
   async #evidence(req: LaunchRequest, record: RuntimeRecord): Promise<ReadinessReport> {
     const report = await this.d.driver.verify(req, record);
     if (!this.d.control) return report;
     const session = sessionCheck(this.d.control, req.sandboxId, req.generation);
-    return { ready: report.ready && session.ok, checks: [...report.checks, session] };
+    return { ...report, ready: report.ready && session.ok, checks: [...report.checks, session] };
   }
 
   async #waitReady(req: LaunchRequest, record: RuntimeRecord, handle: GenerationHandle): Promise<ReadinessReport> {
     const deadline = Date.now() + this.d.readyTimeoutMs;
     for (let delay = 50; ; delay = Math.min(delay * 2, 500)) {
       const report = await this.#evidence(req, record);
-      if (report.ready || Date.now() + delay > deadline || !this.d.controller.isCurrent(req.sandboxId, req.generation, "Provisioning")) return report;
+      if (report.ready || report.exited || Date.now() + delay > deadline || !this.d.controller.isCurrent(req.sandboxId, req.generation, "Provisioning")) return report;
       if (!(await handle.sleep(delay))) return report;
     }
   }

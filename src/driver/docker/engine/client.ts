@@ -1,5 +1,6 @@
 // The Docker Engine API endpoints Sandgate uses, as typed calls over EngineTransport.
 // Every method resolves with an EngineResult: nothing throws and nothing hangs.
+import { createDemuxer } from "./demux.js";
 import type { Duplex, Readable } from "node:stream";
 import { socketPathFromDockerHost } from "./host.js";
 import { createJsonLineSplitter } from "./lines.js";
@@ -116,6 +117,22 @@ export class EngineClient {
 
   inspectContainer(id: string, opts: CallOptions = {}): Promise<EngineResult<ContainerInspect>> {
     return this.request("GET", `/containers/${seg(id)}/json`, opts);
+  }
+
+  /**
+   * The last `tail` lines of a container's output (stdout and stderr interleaved as
+   * Docker kept them; a container without a TTY), each cut to `maxLineChars`.
+   */
+  async containerLogs(id: string, tail: number, opts: CallOptions & { maxLineChars?: number } = {}): Promise<EngineResult<string[]>> {
+    const r = await this.t.requestBytes("GET", `/containers/${seg(id)}/logs`, { ...opts, query: { stdout: true, stderr: true, tail } });
+    if (r.kind !== "ok") return r;
+    const parts: Buffer[] = [];
+    const d = createDemuxer((b) => parts.push(b), (b) => parts.push(b));
+    d.push(r.body);
+    d.end();
+    const max = opts.maxLineChars ?? 200;
+    const lines = Buffer.concat(parts).toString("utf8").split("\n").filter((l) => l.trim() !== "");
+    return { ...r, body: lines.slice(-tail).map((l) => (l.length > max ? `${l.slice(0, max - 1)}…` : l)) };
   }
 
   listContainers(list: { all?: boolean; filters?: Filters } = {}, opts: CallOptions = {}): Promise<EngineResult<ContainerSummary[]>> {

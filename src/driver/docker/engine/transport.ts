@@ -131,7 +131,21 @@ export class EngineTransport {
    * One short call to `path` (without the version prefix). JSON answers are parsed;
    * an empty answer (204, 304, ...) gives body undefined; 4xx/5xx give a DockerError.
    */
-  async request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<EngineResult<T>> {
+  request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<EngineResult<T>> {
+    return this.short(method, path, opts, (status, buf) => {
+      if (buf.length === 0) return ok(status, undefined as T);
+      const parsed = parseJson(buf);
+      if (parsed.kind !== "ok") return parsed;
+      return ok(status, parsed.body as T);
+    });
+  }
+
+  /** One short call whose answer is returned as bytes (e.g. container logs); 4xx/5xx give a DockerError. */
+  requestBytes(method: string, path: string, opts: RequestOptions = {}): Promise<EngineResult<Buffer>> {
+    return this.short(method, path, opts, (status, buf) => ok(status, buf));
+  }
+
+  private async short<R>(method: string, path: string, opts: RequestOptions, answer: (status: number, buf: Buffer) => EngineResult<R>): Promise<EngineResult<R>> {
     const pending = await this.ensureVersion(opts);
     if (pending) return pending;
     const guard = new CallGuard(opts.signal);
@@ -147,10 +161,7 @@ export class EngineTransport {
       const buf = await readAll(r.body, guard);
       if (!Buffer.isBuffer(buf)) return buf;
       if (r.status >= 400) return errorFromBody(r.status, buf);
-      if (buf.length === 0) return ok(r.status, undefined as T);
-      const parsed = parseJson(buf);
-      if (parsed.kind !== "ok") return parsed;
-      return ok(r.status, parsed.body as T);
+      return answer(r.status, buf);
     } finally {
       guard.dispose();
     }
