@@ -94,6 +94,8 @@ describe("sandbox lifecycle on Docker", () => {
     const mounts = w.Mounts.map((m: { Type: string; Destination: string; Source: string; RW: boolean }) => [m.Type, m.Destination, m.RW]);
     expect(mounts.sort()).toEqual([
       ["bind", "/etc/resolv.conf", false],
+      // The sandbox CA's public certificate and bundle, read-only (docs/policy.md).
+      ["bind", "/etc/sandgate", false],
       ["bind", "/sandbox", true],
     ]);
     // The workspace is the size-limited filesystem of this sandbox, not a Docker volume.
