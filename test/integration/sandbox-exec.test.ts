@@ -75,6 +75,8 @@ describe("sandgate sandbox exec", () => {
     expect(await cliExec(fx, NAME, ["wc", "-c"])).toMatchObject({ code: 0, stdout: expect.stringMatching(/^\s*0\s*$/) });
   });
 
+  // 1 MiB of stdin takes ~30 s through the relay today (a known slowness, see the session
+  // notes): the deadline only catches a hang.
   it("pipes a large stdin exactly", async () => {
     const mib = "x".repeat(1024 * 1024);
     const r = await cliExec(fx, NAME, ["wc", "-c"], mib);
@@ -85,7 +87,7 @@ describe("sandgate sandbox exec", () => {
     const data = randomBytes(256 * 1024).toString("base64");
     const echoed = await cliExec(fx, NAME, ["cat"], data);
     expect(echoed.stdout).toBe(data);
-  });
+  }, 240_000);
 
   it("refuses an unknown sandbox with exit 4", async () => {
     const r = await cliExec(fx, NAME + "-nope", ["true"]);
@@ -145,8 +147,9 @@ describe("exec when the sandbox is not Ready", () => {
     expect(r.code).toBe(5);
     expect(r.stdout).toBe("");
     expect(r.stderr).toBe(`sandgate: cannot exec in sandbox "${name}": it is Stopped; exec needs Ready\n`);
+    // connect needs a terminal before anything else (as docker exec -it): without one, exit 2.
     const c = await cli(["sandbox", "connect", name], fx.cliEnv);
-    expect(c.code).toBe(5);
-    expect(c.stderr).toContain("it is Stopped");
+    expect(c.code).toBe(2);
+    expect(c.stderr).toContain("the input is not a TTY");
   });
 });
