@@ -39,4 +39,10 @@ export const DEADLINE: DurationRange = { minS: 1, maxS: 86_400 };
 export const WAIT: DurationRange = { minS: 1, maxS: 86_400 };
 export const SEQ: IntRange = { min: 0, max: Number.MAX_SAFE_INTEGER };
 export const PAGE: IntRange = { min: 1, max: 10_000 };
+/** Audit records a sandbox may add per second (after its supervisor's aggregation). */
+export const AUDIT_RATE: IntRange = { min: 1, max: 100_000 };
+/** Audit records (and lifecycle events) kept per sandbox. */
+export const AUDIT_KEEP: IntRange = { min: 100, max: 100_000_000 };
+/** How long audit records are kept. */
+export const AUDIT_AGE: DurationRange = { minS: 3600, maxS: 366 * 86_400 };
 export { PROCESS_LIMITS };

@@ -5,8 +5,8 @@ import { openSync, readFileSync, statSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { DEFAULT_PORT, ensureHomeDir, inspectAddress, readAddress, resolveHome } from "../gateway/home.js";
 import { commandLine } from "../gateway/startup.js";
-import { fromFlagOrEnv, parseDuration } from "../util/settings.js";
-import { DEADLINE, LOG_LEVELS, PORT, WAIT, intArg, logLevel, secondsArg, setting } from "./args.js";
+import { fromFlagOrEnv, parseDuration, parseInteger } from "../util/settings.js";
+import { AUDIT_AGE, AUDIT_KEEP, AUDIT_RATE, DEADLINE, LOG_LEVELS, PORT, WAIT, intArg, logLevel, secondsArg, setting } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
 import { printJson, table } from "./format.js";
@@ -54,13 +54,16 @@ export function gatewayCommands(global: () => Common): Command {
       `uid (and gid) of every workload; supervisors run as the next id. No host account or group may hold either (env SANDGATE_UID_BASE; default ${DEFAULT_UID_BASE})`,
       uidBase,
     )
+    .option("--audit-rate <n>", `audit records a sandbox may add per second; more are dropped and counted (${AUDIT_RATE.min}-${AUDIT_RATE.max}; env SANDGATE_AUDIT_RATE; default 50)`)
+    .option("--audit-keep <n>", `audit records kept per sandbox, newest first (${AUDIT_KEEP.min}-${AUDIT_KEEP.max}; env SANDGATE_AUDIT_KEEP; default 10000)`)
+    .option("--audit-max-age <duration>", "how long audit records are kept, e.g. 12h, 7d (1h-366d; env SANDGATE_AUDIT_MAX_AGE; default 7d)")
     .option(
       "--resolver <addr>",
       "a DNS server supervisors ask directly, IP[:port] (repeatable; env SANDGATE_RESOLVERS; default: the host's /etc/resolv.conf)",
       (v: string, prev: string[]) => [...prev, v],
       [] as string[],
     )
-    .action(async (raw: { port: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[] }) => {
+    .action(async (raw: { port: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string }) => {
       // Every setting is checked before anything starts: flag, else environment, else default.
       const env = process.env;
       const o = {
@@ -74,6 +77,11 @@ export function gatewayCommands(global: () => Common): Command {
         ),
         uidBase: resolveUidBase(raw.uidBase),
         resolver: raw.resolver,
+        audit: {
+          rate: setting(() => fromFlagOrEnv({ name: "--audit-rate", value: raw.auditRate }, { name: "SANDGATE_AUDIT_RATE", value: env.SANDGATE_AUDIT_RATE }, 50, (w, r) => parseInteger(w, r, AUDIT_RATE))),
+          keep: setting(() => fromFlagOrEnv({ name: "--audit-keep", value: raw.auditKeep }, { name: "SANDGATE_AUDIT_KEEP", value: env.SANDGATE_AUDIT_KEEP }, 10_000, (w, r) => parseInteger(w, r, AUDIT_KEEP))),
+          maxAgeS: setting(() => fromFlagOrEnv({ name: "--audit-max-age", value: raw.auditMaxAge }, { name: "SANDGATE_AUDIT_MAX_AGE", value: env.SANDGATE_AUDIT_MAX_AGE }, 7 * 86_400, (w, r) => parseDuration(w, r, AUDIT_AGE))),
+        },
       };
       const paths = resolveHome(global().home);
       // Checked before anything starts, and once more in the detached child (same sources).
@@ -86,7 +94,7 @@ export function gatewayCommands(global: () => Common): Command {
       }
       if (raw.detach) return detach(paths.dir, paths.log, o);
       const { runGatewayForeground } = await import("./gateway-run.js");
-      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers });
+      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit });
     });
 
   gw.command("status")
@@ -199,11 +207,11 @@ function readable(line: string): string {
  * showing its start-up steps from the log as they come. When it exits first,
  * say so at once with the last lines it logged.
  */
-async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[] }): Promise<void> {
+async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number } }): Promise<void> {
   ensureHomeDir(resolveHome(homeDir));
   const out = openSync(logPath, "a");
   const from = statSync(logPath).size;
-  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r])];
+  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out] });
   let exited: { code: number | null; signal: string | null } | null = null;
   child.once("exit", (code, signal) => (exited = { code, signal }));

@@ -8,7 +8,7 @@ import { DockerDriver } from "../driver/docker/docker-driver.js";
 import { CliError, EXIT } from "./errors.js";
 import { roleIds } from "../driver/docker/host-ids.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[] }): Promise<void> {
+export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number } }): Promise<void> {
   const log = createLogger({ level: opts.logLevel });
   let driver: DockerDriver;
   try {
@@ -31,6 +31,9 @@ export async function runGatewayForeground(opts: { home: HomePaths; port: number
       port: opts.port,
       resolvers: opts.resolvers,
       service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000, boundaryDeadlineMs: opts.boundaryDeadlineS * 1000 },
+      ...(opts.audit === undefined
+        ? {}
+        : { audit: { ratePerSecond: opts.audit.rate, burst: Math.max(opts.audit.rate * 4, 200), audit: { perSandbox: opts.audit.keep, maxAgeMs: opts.audit.maxAgeS * 1000 } } }),
       onProgress: (msg) => log.info({ step: msg }, "preparing"),
     });
   } catch (err) {

@@ -118,7 +118,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       supervisorEndpoint: control ? { url: control.url, ...control.stats() } : null,
       sandboxes: read.countByPhase(),
       monitor: monitor?.metrics() ?? null,
-      audit: audit.stats(),
+      audit: { ...audit.stats(), limits: audit.limits() },
       watch: app.watchStats(),
     }),
     ...(opts.watch === undefined ? {} : { watch: opts.watch }),

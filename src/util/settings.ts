@@ -42,12 +42,12 @@ export function parseDecimal(what: string, raw: string | number, range: IntRange
   return n;
 }
 
-const UNIT_S: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600 };
+const UNIT_S: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86_400 };
 
-/** A duration in seconds, in [minS, maxS]: "60" (seconds), "1.5", "90s", "500ms", "5m", "1h". */
+/** A duration in seconds, in [minS, maxS]: "60" (seconds), "1.5", "90s", "500ms", "5m", "1h", "7d". */
 export function parseDuration(what: string, raw: string | number, range: DurationRange): number {
   const text = typeof raw === "number" ? String(raw) : raw.trim();
-  const m = /^(\d{1,12}(?:\.\d{1,9})?)(ms|s|m|h)?$/.exec(text);
+  const m = /^(\d{1,12}(?:\.\d{1,9})?)(ms|s|m|h|d)?$/.exec(text);
   const s = m ? Number(m[1]) * UNIT_S[m[2] ?? "s"]! : Number.NaN;
   if (!Number.isFinite(s) || s < range.minS || s > range.maxS) {
     throw new SettingError(`${what} must be a duration from ${range.minS} s to ${range.maxS} s (e.g. 60, 90s, 5m); got ${shown(raw)}`);

@@ -11,6 +11,8 @@ import { defaultPolicy } from "../../src/policy/index.js";
 import { Store } from "../../src/store/store.js";
 import { AuditAggregator } from "../../src/supervisor/audit-aggregator.js";
 import type { AuditEvent } from "../../src/supervisor/proxy.js";
+import { startTestGateway } from "../support/gateway-fixture.js";
+import { MemoryDriver } from "../support/memory-driver.js";
 
 const ev = (host: string, decision: "allow" | "deny" = "deny", time = "2026-01-01T00:00:00.000Z"): AuditEvent => ({
   type: "egress",
@@ -114,5 +116,17 @@ describe("AuditSink (gateway)", () => {
     sink.flush();
     expect(store.audit("gone")).toEqual([]);
     sink.close();
+  });
+});
+
+describe("the audit limits a user sets", () => {
+  it("reach the sink and are shown by GET /v1/status", async () => {
+    const t = await startTestGateway(new MemoryDriver(), { audit: { ratePerSecond: 7, burst: 28, audit: { perSandbox: 500, maxAgeMs: 12 * 3600_000 } } });
+    try {
+      const status = await t.api("GET", "/v1/status");
+      expect(status.body.audit.limits).toEqual({ ratePerSecond: 7, burst: 28, keepPerSandbox: 500, maxAgeS: 43_200 });
+    } finally {
+      await t.close();
+    }
   });
 });

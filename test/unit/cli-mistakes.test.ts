@@ -47,6 +47,10 @@ describe("CLI mistakes before a gateway runs", () => {
       [["--boundary-deadline", "NaN"], { SANDGATE_BOUNDARY_DEADLINE: "30" }, /^sandgate: --boundary-deadline must be .*; got "NaN"$/],
       [["--port", "70000"], {}, /^sandgate: --port must be a whole number from 0 to 65535; got "70000" \(run with --help for usage\)$/],
       [["--port", "1e3"], {}, /^sandgate: --port must be a whole number from 0 to 65535; got "1e3"/],
+      // The audit trail's bounds are the user's to set, within limits.
+      [["--audit-keep", "5"], {}, /^sandgate: --audit-keep must be a whole number from 100 to 100000000; got "5"$/],
+      [[], { SANDGATE_AUDIT_RATE: "lots" }, /^sandgate: SANDGATE_AUDIT_RATE must be a whole number from 1 to 100000; got "lots"$/],
+      [["--audit-max-age", "forever"], {}, /^sandgate: --audit-max-age must be a duration from 3600 s to 31622400 s .*; got "forever"$/],
     ];
     for (const [args, env, message] of cases) {
       const r = await cli(["--home", home, "gateway", "start", "--port", "0", ...args], { ...NO_DOCKER, ...env });

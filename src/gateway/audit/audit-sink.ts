@@ -128,6 +128,12 @@ export class AuditSink {
     }
   }
 
+  /** The limits in force (GET /v1/status shows them). */
+  limits(): { ratePerSecond: number; burst: number; keepPerSandbox: number; maxAgeS: number } {
+    const l = this.#limits;
+    return { ratePerSecond: l.ratePerSecond, burst: l.burst, keepPerSandbox: l.audit.perSandbox, maxAgeS: l.audit.maxAgeMs / 1000 };
+  }
+
   stats(): AuditStats {
     return { ...this.#stats, pruned: { ...this.#stats.pruned } };
   }
