@@ -6,7 +6,6 @@
 // row), and after deleting everything no Docker object of the gateway is left.
 
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineClient } from "../../src/driver/docker/engine/client.js";
@@ -41,7 +40,8 @@ function prng(seed: number): () => number {
 beforeAll(async () => {
   dockerd = await PrivateDockerd.start({ liveRestore: true, name: "crashr" });
   engine = new EngineClient({ socketPath: dockerd.socketPath });
-  home = mkdtempSync(join(tmpdir(), "sg-home-crashr-"));
+  // Under the daemon's directory: its cleanup unmounts any workspace a failed round leaves.
+  home = mkdtempSync(join(dockerd.dir, "home-"));
   gw = gatewayProcess(home);
   gw.start(dockerd.socketPath, [], { SANDGATE_RECOVERY_DEADLINE: "60" });
   await gw.up(120_000);

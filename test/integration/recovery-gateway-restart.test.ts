@@ -4,7 +4,6 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { EngineClient } from "../../src/driver/docker/engine/client.js";
@@ -66,7 +65,8 @@ function kill9(p: ChildProcess): Promise<void> {
 beforeAll(async () => {
   dockerd = await PrivateDockerd.start({ liveRestore: true, name: "rgr" });
   proxy = await FaultProxy.start({ upstreamSocket: dockerd.socketPath });
-  home = mkdtempSync(join(tmpdir(), "sg-home-gr-"));
+  // Under the daemon's directory: its cleanup unmounts the workspaces the gateway mounted there.
+  home = mkdtempSync(join(dockerd.dir, "home-"));
   startGatewayProcess();
   await up();
 }, 180_000);
@@ -83,7 +83,7 @@ afterAll(async () => {
   if (gateway && gateway.exitCode === null) await kill9(gateway);
   await proxy?.close();
   await dockerd?.destroy();
-  rmSync(home, { recursive: true, force: true });
+  if (home) rmSync(home, { recursive: true, force: true });
 });
 
 describe("gateway killed while a sandbox is Recovering", () => {
