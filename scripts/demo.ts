@@ -101,7 +101,8 @@ network:
   writeFileSync(policy.replace(".yaml", "-2.yaml"), (await import("node:fs")).readFileSync(policy, "utf8").replace("methods: [GET]", "methods: [GET, POST]"));
   sandgate(["policy", "set", "demo", "--policy", policy.replace(".yaml", "-2.yaml"), "--wait"]);
   sandgate(["sandbox", "exec", "demo", "--", "node", "-e", PROXY_POST]);
-  sandgate(["policy", "check", "demo", "--url", "http://demo-origin:8080/x", "--method", "DELETE"]);
+  // Exit 8 says "denied" (0 would be "allowed"): what the demo expects here.
+  sandgate(["policy", "check", "demo", "--url", "http://demo-origin:8080/x", "--method", "DELETE"], { allowFail: true });
 
   const before = JSON.parse(sandgate(["sandbox", "get", "demo", "--json"], { quiet: true })) as { runtime: { workload: { id: string }; supervisor: { id: string } } };
 
@@ -142,9 +143,13 @@ try {
   await main();
 } catch (err) {
   process.stderr.write(`\ndemo failed: ${(err as Error).message}\n`);
+  // Delete what it made (its workspace is a mounted filesystem), then stop the gateway.
+  spawnSync(process.execPath, [BIN, "sandbox", "delete", "demo"], { env: { ...process.env, SANDGATE_HOME: home }, stdio: "ignore" });
   spawnSync(process.execPath, [BIN, "gateway", "stop"], { env: { ...process.env, SANDGATE_HOME: home }, stdio: "ignore" });
   process.exitCode = 1;
 } finally {
   await dockerd?.destroy();
+  // A workspace still mounted (a delete that could not finish) is unmounted first.
+  spawnSync("sh", ["-c", `awk -v d="${home}" 'index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l`], { stdio: "ignore" });
   rmSync(home, { recursive: true, force: true });
 }

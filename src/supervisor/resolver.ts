@@ -20,6 +20,9 @@ export function upstreamResolver(servers: readonly string[], fallback: Resolver,
   const r = new dns.promises.Resolver({ timeout: opts.timeoutMs ?? 2000, tries: opts.tries ?? 2 });
   r.setServers([...servers]);
   return async (host) => {
+    // A single-label name (a container on the egress network) is Docker's to answer:
+    // public DNS has none, and a host server that does not answer must not delay it.
+    if (!host.includes(".")) return fallback(host);
     const [v4, v6] = await Promise.allSettled([r.resolve4(host), r.resolve6(host)]);
     const found = [...(v4.status === "fulfilled" ? v4.value : []), ...(v6.status === "fulfilled" ? v6.value : [])];
     if (found.length > 0) return found;

@@ -257,6 +257,7 @@ describe("chooseResolvers", () => {
 describe("upstreamResolver (the supervisor asks the host's DNS servers itself)", () => {
   it("answers from the servers; a name they do not know goes to the fallback; a server failure does not", async () => {
     const dns = await TestDnsServer.start("127.0.0.1", 0, { "known.test": "192.0.2.7" });
+    // "unknown.test": a dotted name the servers do not know; "container-name": single-label, Docker's alone.
     const asked: string[] = [];
     const fallback = (host: string): Promise<string[]> => {
       asked.push(host);
@@ -266,14 +267,17 @@ describe("upstreamResolver (the supervisor asks the host's DNS servers itself)",
     try {
       expect(await resolve("known.test")).toEqual(["192.0.2.7"]);
       expect(asked).toEqual([]);
+      expect(await resolve("unknown.test")).toEqual(["10.9.9.9"]);
       expect(await resolve("container-name")).toEqual(["10.9.9.9"]);
-      expect(asked).toEqual(["container-name"]);
-      expect(dns.names()).toEqual(expect.arrayContaining(["known.test", "container-name"]));
+      expect(asked).toEqual(["unknown.test", "container-name"]);
+      // A single-label name never reaches the host's servers (a silent one must not delay it).
+      expect(dns.names()).toEqual(expect.arrayContaining(["known.test", "unknown.test"]));
+      expect(dns.names()).not.toContain("container-name");
     } finally {
       await dns.close();
     }
     // Nothing answers any more: the failure is reported, not papered over by the fallback.
     await expect(resolve("known.test")).rejects.toMatchObject({ code: expect.stringMatching(/^(ECONNREFUSED|ETIMEOUT)$/) as string });
-    expect(asked).toEqual(["container-name"]);
+    expect(asked).toEqual(["unknown.test", "container-name"]);
   });
 });
