@@ -8,6 +8,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSy
 import { join } from "node:path";
 import * as x509 from "@peculiar/x509";
 import { normalizeFingerprint } from "../../protocol/wire.js";
+import { ECDSA_P256, pem } from "../../util/x509.js";
 
 export const TLS_KEY_FILE = "supervisor-endpoint.key";
 export const TLS_CERT_FILE = "supervisor-endpoint.crt";
@@ -26,14 +27,9 @@ export function certificateFingerprint(certPem: string): string {
   return fp;
 }
 
-function pem(label: string, der: ArrayBuffer): string {
-  const b64 = Buffer.from(der).toString("base64").replace(/.{1,64}/g, "$&\n");
-  return `-----BEGIN ${label}-----\n${b64}-----END ${label}-----\n`;
-}
-
 /** Issues a fresh self-signed server certificate (ECDSA P-256, SHA-256). */
 export async function issueEndpointCertificate(opts: { commonName?: string; validDays?: number } = {}): Promise<EndpointTls> {
-  const alg = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
+  const alg = ECDSA_P256;
   const keys = await webcrypto.subtle.generateKey(alg, true, ["sign", "verify"]);
   const now = Date.now();
   const cert = await x509.X509CertificateGenerator.createSelfSigned(
