@@ -7,12 +7,16 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EngineClient } from "../src/driver/docker/engine/client.js";
+import { LeafCertificates } from "../src/supervisor/tls/leaf-certs.js";
+import { issueSandboxCa } from "../src/util/x509.js";
 import { PrivateDockerd } from "../test/support/dockerd.js";
 
 const ROOT = join(import.meta.dirname, "..");
 const BIN = join(ROOT, "bin", "sandgate.js");
 const home = mkdtempSync(join(tmpdir(), "sandgate-demo-"));
 let dockerd: PrivateDockerd | undefined;
+/** The demo's own CA for its HTTPS origin; the gateway trusts it for origins (SANDGATE_ORIGIN_CA). */
+const originCaFile = join(home, "origin-ca.pem");
 
 const bold = (s: string): string => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
 function step(title: string): void {
@@ -22,7 +26,7 @@ function step(title: string): void {
 function sandgate(args: string[], opts: { input?: string; allowFail?: boolean; quiet?: boolean } = {}): string {
   if (!opts.quiet) process.stdout.write(`$ sandgate ${args.map((a) => (/[\s"'$*]/.test(a) ? `'${a}'` : a)).join(" ")}\n`);
   const r = spawnSync(process.execPath, [BIN, ...args], {
-    env: { ...process.env, SANDGATE_HOME: home, DOCKER_HOST: dockerd!.dockerHost },
+    env: { ...process.env, SANDGATE_HOME: home, DOCKER_HOST: dockerd!.dockerHost, SANDGATE_ORIGIN_CA: originCaFile },
     input: opts.input ?? "",
     encoding: "utf8",
   });
@@ -38,7 +42,37 @@ function sandgate(args: string[], opts: { input?: string; allowFail?: boolean; q
 const VIA_PROXY = (url: string, method = "GET"): string =>
   `const u=new URL(process.env.HTTP_PROXY),t=new URL("${url}");require("http").request({method:"${method}",host:u.hostname,port:u.port,path:t.href,headers:{host:t.host}},r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>console.log("${method}",r.statusCode,r.headers["x-proxy-error"]??"",b))}).end()`;
 
+/**
+ * An HTTPS client for the workload (saved in its workspace): CONNECT through $HTTPS_PROXY, then
+ * TLS with node's default trust — no CA option: the sandbox's CA comes in via NODE_EXTRA_CA_CERTS.
+ * Usage: node https.js METHOD URL ["Header: value"]
+ */
+const HTTPS_CLIENT = `const net = require("net"), tls = require("tls"), https = require("https");
+const [method, url, header] = process.argv.slice(2);
+const u = new URL(url), p = new URL(process.env.HTTPS_PROXY), port = u.port || "443";
+const headers = { host: u.host };
+if (header) headers[header.slice(0, header.indexOf(":"))] = header.slice(header.indexOf(":") + 1).trim();
+const s = net.connect(Number(p.port), p.hostname, () => s.write("CONNECT " + u.hostname + ":" + port + " HTTP/1.1\\r\\nHost: " + u.hostname + ":" + port + "\\r\\n\\r\\n"));
+let b = "";
+const onData = (d) => {
+  b += d.toString("latin1");
+  if (b.indexOf("\\r\\n\\r\\n") < 0) return;
+  s.off("data", onData);
+  if (b.split(" ")[1] !== "200") return console.log("CONNECT refused:", b.split("\\r\\n")[0]);
+  const t = tls.connect({ socket: s, servername: u.hostname });
+  t.on("error", (e) => console.log("TLS error", e.code));
+  https.request({ createConnection: () => t, method, path: u.pathname + u.search, headers }, (r) => {
+    let o = "";
+    r.on("data", (d) => (o += d));
+    r.on("end", () => { console.log(method, url, "->", r.statusCode, r.headers["x-proxy-error"] ?? "", o.trim()); process.exit(0); });
+  }).end();
+};
+s.on("data", onData);
+`;
+
 async function main(): Promise<void> {
+  const originCa = await issueSandboxCa("sandgate demo origins");
+  writeFileSync(originCaFile, originCa.certPem);
   step("Start a private Docker daemon with live-restore (its own data-root, socket and networks)");
   dockerd = await PrivateDockerd.start({ liveRestore: true, name: "demo" });
   process.stdout.write(`dockerd pid ${dockerd.pid}, DOCKER_HOST=${dockerd.dockerHost}\n`);
@@ -62,6 +96,15 @@ async function main(): Promise<void> {
   await engine.startContainer(origin.body.Id);
   const inspected = await engine.inspectContainer(origin.body.Id);
   const originIp = inspected.kind === "ok" ? Object.values(inspected.body.NetworkSettings.Networks ?? {})[0]?.IPAddress : undefined;
+  const tlsPem = await new LeafCertificates(originCa).issuePem("demo-api");
+  const api = await engine.createContainer("demo-api", {
+    Image: workloadImage,
+    Cmd: ["node", "-e", 'require("https").createServer({cert:process.env.CERT,key:process.env.KEY},(q,s)=>s.end("api: "+q.method+" "+q.url+"\\n")).listen(8443)'],
+    Env: [`CERT=${tlsPem.certPem}`, `KEY=${tlsPem.keyPem}`],
+    HostConfig: { NetworkMode: `sandgate-egress-${gatewayId}` },
+  });
+  if (api.kind !== "ok") throw new Error("HTTPS origin create failed");
+  await engine.startContainer(api.body.Id);
   const policy = join(home, "policy.yaml");
   writeFileSync(
     policy,
@@ -77,9 +120,18 @@ network:
             - methods: [GET]
               paths: ["/**"]
           allowPrivate: ["10.0.0.0/8"]
+    - name: demo-api-read
+      endpoints:
+        - host: demo-api
+          port: 8443
+          protocol: https
+          rules:
+            - methods: [GET]
+              paths: ["/repos/**"]
+          allowPrivate: ["10.0.0.0/8"]
 `,
   );
-  process.stdout.write(`policy: allow GET http://demo-origin:8080/** (everything else is denied)\n`);
+  process.stdout.write(`policy: allow GET http://demo-origin:8080/** and GET https://demo-api:8443/repos/** (everything else is denied)\n`);
 
   step("Create a sandbox: workload + companion supervisor, Ready only on evidence (incl. an authenticated control session)");
   sandgate(["sandbox", "create", "demo", "--policy", policy]);
@@ -94,6 +146,13 @@ network:
   sandgate(["sandbox", "exec", "demo", "--", "node", "-e", VIA_PROXY("http://demo-origin:8080/")]);
   sandgate(["sandbox", "exec", "demo", "--", "node", "-e", VIA_PROXY("http://example.com/")]);
   sandgate(["sandbox", "exec", "demo", "--", "node", "-e", `fetch("http://${originIp}:8080/").then(()=>console.log("direct: reachable?!"),e=>console.log("direct connection to ${originIp}:8080 failed:",e.cause?.code))`]);
+
+  step("L7 rules on HTTPS: the supervisor ends the workload's TLS with the sandbox's own CA and decides each request");
+  sandgate(["sandbox", "exec", "demo", "--", "sh", "-c", "cat > /sandbox/https.js"], { input: HTTPS_CLIENT, quiet: true });
+  process.stdout.write("(a 20-line HTTPS client is now /sandbox/https.js in the workspace: node's own TLS, no CA flags)\n");
+  sandgate(["sandbox", "exec", "demo", "--", "node", "/sandbox/https.js", "GET", "https://demo-api:8443/repos/sandgate/issues"]);
+  sandgate(["sandbox", "exec", "demo", "--", "node", "/sandbox/https.js", "DELETE", "https://demo-api:8443/repos/sandgate"]);
+  sandgate(["sandbox", "exec", "demo", "--", "node", "/sandbox/https.js", "GET", "https://demo-api:8443/admin"]);
 
   step("Change the policy while it runs: POST is now allowed too (no restart)");
   const PROXY_POST = VIA_PROXY("http://demo-origin:8080/", "POST");
