@@ -96,7 +96,8 @@ export class MemoryDriver implements ComputeDriver {
 
   /**
    * Echoes the command line on stdout and exits 0; `cat` copies stdin to stdout
-   * (with backpressure) until stdin ends, then exits 0.
+   * (with backpressure) until stdin ends, then exits 0; `sink` reads stdin to nowhere
+   * and runs until the session is closed (a process that outlives its stdin).
    */
   async exec(_record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession> {
     const stdin = new PassThrough();
@@ -106,6 +107,10 @@ export class MemoryDriver implements ComputeDriver {
     if (opts.cmd[0] === "cat") {
       stdin.pipe(stdout);
       exitCode = new Promise((resolve) => stdout.once("end", () => resolve(0)));
+    } else if (opts.cmd[0] === "sink") {
+      stdin.resume();
+      stdin.once("end", () => this.sinkDrained++);
+      exitCode = new Promise((resolve) => stdout.once("close", () => resolve(137)));
     } else {
       stdout.end(opts.cmd.join(" ") + "\n");
       exitCode = Promise.resolve(0);
@@ -128,6 +133,8 @@ export class MemoryDriver implements ComputeDriver {
 
   /** Exec sessions started and closed (leak checks). */
   execs = 0;
+  /** `sink` sessions whose stdin reached its end. */
+  sinkDrained = 0;
   closedExecs = 0;
 
   /** No supervisors to talk to. */

@@ -75,6 +75,24 @@ async function stillServing(): Promise<void> {
   expect(out).toBe("echo alive\n");
 }
 
+describe("exec stdin backpressure", () => {
+  it("after a large stdin and its EOF, the session still reads frames: a client that goes away closes the exec", async () => {
+    // A frame bigger than the process's stdin buffer pauses reading; the EOF right behind it
+    // ends stdin, and an ended stream never emits 'drain'. Reading must resume anyway, or the
+    // client's close is never seen and the exec outlives its client.
+    const ws = new WebSocket(`${t.url.replace(/^http/, "ws")}/v1/sandboxes/box/exec?cmd=sink&tty=0`, { headers: { authorization: `Bearer ${t.token}` } });
+    await new Promise<void>((resolve, reject) => ws.once("open", () => resolve()).once("error", reject));
+    ws.send(Buffer.concat([Buffer.of(0), Buffer.alloc(256 * 1024, 0x78)]));
+    ws.send(JSON.stringify({ type: "eof" }));
+    await eventually(() => (driver.sinkDrained === 1 ? true : undefined), 10_000, "stdin read to its end");
+    ws.close(1000);
+    // Without the fix the gateway only notices when ws's own 30 s close timeout fires; the
+    // deadline sits below that, far above the milliseconds a close takes.
+    await eventually(() => (driver.closedExecs >= 1 ? true : undefined), 20_000, "the exec session closed with its client");
+    await stillServing();
+  });
+});
+
 describe("hostile bytes on the exec WebSocket", () => {
   it("an unmasked client frame (82 01 00) closes that session only; the gateway lives on", async () => {
     const s = await rawExecUpgrade("cat");

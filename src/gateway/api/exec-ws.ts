@@ -118,7 +118,15 @@ function relay(ws: WebSocket, session: ExecSession, log: Logger): void {
   session.stdout.on("data", send(STDOUT, session.stdout));
   session.stderr.on("data", send(STDERR, session.stderr));
   session.stdin.on("error", () => undefined); // a process that exits before reading all stdin
-  session.stdin.on("drain", () => ws.resume());
+  // Reading frames resumes when stdin drains — and when it can take nothing more: an ended
+  // Writable never emits 'drain', and a socket left paused cannot read the client's close
+  // frame (the client then waited out ws's 30 s close timeout after every large stdin).
+  const resume = (): void => {
+    if (ws.isPaused) ws.resume();
+  };
+  session.stdin.on("drain", resume);
+  session.stdin.on("finish", resume);
+  session.stdin.on("close", resume);
   const ended = (s: NodeJS.ReadableStream): Promise<void> =>
     new Promise((resolve) => {
       s.once("end", () => resolve());
@@ -146,7 +154,10 @@ function relay(ws: WebSocket, session: ExecSession, log: Logger): void {
       ws.send(JSON.stringify({ type: "error", message: "bad control frame" }));
       return;
     }
-    if (parsed.type === "eof") session.stdin.end();
+    if (parsed.type === "eof") {
+      session.stdin.end();
+      resume(); // later stdin frames are dropped; control frames and the close must still be read
+    }
     else session.resize(parsed.cols, parsed.rows).catch((err: unknown) => log.debug({ err }, "resize failed"));
   });
   ws.on("close", () => session.close());
@@ -155,6 +166,7 @@ function relay(ws: WebSocket, session: ExecSession, log: Logger): void {
     async (code) => {
       // Every byte of output goes out before the exit code.
       await drained;
+      resume();
       if (ws.readyState === ws.OPEN) {
         ws.send(JSON.stringify({ type: "exit", code }));
         ws.close(1000);
