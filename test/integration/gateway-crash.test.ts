@@ -5,20 +5,21 @@
 // unbroken chain of phase changes ending in its phase (no lost, no duplicated
 // row), and after deleting everything no Docker object of the gateway is left.
 
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EngineClient } from "../../src/driver/docker/engine/client.js";
+import type { EngineClient } from "../../src/driver/docker/engine/client.js";
 import { LABEL } from "../../src/driver/docker/objects.js";
-import { PrivateDockerd } from "../support/dockerd.js";
+import type { PrivateDockerd } from "../support/dockerd.js";
 import { eventually } from "../support/gateway-fixture.js";
-import { gatewayProcess, type GatewayProcess } from "../support/gateway-process.js";
+import { startGatewayRig, type GatewayProcess, type GatewayRig } from "../support/gateway-process.js";
 
 const SEED = Number(process.env.CRASH_SEED ?? 4242);
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 100);
 const NAMES = ["c1", "c2", "c3"];
 const SETTLED = new Set(["Ready", "Stopped", "Error", "Completed"]);
 
+let rig: GatewayRig | undefined;
 let dockerd: PrivateDockerd;
 let engine: EngineClient;
 let home: string;
@@ -38,21 +39,15 @@ function prng(seed: number): () => number {
 }
 
 beforeAll(async () => {
-  dockerd = await PrivateDockerd.start({ liveRestore: true, name: "crashr" });
-  engine = new EngineClient({ socketPath: dockerd.socketPath });
-  // Under the daemon's directory: its cleanup unmounts any workspace a failed round leaves.
-  home = mkdtempSync(join(dockerd.dir, "home-"));
-  gw = gatewayProcess(home);
+  rig = await startGatewayRig("crashr");
+  ({ dockerd, engine, home, gw } = rig);
   gw.start(dockerd.socketPath, [], { SANDGATE_RECOVERY_DEADLINE: "60" });
   await gw.up(120_000);
   gatewayId = readFileSync(join(home, "gateway-id"), "utf8").trim();
 }, 180_000);
 
 afterAll(async () => {
-  await gw?.kill9();
-  await engine?.close();
-  await dockerd?.destroy();
-  rmSync(home, { recursive: true, force: true });
+  await rig?.close();
 });
 
 const POLICY = (n: number) => `version: 1\nnetwork:\n  rules:\n    - name: r${n}\n      endpoints:\n        - host: h${n}.example.com\n          port: 443\n          protocol: https\n`;

@@ -4,34 +4,29 @@
 // that generation is then found by its labels and removed; only the workspace
 // (and the sandbox's network) remain, and the sandbox is Error(ProvisioningFailed).
 
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EngineClient } from "../../src/driver/docker/engine/client.js";
+import type { EngineClient } from "../../src/driver/docker/engine/client.js";
 import type { DockerEvent } from "../../src/driver/docker/engine/types.js";
 import { LABEL, networkName } from "../../src/driver/docker/objects.js";
-import { PrivateDockerd } from "../support/dockerd.js";
+import type { PrivateDockerd } from "../support/dockerd.js";
 import { eventually } from "../support/gateway-fixture.js";
-import { gatewayProcess, type GatewayProcess } from "../support/gateway-process.js";
+import { startGatewayRig, type GatewayProcess, type GatewayRig } from "../support/gateway-process.js";
 
+let rig: GatewayRig | undefined;
 let dockerd: PrivateDockerd;
 let engine: EngineClient;
 let home: string;
 let gw: GatewayProcess;
 
 beforeAll(async () => {
-  dockerd = await PrivateDockerd.start({ liveRestore: true, name: "crash" });
-  engine = new EngineClient({ socketPath: dockerd.socketPath });
-  home = mkdtempSync(join(tmpdir(), "sg-home-crash-"));
-  gw = gatewayProcess(home);
+  rig = await startGatewayRig("crash");
+  ({ dockerd, engine, home, gw } = rig);
 }, 180_000);
 
 afterAll(async () => {
-  await gw?.kill9();
-  await engine?.close();
-  await dockerd?.destroy();
-  rmSync(home, { recursive: true, force: true });
+  await rig?.close();
 });
 
 /** The Docker events that mark each step of a launch, in order. */

@@ -1,8 +1,10 @@
 // The gateway as a separate process (the real CLI entry point under tsx), for
 // tests that SIGKILL it: start, wait until it answers, call its API, kill.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { EngineClient } from "../../src/driver/docker/engine/client.js";
+import { PrivateDockerd } from "./dockerd.js";
 import { eventually } from "./gateway-fixture.js";
 
 const MAIN = join(import.meta.dirname, "../../src/cli/main.ts");
@@ -56,4 +58,34 @@ export function gatewayProcess(home: string): GatewayProcess {
     },
   };
   return self;
+}
+
+/** A private daemon (live-restore), an Engine client on it, and a gateway process whose home it owns. */
+export interface GatewayRig {
+  readonly dockerd: PrivateDockerd;
+  readonly engine: EngineClient;
+  readonly home: string;
+  readonly gw: GatewayProcess;
+  /** Kill the gateway, destroy the daemon (unmounting what the gateway mounted), remove the home. */
+  close(): Promise<void>;
+}
+
+export async function startGatewayRig(name: string): Promise<GatewayRig> {
+  const dockerd = await PrivateDockerd.start({ liveRestore: true, name });
+  const engine = new EngineClient({ socketPath: dockerd.socketPath });
+  // Under the daemon's directory: its cleanup unmounts any workspace a failed test leaves.
+  const home = mkdtempSync(join(dockerd.dir, "home-"));
+  const gw = gatewayProcess(home);
+  return {
+    dockerd,
+    engine,
+    home,
+    gw,
+    async close() {
+      await gw.kill9();
+      await engine.close();
+      await dockerd.destroy();
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
 }
