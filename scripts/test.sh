@@ -23,7 +23,9 @@ if [ -f "$report" ]; then
   node -e '
     const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
     const skipped = r.numPendingTests + r.numTodoTests;
-    console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed` + (skipped ? `, ${skipped} skipped` : ""));
+    // A file whose hooks failed has no failed test, but it failed: count it too.
+    const broken = r.testResults.filter((f) => f.status === "failed" && !f.assertionResults.some((a) => a.status === "failed")).length;
+    console.log(`${r.numPassedTests} passed, ${r.numFailedTests + broken} failed` + (broken ? ` (${broken} file(s) failed outside a test)` : "") + (skipped ? `, ${skipped} skipped` : ""));
   ' "$report"
 else
   echo "0 passed, 1 failed"

@@ -24,10 +24,21 @@ import { eventually } from "../support/gateway-fixture.js";
 import { PROXY_GET, createReady, execIn, waitPhase } from "../support/recovery-helpers.js";
 
 const IFACE = `sgtest${randomBytes(3).toString("hex")}`;
-const DNS_ADDR = "192.31.196.53";
-const HOST_SVC = "192.31.196.71";
-const LATE = "192.31.196.72";
-const ORIGIN = "192.31.196.80";
+
+/**
+ * Four addresses of 192.31.196.0/24 that no interface of this host has: another copy of the
+ * suite may run this file at the same time (its DNS server would hold port 53 on a fixed one).
+ */
+function freeQuad(): string[] {
+  const taken = spawnSync("ip", ["-o", "addr", "show"], { encoding: "utf8" }).stdout;
+  for (let tries = 0; tries < 100; tries++) {
+    const base = 8 + 4 * Math.floor(Math.random() * 60);
+    const quad = [0, 1, 2, 3].map((i) => `192.31.196.${base + i}`);
+    if (quad.every((a) => !taken.includes(`inet ${a}/`))) return quad;
+  }
+  throw new Error("no free addresses in 192.31.196.0/24 for the test interface");
+}
+const [DNS_ADDR, HOST_SVC, LATE, ORIGIN] = freeQuad() as [string, string, string, string];
 const SVC_PORT = 18471;
 const ORIGIN_PORT = 18480;
 

@@ -12,6 +12,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli } from "../support/cli-runner.js";
 import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
+import { eventually } from "../support/gateway-fixture.js";
 import { cliExec, getSandbox, waitDeleted, waitPhase } from "../support/sandbox-helpers.js";
 
 const run = promisify(execFile);
@@ -35,6 +36,11 @@ const hostFree = (): number => {
 /** Loop devices backed by this file (losetup -j). */
 async function loopsOf(file: string): Promise<string> {
   return (await run("losetup", ["-j", file], { encoding: "utf8" })).stdout.trim();
+}
+
+/** The kernel releases an autoclear loop device after the unmount returns, not with it. */
+async function loopReleased(file: string): Promise<void> {
+  await eventually(async () => ((await loopsOf(file)) === "" ? true : undefined), 30_000, `the loop device of ${file} released`);
 }
 
 describe("workspace disk limit", () => {
@@ -131,7 +137,7 @@ describe("workspace disk limit", () => {
     await waitPhase(fx, "small", "Stopped");
     await run("umount", [ws.mountPath(s.id)]);
     expect(ws.isMounted(s.id)).toBe(false);
-    expect(await loopsOf(image)).toBe("");
+    await loopReleased(image);
     const unmounted = (await getSandbox(fx, "small")).body as unknown as { disk: { limitBytes: number; usedBytes: number | null } };
     expect(unmounted.disk).toEqual({ limitBytes: 64 * MIB, usedBytes: null, capacityBytes: null });
     expect((await fx.t.api("POST", "/v1/sandboxes/small/start")).status).toBe(202);
@@ -150,7 +156,7 @@ describe("workspace disk limit", () => {
     expect(existsSync(ws.mountPath(s.id))).toBe(false);
     expect(ws.isMounted(s.id)).toBe(false);
     expect(readFileSync("/proc/self/mountinfo", "utf8")).not.toContain(s.id);
-    expect(await loopsOf(image)).toBe("");
+    await loopReleased(image);
   }, 180_000);
 
   it("a workspace that is not mounted is never replaced by the host's disk", async () => {
