@@ -41,7 +41,8 @@ function prng(seed: number): () => number {
 beforeAll(async () => {
   rig = await startGatewayRig("crashr");
   ({ dockerd, engine, home, gw } = rig);
-  gw.start(dockerd.socketPath, [], { SANDGATE_RECOVERY_DEADLINE: "60" });
+  // Audit bounds from a flag and from the environment (their ranges are cli-mistakes' job).
+  gw.start(dockerd.socketPath, ["--audit-rate", "7", "--audit-max-age", "2d"], { SANDGATE_RECOVERY_DEADLINE: "60", SANDGATE_AUDIT_KEEP: "500" });
   await gw.up(120_000);
   gatewayId = readFileSync(join(home, "gateway-id"), "utf8").trim();
 }, 180_000);
@@ -90,6 +91,11 @@ async function checkConsistent(round: number): Promise<void> {
 }
 
 describe("the gateway SIGKILLed at random points of lifecycle work", () => {
+  it("runs with the audit bounds it was started with", async () => {
+    const status = await gw.api("GET", "/v1/status");
+    expect(status.body.audit.limits).toMatchObject({ ratePerSecond: 7, keepPerSandbox: 500, maxAgeS: 2 * 86_400 });
+  });
+
   it(`${ROUNDS} rounds (seed ${SEED}): after each restart everything is consistent; after deleting all nothing is left`, async () => {
     const rnd = prng(SEED);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
