@@ -45,7 +45,7 @@ export interface FoundPlaceholder {
 
 // Each character of the prefix as itself (any case) or percent-encoded: "sandgate%3Asecret%3Agithub".
 const PREFIX_RE = new RegExp(
-  [...PLACEHOLDER_PREFIX].map((c) => `(?:${c}|%${c.charCodeAt(0).toString(16)})`).join(""),
+  Array.from({ length: PLACEHOLDER_PREFIX.length }, (_, i) => `(?:${PLACEHOLDER_PREFIX.charAt(i)}|%${PLACEHOLDER_PREFIX.charCodeAt(i).toString(16)})`).join(""),
   "gi",
 );
 const NAME_CHAR = /[A-Za-z0-9_-]/;
