@@ -7,6 +7,7 @@ import { Command } from "commander";
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
 import { printJson, table, when } from "./format.js";
+import { secondsArg } from "./args.js";
 
 interface Common {
   home?: string;
@@ -60,9 +61,11 @@ export function secretCommands(global: () => Common): Command {
     .description("create or replace a secret; the value comes from stdin (piped, or typed without echo) or --from-file")
     .argument("<name>", "secret name: lowercase letters, digits, '-' and '_'")
     .option("--from-file <path>", "read the value from this file (as is)")
+    .option("--wait", "return once every running sandbox that uses it holds the new value")
+    .option("--timeout <seconds>", "how long --wait waits (1-300 s)", secondsArg("--timeout", { minS: 1, maxS: 300 }), 30)
     .option("--json", "print the result as JSON")
     .addHelpText("after", "\nExamples:\n  printf %s \"$GITHUB_TOKEN\" | sandgate secret set github\n  sandgate secret set github --from-file ~/.config/gh-token")
-    .action(async (name: string, o: { fromFile?: string; json?: boolean }) => {
+    .action(async (name: string, o: { fromFile?: string; wait?: boolean; timeout: number; json?: boolean }) => {
       let value: Buffer;
       if (o.fromFile !== undefined) {
         try {
@@ -75,21 +78,31 @@ export function secretCommands(global: () => Common): Command {
       }
       if (value.length === 0) throw new CliError("the secret value is empty", EXIT.usage);
       if (value.length > MAX) throw new CliError(`a secret value is at most ${MAX} bytes; this one is ${value.length}`, EXIT.usage);
-      const r = await client().request<{ name: string; version: number; bytes: number; usedBy: string[] }>("PUT", `/v1/secrets/${encodeURIComponent(name)}`, { valueBase64: value.toString("base64") });
+      const r = await client().request<{ name: string; version: number; bytes: number; usedBy: string[]; pushed: string[]; acknowledged: string[] | null; pending: string[] | null }>(
+        "PUT",
+        `/v1/secrets/${encodeURIComponent(name)}`,
+        { valueBase64: value.toString("base64"), ...(o.wait ? { wait: o.timeout } : {}) },
+      );
+      if (r.pending !== null && r.pending.length > 0) process.exitCode = EXIT.timeout;
       if (o.json) return printJson(r);
-      process.stdout.write(`secret ${r.name}: version ${r.version} (${r.bytes} bytes)${r.usedBy.length ? `; used by ${r.usedBy.join(", ")}` : ""}\n`);
+      const sent = r.pushed.length === 0 ? "" : r.acknowledged === null ? `; sent to ${r.pushed.join(", ")}` : `; held by ${r.acknowledged.join(", ") || "none"}`;
+      const late = r.pending !== null && r.pending.length > 0 ? `; not acknowledged within ${o.timeout} s by ${r.pending.join(", ")}` : "";
+      process.stdout.write(`secret ${r.name}: version ${r.version} (${r.bytes} bytes)${r.usedBy.length ? `; used by ${r.usedBy.join(", ")}` : ""}${sent}${late}\n`);
     });
 
   secret
     .command("list")
     .alias("ls")
-    .description("list secrets: names, versions, sizes and which sandboxes use them (never values)")
+    .description("list secrets: names, versions, sizes, the sandboxes that use them and where they are bound (never values)")
     .option("--json", "print as JSON")
     .action(async (o: { json?: boolean }) => {
-      const { secrets } = await client().request<{ secrets: { name: string; version: number; bytes: number; updatedAt: string; usedBy: string[] }[] }>("GET", "/v1/secrets");
+      const { secrets } = await client().request<{ secrets: { name: string; version: number; bytes: number; updatedAt: string; usedBy: string[]; bindings: { sandbox: string; host: string; ports: number[]; paths: string[] | null; form: string }[] }[] }>("GET", "/v1/secrets");
       if (o.json) return printJson(secrets);
       if (secrets.length === 0) return void process.stdout.write("no secrets\n");
-      process.stdout.write(table(["NAME", "VERSION", "BYTES", "UPDATED", "USED BY"], secrets.map((s) => [s.name, String(s.version), String(s.bytes), when(s.updatedAt), s.usedBy.join(",") || "-"])) + "\n");
+      const where = (b: (typeof secrets)[number]["bindings"][number]): string => `${b.sandbox}:${b.host}:${b.ports.join("+")}${b.paths === null ? "" : b.paths.join("+")}${b.form === "header" ? "(header)" : ""}`;
+      process.stdout.write(
+        table(["NAME", "VERSION", "BYTES", "UPDATED", "USED BY", "BOUND TO"], secrets.map((s) => [s.name, String(s.version), String(s.bytes), when(s.updatedAt), s.usedBy.join(",") || "-", [...new Set(s.bindings.map(where))].join(",") || "-"])) + "\n",
+      );
     });
 
   secret

@@ -13,6 +13,7 @@ import type { WatchLimits } from "./api/watch.js";
 import { AuditSink, type AuditLimits } from "./audit/audit-sink.js";
 import { ControlPlane } from "./control/control-plane.js";
 import { SecretStore, ensureSecretsKey } from "./secrets/secret-store.js";
+import { SecretDelivery, secretValuesFrom } from "./secrets/secret-delivery.js";
 import { ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
 import { StartupError, assertPortFree, isAddrInUse, portInUse } from "./startup.js";
 import { createLifecycle, type Lifecycle } from "./sandboxes/lifecycle.js";
@@ -82,6 +83,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const token = ensureToken(home);
   const startedAt = new Date();
   const store = openStore(home.db);
+  const secrets = new SecretStore(store, ensureSecretsKey(home.dir));
   // The control plane asks which launch a supervisor must belong to; the lifecycle
   // (assembled right after it) knows. Nothing asks before the endpoint listens.
   const control: ControlPlane | null = driver.supervised
@@ -93,13 +95,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         port: opts.supervisorPort,
         graceMs: opts.supervisorGraceMs,
         resolvers: opts.resolvers ?? null,
+        secretValues: secretValuesFrom(secrets, log.child({ component: "secrets" })),
         ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddresses: { intervalMs: opts.hostAddressIntervalMs } }),
       })
     : null;
   const lifecycle: Lifecycle = createLifecycle({ store, driver, control, log, options: opts.service });
   const { service, read, runtime, monitor } = lifecycle;
   const audit = new AuditSink(store, log.child({ component: "audit" }), opts.audit);
-  const secrets = new SecretStore(store, ensureSecretsKey(home.dir));
+  const delivery = new SecretDelivery(store, control?.boundary ?? null);
   control?.boundary.onAudit((id, generation, event) => audit.accept(id, generation, event));
 
   await runtime.prepare(opts.onProgress);
@@ -122,7 +125,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       watch: app.watchStats(),
     }),
     ...(opts.watch === undefined ? {} : { watch: opts.watch }),
-    secrets: { store: secrets, usedBy: () => [] },
+    secrets: { store: secrets, delivery },
   });
   const exec = attachExec(app.server, { service, token, log });
   let url: string;

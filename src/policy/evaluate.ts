@@ -44,7 +44,7 @@ export type Decision =
 
 type EndpointOutcome = "allow" | "method_not_allowed" | "path_not_allowed";
 
-function endpointCovers(endpoint: Endpoint, req: EgressRequest): boolean {
+export function endpointCovers(endpoint: Endpoint, req: EgressRequest): boolean {
   return endpoint.protocol === req.protocol && endpoint.ports.includes(req.port) && hostMatches(endpoint.host, req.host);
 }
 
@@ -62,7 +62,7 @@ function l7Outcome(rules: readonly HttpRule[], req: EgressRequest): EndpointOutc
   return methodSeen ? "path_not_allowed" : "method_not_allowed";
 }
 
-function endpointOutcome(endpoint: Endpoint, req: EgressRequest): EndpointOutcome {
+export function endpointOutcome(endpoint: Endpoint, req: EgressRequest): EndpointOutcome {
   // L7 rules exist on http and terminated https endpoints (the schema enforces it). An
   // https tunnel is allowed here and its requests are decided one by one once terminated.
   if (endpoint.rules === undefined || endpoint.protocol === "tcp") return "allow";

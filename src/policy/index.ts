@@ -9,3 +9,5 @@ export { hostMatches, validateHostPattern, normalizeRequestHost } from "./hosts.
 export { pathMatches, validatePathGlob } from "./paths.js";
 export { parseCidr, formatCidr, cidrContains, parseIp, formatIp, unmapIPv4, type Cidr, type IpAddress } from "./cidr.js";
 export { serializePolicy, policyHash, canonicalJson, changedFixedSections } from "./canonical.js";
+export { PLACEHOLDER_PREFIX, placeholderFor, checkSecretName, SECRET_NAME_RE, SECRET_NAME_RULE, CREDENTIAL_LIMITS, isHeaderInjection, templateSecrets, type Credential, type PlaceholderBinding, type HeaderInjection } from "./credentials.js";
+export { referencedSecrets, secretBindings, credentialScope, NO_CREDENTIALS, type CredentialScope, type SecretBinding } from "./credential-scope.js";

@@ -5,6 +5,10 @@ import { z } from "zod";
 import { formatCidr, parseCidr } from "./cidr.js";
 import { validateHostPattern } from "./hosts.js";
 import { validatePathGlob } from "./paths.js";
+import { describeValue } from "./describe.js";
+import { CREDENTIAL_LIMITS, credentialSecrets, validateCredentials, type Credential } from "./credentials.js";
+
+export { describeValue };
 
 export const PROTOCOLS = ["http", "https", "tcp"] as const;
 export type Protocol = (typeof PROTOCOLS)[number];
@@ -34,6 +38,8 @@ export interface Endpoint {
   readonly tls?: TlsMode;
   /** Canonical CIDRs this endpoint may resolve into despite the private-address rule. */
   readonly allowPrivate: readonly string[];
+  /** Secrets the supervisor swaps in (placeholder bindings) or adds (headers): https, terminated only. */
+  readonly credentials?: readonly Credential[];
 }
 
 export const TLS_MODES = ["terminate", "passthrough"] as const;
@@ -42,7 +48,7 @@ export type TlsMode = (typeof TLS_MODES)[number];
 /** Whether the supervisor terminates an https endpoint's TLS (never for other protocols). */
 export function tlsMode(e: Endpoint): TlsMode | null {
   if (e.protocol !== "https") return null;
-  return e.tls ?? (e.rules !== undefined ? "terminate" : "passthrough");
+  return e.tls ?? (e.rules !== undefined || e.credentials !== undefined ? "terminate" : "passthrough");
 }
 
 export interface NetworkRule {
@@ -75,18 +81,6 @@ export interface Policy {
 }
 
 // ---- error wording ----
-
-/** A short, quoted rendering of a found value for an error message. */
-export function describeValue(value: unknown): string {
-  if (value === undefined) return "nothing";
-  if (value === null) return "null";
-  if (typeof value === "string") return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
-  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return String(value);
-  if (Array.isArray(value)) return "a list";
-  if (value instanceof Date) return "a date";
-  if (typeof value === "object") return "a mapping";
-  return typeof value;
-}
 
 interface IssueLike {
   readonly input?: unknown;
@@ -232,6 +226,7 @@ const endpointSchema = mapping({
   rules: list(httpRuleSchema, "L7 rules").optional(),
   tls: z.enum(TLS_MODES, { error: expected(`one of ${TLS_MODES.join(", ")}`) }).optional(),
   allowPrivate: z.array(cidrSchema, { error: expected("a list of address ranges") }).optional(),
+  credentials: z.unknown().optional(),
 }).transform((e, ctx): Endpoint => {
   const ports = portsOf(e, ctx);
   if (ports === undefined) {
@@ -250,6 +245,13 @@ const endpointSchema = mapping({
     report(ctx, { message: "L7 rules need tls: terminate; with tls: passthrough the proxy cannot see requests", input: e.rules, path: ["rules"] });
     bad = true;
   }
+  let credentials: Credential[] | undefined;
+  if (e.credentials !== undefined) {
+    const checked = validateCredentials(e.credentials, e.protocol, e.tls);
+    if (checked.ok) credentials = checked.value;
+    else for (const issue of checked.issues) report(ctx, { message: issue.message, input: e.credentials, path: ["credentials", ...issue.path] });
+    bad ||= !checked.ok;
+  }
   if (ports == null || bad) return z.NEVER;
   return {
     host: e.host,
@@ -258,6 +260,7 @@ const endpointSchema = mapping({
     ...(e.rules !== undefined && { rules: e.rules }),
     ...(e.tls !== undefined && { tls: e.tls }),
     allowPrivate: unique(e.allowPrivate ?? []),
+    ...(credentials !== undefined && { credentials }),
   };
 });
 
@@ -302,6 +305,11 @@ const networkSchema = mapping({
   };
   rules.forEach((r, i) => claim(r.name, ["rules", i, "name"]));
   deny.forEach((d, i) => d.name !== undefined && claim(d.name, ["deny", i, "name"]));
+  // Every referenced value goes to the supervisor: a bound on what one policy pulls in.
+  const secrets = new Set(rules.flatMap((r) => r.endpoints.flatMap((e) => (e.credentials ?? []).flatMap(credentialSecrets))));
+  if (secrets.size > CREDENTIAL_LIMITS.secretsPerPolicy) {
+    report(ctx, { message: `at most ${String(CREDENTIAL_LIMITS.secretsPerPolicy)} distinct secrets per policy, got ${String(secrets.size)}`, input: n.rules, path: ["rules"] });
+  }
   return { rules, deny };
 });
 

@@ -86,7 +86,13 @@ export const auditMessage = z.strictObject({
   event: auditEventSchema,
 });
 
-export const supervisorMessage = z.discriminatedUnion("type", [helloMessage, ackMessage, heartbeatMessage, auditMessage]);
+/** The secrets message of this version is installed (the values replaced whole). */
+export const secretsAckMessage = z.strictObject({
+  type: z.literal("secretsAck"),
+  version: revision,
+});
+
+export const supervisorMessage = z.discriminatedUnion("type", [helloMessage, ackMessage, heartbeatMessage, auditMessage, secretsAckMessage]);
 
 // ---- gateway → supervisor ----
 
@@ -122,7 +128,28 @@ export const hostAddressesMessage = z.strictObject({
 /** What a supervisor lists in hello.accepts to be sent hostAddresses messages. */
 export const ACCEPTS_HOST_ADDRESSES = "hostAddresses";
 
-export const gatewayMessage = z.discriminatedUnion("type", [welcomeMessage, policyMessage, lockdownMessage, hostAddressesMessage]);
+/** Secrets one sandbox may hold: its policy's bound (CREDENTIAL_LIMITS.secretsPerPolicy). */
+export const MAX_WIRE_SECRETS = 32;
+
+/**
+ * The values of every secret the sandbox's policy references, whole (a secret left out is
+ * dropped): sent before each policy push, after each welcome, and when one changes; only to
+ * a supervisor whose hello accepts "secrets". Versions only move forward; acked with
+ * secretsAck. Never logged: it is the one message that carries values.
+ */
+export const secretsMessage = z.strictObject({
+  type: z.literal("secrets"),
+  version: revision,
+  /** Name → the value, base64 (values are 1 to 64 KiB). */
+  secrets: z
+    .record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/), z.string().min(1).max(Math.ceil((64 * 1024) / 3) * 4))
+    .refine((r) => Object.keys(r).length <= MAX_WIRE_SECRETS, { error: `at most ${String(MAX_WIRE_SECRETS)} secrets` }),
+});
+
+/** What a supervisor lists in hello.accepts to be sent secrets messages. */
+export const ACCEPTS_SECRETS = "secrets";
+
+export const gatewayMessage = z.discriminatedUnion("type", [welcomeMessage, policyMessage, lockdownMessage, hostAddressesMessage, secretsMessage]);
 
 export type HelloMessage = z.infer<typeof helloMessage>;
 export type AckMessage = z.infer<typeof ackMessage>;
@@ -134,6 +161,8 @@ export type WelcomeMessage = z.infer<typeof welcomeMessage>;
 export type PolicyMessage = z.infer<typeof policyMessage>;
 export type LockdownMessage = z.infer<typeof lockdownMessage>;
 export type HostAddressesMessage = z.infer<typeof hostAddressesMessage>;
+export type SecretsMessage = z.infer<typeof secretsMessage>;
+export type SecretsAckMessage = z.infer<typeof secretsAckMessage>;
 export type GatewayMessage = z.infer<typeof gatewayMessage>;
 
 export type Parsed<T> = { ok: true; message: T } | { ok: false; error: string };

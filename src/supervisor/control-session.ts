@@ -14,7 +14,8 @@ import type { Logger } from "./logger.js";
 import { errorFields } from "./logger.js";
 import type { AuditEvent } from "./proxy.js";
 import { DEFAULT_GRACE_MS } from "../protocol/launch.js";
-import { ACCEPTS_HOST_ADDRESSES, CLOSE, normalizeFingerprint, parseGatewayMessage } from "../protocol/wire.js";
+import { ACCEPTS_HOST_ADDRESSES, ACCEPTS_SECRETS, CLOSE, normalizeFingerprint, parseGatewayMessage } from "../protocol/wire.js";
+import type { SecretVault } from "./secret-vault.js";
 import { parseIp } from "../policy/index.js";
 import { backoffDelay, type BackoffPolicy } from "../util/backoff.js";
 import type { GatewayMessage, SupervisorMessage } from "../protocol/wire.js";
@@ -53,6 +54,11 @@ export interface ControlSessionOptions {
    * welcome and on change). Given: hello says the supervisor accepts them.
    */
   onHostAddresses?: (addresses: string[]) => void;
+  /**
+   * Where the secret values the gateway sends are held (memory only). Given: hello says the
+   * supervisor accepts them; without it the proxy swaps no placeholder.
+   */
+  secrets?: SecretVault;
 }
 
 export type SessionState = "connecting" | "up" | "down" | "stopped";
@@ -75,7 +81,8 @@ export function sessionBackoff(initialMs: number, maxMs: number): BackoffPolicy 
 }
 
 export class ControlSession {
-  readonly #o: Required<Omit<ControlSessionOptions, "token" | "policy" | "proxyListening" | "revoke" | "logger" | "onHostAddresses">>;
+  readonly #o: Required<Omit<ControlSessionOptions, "token" | "policy" | "proxyListening" | "revoke" | "logger" | "onHostAddresses" | "secrets">>;
+  readonly #secrets: SecretVault | undefined;
   readonly #onHostAddresses: ((addresses: string[]) => void) | undefined;
   readonly #token: () => Promise<string>;
   readonly #policy: LockdownPolicyHolder;
@@ -111,6 +118,7 @@ export class ControlSession {
     this.#revoke = opts.revoke ?? (() => 0);
     this.#log = opts.logger;
     this.#onHostAddresses = opts.onHostAddresses;
+    this.#secrets = opts.secrets;
     this.#o = {
       url: opts.url,
       fingerprint: pin,
@@ -254,7 +262,7 @@ export class ControlSession {
         generation: this.#o.generation,
         enforcedRevision: held?.revision ?? null,
         proxy: this.#proxyListening() ? "listening" : "not_listening",
-        ...(this.#onHostAddresses === undefined ? {} : { accepts: [ACCEPTS_HOST_ADDRESSES] }),
+        ...(this.#accepts().length === 0 ? {} : { accepts: this.#accepts() }),
       });
     });
 
@@ -298,6 +306,10 @@ export class ControlSession {
     });
   }
 
+  #accepts(): string[] {
+    return [...(this.#onHostAddresses === undefined ? [] : [ACCEPTS_HOST_ADDRESSES]), ...(this.#secrets === undefined ? [] : [ACCEPTS_SECRETS])];
+  }
+
   #handle(ws: WebSocket, m: GatewayMessage): void {
     if (m.type === "welcome") {
       if (this.#state === "up" || m.sandboxId !== this.#o.sandboxId || m.generation !== this.#o.generation) {
@@ -324,6 +336,8 @@ export class ControlSession {
     if (m.type === "lockdown") {
       // Error means closed: the gateway says so over the session, without Docker.
       this.#policy.seal(`gateway_${m.reason}`);
+      // No value outlives the boundary.
+      this.#secrets?.clear();
       this.#log.error("lockdown ordered by the gateway: denying all egress for good", { sandboxId: this.#o.sandboxId, reason: m.reason });
       this.#emit();
       this.#sendHeartbeat();
@@ -336,6 +350,20 @@ export class ControlSession {
         return;
       }
       this.#onHostAddresses(m.addresses);
+      return;
+    }
+    if (m.type === "secrets") {
+      if (this.#secrets === undefined) {
+        this.#protocolError(ws, "secrets not accepted");
+        return;
+      }
+      // A gateway lockdown is final: no value is taken in again.
+      if (this.#policy.sealed) return;
+      const values = new Map(Object.entries(m.secrets).map(([name, b64]) => [name, Buffer.from(b64, "base64")]));
+      const installed = this.#secrets.replace(m.version, values);
+      // Names and the version only: the message is the one that carries values.
+      this.#log.info("secrets received", { sandboxId: this.#o.sandboxId, version: m.version, installed, names: [...values.keys()].sort() });
+      this.#send({ type: "secretsAck", version: this.#secrets.version ?? m.version });
       return;
     }
     const checked = policyFromObject(m.policy);
@@ -400,6 +428,8 @@ export class ControlSession {
       this.#graceTimer = undefined;
       if (this.#state === "up" || this.#state === "stopped") return;
       this.#policy.lock(LOCKDOWN_SESSION_LOST);
+      // The values come back with the policy over the next authenticated session.
+      this.#secrets?.clear();
       this.#log.error("control session down past the grace period: denying all egress", { sandboxId: this.#o.sandboxId, graceMs: this.#o.graceMs, error: this.#lastError });
       this.#emit();
     }, this.#o.graceMs);

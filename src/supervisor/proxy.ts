@@ -17,6 +17,8 @@ import type { WireAuditEvent } from "../protocol/wire.js";
 import { TimeoutError, withTimeout } from "../util/timeout.js";
 import type { LeafCertificates } from "./tls/leaf-certs.js";
 import { TlsTerminator, isCertificateError, type TerminatedTunnel } from "./tls/terminate.js";
+import type { CredentialRefusal, SecretValues } from "./credentials.js";
+import { CREDENTIAL_ERROR, prepareRequest, readBoundedBody, refusalBody, refusePlain, swapBody, type PreparedRequest } from "./credential-injector.js";
 
 export type Resolver = (host: string) => Promise<string[]>;
 
@@ -47,6 +49,8 @@ export interface EgressProxyOptions {
   tls?: LeafCertificates;
   /** An extra CA (PEM) the proxy trusts for origins besides the system roots (private origins, tests). */
   upstreamCa?: string;
+  /** The secret values the supervisor holds, for the placeholders the policy binds. Absent: none (every placeholder is unknown). */
+  credentials?: SecretValues;
 }
 
 /** Reason a tunnel that must be terminated is refused when the supervisor has no CA. */
@@ -497,6 +501,13 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
           logger.warn("upstream unreachable", { host: target.host, port: target.port, code: outcome.code });
           sendJson(res, outcome.status, UPSTREAM_ERROR, unreachableBody(target, outcome), closing || expectContinue || hasBody(req));
         } else if (!res.destroyed) {
+          const loaded = policy.current();
+          const refusal = loaded === undefined ? null : refusePlain(loaded.policy, target.requestPath, endToEndHeaders(req.rawHeaders, REQUEST_REPLACED));
+          if (refusal !== null) {
+            audit(target, { kind: "deny", reason: refusal.reason, rule: outcome.rule, address: outcome.address });
+            sendJson(res, 403, CREDENTIAL_ERROR, refusalBody(target, refusal), closing || expectContinue || hasBody(req));
+            return;
+          }
           granted(req, res, grantOf(target, outcome.address));
           if (expectContinue) res.writeContinue();
           forward(req, res, target, outcome.address, true);
@@ -675,6 +686,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     const locked = options.lockdown?.() ?? null;
     const loaded = policy.current();
     let outcome: { kind: "allow"; rule: string } | { kind: "deny"; reason: string; rule?: string; address?: string };
+    let prepared: PreparedRequest | undefined;
+    let refusal: CredentialRefusal | undefined;
     if (locked !== null || loaded === undefined) outcome = { kind: "deny", reason: locked ?? POLICY_MISSING };
     else {
       const d = evaluate(loaded.policy, { host: t.host, port: t.port, protocol: "https", method, path: url, methodOverrides: t.overrides ?? [] });
@@ -682,22 +695,54 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       else {
         const check = checkResolvedAddress(tun.address, d.allowPrivate, options.hostAddresses?.() ?? NO_HOST_ADDRESSES);
         outcome = check.ok ? { kind: "allow", rule: d.rule } : { kind: "deny", reason: check.reason, rule: d.rule, address: tun.address };
+        if (check.ok) {
+          // Placeholders are swapped where the policy binds them and refused anywhere else.
+          const p = prepareRequest(loaded.policy, { host: t.host, port: t.port, method, url }, endToEndHeaders(req.rawHeaders, REQUEST_REPLACED), options.credentials);
+          if (p.ok) prepared = p.value;
+          else {
+            refusal = p.refusal;
+            outcome = { kind: "deny", reason: p.refusal.reason, rule: d.rule };
+          }
+        }
       }
     }
     audit(t, outcome.kind === "allow" ? { kind: "allow", rule: outcome.rule, address: tun.address } : outcome);
     if (outcome.kind === "deny") {
-      sendJson(res, 403, POLICY_ERROR, denialBody(t, outcome), expectContinue || hasBody(req));
+      if (refusal !== undefined) sendJson(res, 403, CREDENTIAL_ERROR, refusalBody(t, refusal), expectContinue || hasBody(req));
+      else sendJson(res, 403, POLICY_ERROR, denialBody(t, outcome), expectContinue || hasBody(req));
       return;
     }
     if (expectContinue) res.writeContinue();
-    forwardTls(req, res, t, tun);
+    const p = prepared!;
+    const headers = [...p.headers, "Host", tun.port === 443 ? tun.host : `${tun.host}:${tun.port}`];
+    if (p.bodyMaxBytes === null || !hasBody(req)) {
+      if (req.headers["transfer-encoding"] !== undefined) headers.push("Transfer-Encoding", "chunked");
+      forwardTls(req, res, t, tun, p.path, headers, undefined);
+      return;
+    }
+    // The endpoint opts in to placeholders in bodies: read it whole (bounded), swap, re-frame.
+    void readBoundedBody(req, p.bodyMaxBytes).then((read) => {
+      if (!read.ok) {
+        audit(t, { kind: "deny", reason: read.error, rule: outcome.rule, address: tun.address });
+        sendJson(res, read.status, CREDENTIAL_ERROR, { error: read.error, host: t.host, port: t.port, method: t.method, path: t.path ?? null, message: read.message }, true);
+        return;
+      }
+      const swapped = swapBody(read.body, req.headers["content-type"], p);
+      if (!swapped.ok) {
+        audit(t, { kind: "deny", reason: swapped.refusal.reason, rule: outcome.rule, address: tun.address });
+        sendJson(res, 403, CREDENTIAL_ERROR, refusalBody(t, swapped.refusal), true);
+        return;
+      }
+      const framed: string[] = [];
+      for (let i = 0; i < headers.length; i += 2) if (headers[i]!.toLowerCase() !== "content-length") framed.push(headers[i]!, headers[i + 1]!);
+      framed.push("Content-Length", String(swapped.value.length));
+      forwardTls(req, res, t, tun, p.path, framed, swapped.value);
+    });
   }
 
-  function forwardTls(req: http.IncomingMessage, res: http.ServerResponse, t: Target, tun: TerminatedTunnel): void {
-    const headers = endToEndHeaders(req.rawHeaders, REQUEST_REPLACED);
-    headers.push("Host", tun.port === 443 ? tun.host : `${tun.host}:${tun.port}`);
-    if (req.headers["transfer-encoding"] !== undefined) headers.push("Transfer-Encoding", "chunked");
-    const upReq = terminator!.request(tun, { method: t.method, path: req.url ?? "/", headers, ca: options.upstreamCa });
+  /** `body`: the body already read (and swapped); undefined: streamed from the client. */
+  function forwardTls(req: http.IncomingMessage, res: http.ServerResponse, t: Target, tun: TerminatedTunnel, path: string, headers: string[], body: Buffer | undefined): void {
+    const upReq = terminator!.request(tun, { method: t.method, path, headers, ca: options.upstreamCa });
     let responded = false;
     upReq.on("response", (upRes) => {
       responded = true;
@@ -722,7 +767,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     res.once("close", () => {
       if (!res.writableFinished) upReq.destroy();
     });
-    if (hasBody(req)) req.pipe(upReq);
+    if (body !== undefined) upReq.end(body);
+    else if (hasBody(req)) req.pipe(upReq);
     else upReq.end();
   }
 

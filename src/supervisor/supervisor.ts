@@ -16,6 +16,7 @@ import type { HealthServer } from "./health.js";
 import type { Logger } from "./logger.js";
 import { addressIn } from "./listen.js";
 import { AuditAggregator } from "./audit-aggregator.js";
+import { SecretVault } from "./secret-vault.js";
 
 export interface SupervisorOptions {
   configPath: string;
@@ -34,6 +35,8 @@ export interface Supervisor {
   /** Null when the launch config has no control section. */
   readonly control: ControlSession | null;
   readonly proxy: EgressProxy;
+  /** The secret values the gateway sent (memory only; emptied on lockdown). */
+  readonly secrets: SecretVault;
   readonly health: HealthServer;
   readonly proxyAddress: AddressInfo;
   readonly healthAddress: AddressInfo;
@@ -65,6 +68,7 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
   const resolve = opts.resolve ?? (settings.resolvers === null ? undefined : upstreamResolver(settings.resolvers, defaultResolver));
 
   let control: ControlSession | null = null;
+  const secrets = new SecretVault();
   // Every decision, aggregated: the container's log and the gateway get the same bounded stream.
   const audit = new AuditAggregator((event) => {
     logger.record({ ...event, sandboxId: settings.sandboxId });
@@ -87,6 +91,7 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
     // The sandbox's CA, when the gateway gave one: https with L7 rules is terminated here.
     ...(settings.tls === null ? {} : { tls: new LeafCertificates({ certPem: settings.tls.caCertPem, keyPem: settings.tls.caKeyPem }) }),
     ...(settings.tls?.originCaPem === undefined ? {} : { upstreamCa: settings.tls.originCaPem }),
+    credentials: secrets,
   });
   // A lockdown closes every connection at once; a new revision closes what it no longer allows
   // (the control session calls revoke before its ack).
@@ -118,6 +123,7 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
       logger,
       graceMs: c.graceMs,
       onHostAddresses: setHostAddresses,
+      secrets,
       ...opts.control,
     });
   } else if (loaded.errors.length === 0) {
@@ -157,7 +163,7 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
       resolvers: settings.resolvers ?? "container",
     });
     session?.start();
-    return { settings, policy, control: session, proxy, health, proxyAddress, healthAddress, close };
+    return { settings, policy, control: session, proxy, secrets, health, proxyAddress, healthAddress, close };
   } catch (err) {
     await close();
     throw err;

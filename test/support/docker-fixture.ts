@@ -30,7 +30,7 @@ export interface DockerFixture {
 }
 
 export async function startDockerFixture(
-  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number; originCaPem?: string } = {},
+  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number; originCaPem?: string; logSink?: (line: string) => void } = {},
 ): Promise<DockerFixture> {
   const dockerd = await PrivateDockerd.start({
     liveRestore: opts.liveRestore ?? true,
@@ -48,7 +48,7 @@ export async function startDockerFixture(
       launchRoot: join(homeDir, "launch"),
       workspaceRoot: dockerd.workspaceRoot,
       ...(opts.originCaPem === undefined ? {} : { originCaPem: opts.originCaPem }),
-      log: pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" }),
+      log: opts.logSink === undefined ? pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" }) : pino({ level: "debug" }, { write: opts.logSink }),
     });
   const gatewayOpts = () => ({
     homeDir,
@@ -56,6 +56,7 @@ export async function startDockerFixture(
     supervisorGraceMs: opts.supervisorGraceMs,
     ...(opts.resolvers === undefined ? {} : { resolvers: opts.resolvers }),
     ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddressIntervalMs: opts.hostAddressIntervalMs }),
+    ...(opts.logSink === undefined ? {} : { logSink: opts.logSink }),
   });
   const fx: DockerFixture = {
     dockerd,

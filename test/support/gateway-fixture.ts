@@ -34,10 +34,12 @@ export async function startTestGateway(
     /** The gateway's --resolver list (canonical addr:port); absent: the containers' own resolver. */
     resolvers?: string[];
     hostAddressIntervalMs?: number;
+    /** Every log line of the gateway, from debug up (tests that check what it logs). */
+    logSink?: (line: string) => void;
   } = {},
 ): Promise<TestGateway> {
   const home = resolveHome(opts.homeDir ?? mkdtempSync(join(tmpdir(), "sg-home-")));
-  const log = pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" });
+  const log = opts.logSink === undefined ? pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" }) : pino({ level: "debug" }, { write: opts.logSink });
   const gw = await startGateway({ home, driver, log, port: 0, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs, supervisorPort: opts.supervisorPort, watch: opts.watch, audit: opts.audit,
     ...(opts.resolvers === undefined ? {} : { resolvers: opts.resolvers }),
     ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddressIntervalMs: opts.hostAddressIntervalMs }),

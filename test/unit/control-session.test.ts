@@ -28,6 +28,7 @@ import type { AuditEvent, EgressProxy } from "../../src/supervisor/proxy.js";
 import { silentLogger } from "../../src/supervisor/logger.js";
 import type { Logger } from "../../src/supervisor/logger.js";
 import { startSupervisor } from "../../src/supervisor/supervisor.js";
+import { SecretVault } from "../../src/supervisor/secret-vault.js";
 import { SUPERVISOR_PATH, parseSupervisorMessage } from "../../src/protocol/wire.js";
 import { freePort } from "../support/net.js";
 import { connect, probe, rawClient, rawRequest, status } from "../support/proxy-client.js";
@@ -97,10 +98,10 @@ interface Gateway {
 
 // Timeouts that a test does not exercise are long, so a stalled event loop on a loaded
 // machine (gateway and supervisor share this process) cannot end a session by itself.
-async function startGatewaySide(opts: { staleMs?: number; idleMs?: number; port?: number; authTimeoutMs?: number } = {}): Promise<Gateway> {
+async function startGatewaySide(opts: { staleMs?: number; idleMs?: number; port?: number; authTimeoutMs?: number; secretValues?: (names: readonly string[]) => Map<string, Buffer> } = {}): Promise<Gateway> {
   const logs: Record<string, unknown>[] = [];
   const log = pino({ level: "info" }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
-  const boundary = new BoundaryRegistry({ heartbeatStaleMs: opts.staleMs ?? 1000, sessionIdleMs: opts.idleMs ?? 10_000, log });
+  const boundary = new BoundaryRegistry({ heartbeatStaleMs: opts.staleMs ?? 1000, sessionIdleMs: opts.idleMs ?? 10_000, log, ...(opts.secretValues === undefined ? {} : { secretValues: opts.secretValues }) });
   const launches = new Map<string, ExpectedLaunch>();
   const start = (port: number): Promise<SupervisorEndpoint> =>
     startSupervisorEndpoint({ host: "127.0.0.1", port, tls: tlsId, tokens, expected: (id) => launches.get(id) ?? null, boundary, log, authTimeoutMs: opts.authTimeoutMs ?? 10_000 });
@@ -143,7 +144,7 @@ function captureLogger(logs: SupervisorSide["logs"]): Logger {
 
 async function startSupervisorSide(
   gw: { endpoint: { url: string } },
-  o: { sandboxId: string; generation: number; token: string; fingerprint?: string; graceMs?: number; initial?: { policy: Policy; revision: number }; url?: string },
+  o: { sandboxId: string; generation: number; token: string; fingerprint?: string; graceMs?: number; initial?: { policy: Policy; revision: number }; url?: string; secrets?: SecretVault },
 ): Promise<SupervisorSide> {
   const policy = new LockdownPolicyHolder(o.initial);
   const audits: AuditEvent[] = [];
@@ -152,6 +153,7 @@ async function startSupervisorSide(
   const proxy = createEgressProxy({
     policy,
     logger: silentLogger,
+    ...(o.secrets === undefined ? {} : { credentials: o.secrets }),
     onAudit: (e) => {
       audits.push(e);
       // Audit events only happen after `session` below exists.
@@ -174,6 +176,7 @@ async function startSupervisorSide(
     backoffInitialMs: 50,
     backoffMaxMs: 200,
     connectTimeoutMs: 2000,
+    ...(o.secrets === undefined ? {} : { secrets: o.secrets }),
   });
   cleanups.push(async () => {
     await session.stop();
@@ -864,5 +867,80 @@ describe("lockdown ordered by the gateway", () => {
     expect(sup.policy.lockdownReason()).toBe("gateway_sandbox_failed");
     expect((await proxyGet(sup.proxyPort, "/ok/3")).status).toBe(403);
     expect(gw.boundary.health("sb-l")).toMatchObject({ lockdown: true, healthy: false, problem: "supervisor in lockdown" });
+  });
+});
+
+describe("secrets over the control session", () => {
+  const VALUE = "s3cret-over-the-wire-4b1d";
+  const credPolicy = (secret: string): Policy =>
+    policyOf({ rules: [{ name: "gh", endpoints: [{ host: "api.test", port: 443, protocol: "https", credentials: [{ secret }] }] }] });
+
+  it("only the secrets the policy references, sent before the policy and acked; a change is pushed and waited for; no value in any log", async () => {
+    const store = new Map([["github", Buffer.from(VALUE)], ["unrelated", Buffer.from("not-for-this-sandbox")]]);
+    const asked: string[][] = [];
+    const gw = await startGatewaySide({
+      secretValues: (names) => {
+        asked.push([...names]);
+        return new Map(names.flatMap((n) => (store.has(n) ? [[n, Buffer.from(store.get(n)!)] as const] : [])));
+      },
+    });
+    const token = await launch(gw, "sb-sec", 1, "n-sec", { policy: credPolicy("github"), revision: 1 });
+    const vault = new SecretVault();
+    const sup = await startSupervisorSide(gw, { sandboxId: "sb-sec", generation: 1, token, secrets: vault });
+    await healthy(gw, "sb-sec");
+    // The policy's ack came after the values: enforcing revision 1 means holding them.
+    expect(vault.get("github")?.toString()).toBe(VALUE);
+    expect(vault.names()).toEqual(["github"]);
+    expect(asked[0]).toEqual(["github"]);
+
+    // `secret set` of a referenced secret: a new version reaches the running supervisor, acked.
+    store.set("github", Buffer.from(`${VALUE}-v2`));
+    const pushes = gw.boundary.secretChanged("github");
+    expect(pushes).toEqual([{ sandboxId: "sb-sec", version: expect.any(Number) as number }]);
+    expect(await gw.boundary.waitForSecrets("sb-sec", pushes[0]!.version, 30_000)).toBe(true);
+    expect(vault.get("github")?.toString()).toBe(`${VALUE}-v2`);
+    // A secret this sandbox does not reference is not sent to it.
+    expect(gw.boundary.secretChanged("unrelated")).toEqual([]);
+
+    // Deleted: the next set leaves it out and the supervisor drops it.
+    store.delete("github");
+    const del = gw.boundary.secretChanged("github");
+    expect(await gw.boundary.waitForSecrets("sb-sec", del[0]!.version, 30_000)).toBe(true);
+    expect(vault.get("github")).toBeUndefined();
+
+    const everything = JSON.stringify(gw.logs) + JSON.stringify(sup.logs);
+    expect(everything).toContain("secrets received");
+    expect(everything).not.toContain(VALUE);
+    expect(everything).not.toContain(Buffer.from(VALUE).toString("base64"));
+  });
+
+  it("lockdown drops every value: ordered by the gateway, for good", async () => {
+    const gw = await startGatewaySide({ secretValues: (names) => new Map(names.map((n) => [n, Buffer.from(VALUE)])) });
+    const token = await launch(gw, "sb-sec-lock", 1, "n-lock", { policy: credPolicy("github"), revision: 1 });
+    const vault = new SecretVault();
+    const sup = await startSupervisorSide(gw, { sandboxId: "sb-sec-lock", generation: 1, token, secrets: vault });
+    await healthy(gw, "sb-sec-lock");
+    const held = vault.get("github")!;
+    expect(held.toString()).toBe(VALUE);
+    gw.boundary.lockdown("sb-sec-lock", "sandbox_stopped");
+    await waitFor("the supervisor sealed", () => sup.policy.sealed);
+    expect(vault.get("github")).toBeUndefined();
+    expect(vault.names()).toEqual([]);
+    // The buffer it held is overwritten, not only forgotten.
+    expect(held.every((b) => b === 0)).toBe(true);
+  });
+
+  it("the grace-period lockdown drops them too; the re-push on reconnect brings them back with the policy", async () => {
+    const gw = await startGatewaySide({ secretValues: (names) => new Map(names.map((n) => [n, Buffer.from(VALUE)])) });
+    const token = await launch(gw, "sb-sec-grace", 1, "n-grace", { policy: credPolicy("github"), revision: 1 });
+    const vault = new SecretVault();
+    const sup = await startSupervisorSide(gw, { sandboxId: "sb-sec-grace", generation: 1, token, secrets: vault, graceMs: 300 });
+    await healthy(gw, "sb-sec-grace");
+    await gw.stop();
+    await waitFor("grace lockdown", () => sup.policy.lockdownReason() === LOCKDOWN_SESSION_LOST);
+    expect(vault.get("github")).toBeUndefined();
+    await gw.restart();
+    await healthy(gw, "sb-sec-grace");
+    expect(vault.get("github")?.toString()).toBe(VALUE);
   });
 });

@@ -162,7 +162,7 @@ describe("schema errors name the path and the problem", () => {
     ["no port at all", withEndpoint({ port: undefined }), 'network.rules[0].endpoints[0].port: required (1-65535; or "ports": a list)'],
     ["bad protocol", withEndpoint({ protocol: "ftp" }), 'network.rules[0].endpoints[0].protocol: expected one of http, https, tcp, got "ftp"'],
     ["missing protocol", withEndpoint({ protocol: undefined }), "network.rules[0].endpoints[0].protocol: required (one of http, https, tcp)"],
-    ["typo in endpoint key", withEndpoint({ prot: "tcp" }), 'network.rules[0].endpoints[0]: unknown key "prot" (allowed: host, port, ports, protocol, rules, tls, allowPrivate)'],
+    ["typo in endpoint key", withEndpoint({ prot: "tcp" }), 'network.rules[0].endpoints[0]: unknown key "prot" (allowed: host, port, ports, protocol, rules, tls, allowPrivate, credentials)'],
     ["wildcard TLD", withEndpoint({ host: "*.com" }), 'network.rules[0].endpoints[0].host: "*.com": a wildcard needs at least two labels after "*."'],
     ["partial-label wildcard", withEndpoint({ host: "foo*.example.com" }), 'network.rules[0].endpoints[0].host: "foo*.example.com": "*" must be a whole label'],
     ["host not a string", withEndpoint({ host: 10 }), "network.rules[0].endpoints[0].host: expected a host name, got 10"],

@@ -99,3 +99,50 @@ describe("sandgate secret", () => {
     expect((await cli([...home, "secret", "delete", "github"])).code).toBe(4);
   });
 });
+
+describe("where secrets are bound", () => {
+  const POLICY = `version: 1
+network:
+  rules:
+    - name: gh
+      endpoints:
+        - host: api.github.com
+          port: 443
+          protocol: https
+          credentials:
+            - secret: github
+              paths: ["/repos/**"]
+            - header: X-Api-Key
+              value: "{{secret:apikey}}"
+`;
+
+  it("list, set and the CLI show the sandboxes and bindings, never a value; set answers who it was sent to", async () => {
+    expect((await t.api("POST", "/v1/sandboxes", { name: "agent", policy: POLICY })).status).toBe(201);
+    const set = await t.api("PUT", "/v1/secrets/github", { value: VALUE, wait: 1 });
+    expect(set.body).toMatchObject({
+      usedBy: ["agent"],
+      bindings: [{ sandbox: "agent", rule: "gh", host: "api.github.com", ports: [443], paths: ["/repos/**"], form: "placeholder" }],
+      // The in-memory driver runs no supervisor: nothing to send to, nothing pending.
+      pushed: [],
+      acknowledged: [],
+      pending: [],
+    });
+    const list = await t.api("GET", "/v1/secrets");
+    expect(list.body.secrets[0]).toMatchObject({ name: "github", usedBy: ["agent"] });
+    expect(JSON.stringify(list.body)).not.toContain(VALUE);
+    const home = ["--home", t.home.dir];
+    await cli([...home, "secret", "set", "apikey", "--wait", "--timeout", "1"], {}, "k");
+    const shown = await cli([...home, "secret", "list"]);
+    expect(shown.stdout).toMatch(/apikey\s+1\s+1\s+\S+ \S+\s+agent\s+agent:api\.github\.com:443\(header\)/);
+    expect(shown.stdout).toMatch(/github\s+1\s+37\s+\S+ \S+\s+agent\s+agent:api\.github\.com:443\/repos\/\*\*/);
+    expect(shown.stdout + shown.stderr).not.toContain(VALUE);
+  });
+
+  it("a bad wait is a 400 naming it, nothing stored", async () => {
+    const r = await t.api("PUT", "/v1/secrets/github", { value: VALUE, wait: 301 });
+    expect(r.status).toBe(400);
+    expect(r.body.error.message).toMatch(/wait: expected seconds 0-300/);
+    expect(JSON.stringify(r.body)).not.toContain(VALUE);
+    expect((await t.api("GET", "/v1/secrets")).body.secrets).toEqual([]);
+  });
+});

@@ -6,7 +6,7 @@ import type { z } from "zod";
 import { AuditQuery, CheckPolicyBody, EXEC_ARGV_MAX_BYTES, CreateSandboxBody, EventsQuery, ReviewPolicyBody, SetPolicyBody, SuggestQuery, WatchQuery, formatZodError } from "./schemas.js";
 import { PolicyTools } from "../sandboxes/policy-tools.js";
 import { WatchHub, type WatchLimits } from "./watch.js";
-import { registerSecretRoutes } from "./secrets-routes.js";
+import { registerSecretRoutes, type SecretPlaces } from "./secrets-routes.js";
 import type { SecretStore } from "../secrets/secret-store.js";
 import { tokenMatches } from "./auth.js";
 import { ApiError, BODY_MAX_BYTES, POLICY_MAX_BYTES, tooLarge } from "../errors.js";
@@ -24,7 +24,7 @@ export interface ApiContext {
   status: () => Record<string, unknown>;
   watch?: Partial<WatchLimits>;
   /** Secrets for the supervisors to inject; `usedBy` names the sandboxes whose policy binds one. */
-  secrets?: { store: SecretStore; usedBy: (name: string) => string[] };
+  secrets?: { store: SecretStore; delivery: SecretPlaces };
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
@@ -169,7 +169,7 @@ export function buildApi(ctx: ApiContext) {
     return { audit: records, next: pageCursor(records, q) };
   });
 
-  if (ctx.secrets) registerSecretRoutes(app, ctx.secrets.store, ctx.secrets.usedBy);
+  if (ctx.secrets) registerSecretRoutes(app, ctx.secrets.store, ctx.secrets.delivery);
 
   // Watch streams are hijacked from fastify: the hub ends them on close.
   const hub = new WatchHub(read, ctx.watch);

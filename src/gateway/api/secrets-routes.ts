@@ -1,11 +1,16 @@
-// /v1/secrets: create or replace, list (names, versions, sizes: never values), delete.
-// A value travels in one direction only: from the client to the gateway.
+// /v1/secrets: create or replace, list (names, versions, sizes, where bound: never values),
+// delete. A value travels from the client to the gateway, and from there only to the
+// supervisors whose policy references it; a change reaches them at once (optionally waited for).
 
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
 import { MAX_SECRET_BYTES, checkSecretName, type SecretStore } from "../secrets/secret-store.js";
 import { ApiError } from "../errors.js";
 import { formatZodError } from "./schemas.js";
+import type { BoundIn, Delivery } from "../secrets/secret-delivery.js";
+
+/** Longest wait for the supervisors' acks, in seconds. */
+export const MAX_SECRET_WAIT_S = 300;
 
 export const SetSecretBody = z
   .object({
@@ -13,6 +18,8 @@ export const SetSecretBody = z
     value: z.string().min(1).max(MAX_SECRET_BYTES).optional(),
     /** ...or as base64, for binary values. */
     valueBase64: z.string().min(1).max(Math.ceil(MAX_SECRET_BYTES / 3) * 4).optional(),
+    /** Seconds to wait for every running sandbox that uses it to acknowledge the new value. */
+    wait: z.number({ error: `wait: expected seconds 0-${String(MAX_SECRET_WAIT_S)}` }).min(0, { error: `wait: expected seconds 0-${String(MAX_SECRET_WAIT_S)}` }).max(MAX_SECRET_WAIT_S, { error: `wait: expected seconds 0-${String(MAX_SECRET_WAIT_S)}` }).optional(),
   })
   .strict()
   .refine((b) => (b.value === undefined) !== (b.valueBase64 === undefined), { error: "give exactly one of value and valueBase64" });
@@ -32,7 +39,14 @@ interface Routes {
   delete(path: string, handler: Handler): unknown;
 }
 
-export function registerSecretRoutes(app: Routes, secrets: SecretStore, usedBy: (name: string) => string[]): void {
+/** Where secrets are used and how a change reaches the supervisors (SecretDelivery). */
+export interface SecretPlaces {
+  usedBy(name: string): string[];
+  bindings(name: string): BoundIn[];
+  deliver(name: string, waitMs: number | null): Promise<Delivery>;
+}
+
+export function registerSecretRoutes(app: Routes, secrets: SecretStore, places: SecretPlaces): void {
   app.put("/v1/secrets/:name", async (req) => {
     const name = nameOf(req);
     const parsed = SetSecretBody.safeParse(req.body ?? {});
@@ -40,14 +54,17 @@ export function registerSecretRoutes(app: Routes, secrets: SecretStore, usedBy: 
     const value = parsed.data.value !== undefined ? Buffer.from(parsed.data.value, "utf8") : Buffer.from(parsed.data.valueBase64!, "base64");
     if (value.length === 0 || value.length > MAX_SECRET_BYTES) throw new ApiError("invalid_request", `a secret value is 1 to ${MAX_SECRET_BYTES} bytes; this one is ${value.length}`);
     const version = secrets.set(name, value);
-    return { name, version, bytes: value.length, usedBy: usedBy(name) };
+    const delivery = await places.deliver(name, parsed.data.wait === undefined ? null : parsed.data.wait * 1000);
+    return { name, version, bytes: value.length, usedBy: places.usedBy(name), bindings: places.bindings(name), ...delivery };
   });
 
-  app.get("/v1/secrets", async () => ({ secrets: secrets.list().map((s) => ({ ...s, usedBy: usedBy(s.name) })) }));
+  app.get("/v1/secrets", async () => ({ secrets: secrets.list().map((s) => ({ ...s, usedBy: places.usedBy(s.name), bindings: places.bindings(s.name) })) }));
 
   app.delete("/v1/secrets/:name", async (req) => {
     const name = nameOf(req);
     if (!secrets.delete(name)) throw new ApiError("not_found", `no secret named "${name}"`);
-    return { name, deleted: true, usedBy: usedBy(name) };
+    // The supervisors drop it: its placeholders fail closed from now on.
+    const { pushed } = await places.deliver(name, null);
+    return { name, deleted: true, usedBy: places.usedBy(name), pushed };
   });
 }

@@ -2,9 +2,9 @@
 // policy revision it wants enforced, which one the supervisor reports enforcing, and
 // whether that report is recent. Transport-free: the supervisor endpoint hands it
 // authenticated sessions (SessionLink); policy only ever travels over those.
-import type { Policy } from "../../policy/index.js";
-import { ACCEPTS_HOST_ADDRESSES, CLOSE } from "../../protocol/wire.js";
-import type { AckMessage, GatewayMessage, HeartbeatMessage, WireAuditEvent } from "../../protocol/wire.js";
+import { referencedSecrets, type Policy } from "../../policy/index.js";
+import { ACCEPTS_HOST_ADDRESSES, ACCEPTS_SECRETS, CLOSE } from "../../protocol/wire.js";
+import type { AckMessage, GatewayMessage, HeartbeatMessage, SecretsAckMessage, WireAuditEvent } from "../../protocol/wire.js";
 
 /** An authenticated control session as the registry sees it. */
 export interface SessionLink {
@@ -60,6 +60,19 @@ export interface BoundaryOptions {
   /** No message for this long closes the session (frees the slot after a half-open loss). Default 10000. */
   sessionIdleMs?: number;
   log?: BoundaryLog;
+  /**
+   * The values of the named secrets that exist (decrypted from the store at send time; a
+   * missing one is left out). Absent: no secrets are sent.
+   */
+  secretValues?: SecretValuesSource;
+}
+
+export type SecretValuesSource = (names: readonly string[]) => Map<string, Buffer>;
+
+/** A secrets message sent to one sandbox's live session. */
+export interface SecretsPush {
+  sandboxId: string;
+  version: number;
 }
 
 interface Desired {
@@ -77,6 +90,8 @@ interface Live {
   lockdown: boolean | null;
   /** Recent acks of this session, oldest first: revision → connections closed (null: not said). */
   acks: Map<number, number | null>;
+  /** Highest secrets version the supervisor acked in this session. */
+  secretsAcked: number | null;
   staleTimer: NodeJS.Timeout | undefined;
   idleTimer: NodeJS.Timeout | undefined;
 }
@@ -101,8 +116,13 @@ export class BoundaryRegistry {
   readonly #changeListeners = new Set<ChangeListener>();
   #closed = false;
   #hostAddresses: readonly string[] | null = null;
+  readonly #secretValues: SecretValuesSource | undefined;
+  /** One sequence for every secrets message: versions only grow, across sessions too. */
+  #secretsSeq = 0;
+  readonly #secretsWaiters = new Map<string, Set<{ version: number; resolve: (acked: boolean) => void; timer: NodeJS.Timeout }>>();
 
   constructor(opts: BoundaryOptions = {}) {
+    this.#secretValues = opts.secretValues;
     this.#staleMs = opts.heartbeatStaleMs ?? 6000;
     this.#idleMs = opts.sessionIdleMs ?? 10_000;
     this.#log = opts.log ?? quiet;
@@ -124,7 +144,11 @@ export class BoundaryRegistry {
     const live = this.#live.get(sandboxId);
     if (live !== undefined) {
       if (live.link.generation !== generation) this.disconnect(sandboxId, "superseded by a newer launch");
-      else live.link.send({ type: "policy", revision, policy: policy as unknown as Record<string, unknown> });
+      else {
+        // Values first: by the time the supervisor acks the revision, it holds what it binds.
+        this.#sendSecrets(live, policy);
+        live.link.send({ type: "policy", revision, policy: policy as unknown as Record<string, unknown> });
+      }
     }
     this.#changed(sandboxId);
     return true;
@@ -142,6 +166,49 @@ export class BoundaryRegistry {
   #sendHostAddresses(link: SessionLink): void {
     if (this.#hostAddresses === null || link.accepts?.has(ACCEPTS_HOST_ADDRESSES) !== true) return;
     link.send({ type: "hostAddresses", addresses: [...this.#hostAddresses] });
+  }
+
+  /**
+   * Sends every live session whose policy references the secret its new set of values (after
+   * `secret set` or `secret delete`); returns the pushes, to wait for their acks.
+   */
+  secretChanged(name: string): SecretsPush[] {
+    const pushed: SecretsPush[] = [];
+    for (const live of this.#live.values()) {
+      const desired = this.#desired.get(live.link.sandboxId);
+      if (desired?.generation !== live.link.generation || !referencedSecrets(desired.policy).includes(name)) continue;
+      const version = this.#sendSecrets(live, desired.policy);
+      if (version !== null) pushed.push({ sandboxId: live.link.sandboxId, version });
+    }
+    return pushed;
+  }
+
+  /** Resolves true once the sandbox's supervisor acked secrets `version` (or newer), false after timeoutMs. */
+  waitForSecrets(sandboxId: string, version: number, timeoutMs: number): Promise<boolean> {
+    if ((this.#live.get(sandboxId)?.secretsAcked ?? -1) >= version) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const set = this.#secretsWaiters.get(sandboxId) ?? new Set();
+      this.#secretsWaiters.set(sandboxId, set);
+      const w = {
+        version,
+        resolve,
+        timer: setTimeout(() => {
+          set.delete(w);
+          resolve(false);
+        }, timeoutMs),
+      };
+      set.add(w);
+    });
+  }
+
+  #sendSecrets(live: Live, policy: Policy): number | null {
+    if (this.#secretValues === undefined || live.link.accepts?.has(ACCEPTS_SECRETS) !== true) return null;
+    const values = this.#secretValues(referencedSecrets(policy));
+    const version = ++this.#secretsSeq;
+    live.link.send({ type: "secrets", version, secrets: Object.fromEntries([...values].map(([n, v]) => [n, v.toString("base64")])) });
+    // Names only: the message itself is never logged.
+    this.#log.info({ event: "supervisor_secrets_sent", sandboxId: live.link.sandboxId, version, names: [...values.keys()] }, "secrets sent to the supervisor");
+    return version;
   }
 
   health(sandboxId: string): BoundaryHealth {
@@ -259,6 +326,13 @@ export class BoundaryRegistry {
       }
     }
     this.#waiters.clear();
+    for (const set of this.#secretsWaiters.values()) {
+      for (const w of set) {
+        clearTimeout(w.timer);
+        w.resolve(false);
+      }
+    }
+    this.#secretsWaiters.clear();
   }
 
   // ---- API for the supervisor endpoint ----
@@ -275,6 +349,7 @@ export class BoundaryRegistry {
       proxy: null,
       lockdown: null,
       acks: new Map(),
+      secretsAcked: null,
       staleTimer: undefined,
       idleTimer: undefined,
     };
@@ -286,6 +361,7 @@ export class BoundaryRegistry {
     const desired = this.#desired.get(link.sandboxId);
     // Re-push on every (re)connect: this is what lifts a supervisor's lockdown.
     if (desired?.generation === link.generation) {
+      this.#sendSecrets(live, desired.policy);
       link.send({ type: "policy", revision: desired.revision, policy: desired.policy as unknown as Record<string, unknown> });
     }
     this.#log.info({ event: "supervisor_session_up", sandboxId: link.sandboxId, generation: link.generation, sessionId: link.sessionId }, "supervisor session up");
@@ -303,6 +379,20 @@ export class BoundaryRegistry {
     if (live.acks.size > ACKS_KEPT) live.acks.delete(live.acks.keys().next().value!);
     this.#touch(live);
     this.#changed(link.sandboxId);
+  }
+
+  secretsAck(link: SessionLink, msg: SecretsAckMessage): void {
+    const live = this.#current(link);
+    if (live === undefined) return;
+    live.secretsAcked = Math.max(live.secretsAcked ?? 0, msg.version);
+    this.#touch(live);
+    const waiters = this.#secretsWaiters.get(link.sandboxId);
+    for (const w of [...(waiters ?? [])]) {
+      if (w.version > live.secretsAcked) continue;
+      clearTimeout(w.timer);
+      waiters!.delete(w);
+      w.resolve(true);
+    }
   }
 
   heartbeat(link: SessionLink, msg: HeartbeatMessage): void {

@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import { DEFAULT_GRACE_MS } from "../../protocol/launch.js";
 import type { LaunchControl, LaunchNetwork } from "../../driver/contract.js";
 import { HostAddressWatcher } from "./host-addresses.js";
-import { BoundaryRegistry } from "./boundary.js";
+import { BoundaryRegistry, type SecretValuesSource } from "./boundary.js";
 import { LaunchTokens } from "./launch-tokens.js";
 import { startSupervisorEndpoint, type ExpectedLaunch, type SupervisorEndpoint } from "./supervisor-endpoint.js";
 import { ensureEndpointTls, type EndpointTls } from "./tls.js";
@@ -27,6 +27,8 @@ export interface ControlPlaneOptions {
   resolvers?: string[] | null;
   /** How the host's addresses are read (default: every interface) and how often (default 3 s). */
   hostAddresses?: { read?: () => string[]; intervalMs?: number };
+  /** The values of the secrets a sandbox's policy references, for its supervisor only. */
+  secretValues?: SecretValuesSource;
 }
 
 export class ControlPlane {
@@ -42,7 +44,7 @@ export class ControlPlane {
   ) {
     const log = opts.log.child({ component: "control" });
     // Idle below the supervisors' grace, so a half-open session frees its slot in time.
-    this.boundary = new BoundaryRegistry({ log, sessionIdleMs: Math.min(10_000, Math.floor(this.graceMs / 2)) });
+    this.boundary = new BoundaryRegistry({ log, sessionIdleMs: Math.min(10_000, Math.floor(this.graceMs / 2)), ...(opts.secretValues === undefined ? {} : { secretValues: opts.secretValues }) });
     this.hostAddresses = new HostAddressWatcher({
       ...opts.hostAddresses,
       onChange: (addresses, previous) => {

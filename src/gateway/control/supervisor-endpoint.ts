@@ -195,6 +195,7 @@ export async function startSupervisorEndpoint(opts: SupervisorEndpointOptions): 
       const m = parsed.message;
       if (m.type === "ack") boundary.ack(link, m);
       else if (m.type === "heartbeat") boundary.heartbeat(link, m);
+      else if (m.type === "secretsAck") boundary.secretsAck(link, m);
       else boundary.audit(link, m.event);
     });
   });

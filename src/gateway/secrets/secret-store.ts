@@ -10,15 +10,12 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Store } from "../../store/store.js";
 
+import { checkSecretName } from "../../policy/index.js";
+
+export { checkSecretName, SECRET_NAME_RULE } from "../../policy/index.js";
 export const SECRETS_KEY_FILE = "secrets.key";
-export const SECRET_NAME_RULE = "1-63 characters: lowercase letters, digits, '-' and '_', starting with a letter or digit";
-const NAME_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 /** Largest secret value accepted. */
 export const MAX_SECRET_BYTES = 64 * 1024;
-
-export function checkSecretName(name: string): string | null {
-  return NAME_RE.test(name) ? null : `invalid secret name ${JSON.stringify(name.slice(0, 80))}: ${SECRET_NAME_RULE}`;
-}
 
 export interface SecretInfo {
   name: string;
