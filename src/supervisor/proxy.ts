@@ -8,7 +8,7 @@ import dns from "node:dns";
 import { pipeline } from "node:stream";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import { evaluate, checkResolvedAddress, overrideMethods, NO_HOST_ADDRESSES, type HostAddresses } from "../policy/index.js";
+import { evaluate, checkResolvedAddress, overrideMethods, decideTunnel, tunnelKind, tunnelStaysOpen, NO_HOST_ADDRESSES, type Decision, type HostAddresses, type TunnelKind } from "../policy/index.js";
 import type { PolicyHolder } from "./policy-holder.js";
 import type { Logger } from "./logger.js";
 import { errorFields } from "./logger.js";
@@ -17,6 +17,7 @@ import type { WireAuditEvent } from "../protocol/wire.js";
 import { TimeoutError, withTimeout } from "../util/timeout.js";
 import type { LeafCertificates } from "./tls/leaf-certs.js";
 import { TlsTerminator, isCertificateError, type TerminatedTunnel } from "./tls/terminate.js";
+import { HELLO_TIMEOUT_MS, readHello } from "./tls/hello-gate.js";
 
 export type Resolver = (host: string) => Promise<string[]>;
 
@@ -47,6 +48,8 @@ export interface EgressProxyOptions {
   tls?: LeafCertificates;
   /** An extra CA (PEM) the proxy trusts for origins besides the system roots (private origins, tests). */
   upstreamCa?: string;
+  /** How long a blind https tunnel waits for its ClientHello (default HELLO_TIMEOUT_MS). */
+  helloTimeoutMs?: number;
 }
 
 /** Reason a tunnel that must be terminated is refused when the supervisor has no CA. */
@@ -90,7 +93,8 @@ const PROXY_ERROR = "sandgate-proxy";
 interface Target {
   host: string;
   port: number;
-  protocol: "http" | "https";
+  /** A CONNECT is "https" until decideTunnel says which protocol it is. */
+  protocol: EgressProtocol;
   method: string;
   /** Path without query: queries often carry secrets and stay out of audit logs. */
   path?: string;
@@ -106,7 +110,8 @@ interface HttpTarget extends Target {
 }
 
 type Outcome =
-  | { kind: "allow"; address: string; rule: string; terminate?: true }
+  /** tunnel: what an allowed CONNECT carries; a blind https one is audited once its ClientHello was read. */
+  | { kind: "allow"; address: string; rule: string; tunnel?: TunnelKind }
   | { kind: "deny"; reason: string; rule?: string; address?: string }
   | { kind: "unreachable"; status: 502 | 504; code: string; message: string };
 
@@ -117,7 +122,9 @@ type Outcome =
 interface Grant {
   host: string;
   port: number;
-  protocol: "http" | "https";
+  protocol: EgressProtocol;
+  /** CONNECT tunnels: what the tunnel carries, re-checked with tunnelStaysOpen. */
+  tunnel?: TunnelKind;
   method?: string;
   path?: string;
   address: string;
@@ -157,12 +164,14 @@ interface ClientConnection {
   stale: boolean;
 }
 
-/** A CONNECT tunnel, from the CONNECT until it closes. */
+/** A CONNECT tunnel, or an upgraded WebSocket, from its request until it closes. */
 interface Tunnel {
   client: Duplex;
   /** Set once the target was allowed. */
   grant?: Grant;
-  upstream?: net.Socket;
+  upstream?: Duplex;
+  /** A WebSocket upgraded inside this (terminated) tunnel: its request, re-checked too. */
+  upgrade?: { grant: Grant; upstream?: Duplex };
 }
 
 /** What an audit event records: the decision, with the address when one was chosen. */
@@ -330,11 +339,12 @@ function closeIdle(socket: net.Socket): void {
   setTimeout(() => socket.destroy(), 5000).unref();
 }
 
-function grantOf(t: Target, address: string): Grant {
+function grantOf(t: Target, address: string, tunnel?: TunnelKind): Grant {
   return {
     host: t.host,
     port: t.port,
     protocol: t.protocol,
+    ...(tunnel === undefined ? {} : { tunnel }),
     ...(t.protocol === "http" ? { method: t.method } : {}),
     ...(t.path === undefined ? {} : { path: t.path }),
     address,
@@ -345,6 +355,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   const { policy, onAudit, logger } = options;
   const resolve = options.resolve ?? defaultResolver;
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+  const helloTimeoutMs = options.helloTimeoutMs ?? HELLO_TIMEOUT_MS;
   const resolveTimeoutMs = options.resolveTimeoutMs ?? 5_000;
 
   // One keep-alive agent; its pools are keyed by host:port, and host is always the
@@ -400,14 +411,23 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       audit(t, o);
       return o;
     }
-    const decision = evaluate(loaded.policy, {
-      host: t.host,
-      port: t.port,
-      protocol: t.protocol,
-      ...(t.protocol === "http" ? { method: t.method } : {}),
-      ...(t.path === undefined ? {} : { path: t.path }),
-      ...(t.overrides === undefined ? {} : { methodOverrides: t.overrides }),
-    });
+    let decision: Decision;
+    let tunnel: TunnelKind | undefined;
+    if (t.method === "CONNECT") {
+      const d = decideTunnel(loaded.policy, t.host, t.port);
+      t.protocol = d.protocol;
+      decision = d.decision;
+      tunnel = tunnelKind(d);
+    } else {
+      decision = evaluate(loaded.policy, {
+        host: t.host,
+        port: t.port,
+        protocol: t.protocol,
+        ...(t.protocol === "http" ? { method: t.method } : {}),
+        ...(t.path === undefined ? {} : { path: t.path }),
+        ...(t.overrides === undefined ? {} : { methodOverrides: t.overrides }),
+      });
+    }
     if (!decision.allow) {
       const o: Outcome = { kind: "deny", reason: decision.reason };
       if (decision.rule !== undefined) o.rule = decision.rule;
@@ -448,8 +468,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       }
     }
     const address = addresses.find((a) => net.isIPv4(a)) ?? addresses[0]!;
-    const o = { kind: "allow", address, rule: decision.rule, ...(decision.terminate && { terminate: true as const }) } as const;
-    audit(t, o);
+    const o = { kind: "allow", address, rule: decision.rule, ...(tunnel !== undefined && { tunnel }) } as const;
+    if (tunnel !== "https-blind") audit(t, o);
     return o;
   }
 
@@ -579,13 +599,18 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     else req.pipe(upReq);
   }
 
-  function handleConnect(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
-    // From here on the socket is a tunnel, not an HTTP connection.
+  /** From here on the socket is a tunnel (CONNECT, or an upgrade), not an HTTP connection. */
+  function asTunnel(socket: Duplex): Tunnel {
     clients.delete(socket);
     const entry: Tunnel = { client: socket };
     tunnels.set(socket, entry);
     socket.once("close", () => tunnels.delete(socket));
     socket.on("error", (err) => logger.warn("tunnel client socket error", errorFields(err)));
+    return entry;
+  }
+
+  function handleConnect(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    const entry = asTunnel(socket);
     const target = parseConnectTarget(req.url);
     if (target === undefined) {
       endRawJson(socket, 400, PROXY_ERROR, { error: "bad_request", message: "CONNECT needs host:port" });
@@ -596,8 +621,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         if (outcome.kind === "deny") endRawJson(socket, 403, POLICY_ERROR, denialBody(target, outcome));
         else if (outcome.kind === "unreachable") endRawJson(socket, outcome.status, UPSTREAM_ERROR, unreachableBody(target, outcome));
         else if (socket.destroyed) return;
-        else if (outcome.terminate) intercept(entry, head, target, outcome.address);
-        else tunnel(entry, head, target, outcome.address);
+        else if (outcome.tunnel === "https-terminated") intercept(entry, head, target, outcome.address);
+        else tunnel(entry, head, target, outcome);
       },
       (err: unknown) => {
         logger.error("proxy connect failed", { host: target.host, ...errorFields(err) });
@@ -606,11 +631,18 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     );
   }
 
-  function tunnel(entry: Tunnel, head: Buffer, t: Target, address: string): void {
+  /**
+   * A raw (tcp) or blind https tunnel. The upstream connection is opened first, so an
+   * unreachable origin is still a 502/504; a blind one then gets no byte until the
+   * workload's first bytes are a ClientHello for the CONNECT host (hello-gate.ts).
+   */
+  function tunnel(entry: Tunnel, head: Buffer, t: Target, allowed: Outcome & { kind: "allow" }): void {
     const { client } = entry;
+    const { address } = allowed;
+    const blind = allowed.tunnel === "https-blind";
     // allowHalfOpen: one side finishing its writes must not cut the other direction.
     const upstream = net.connect({ host: address, port: t.port, allowHalfOpen: true });
-    entry.grant = grantOf(t, address);
+    entry.grant = grantOf(t, address, allowed.tunnel);
     entry.upstream = upstream;
     upstream.setNoDelay(true);
     let established = false;
@@ -625,7 +657,32 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       client.off("close", abandon);
       established = true;
       client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-      if (head.length > 0) upstream.write(head);
+      if (!blind) {
+        relay(head);
+        return;
+      }
+      const gone = (): void => void upstream.destroy();
+      client.once("close", gone);
+      void readHello(client, head, t.host, helloTimeoutMs).then((r) => {
+        client.off("close", gone);
+        if (r.kind === "closed" || client.destroyed || upstream.destroyed) {
+          upstream.destroy();
+          return;
+        }
+        if (r.kind === "refuse") {
+          logger.warn("tunnel closed at its first bytes", { host: t.host, port: t.port, reason: r.reason, detail: r.detail });
+          audit(t, { kind: "deny", reason: r.reason, rule: allowed.rule, address });
+          client.destroy();
+          upstream.destroy();
+          return;
+        }
+        audit(t, { kind: "allow", rule: allowed.rule, address });
+        relay(r.bytes);
+      });
+    });
+    /** Both ways, `first` (bytes already read from the client) upstream before the rest. */
+    const relay = (first: Buffer): void => {
+      if (first.length > 0) upstream.write(first);
       const done = (err: NodeJS.ErrnoException | null): void => {
         if (err !== null) {
           client.destroy();
@@ -634,10 +691,15 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       };
       pipeline(client, upstream, done);
       pipeline(upstream, client, done);
-    });
+    };
     upstream.once("error", (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      if (established) return; // the pipelines tear both sides down
+      if (established) {
+        client.destroy(); // before the relay, nothing else tears the client down
+        return;
+      }
+      // The blind tunnel's decision was not audited yet: it was allowed, the network did not deliver.
+      if (blind) audit(t, { kind: "allow", rule: allowed.rule, address });
       const o = unreachable(err);
       logger.warn("upstream unreachable", { host: t.host, port: t.port, address, code: o.code });
       if (!client.destroyed) endRawJson(client, o.status, UPSTREAM_ERROR, unreachableBody(t, o, address));
@@ -739,14 +801,19 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   server.on("checkContinue", (req, res) => handleRequest(req, res, true));
   server.on("connect", handleConnect);
 
+  function closeTunnel(tn: Tunnel): void {
+    tn.client.destroy();
+    tn.upstream?.destroy();
+    tn.upgrade?.upstream?.destroy();
+  }
+
   /** Closes every connection: lockdown, or no policy at all. */
   function revokeAll(): Revocation {
     let tunnelCount = 0;
     let clientCount = 0;
     let upstreamCount = 0;
     for (const tn of [...tunnels.values()]) {
-      tn.client.destroy();
-      tn.upstream?.destroy();
+      closeTunnel(tn);
       tunnelCount++;
     }
     for (const conn of [...clients.values()]) {
@@ -773,13 +840,15 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     const allows = (g: Grant): boolean => {
       let v = verdicts.get(g);
       if (v === undefined) {
-        const d = evaluate(loaded.policy, {
-          host: g.host,
-          port: g.port,
-          protocol: g.protocol,
-          ...(g.method === undefined ? {} : { method: g.method }),
-          ...(g.path === undefined ? {} : { path: g.path }),
-        });
+        const d = g.tunnel !== undefined
+          ? tunnelStaysOpen(loaded.policy, g.tunnel, g.host, g.port)
+          : evaluate(loaded.policy, {
+              host: g.host,
+              port: g.port,
+              protocol: g.protocol,
+              ...(g.method === undefined ? {} : { method: g.method }),
+              ...(g.path === undefined ? {} : { path: g.path }),
+            });
         // The address was checked against the old allowPrivate; check it against the new one.
         v = d.allow && checkResolvedAddress(g.address, d.allowPrivate, hostSet).ok;
         verdicts.set(g, v);
@@ -793,9 +862,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     let upstreamCount = 0;
     // Tunnels still being authorized have no grant yet: authorize() decides under the new policy.
     for (const tn of [...tunnels.values()]) {
-      if (tn.grant === undefined || allows(tn.grant)) continue;
-      tn.client.destroy();
-      tn.upstream?.destroy();
+      if (tn.grant === undefined || (allows(tn.grant) && (tn.upgrade === undefined || allows(tn.upgrade.grant)))) continue;
+      closeTunnel(tn);
       tunnelCount++;
     }
     for (const conn of [...clients.values()]) {
