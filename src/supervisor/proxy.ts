@@ -18,6 +18,7 @@ import { TimeoutError, withTimeout } from "../util/timeout.js";
 import type { LeafCertificates } from "./tls/leaf-certs.js";
 import { TlsTerminator, isCertificateError, type TerminatedTunnel } from "./tls/terminate.js";
 import { HELLO_TIMEOUT_MS, readHello } from "./tls/hello-gate.js";
+import { WEBSOCKET, relayUpgrade, websocketUpgrade } from "./upgrade.js";
 
 export type Resolver = (host: string) => Promise<string[]>;
 
@@ -339,6 +340,23 @@ function closeIdle(socket: net.Socket): void {
   setTimeout(() => socket.destroy(), 5000).unref();
 }
 
+type TerminatedOutcome = { kind: "allow"; rule: string } | { kind: "deny"; reason: string; rule?: string; address?: string };
+
+const ORIGIN_FORM = { error: "bad_request", message: "inside a tunnel, requests are in origin form (GET /path)" };
+
+/** An Upgrade request's headers as sent upstream: end-to-end ones, the authority checked, the upgrade asked for. */
+function upgradeHeaders(req: http.IncomingMessage, authority: string): string[] {
+  return [...endToEndHeaders(req.rawHeaders, REQUEST_REPLACED), "Host", authority, "Connection", "Upgrade", "Upgrade", WEBSOCKET];
+}
+
+/** Answers 400 to an Upgrade other than WebSocket on GET; true when it is one. */
+function refuseOtherUpgrade(req: http.IncomingMessage, socket: Duplex): boolean {
+  const u = websocketUpgrade(req);
+  if (u.ok) return true;
+  endRawJson(socket, 400, PROXY_ERROR, { error: "bad_request", message: `only GET with "Upgrade: websocket" is relayed, got ${req.method ?? "?"} with ${JSON.stringify(u.asked.slice(0, 60))}` });
+  return false;
+}
+
 function grantOf(t: Target, address: string, tunnel?: TunnelKind): Grant {
   return {
     host: t.host,
@@ -609,6 +627,54 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     return entry;
   }
 
+  /**
+   * A plain ws:// upgrade (absolute form): decided as the GET it is, then relayed. From the
+   * request on, its connection is registered as a tunnel, so revocation and lockdown reach it.
+   */
+  function handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    const entry = asTunnel(socket);
+    if (!refuseOtherUpgrade(req, socket)) return;
+    const target = parseAbsoluteHttp(req.url, req.method ?? "GET");
+    if (target === undefined) {
+      endRawJson(socket, 400, PROXY_ERROR, { error: "bad_request", message: "this is a forward proxy: send absolute-form requests (GET http://host/path)" });
+      return;
+    }
+    target.overrides = overrideMethods(req.rawHeaders, target.requestPath);
+    authorize(target).then(
+      (outcome) => {
+        if (outcome.kind === "deny") endRawJson(socket, 403, POLICY_ERROR, denialBody(target, outcome));
+        else if (outcome.kind === "unreachable") endRawJson(socket, outcome.status, UPSTREAM_ERROR, unreachableBody(target, outcome));
+        else if (!socket.destroyed) {
+          const { address } = outcome;
+          entry.grant = grantOf(target, address);
+          // A fresh connection, never a pooled one: it becomes this WebSocket's alone.
+          const upstream = http.request({ host: address, port: target.port, method: target.method, path: target.requestPath, headers: upgradeHeaders(req, target.authority), setHost: false, agent: false, timeout: connectTimeoutMs });
+          upstream.once("socket", (s: net.Socket) => {
+            entry.upstream = s;
+            s.once("connect", () => s.setTimeout(0));
+          });
+          upstream.once("timeout", () => upstream.destroy(new TimeoutError(`connect to ${address}:${target.port} timed out`)));
+          relayUpgrade({
+            client: socket,
+            head,
+            upstream,
+            responseHeaders: (raw) => endToEndHeaders(raw),
+            onUpgraded: () => undefined,
+            onError: (err) => {
+              const o = unreachable(err);
+              logger.warn("upstream unreachable", { host: target.host, port: target.port, address, code: o.code });
+              endRawJson(socket, o.status, UPSTREAM_ERROR, unreachableBody(target, o, address));
+            },
+          });
+        }
+      },
+      (err: unknown) => {
+        logger.error("proxy upgrade failed", { host: target.host, ...errorFields(err) });
+        endRawJson(socket, 502, PROXY_ERROR, { error: "proxy_error" });
+      },
+    );
+  }
+
   function handleConnect(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
     const entry = asTunnel(socket);
     const target = parseConnectTarget(req.url);
@@ -708,7 +774,14 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
 
   // ---- terminated https: the workload's TLS ends here, each request is decided ----
 
-  const terminator = options.tls ? new TlsTerminator(options.tls, (req, res, t, expectContinue) => handleTerminated(req, res, t, expectContinue)) : undefined;
+  const terminator = options.tls
+    ? new TlsTerminator(options.tls, (req, res, t, expectContinue) => handleTerminated(req, res, t, expectContinue), {
+        onUpgrade: (req, socket, head, t) => handleTerminatedUpgrade(req, socket, head, t),
+      })
+    : undefined;
+
+  /** Each terminated tunnel's registry entry, for the WebSockets upgraded inside it. */
+  const terminatedTunnels = new WeakMap<TerminatedTunnel, Tunnel>();
 
   function intercept(entry: Tunnel, head: Buffer, t: Target, address: string): void {
     if (terminator === undefined) {
@@ -719,24 +792,39 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     }
     entry.grant = grantOf(t, address);
     entry.client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-    terminator.terminate(entry.client, head, { host: t.host, port: t.port, address }).catch((err: unknown) => {
+    const tun: TerminatedTunnel = { host: t.host, port: t.port, address };
+    terminatedTunnels.set(tun, entry);
+    terminator.terminate(entry.client, head, tun).catch((err: unknown) => {
       logger.warn("TLS from the workload failed", { host: t.host, ...errorFields(err) });
     });
   }
 
   /** One request inside a terminated tunnel: decided like plain HTTP, at the address checked for the tunnel. */
   function handleTerminated(req: http.IncomingMessage, res: http.ServerResponse, tun: TerminatedTunnel, expectContinue: boolean): void {
-    const method = req.method ?? "GET";
-    const url = req.url ?? "/";
-    if (!url.startsWith("/")) {
-      sendJson(res, 400, PROXY_ERROR, { error: "bad_request", message: "inside a tunnel, requests are in origin form (GET /path)" }, true);
+    const decided = decideTerminated(req, tun);
+    if (decided === undefined) {
+      sendJson(res, 400, PROXY_ERROR, ORIGIN_FORM, true);
       return;
     }
+    const { t, outcome } = decided;
+    if (outcome.kind === "deny") {
+      sendJson(res, 403, POLICY_ERROR, denialBody(t, outcome), expectContinue || hasBody(req));
+      return;
+    }
+    if (expectContinue) res.writeContinue();
+    forwardTls(req, res, t, tun);
+  }
+
+  /** Evaluates (and audits) a request inside a terminated tunnel; undefined when it is not in origin form. */
+  function decideTerminated(req: http.IncomingMessage, tun: TerminatedTunnel): { t: Target; outcome: TerminatedOutcome } | undefined {
+    const method = req.method ?? "GET";
+    const url = req.url ?? "/";
+    if (!url.startsWith("/")) return undefined;
     const q = url.indexOf("?");
     const t: Target = { host: tun.host, port: tun.port, protocol: "https", method, path: q < 0 ? url : url.slice(0, q), overrides: overrideMethods(req.rawHeaders, url) };
     const locked = options.lockdown?.() ?? null;
     const loaded = policy.current();
-    let outcome: { kind: "allow"; rule: string } | { kind: "deny"; reason: string; rule?: string; address?: string };
+    let outcome: TerminatedOutcome;
     if (locked !== null || loaded === undefined) outcome = { kind: "deny", reason: locked ?? POLICY_MISSING };
     else {
       const d = evaluate(loaded.policy, { host: t.host, port: t.port, protocol: "https", method, path: url, methodOverrides: t.overrides ?? [] });
@@ -747,12 +835,48 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       }
     }
     audit(t, outcome.kind === "allow" ? { kind: "allow", rule: outcome.rule, address: tun.address } : outcome);
-    if (outcome.kind === "deny") {
-      sendJson(res, 403, POLICY_ERROR, denialBody(t, outcome), expectContinue || hasBody(req));
+    return { t, outcome };
+  }
+
+  /**
+   * A WebSocket upgrade inside a terminated tunnel: decided as a request, then relayed over the
+   * proxy's own verified TLS to the origin. It is registered on its tunnel, so revocation
+   * re-checks the request too (path, method), not only the tunnel's host:port.
+   */
+  function handleTerminatedUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer, tun: TerminatedTunnel): void {
+    socket.on("error", () => socket.destroy());
+    const entry = terminatedTunnels.get(tun);
+    if (!refuseOtherUpgrade(req, socket) || entry === undefined) return;
+    const decided = decideTerminated(req, tun);
+    if (decided === undefined) {
+      endRawJson(socket, 400, PROXY_ERROR, ORIGIN_FORM);
       return;
     }
-    if (expectContinue) res.writeContinue();
-    forwardTls(req, res, t, tun);
+    const { t, outcome } = decided;
+    if (outcome.kind === "deny") {
+      endRawJson(socket, 403, POLICY_ERROR, denialBody(t, outcome));
+      return;
+    }
+    // With its method: the grant is re-checked as the request it was, not as the tunnel.
+    const upgrade: NonNullable<Tunnel["upgrade"]> = { grant: { ...grantOf(t, tun.address), method: t.method } };
+    entry.upgrade = upgrade;
+    const upstream = terminator!.request(tun, { method: t.method, path: req.url ?? "/", headers: upgradeHeaders(req, tun.port === 443 ? tun.host : `${tun.host}:${tun.port}`), ca: options.upstreamCa });
+    relayUpgrade({
+      client: socket,
+      head,
+      upstream,
+      responseHeaders: (raw) => endToEndHeaders(raw),
+      onUpgraded: (s) => (upgrade.upstream = s),
+      onError: (err) => {
+        if (isCertificateError(err)) {
+          logger.warn("origin certificate refused", { host: t.host, code: err.code });
+          endRawJson(socket, 502, "sandgate-upstream-tls", { error: "upstream_certificate", host: t.host, port: t.port, code: err.code ?? "TLS", message: err.message });
+          return;
+        }
+        const o = unreachable(err);
+        endRawJson(socket, o.status, UPSTREAM_ERROR, unreachableBody(t, o, tun.address));
+      },
+    });
   }
 
   function forwardTls(req: http.IncomingMessage, res: http.ServerResponse, t: Target, tun: TerminatedTunnel): void {
@@ -800,6 +924,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   server.on("request", (req, res) => handleRequest(req, res, false));
   server.on("checkContinue", (req, res) => handleRequest(req, res, true));
   server.on("connect", handleConnect);
+  server.on("upgrade", handleUpgrade);
 
   function closeTunnel(tn: Tunnel): void {
     tn.client.destroy();

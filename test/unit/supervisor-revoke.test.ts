@@ -192,24 +192,6 @@ describe("a new revision revokes what it no longer allows", () => {
     expect(await next).toBe("closed");
   });
 
-  it("never upgrades a plain ws:// request: every WebSocket runs inside a tunnel, where revocation reaches it", async () => {
-    const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
-    await new Promise<void>((r) => wss.once("listening", () => r()));
-    let upgraded = 0;
-    wss.on("connection", () => upgraded++);
-    cleanups.push(() => new Promise<void>((r) => wss.close(() => r())));
-    const wsPort = (wss.address() as AddressInfo).port;
-    const holder = new PolicyHolder({ policy: policyOf([{ name: "ws", endpoints: [{ host: "ws.test", port: wsPort, protocol: "http", allowPrivate: LOOPBACK }] }]), revision: 1 });
-    const { port } = await startProxy(holder);
-    const s = await rawClient(port, cleanups);
-    const head = nextEvent(s);
-    s.write(`GET http://ws.test:${wsPort}/ HTTP/1.1\r\nHost: ws.test:${wsPort}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
-    const answer = await head;
-    expect(answer).toMatch(/^data:HTTP\/1.1 /);
-    expect(answer).not.toMatch(/^data:HTTP\/1.1 101 /);
-    expect(upgraded).toBe(0);
-  });
-
   it("closes an idle kept-alive client connection and its pooled upstream socket; a connection still allowed stays and its next request is judged anew", async () => {
     const origin = await startHttp();
     const other = await startHttp();
