@@ -40,8 +40,11 @@ function policyOf(rules: { name: string; endpoints: object[] }[]): Policy {
 
 const resolve: Resolver = (host) => Promise.resolve(host.endsWith(".test") ? ["127.0.0.1"] : []);
 
-/** A WebSocket echo origin (wss with a leaf for ws.test, or ws); /ws/refuse is answered 400, never upgraded. */
-async function startWsOrigin(secure: boolean): Promise<{ port: number; upgrades: string[]; open: () => number }> {
+/**
+ * A WebSocket echo origin (wss with a leaf for ws.test, or ws); /ws/refuse is answered 400,
+ * never upgraded; /ws/hold is upgraded only on release().
+ */
+async function startWsOrigin(secure: boolean): Promise<{ port: number; upgrades: string[]; open: () => number; release: () => void }> {
   const server = secure ? https.createServer(await new LeafCertificates(originCa).issuePem("ws.test").then((p) => ({ cert: p.certPem, key: p.keyPem }))) : http.createServer();
   const wss = new WebSocketServer({ noServer: true });
   const upgrades: string[] = [];
@@ -52,15 +55,23 @@ async function startWsOrigin(secure: boolean): Promise<{ port: number; upgrades:
       socket.end("HTTP/1.1 400 Bad Request\r\nContent-Length: 7\r\nConnection: close\r\n\r\nrefused");
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => ws.on("message", (m: Buffer) => ws.send(`echo ${m.toString()}`)));
+    const accept = (): void => wss.handleUpgrade(req, socket, head, (ws) => ws.on("message", (m: Buffer) => ws.send(`echo ${m.toString()}`)));
+    if (req.url === "/ws/hold") held.push(accept);
+    else accept();
   });
+  const held: (() => void)[] = [];
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   cleanups.push(() => new Promise<void>((r) => {
     for (const c of wss.clients) c.terminate();
     server.closeAllConnections();
     server.close(() => r());
   }));
-  return { port: (server.address() as AddressInfo).port, upgrades, open: () => [...wss.clients].filter((c) => c.readyState === WebSocket.OPEN).length };
+  return {
+    port: (server.address() as AddressInfo).port,
+    upgrades,
+    open: () => [...wss.clients].filter((c) => c.readyState === WebSocket.OPEN).length,
+    release: () => held.splice(0).forEach((accept) => accept()),
+  };
 }
 
 async function startProxy(holder: PolicyHolder, lockdown?: () => string | null): Promise<{ proxy: EgressProxy; port: number; audits: AuditEvent[] }> {
@@ -171,15 +182,18 @@ describe("WebSocket inside a terminated tunnel", () => {
     expect(origin.upgrades).toEqual([]);
   });
 
-  it("a frame sent before the 101 is held, then reaches the origin after it, in order", async () => {
+  it("frames sent before the 101 (with the request, and while the origin holds it) are held, then reach the origin after it, in order", async () => {
     const origin = await startWsOrigin(true);
     const { port } = await startProxy(new PolicyHolder({ policy: policyOf([terminated(origin.port, ["/ws/**"])]), revision: 1 }));
     const t = await tlsTunnel(port, origin.port);
-    const answer = readUpgrade(t);
-    t.write(Buffer.concat([Buffer.from(upgradeRequest("/ws/early", "ws.test")), maskedFrame("early")]));
+    const answer = readUpgrade(t, 2);
+    t.write(Buffer.concat([Buffer.from(upgradeRequest("/ws/hold", "ws.test")), maskedFrame("early")]));
+    await expect.poll(() => origin.upgrades).toEqual(["/ws/hold"]);
+    t.write(maskedFrame("later"));
+    origin.release();
     const r = await answer;
     expect(r.head).toMatch(/^HTTP\/1.1 101 /);
-    expect(r.frame).toBe("echo early");
+    expect(r.frames).toEqual(["echo early", "echo later"]);
   });
 
   it("revocation closes an upgraded WebSocket whose path the new revision no longer allows, though its host still is", async () => {
