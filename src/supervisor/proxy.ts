@@ -60,7 +60,7 @@ export const TLS_UNAVAILABLE = "tls_termination_unavailable";
 export interface Revocation {
   /** Every connection closed: tunnels + client connections + idle upstream sockets. */
   closed: number;
-  /** CONNECT tunnels (and what runs inside them: TLS, upgraded WebSockets), open or still connecting. */
+  /** CONNECT tunnels (with what runs inside them) and plain ws:// WebSockets, open or still connecting. */
   tunnels: number;
   /** Plain-HTTP client connections of the workload (kept-alive or with a request in flight). */
   clients: number;
@@ -732,6 +732,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       void readHello(client, head, t.host, helloTimeoutMs).then((r) => {
         client.off("close", gone);
         if (r.kind === "closed" || client.destroyed || upstream.destroyed) {
+          // Gone before a verdict (the workload left, a revocation): the CONNECT was allowed.
+          audit(t, { kind: "allow", rule: allowed.rule, address });
           upstream.destroy();
           return;
         }

@@ -169,16 +169,17 @@ describe("a blind https tunnel opens only with a ClientHello for the CONNECT hos
     await expect.poll(() => origin.allClosed()).toBe(true);
   });
 
-  it("revocation closes a blind tunnel still waiting for its ClientHello, and its upstream connection", async () => {
+  it("revocation closes a blind tunnel still waiting for its ClientHello, and its upstream connection; the CONNECT is audited allowed", async () => {
     const origin = await startRecorder();
     const holder = new PolicyHolder({ policy: policyOf([{ name: "blind", endpoints: [https("blind.test", origin.port)] }]), revision: 1 });
-    const { proxy, port } = await startProxy(holder);
+    const { proxy, port, audits } = await startProxy(holder);
     const c = await connect(port, `blind.test:${origin.port}`, cleanups);
     await expect.poll(() => origin.accepted.length).toBe(1);
     holder.replace(policyOf([]), 2);
     expect(proxy.revoke()).toEqual({ closed: 1, tunnels: 1, clients: 0, upstream: 0 });
     expect(await nextEvent(c.socket)).toBe("closed");
     await expect.poll(() => origin.allClosed()).toBe(true);
+    await expect.poll(() => audits).toEqual([expect.objectContaining({ decision: "allow", host: "blind.test", rule: "blind" })]);
   });
 });
 
