@@ -3,6 +3,7 @@ export type { Policy, NetworkRule, Endpoint, HttpRule, DenyEntry, ProcessLimits,
 export { PROTOCOLS, HTTP_METHODS, PROCESS_LIMITS } from "./schema.js";
 export { parsePolicyYaml, policyFromObject, defaultPolicy, type PolicyParse } from "./parse.js";
 export { evaluate, type EgressRequest, type Decision, type DenyReason } from "./evaluate.js";
+export { decideTunnel, tunnelStaysOpen, tunnelKind, type TunnelDecision, type TunnelKind } from "./tunnel.js";
 export { checkResolvedAddress, hostAddressSet, NO_HOST_ADDRESSES, type AddressCheck, type HostAddresses } from "./address.js";
 export { overrideMethods, OVERRIDE_HEADERS, OVERRIDE_PARAMETER } from "./override.js";
 export { hostMatches, validateHostPattern, normalizeRequestHost } from "./hosts.js";

@@ -8,7 +8,7 @@ import dns from "node:dns";
 import { pipeline } from "node:stream";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import { evaluate, checkResolvedAddress, overrideMethods, NO_HOST_ADDRESSES, type HostAddresses } from "../policy/index.js";
+import { evaluate, checkResolvedAddress, overrideMethods, decideTunnel, tunnelKind, tunnelStaysOpen, NO_HOST_ADDRESSES, type Decision, type HostAddresses, type TunnelKind } from "../policy/index.js";
 import type { PolicyHolder } from "./policy-holder.js";
 import type { Logger } from "./logger.js";
 import { errorFields } from "./logger.js";
@@ -19,6 +19,8 @@ import type { LeafCertificates } from "./tls/leaf-certs.js";
 import { TlsTerminator, isCertificateError, type TerminatedTunnel } from "./tls/terminate.js";
 import type { CredentialRefusal, SecretValues } from "./credentials.js";
 import { CREDENTIAL_ERROR, prepareRequest, readBoundedBody, refusalBody, refusePlain, swapBody, type PreparedRequest } from "./credential-injector.js";
+import { HELLO_TIMEOUT_MS, readHello } from "./tls/hello-gate.js";
+import { WEBSOCKET, relayUpgrade, websocketUpgrade } from "./upgrade.js";
 
 export type Resolver = (host: string) => Promise<string[]>;
 
@@ -51,6 +53,8 @@ export interface EgressProxyOptions {
   upstreamCa?: string;
   /** The secret values the supervisor holds, for the placeholders the policy binds. Absent: none (every placeholder is unknown). */
   credentials?: SecretValues;
+  /** How long a blind https tunnel waits for its ClientHello (default HELLO_TIMEOUT_MS). */
+  helloTimeoutMs?: number;
 }
 
 /** Reason a tunnel that must be terminated is refused when the supervisor has no CA. */
@@ -60,7 +64,7 @@ export const TLS_UNAVAILABLE = "tls_termination_unavailable";
 export interface Revocation {
   /** Every connection closed: tunnels + client connections + idle upstream sockets. */
   closed: number;
-  /** CONNECT tunnels (and what runs inside them: TLS, upgraded WebSockets), open or still connecting. */
+  /** CONNECT tunnels (with what runs inside them) and plain ws:// WebSockets, open or still connecting. */
   tunnels: number;
   /** Plain-HTTP client connections of the workload (kept-alive or with a request in flight). */
   clients: number;
@@ -94,7 +98,8 @@ const PROXY_ERROR = "sandgate-proxy";
 interface Target {
   host: string;
   port: number;
-  protocol: "http" | "https";
+  /** A CONNECT is "https" until decideTunnel says which protocol it is. */
+  protocol: EgressProtocol;
   method: string;
   /** Path without query: queries often carry secrets and stay out of audit logs. */
   path?: string;
@@ -110,7 +115,8 @@ interface HttpTarget extends Target {
 }
 
 type Outcome =
-  | { kind: "allow"; address: string; rule: string; terminate?: true }
+  /** tunnel: what an allowed CONNECT carries; a blind https one is audited once its ClientHello was read. */
+  | { kind: "allow"; address: string; rule: string; tunnel?: TunnelKind }
   | { kind: "deny"; reason: string; rule?: string; address?: string }
   | { kind: "unreachable"; status: 502 | 504; code: string; message: string };
 
@@ -121,7 +127,9 @@ type Outcome =
 interface Grant {
   host: string;
   port: number;
-  protocol: "http" | "https";
+  protocol: EgressProtocol;
+  /** CONNECT tunnels: what the tunnel carries, re-checked with tunnelStaysOpen. */
+  tunnel?: TunnelKind;
   method?: string;
   path?: string;
   address: string;
@@ -161,12 +169,14 @@ interface ClientConnection {
   stale: boolean;
 }
 
-/** A CONNECT tunnel, from the CONNECT until it closes. */
+/** A CONNECT tunnel, or an upgraded WebSocket, from its request until it closes. */
 interface Tunnel {
   client: Duplex;
   /** Set once the target was allowed. */
   grant?: Grant;
-  upstream?: net.Socket;
+  upstream?: Duplex;
+  /** A WebSocket upgraded inside this (terminated) tunnel: its request, re-checked too. */
+  upgrade?: { grant: Grant; upstream?: Duplex };
 }
 
 /** What an audit event records: the decision, with the address when one was chosen. */
@@ -334,11 +344,37 @@ function closeIdle(socket: net.Socket): void {
   setTimeout(() => socket.destroy(), 5000).unref();
 }
 
-function grantOf(t: Target, address: string): Grant {
+type TerminatedOutcome = { kind: "allow"; rule: string } | { kind: "deny"; reason: string; rule?: string; address?: string };
+/** A decided request in a terminated tunnel: allowed ones carry the request with placeholders swapped; a credential refusal says why. */
+interface TerminatedDecision {
+  t: Target;
+  outcome: TerminatedOutcome;
+  prepared?: PreparedRequest;
+  refusal?: CredentialRefusal;
+}
+
+const ORIGIN_FORM = { error: "bad_request", message: "inside a tunnel, requests are in origin form (GET /path)" };
+
+/** An Upgrade request's headers as sent upstream: end-to-end ones, the authority checked, the upgrade asked for. */
+/** `headers`: the request's end-to-end headers (placeholders already swapped where that applies). */
+function upgradeHeaders(headers: readonly string[], authority: string): string[] {
+  return [...headers, "Host", authority, "Connection", "Upgrade", "Upgrade", WEBSOCKET];
+}
+
+/** Answers 400 to an Upgrade other than WebSocket on GET; true when it is one. */
+function refuseOtherUpgrade(req: http.IncomingMessage, socket: Duplex): boolean {
+  const u = websocketUpgrade(req);
+  if (u.ok) return true;
+  endRawJson(socket, 400, PROXY_ERROR, { error: "bad_request", message: `only GET with "Upgrade: websocket" is relayed, got ${req.method ?? "?"} with ${JSON.stringify(u.asked.slice(0, 60))}` });
+  return false;
+}
+
+function grantOf(t: Target, address: string, tunnel?: TunnelKind): Grant {
   return {
     host: t.host,
     port: t.port,
     protocol: t.protocol,
+    ...(tunnel === undefined ? {} : { tunnel }),
     ...(t.protocol === "http" ? { method: t.method } : {}),
     ...(t.path === undefined ? {} : { path: t.path }),
     address,
@@ -349,6 +385,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   const { policy, onAudit, logger } = options;
   const resolve = options.resolve ?? defaultResolver;
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+  const helloTimeoutMs = options.helloTimeoutMs ?? HELLO_TIMEOUT_MS;
   const resolveTimeoutMs = options.resolveTimeoutMs ?? 5_000;
 
   // One keep-alive agent; its pools are keyed by host:port, and host is always the
@@ -404,14 +441,23 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       audit(t, o);
       return o;
     }
-    const decision = evaluate(loaded.policy, {
-      host: t.host,
-      port: t.port,
-      protocol: t.protocol,
-      ...(t.protocol === "http" ? { method: t.method } : {}),
-      ...(t.path === undefined ? {} : { path: t.path }),
-      ...(t.overrides === undefined ? {} : { methodOverrides: t.overrides }),
-    });
+    let decision: Decision;
+    let tunnel: TunnelKind | undefined;
+    if (t.method === "CONNECT") {
+      const d = decideTunnel(loaded.policy, t.host, t.port);
+      t.protocol = d.protocol;
+      decision = d.decision;
+      tunnel = tunnelKind(d);
+    } else {
+      decision = evaluate(loaded.policy, {
+        host: t.host,
+        port: t.port,
+        protocol: t.protocol,
+        ...(t.protocol === "http" ? { method: t.method } : {}),
+        ...(t.path === undefined ? {} : { path: t.path }),
+        ...(t.overrides === undefined ? {} : { methodOverrides: t.overrides }),
+      });
+    }
     if (!decision.allow) {
       const o: Outcome = { kind: "deny", reason: decision.reason };
       if (decision.rule !== undefined) o.rule = decision.rule;
@@ -452,8 +498,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       }
     }
     const address = addresses.find((a) => net.isIPv4(a)) ?? addresses[0]!;
-    const o = { kind: "allow", address, rule: decision.rule, ...(decision.terminate && { terminate: true as const }) } as const;
-    audit(t, o);
+    const o = { kind: "allow", address, rule: decision.rule, ...(tunnel !== undefined && { tunnel }) } as const;
+    if (tunnel !== "https-blind") audit(t, o);
     return o;
   }
 
@@ -590,13 +636,75 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     else req.pipe(upReq);
   }
 
-  function handleConnect(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
-    // From here on the socket is a tunnel, not an HTTP connection.
+  /** From here on the socket is a tunnel (CONNECT, or an upgrade), not an HTTP connection. */
+  function asTunnel(socket: Duplex): Tunnel {
     clients.delete(socket);
     const entry: Tunnel = { client: socket };
     tunnels.set(socket, entry);
     socket.once("close", () => tunnels.delete(socket));
     socket.on("error", (err) => logger.warn("tunnel client socket error", errorFields(err)));
+    return entry;
+  }
+
+  /**
+   * A plain ws:// upgrade (absolute form): decided as the GET it is, then relayed. From the
+   * request on, its connection is registered as a tunnel, so revocation and lockdown reach it.
+   */
+  function handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    const entry = asTunnel(socket);
+    if (!refuseOtherUpgrade(req, socket)) return;
+    const target = parseAbsoluteHttp(req.url, req.method ?? "GET");
+    if (target === undefined) {
+      endRawJson(socket, 400, PROXY_ERROR, { error: "bad_request", message: "this is a forward proxy: send absolute-form requests (GET http://host/path)" });
+      return;
+    }
+    target.overrides = overrideMethods(req.rawHeaders, target.requestPath);
+    authorize(target).then(
+      (outcome) => {
+        if (outcome.kind === "deny") endRawJson(socket, 403, POLICY_ERROR, denialBody(target, outcome));
+        else if (outcome.kind === "unreachable") endRawJson(socket, outcome.status, UPSTREAM_ERROR, unreachableBody(target, outcome));
+        else if (!socket.destroyed) {
+          const { address } = outcome;
+          const headers = endToEndHeaders(req.rawHeaders, REQUEST_REPLACED);
+          // Plain http carries no credential: a placeholder here is refused as on any plain request.
+          const loaded = policy.current();
+          const refusal = loaded === undefined ? null : refusePlain(loaded.policy, target.requestPath, headers);
+          if (refusal !== null) {
+            audit(target, { kind: "deny", reason: refusal.reason, rule: outcome.rule, address });
+            endRawJson(socket, 403, CREDENTIAL_ERROR, refusalBody(target, refusal));
+            return;
+          }
+          entry.grant = grantOf(target, address);
+          // A fresh connection, never a pooled one: it becomes this WebSocket's alone.
+          const upstream = http.request({ host: address, port: target.port, method: target.method, path: target.requestPath, headers: upgradeHeaders(headers, target.authority), setHost: false, agent: false, timeout: connectTimeoutMs });
+          upstream.once("socket", (s: net.Socket) => {
+            entry.upstream = s;
+            s.once("connect", () => s.setTimeout(0));
+          });
+          upstream.once("timeout", () => upstream.destroy(new TimeoutError(`connect to ${address}:${target.port} timed out`)));
+          relayUpgrade({
+            client: socket,
+            head,
+            upstream,
+            responseHeaders: (raw) => endToEndHeaders(raw),
+            onUpgraded: () => undefined,
+            onError: (err) => {
+              const o = unreachable(err);
+              logger.warn("upstream unreachable", { host: target.host, port: target.port, address, code: o.code });
+              endRawJson(socket, o.status, UPSTREAM_ERROR, unreachableBody(target, o, address));
+            },
+          });
+        }
+      },
+      (err: unknown) => {
+        logger.error("proxy upgrade failed", { host: target.host, ...errorFields(err) });
+        endRawJson(socket, 502, PROXY_ERROR, { error: "proxy_error" });
+      },
+    );
+  }
+
+  function handleConnect(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    const entry = asTunnel(socket);
     const target = parseConnectTarget(req.url);
     if (target === undefined) {
       endRawJson(socket, 400, PROXY_ERROR, { error: "bad_request", message: "CONNECT needs host:port" });
@@ -607,8 +715,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         if (outcome.kind === "deny") endRawJson(socket, 403, POLICY_ERROR, denialBody(target, outcome));
         else if (outcome.kind === "unreachable") endRawJson(socket, outcome.status, UPSTREAM_ERROR, unreachableBody(target, outcome));
         else if (socket.destroyed) return;
-        else if (outcome.terminate) intercept(entry, head, target, outcome.address);
-        else tunnel(entry, head, target, outcome.address);
+        else if (outcome.tunnel === "https-terminated") intercept(entry, head, target, outcome.address);
+        else tunnel(entry, head, target, outcome);
       },
       (err: unknown) => {
         logger.error("proxy connect failed", { host: target.host, ...errorFields(err) });
@@ -617,11 +725,18 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     );
   }
 
-  function tunnel(entry: Tunnel, head: Buffer, t: Target, address: string): void {
+  /**
+   * A raw (tcp) or blind https tunnel. The upstream connection is opened first, so an
+   * unreachable origin is still a 502/504; a blind one then gets no byte until the
+   * workload's first bytes are a ClientHello for the CONNECT host (hello-gate.ts).
+   */
+  function tunnel(entry: Tunnel, head: Buffer, t: Target, allowed: Outcome & { kind: "allow" }): void {
     const { client } = entry;
+    const { address } = allowed;
+    const blind = allowed.tunnel === "https-blind";
     // allowHalfOpen: one side finishing its writes must not cut the other direction.
     const upstream = net.connect({ host: address, port: t.port, allowHalfOpen: true });
-    entry.grant = grantOf(t, address);
+    entry.grant = grantOf(t, address, allowed.tunnel);
     entry.upstream = upstream;
     upstream.setNoDelay(true);
     let established = false;
@@ -636,7 +751,34 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       client.off("close", abandon);
       established = true;
       client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-      if (head.length > 0) upstream.write(head);
+      if (!blind) {
+        relay(head);
+        return;
+      }
+      const gone = (): void => void upstream.destroy();
+      client.once("close", gone);
+      void readHello(client, head, t.host, helloTimeoutMs).then((r) => {
+        client.off("close", gone);
+        if (r.kind === "closed" || client.destroyed || upstream.destroyed) {
+          // Gone before a verdict (the workload left, a revocation): the CONNECT was allowed.
+          audit(t, { kind: "allow", rule: allowed.rule, address });
+          upstream.destroy();
+          return;
+        }
+        if (r.kind === "refuse") {
+          logger.warn("tunnel closed at its first bytes", { host: t.host, port: t.port, reason: r.reason, detail: r.detail });
+          audit(t, { kind: "deny", reason: r.reason, rule: allowed.rule, address });
+          client.destroy();
+          upstream.destroy();
+          return;
+        }
+        audit(t, { kind: "allow", rule: allowed.rule, address });
+        relay(r.bytes);
+      });
+    });
+    /** Both ways, `first` (bytes already read from the client) upstream before the rest. */
+    const relay = (first: Buffer): void => {
+      if (first.length > 0) upstream.write(first);
       const done = (err: NodeJS.ErrnoException | null): void => {
         if (err !== null) {
           client.destroy();
@@ -645,10 +787,15 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       };
       pipeline(client, upstream, done);
       pipeline(upstream, client, done);
-    });
+    };
     upstream.once("error", (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      if (established) return; // the pipelines tear both sides down
+      if (established) {
+        client.destroy(); // before the relay, nothing else tears the client down
+        return;
+      }
+      // The blind tunnel's decision was not audited yet: it was allowed, the network did not deliver.
+      if (blind) audit(t, { kind: "allow", rule: allowed.rule, address });
       const o = unreachable(err);
       logger.warn("upstream unreachable", { host: t.host, port: t.port, address, code: o.code });
       if (!client.destroyed) endRawJson(client, o.status, UPSTREAM_ERROR, unreachableBody(t, o, address));
@@ -657,7 +804,14 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
 
   // ---- terminated https: the workload's TLS ends here, each request is decided ----
 
-  const terminator = options.tls ? new TlsTerminator(options.tls, (req, res, t, expectContinue) => handleTerminated(req, res, t, expectContinue)) : undefined;
+  const terminator = options.tls
+    ? new TlsTerminator(options.tls, (req, res, t, expectContinue) => handleTerminated(req, res, t, expectContinue), {
+        onUpgrade: (req, socket, head, t) => handleTerminatedUpgrade(req, socket, head, t),
+      })
+    : undefined;
+
+  /** Each terminated tunnel's registry entry, for the WebSockets upgraded inside it. */
+  const terminatedTunnels = new WeakMap<TerminatedTunnel, Tunnel>();
 
   function intercept(entry: Tunnel, head: Buffer, t: Target, address: string): void {
     if (terminator === undefined) {
@@ -668,45 +822,21 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     }
     entry.grant = grantOf(t, address);
     entry.client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-    terminator.terminate(entry.client, head, { host: t.host, port: t.port, address }).catch((err: unknown) => {
+    const tun: TerminatedTunnel = { host: t.host, port: t.port, address };
+    terminatedTunnels.set(tun, entry);
+    terminator.terminate(entry.client, head, tun).catch((err: unknown) => {
       logger.warn("TLS from the workload failed", { host: t.host, ...errorFields(err) });
     });
   }
 
   /** One request inside a terminated tunnel: decided like plain HTTP, at the address checked for the tunnel. */
   function handleTerminated(req: http.IncomingMessage, res: http.ServerResponse, tun: TerminatedTunnel, expectContinue: boolean): void {
-    const method = req.method ?? "GET";
-    const url = req.url ?? "/";
-    if (!url.startsWith("/")) {
-      sendJson(res, 400, PROXY_ERROR, { error: "bad_request", message: "inside a tunnel, requests are in origin form (GET /path)" }, true);
+    const decided = decideTerminated(req, tun);
+    if (decided === undefined) {
+      sendJson(res, 400, PROXY_ERROR, ORIGIN_FORM, true);
       return;
     }
-    const q = url.indexOf("?");
-    const t: Target = { host: tun.host, port: tun.port, protocol: "https", method, path: q < 0 ? url : url.slice(0, q), overrides: overrideMethods(req.rawHeaders, url) };
-    const locked = options.lockdown?.() ?? null;
-    const loaded = policy.current();
-    let outcome: { kind: "allow"; rule: string } | { kind: "deny"; reason: string; rule?: string; address?: string };
-    let prepared: PreparedRequest | undefined;
-    let refusal: CredentialRefusal | undefined;
-    if (locked !== null || loaded === undefined) outcome = { kind: "deny", reason: locked ?? POLICY_MISSING };
-    else {
-      const d = evaluate(loaded.policy, { host: t.host, port: t.port, protocol: "https", method, path: url, methodOverrides: t.overrides ?? [] });
-      if (!d.allow) outcome = { kind: "deny", reason: d.reason, ...(d.rule === undefined ? {} : { rule: d.rule }) };
-      else {
-        const check = checkResolvedAddress(tun.address, d.allowPrivate, options.hostAddresses?.() ?? NO_HOST_ADDRESSES);
-        outcome = check.ok ? { kind: "allow", rule: d.rule } : { kind: "deny", reason: check.reason, rule: d.rule, address: tun.address };
-        if (check.ok) {
-          // Placeholders are swapped where the policy binds them and refused anywhere else.
-          const p = prepareRequest(loaded.policy, { host: t.host, port: t.port, method, url }, endToEndHeaders(req.rawHeaders, REQUEST_REPLACED), options.credentials);
-          if (p.ok) prepared = p.value;
-          else {
-            refusal = p.refusal;
-            outcome = { kind: "deny", reason: p.refusal.reason, rule: d.rule };
-          }
-        }
-      }
-    }
-    audit(t, outcome.kind === "allow" ? { kind: "allow", rule: outcome.rule, address: tun.address } : outcome);
+    const { t, outcome, prepared, refusal } = decided;
     if (outcome.kind === "deny") {
       if (refusal !== undefined) sendJson(res, 403, CREDENTIAL_ERROR, refusalBody(t, refusal), expectContinue || hasBody(req));
       else sendJson(res, 403, POLICY_ERROR, denialBody(t, outcome), expectContinue || hasBody(req));
@@ -737,6 +867,83 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       for (let i = 0; i < headers.length; i += 2) if (headers[i]!.toLowerCase() !== "content-length") framed.push(headers[i]!, headers[i + 1]!);
       framed.push("Content-Length", String(swapped.value.length));
       forwardTls(req, res, t, tun, p.path, framed, swapped.value);
+    });
+  }
+
+  /** Evaluates (and audits) a request inside a terminated tunnel; undefined when it is not in origin form. */
+  function decideTerminated(req: http.IncomingMessage, tun: TerminatedTunnel): TerminatedDecision | undefined {
+    const method = req.method ?? "GET";
+    const url = req.url ?? "/";
+    if (!url.startsWith("/")) return undefined;
+    const q = url.indexOf("?");
+    const t: Target = { host: tun.host, port: tun.port, protocol: "https", method, path: q < 0 ? url : url.slice(0, q), overrides: overrideMethods(req.rawHeaders, url) };
+    const locked = options.lockdown?.() ?? null;
+    const loaded = policy.current();
+    let outcome: TerminatedOutcome;
+    let prepared: PreparedRequest | undefined;
+    let refusal: CredentialRefusal | undefined;
+    if (locked !== null || loaded === undefined) outcome = { kind: "deny", reason: locked ?? POLICY_MISSING };
+    else {
+      const d = evaluate(loaded.policy, { host: t.host, port: t.port, protocol: "https", method, path: url, methodOverrides: t.overrides ?? [] });
+      if (!d.allow) outcome = { kind: "deny", reason: d.reason, ...(d.rule === undefined ? {} : { rule: d.rule }) };
+      else {
+        const check = checkResolvedAddress(tun.address, d.allowPrivate, options.hostAddresses?.() ?? NO_HOST_ADDRESSES);
+        outcome = check.ok ? { kind: "allow", rule: d.rule } : { kind: "deny", reason: check.reason, rule: d.rule, address: tun.address };
+        if (check.ok) {
+          // Placeholders are swapped where the policy binds them and refused anywhere else.
+          const p = prepareRequest(loaded.policy, { host: t.host, port: t.port, method, url }, endToEndHeaders(req.rawHeaders, REQUEST_REPLACED), options.credentials);
+          if (p.ok) prepared = p.value;
+          else {
+            refusal = p.refusal;
+            outcome = { kind: "deny", reason: p.refusal.reason, rule: d.rule };
+          }
+        }
+      }
+    }
+    audit(t, outcome.kind === "allow" ? { kind: "allow", rule: outcome.rule, address: tun.address } : outcome);
+    return { t, outcome, ...(prepared && { prepared }), ...(refusal && { refusal }) };
+  }
+
+  /**
+   * A WebSocket upgrade inside a terminated tunnel: decided as a request, then relayed over the
+   * proxy's own verified TLS to the origin. It is registered on its tunnel, so revocation
+   * re-checks the request too (path, method), not only the tunnel's host:port.
+   */
+  function handleTerminatedUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer, tun: TerminatedTunnel): void {
+    socket.on("error", () => socket.destroy());
+    const entry = terminatedTunnels.get(tun);
+    if (!refuseOtherUpgrade(req, socket) || entry === undefined) return;
+    const decided = decideTerminated(req, tun);
+    if (decided === undefined) {
+      endRawJson(socket, 400, PROXY_ERROR, ORIGIN_FORM);
+      return;
+    }
+    const { t, outcome, prepared, refusal } = decided;
+    if (outcome.kind === "deny") {
+      if (refusal !== undefined) endRawJson(socket, 403, CREDENTIAL_ERROR, refusalBody(t, refusal));
+      else endRawJson(socket, 403, POLICY_ERROR, denialBody(t, outcome));
+      return;
+    }
+    // With its method: the grant is re-checked as the request it was, not as the tunnel.
+    const upgrade: NonNullable<Tunnel["upgrade"]> = { grant: { ...grantOf(t, tun.address), method: t.method } };
+    entry.upgrade = upgrade;
+    // The upgrade request carries its placeholders swapped, like any request here.
+    const upstream = terminator!.request(tun, { method: t.method, path: prepared!.path, headers: upgradeHeaders(prepared!.headers, tun.port === 443 ? tun.host : `${tun.host}:${tun.port}`), ca: options.upstreamCa });
+    relayUpgrade({
+      client: socket,
+      head,
+      upstream,
+      responseHeaders: (raw) => endToEndHeaders(raw),
+      onUpgraded: (s) => (upgrade.upstream = s),
+      onError: (err) => {
+        if (isCertificateError(err)) {
+          logger.warn("origin certificate refused", { host: t.host, code: err.code });
+          endRawJson(socket, 502, "sandgate-upstream-tls", { error: "upstream_certificate", host: t.host, port: t.port, code: err.code ?? "TLS", message: err.message });
+          return;
+        }
+        const o = unreachable(err);
+        endRawJson(socket, o.status, UPSTREAM_ERROR, unreachableBody(t, o, tun.address));
+      },
     });
   }
 
@@ -784,6 +991,13 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   server.on("request", (req, res) => handleRequest(req, res, false));
   server.on("checkContinue", (req, res) => handleRequest(req, res, true));
   server.on("connect", handleConnect);
+  server.on("upgrade", handleUpgrade);
+
+  function closeTunnel(tn: Tunnel): void {
+    tn.client.destroy();
+    tn.upstream?.destroy();
+    tn.upgrade?.upstream?.destroy();
+  }
 
   /** Closes every connection: lockdown, or no policy at all. */
   function revokeAll(): Revocation {
@@ -791,8 +1005,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     let clientCount = 0;
     let upstreamCount = 0;
     for (const tn of [...tunnels.values()]) {
-      tn.client.destroy();
-      tn.upstream?.destroy();
+      closeTunnel(tn);
       tunnelCount++;
     }
     for (const conn of [...clients.values()]) {
@@ -819,13 +1032,15 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     const allows = (g: Grant): boolean => {
       let v = verdicts.get(g);
       if (v === undefined) {
-        const d = evaluate(loaded.policy, {
-          host: g.host,
-          port: g.port,
-          protocol: g.protocol,
-          ...(g.method === undefined ? {} : { method: g.method }),
-          ...(g.path === undefined ? {} : { path: g.path }),
-        });
+        const d = g.tunnel !== undefined
+          ? tunnelStaysOpen(loaded.policy, g.tunnel, g.host, g.port)
+          : evaluate(loaded.policy, {
+              host: g.host,
+              port: g.port,
+              protocol: g.protocol,
+              ...(g.method === undefined ? {} : { method: g.method }),
+              ...(g.path === undefined ? {} : { path: g.path }),
+            });
         // The address was checked against the old allowPrivate; check it against the new one.
         v = d.allow && checkResolvedAddress(g.address, d.allowPrivate, hostSet).ok;
         verdicts.set(g, v);
@@ -839,9 +1054,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     let upstreamCount = 0;
     // Tunnels still being authorized have no grant yet: authorize() decides under the new policy.
     for (const tn of [...tunnels.values()]) {
-      if (tn.grant === undefined || allows(tn.grant)) continue;
-      tn.client.destroy();
-      tn.upstream?.destroy();
+      if (tn.grant === undefined || (allows(tn.grant) && (tn.upgrade === undefined || allows(tn.upgrade.grant)))) continue;
+      closeTunnel(tn);
       tunnelCount++;
     }
     for (const conn of [...clients.values()]) {

@@ -755,7 +755,7 @@ describe("revocation through the control session", () => {
     policyOf({
       rules: [
         { name: "origin", endpoints: [{ host: "localhost", port: originPort, protocol: "http", allowPrivate: ["127.0.0.0/8"], rules: [{ methods: ["GET"], paths }] }] },
-        ...(withEcho ? [{ name: "echo", endpoints: [{ host: "localhost", port: echoPort, protocol: "https", allowPrivate: ["127.0.0.0/8"] }] }] : []),
+        ...(withEcho ? [{ name: "echo", endpoints: [{ host: "localhost", port: echoPort, protocol: "tcp", allowPrivate: ["127.0.0.0/8"] }] }] : []),
       ],
     });
 

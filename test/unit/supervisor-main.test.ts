@@ -158,7 +158,7 @@ describe("supervisor bundle", () => {
               name: "loopback-test",
               endpoints: [
                 { host: "localhost", port: originPort, protocol: "http", allowPrivate: ["127.0.0.0/8", "::1/128"] },
-                { host: "localhost", port: echoPort, protocol: "https", allowPrivate: ["127.0.0.0/8", "::1/128"] },
+                { host: "localhost", port: echoPort, protocol: "tcp", allowPrivate: ["127.0.0.0/8", "::1/128"] },
               ],
             },
           ],
@@ -206,7 +206,7 @@ describe("supervisor bundle", () => {
     const audits = sup.lines.filter((l) => l.type === "egress");
     expect(audits).toEqual([
       expect.objectContaining({ decision: "allow", host: "localhost", port: originPort, protocol: "http", path: "/a", sandboxId: "sb-main", rule: "loopback-test" }),
-      expect.objectContaining({ decision: "allow", host: "localhost", port: echoPort, protocol: "https", sandboxId: "sb-main" }),
+      expect.objectContaining({ decision: "allow", host: "localhost", port: echoPort, protocol: "tcp", sandboxId: "sb-main" }),
       expect.objectContaining({ decision: "allow", path: "/slow" }),
     ]);
     expect(sup.lines.map((l) => l.msg)).toEqual(expect.arrayContaining(["shutting down", "stopped"]));

@@ -498,10 +498,10 @@ describe("egress proxy: plain HTTP", () => {
 });
 
 describe("egress proxy: CONNECT", () => {
-  it("tunnels bytes both ways to an allowed host:port, including bytes sent right after CONNECT", async () => {
+  it("tunnels bytes both ways to a host:port a tcp endpoint allows, including bytes sent right after CONNECT", async () => {
     const echoPort = await startEcho();
     const dns = fakeResolver({ "echo.test": ["127.0.0.1"] });
-    const holder = new PolicyHolder({ policy: allowing({ host: "echo.test", port: echoPort, protocol: "https", allowPrivate: LOOPBACK }), revision: 1 });
+    const holder = new PolicyHolder({ policy: allowing({ host: "echo.test", port: echoPort, protocol: "tcp", allowPrivate: LOOPBACK }), revision: 1 });
     const { port, audits } = await startProxy(holder, { resolve: dns.resolve });
 
     const early = Buffer.from("early-bytes|");
@@ -514,7 +514,7 @@ describe("egress proxy: CONNECT", () => {
 
     expect(sha256(back)).toBe(sha256(Buffer.concat([early, payload])));
     expect(audits).toEqual([
-      expect.objectContaining({ decision: "allow", protocol: "https", host: "echo.test", port: echoPort, address: "127.0.0.1", rule: "test" }),
+      expect.objectContaining({ decision: "allow", protocol: "tcp", host: "echo.test", port: echoPort, address: "127.0.0.1", rule: "test" }),
     ]);
     expect(audits[0]!.method).toBeUndefined();
   });

@@ -18,6 +18,9 @@ export interface TerminatedTunnel {
 /** `expectContinue`: the client waits for 100 Continue, which only an allowed request gets. */
 export type TerminatedRequestHandler = (req: http.IncomingMessage, res: http.ServerResponse, tunnel: TerminatedTunnel, expectContinue: boolean) => void;
 
+/** A decrypted request asking to upgrade (its socket is the workload's TLS socket, `head` read past it). */
+export type TerminatedUpgradeHandler = (req: http.IncomingMessage, socket: Duplex, head: Buffer, tunnel: TerminatedTunnel) => void;
+
 /** Upstream TLS errors that mean "the origin's certificate is not what it must be". */
 const CERT_ERRORS = new Set([
   "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
@@ -44,7 +47,7 @@ export class TlsTerminator {
   constructor(
     private readonly leafs: LeafCertificates,
     onRequest: TerminatedRequestHandler,
-    opts: { maxFreeSockets?: number } = {},
+    opts: { maxFreeSockets?: number; onUpgrade?: TerminatedUpgradeHandler } = {},
   ) {
     this.agent = new https.Agent({ keepAlive: true, maxFreeSockets: opts.maxFreeSockets ?? 256, scheduling: "lifo" });
     this.server = http.createServer({ requestTimeout: 0 });
@@ -55,6 +58,14 @@ export class TlsTerminator {
     };
     this.server.on("request", (req, res) => dispatch(req, res, false));
     this.server.on("checkContinue", (req, res) => dispatch(req, res, true));
+    const { onUpgrade } = opts;
+    if (onUpgrade !== undefined) {
+      this.server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+        const t = this.tunnels.get(req.socket);
+        if (t) onUpgrade(req, socket, head, t);
+        else socket.destroy();
+      });
+    }
   }
 
   /**
