@@ -13,7 +13,7 @@ import { ensureClientImage } from "../support/client-image.js";
 import { deleteAllAndCheckMonitors, startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
 import { eventually } from "../support/gateway-fixture.js";
 import { createReady, execIn } from "../support/recovery-helpers.js";
-import { docker } from "../support/sandbox-helpers.js";
+import { docker, type DockerRun } from "../support/sandbox-helpers.js";
 
 let fx: DockerFixture;
 let clientImage: string;
@@ -142,13 +142,16 @@ beforeAll(async () => {
   await startTlsOrigin(GOOD, await new LeafCertificates(originCa).issuePem(GOOD));
   await startTlsOrigin(UNTRUSTED, await new LeafCertificates(await issueSandboxCa("stranger")).issuePem(UNTRUSTED));
   await createReady(fx, SANDBOX, { policy: POLICY, image: clientImage });
-  // The origin builds its repository before it listens.
-  let last: Answer | undefined;
-  try {
-    await eventually(async () => ((last = await curl(url(GOOD, "/allowed/ready"))).status === "200" ? true : undefined), 60_000, "the origin to answer");
-  } catch (err) {
-    const logs = await docker(fx, "logs", GOOD);
-    throw new Error(`${(err as Error).message}; last answer ${JSON.stringify(last)}; origin log: ${logs.stdout} ${logs.stderr}`, { cause: err });
+  // Each origin builds its repository before it listens: asked from inside it, so that
+  // waiting depends on nothing the sandbox's trust is tested for.
+  for (const origin of [GOOD, UNTRUSTED]) {
+    let last: DockerRun | undefined;
+    try {
+      await eventually(async () => ((last = await docker(fx, "exec", origin, "curl", "-sk", "-o", "/dev/null", "-w", "%{http_code}", "https://localhost:8443/ready")).stdout === "200" ? true : undefined), 60_000, `${origin} to answer`);
+    } catch (err) {
+      const logs = await docker(fx, "logs", origin);
+      throw new Error(`${(err as Error).message}; last answer ${JSON.stringify(last)}; origin log: ${logs.stdout} ${logs.stderr}`, { cause: err });
+    }
   }
 });
 

@@ -33,8 +33,8 @@ export function missingClientPrograms(): string[] {
     [HOST_GIT, "git"],
     [HOST_GIT_REMOTE_HTTP, "git"],
     [HOST_PYTHON, "python3-minimal"],
-    [join(PYTHON_LIB, "urllib", "request.py"), "libpython3.11-stdlib"],
-    [join(PYTHON_LIB, "lib-dynload"), "libpython3.11-stdlib"],
+    [join(PYTHON_LIB, "ssl.py"), "python3-minimal"],
+    [join(PYTHON_LIB, "http", "client.py"), "libpython3.11-stdlib"],
   ];
   return want.filter(([p]) => !existsSync(p)).map(([p, pkg]) => `${p} (${pkg})`);
 }
