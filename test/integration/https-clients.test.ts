@@ -14,6 +14,7 @@ import { deleteAllAndCheckMonitors, startDockerFixture, type DockerFixture } fro
 import { eventually } from "../support/gateway-fixture.js";
 import { createReady, execIn } from "../support/recovery-helpers.js";
 import { docker, type DockerRun } from "../support/sandbox-helpers.js";
+import { NODE_TUNNEL_AGENT } from "../support/tunnel-agent.js";
 
 let fx: DockerFixture;
 let clientImage: string;
@@ -107,18 +108,11 @@ except urllib.error.HTTPError as e:
     sys.exit(3)
 `;
 
-// node 20's https does not read HTTPS_PROXY (NODE_USE_ENV_PROXY is node >= 22.21), so the
-// program opens the CONNECT tunnel itself, as a proxy agent would; trust is node's default
-// (no ca option): the system roots plus NODE_EXTRA_CA_CERTS, set by the sandbox.
+// node's https with a tunnelling agent (node 20 reads no HTTPS_PROXY itself, see
+// tunnel-agent.ts) and node's default trust: no ca option, NODE_EXTRA_CA_CERTS from the sandbox.
 const NODE = `const net=require("net"),tls=require("tls"),https=require("https");
-const target=new URL(process.argv[1]),p=new URL(process.env.HTTPS_PROXY);
-class TunnelAgent extends https.Agent{createConnection(o,cb){
-  const s=net.connect(Number(p.port),p.hostname,()=>s.write("CONNECT "+target.host+" HTTP/1.1\\r\\nHost: "+target.host+"\\r\\n\\r\\n"));
-  let b="";const onData=(d)=>{b+=d.toString("latin1");const e=b.indexOf("\\r\\n\\r\\n");if(e<0)return;s.off("data",onData);
-    if(b.split(" ")[1]!=="200"){cb(new Error("CONNECT "+b.split("\\r\\n")[0]));s.destroy();return}
-    cb(null,tls.connect({socket:s,servername:o.servername||target.hostname}))};
-  s.on("data",onData);s.on("error",cb);}}
-https.get(target,{agent:new TunnelAgent()},(res)=>{let o="";res.on("data",(d)=>o+=d);res.on("end",()=>{
+${NODE_TUNNEL_AGENT}
+https.get(process.argv[1],{agent:new TunnelAgent(process.env.HTTPS_PROXY)},(res)=>{let o="";res.on("data",(d)=>o+=d);res.on("end",()=>{
   console.log(res.statusCode+" "+(res.headers["x-proxy-error"]||"-")+" "+o);process.exit(res.statusCode===200?0:3)})})
   .on("error",(e)=>{console.error("ERR "+(e.code||e.message));process.exit(4)});`;
 
