@@ -63,37 +63,47 @@ async function gitExecLinks(): Promise<RootfsLayout["symlinks"]> {
   return links;
 }
 
+/**
+ * The base layout with more files, symlinks and directories. The base's files win over an
+ * added file at the same path (node's libraries are the same files anyway); an added file or
+ * symlink wins over a base symlink there (a busybox applet never shadows a real client).
+ */
+export function addToLayout(base: RootfsLayout, kind: string, add: Pick<RootfsLayout, "files" | "symlinks" | "dirs">): RootfsLayout {
+  const files = new Map(base.files.map((f) => [f.dest, f]));
+  for (const f of add.files) if (!files.has(f.dest)) files.set(f.dest, f);
+  const links = new Map(add.symlinks.map((l) => [l.dest, l]));
+  const taken = new Set([...files.keys(), ...links.keys()]);
+  return {
+    ...base,
+    kind,
+    files: [...files.values()],
+    dirs: [...base.dirs, ...add.dirs.filter((d) => !base.dirs.some((b) => b.dest === d.dest))],
+    symlinks: [...base.symlinks.filter((s) => !taken.has(s.dest)), ...links.values()],
+  };
+}
+
 /** The default workload layout plus the clients and every library they load. */
 export async function clientLayout(): Promise<RootfsLayout> {
   const missing = missingClientPrograms();
   if (missing.length > 0) throw new Error(`client image: missing on this host: ${missing.join(", ")} (run scripts/ensure-docker.sh as root)`);
-  const base = await workloadLayout();
   const stdlib = await pythonStdlib(PYTHON_LIB);
-  const binaries = [HOST_CURL, HOST_GIT, HOST_GIT_REMOTE_HTTP, HOST_PYTHON, ...stdlib.filter((f) => f.endsWith(".so"))];
-  const libs = (await Promise.all(binaries.map((b) => lddLibraries(b)))).flat();
-  const files = new Map<string, RootfsLayout["files"][number]>(base.files.map((f) => [f.dest, f]));
-  const add = (src: string, dest: string, mode: number): void => {
-    if (!files.has(dest)) files.set(dest, { src, dest, mode });
-  };
-  for (const b of [HOST_CURL, HOST_GIT, HOST_GIT_REMOTE_HTTP, HOST_PYTHON]) add(b, b, 0o755);
-  for (const f of stdlib) add(f, f, f.endsWith(".so") ? 0o755 : 0o644);
-  for (const l of libs) add(l, l, 0o755);
-  const own = [
-    // git runs its builtins and helpers from its exec path.
-    { dest: join(GIT_CORE, "git"), target: HOST_GIT },
-    ...(await gitExecLinks()),
-    { dest: "/usr/bin/python3", target: "python3.11" },
-  ];
-  const taken = new Set([...files.keys(), ...own.map((s) => s.dest)]);
-  return {
-    ...base,
-    kind: KIND,
-    files: [...files.values()],
-    // A busybox applet never shadows a real client (busybox has no git or python, but may gain one).
+  const programs = [HOST_CURL, HOST_GIT, HOST_GIT_REMOTE_HTTP, HOST_PYTHON];
+  const libs = (await Promise.all([...programs, ...stdlib.filter((f) => f.endsWith(".so"))].map((b) => lddLibraries(b)))).flat();
+  return addToLayout(await workloadLayout(), KIND, {
+    files: [
+      ...programs.map((p) => ({ src: p, dest: p, mode: 0o755 })),
+      ...stdlib.map((f) => ({ src: f, dest: f, mode: f.endsWith(".so") ? 0o755 : 0o644 })),
+      ...libs.map((l) => ({ src: l, dest: l, mode: 0o755 })),
+    ],
+    symlinks: [
+      // git runs its builtins and helpers from its exec path.
+      { dest: join(GIT_CORE, "git"), target: HOST_GIT },
+      ...(await gitExecLinks()),
+      { dest: "/usr/bin/python3", target: "python3.11" },
+    ],
     // Without it every git init and clone warns; an empty directory is what --template= gives.
-    dirs: [...base.dirs, { dest: "/usr/share/git-core/templates", mode: 0o755, uid: 0, gid: 0 }],
-    symlinks: [...base.symlinks.filter((s) => !taken.has(s.dest)), ...own],
-  };
+    dirs: [{ dest: "/usr/share/git-core/templates", mode: 0o755, uid: 0, gid: 0 }],
+  });
 }
 
 /** Like the workload image, plus an idle command: a container of it needs no Cmd of its own. */
