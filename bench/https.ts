@@ -50,7 +50,8 @@ const tlsOpts=cfg.ca?{ca:cfg.ca}:{};
 const mkAgent=(keepAlive)=>{const o={keepAlive,maxSockets:cfg.concurrency,...tlsOpts};return proxy?new TunnelAgent(proxy,o):new https.Agent(o)};
 function once(agent,host,path){return new Promise((resolve,reject)=>{const s=process.hrtime.bigint();
   https.get({host,port:${PORT},path,agent},(r)=>{let n=0;r.on("data",(d)=>n+=d.length);r.on("error",reject);
-    r.on("end",()=>r.statusCode===200?resolve({ms:Number(process.hrtime.bigint()-s)/1e6,bytes:n}):reject(new Error("HTTP "+r.statusCode+" "+(r.headers["x-proxy-error"]||""))));
+    let body="";r.on("data",(d)=>{if(r.statusCode!==200&&body.length<500)body+=d});
+    r.on("end",()=>r.statusCode===200?resolve({ms:Number(process.hrtime.bigint()-s)/1e6,bytes:n}):reject(new Error("HTTP "+r.statusCode+" "+(r.headers["x-proxy-error"]||"")+" "+body)));
   }).on("error",reject);});}
 async function run(agent,n){const lat=[];let next=0,bytes=0;const t0=process.hrtime.bigint();
   await Promise.all(Array.from({length:cfg.concurrency},async()=>{while(next<n){next++;const r=await once(agent,cfg.host,cfg.path);lat.push(r.ms);bytes+=r.bytes;}}));
@@ -182,7 +183,13 @@ export async function run(o: BenchOptions): Promise<void> {
     }
     const rules = [ORIGIN, ...FRESH].map((h) => `        - host: ${h}\n          port: ${PORT}\n          protocol: https\n          allowPrivate: ["10.0.0.0/8"]\n          rules:\n            - methods: [GET]\n`).join("");
     progress("https: creating the sandbox");
-    await createReady(fx, "https", { policy: `version: 1\nnetwork:\n  rules:\n    - name: origin\n      endpoints:\n${rules}` });
+    const sandbox = await createReady(fx, "https", { policy: `version: 1\nnetwork:\n  rules:\n    - name: origin\n      endpoints:\n${rules}` });
+    // Diagnostic only (never the default): lift the supervisor's CPU limit to see how much of the cost it explains.
+    const supervisorCpus = o.flags["supervisor-cpus"] === undefined ? null : parseNumber(o.flags["supervisor-cpus"], 1);
+    if (supervisorCpus !== null) {
+      const upd = await fx.engine.request("POST", `/containers/${sandbox.runtime.supervisor.id as string}/update`, { body: { NanoCpus: Math.round(supervisorCpus * 1e9) } });
+      if (upd.kind !== "ok") throw new Error("supervisor update failed");
+    }
 
     const runClient = async <T extends object>(mode: Mode, cfg: Record<string, unknown>): Promise<T> => {
       const full = { mode, host: ORIGIN, ...(mode === "sandbox" ? {} : { ca: originCa.certPem }), ...(mode === "squid" ? { proxy: `http://${SQUID}:3128` } : {}), ...cfg };
@@ -227,7 +234,7 @@ export async function run(o: BenchOptions): Promise<void> {
         rows.push([`${s.name}: ${mode}${mode === "squid" ? " (CONNECT passthrough, reference)" : mode === "sandbox" ? " (terminated)" : ""}`, x.latencyMs.median, x.latencyMs.p95, x.latencyMs.median - d.latencyMs.median, x.latencyMs.p95 - d.latencyMs.p95, rate(x), rate(x) / rate(d)]);
       }
     }
-    printTable(`terminated HTTPS vs direct (${reps} reps each, ${m.cores} cores, load ${m.loadavg.join("/")}; rate = MiB/s for 1 MiB, req/s for small)`, ["scenario: path", "p50 ms", "p95 ms", "added p50 ms", "added p95 ms", "rate", "× direct"], rows);
+    printTable(`terminated HTTPS vs direct${supervisorCpus === null ? "" : ` (DIAGNOSTIC: supervisor CPU limit changed to ${supervisorCpus})`} (${reps} reps each, ${m.cores} cores, load ${m.loadavg.join("/")}; rate = MiB/s for 1 MiB, req/s for small)`, ["scenario: path", "p50 ms", "p95 ms", "added p50 ms", "added p95 ms", "rate", "× direct"], rows);
     const med = (xs: number[]): number => stats(xs).median;
     const leafRows = [
       ["sandbox: first connection to the first new host (leaf key pair + leaf)", freshSandbox[0]!.first, "", ""],
@@ -242,7 +249,7 @@ export async function run(o: BenchOptions): Promise<void> {
     process.stdout.write(
       `targets: added p50 (kept-alive) ≤ 2 ms: ${addedP50 <= 2 ? "met" : "MISSED"} (${addedP50.toFixed(2)} ms); 1 MiB throughput ≥ 0.6× direct: ${thr >= 0.6 ? "met" : "MISSED"} (worst ${thr.toFixed(2)}×)${withSquid ? "" : `; no squid at ${squidBin}: reference row skipped`}\n`,
     );
-    const file = writeResult("https", m, { reps, scenarios, results, fresh: { sandbox: freshSandbox, direct: freshDirect }, addedP50Ms: addedP50, worstThroughputRatio: thr, squid: withSquid ? squidBin : null });
+    const file = writeResult(supervisorCpus === null ? "https" : "https-diagnostic", m, { supervisorCpus, reps, scenarios, results, fresh: { sandbox: freshSandbox, direct: freshDirect }, addedP50Ms: addedP50, worstThroughputRatio: thr, squid: withSquid ? squidBin : null });
     progress(`https: wrote ${file}`);
   } finally {
     await cleanup.run();
