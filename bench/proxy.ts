@@ -53,7 +53,8 @@ interface ClientRun {
   sec: number;
 }
 
-async function collect(session: ExecSession): Promise<{ code: number; stdout: string; stderr: string }> {
+/** Output and exit status of an exec session (stdin closed at once). */
+export async function collect(session: ExecSession): Promise<{ code: number; stdout: string; stderr: string }> {
   session.stdin.end();
   let stdout = "";
   let stderr = "";
@@ -62,11 +63,12 @@ async function collect(session: ExecSession): Promise<{ code: number; stdout: st
   return { code: await session.exitCode, stdout, stderr };
 }
 
-function parseRun(what: string, r: { code: number; stdout: string; stderr: string }): ClientRun {
+/** The last stdout line of a bench client as JSON; a failed client (exit status or an `error` field) throws, naming it. */
+export function parseRun(what: string, r: { code: number; stdout: string; stderr: string }): object {
   const line = r.stdout.trim().split("\n").at(-1) ?? "";
-  let parsed: (ClientRun & { error?: string }) | undefined;
+  let parsed: { error?: string } | undefined;
   try {
-    parsed = JSON.parse(line) as ClientRun & { error?: string };
+    parsed = JSON.parse(line) as { error?: string };
   } catch {
     parsed = undefined;
   }
@@ -85,9 +87,9 @@ async function startOriginContainer(fx: DockerFixture): Promise<void> {
 }
 
 /** A container with the workload's image, user and limits, but on the egress network: it has a route to the origin. */
-async function startDirectClient(fx: DockerFixture): Promise<string> {
+export async function startDirectClient(fx: DockerFixture, name = "bench-direct-client"): Promise<string> {
   const r = DEFAULT_RESOURCES;
-  const created = await fx.engine.createContainer("bench-direct-client", {
+  const created = await fx.engine.createContainer(name, {
     Image: fx.driver.imageRefs!.workload.id,
     Cmd: ["sleep", "2147483647"],
     User: `${WORKLOAD_UID}:${WORKLOAD_UID}`,
@@ -149,7 +151,7 @@ export async function run(o: BenchOptions): Promise<void> {
       const cfg: ClientConfig = { mode, target, path: s.path, concurrency: s.concurrency, requests: s.requests, warmup: s.warmup };
       const cmd = ["node", "-e", CLIENT, JSON.stringify(cfg)];
       const r = mode === "proxy" ? await execIn(fx, "proxied", cmd) : await collect(await startExec(fx.engine, directId, { cmd, tty: false }));
-      return parseRun(`${mode} ${s.name}`, r);
+      return parseRun(`${mode} ${s.name}`, r) as ClientRun;
     };
 
     const results: Record<string, Record<ClientConfig["mode"], Measured>> = {};

@@ -13,6 +13,7 @@ const BENCHES = {
   recovery: () => import("./recovery.js"),
   "monitor-scale": () => import("./monitor-scale.js"),
   proxy: () => import("./proxy.js"),
+  https: () => import("./https.js"),
   api: () => import("./api.js"),
   "audit-flood": () => import("./audit-flood.js"),
 } satisfies Record<string, () => Promise<{ run(o: BenchOptions): Promise<void> }>>;

@@ -73,7 +73,8 @@ export function imageChanges(kind: ImageKind, hash: string, ids: RoleIds = DEFAU
 }
 
 export interface ImagePlan {
-  kind: ImageKind;
+  /** An ImageKind for the product images; a test image (test/support) names its own. */
+  kind: string;
   repo: string;
   hash: string;
   ref: string;
@@ -129,22 +130,36 @@ async function ensureTar(plan: ImagePlan, progress: (msg: string) => void): Prom
   return true;
 }
 
-async function ensureImage(engine: ImageEngine, plan: ImagePlan, progress: (msg: string) => void, result: EnsureImagesResult): Promise<ImageRef> {
+/**
+ * One planned image in the daemon: present already, or imported from its cached tar
+ * (assembled first when there is none). Also used by test images built from their own layouts.
+ */
+export async function ensurePlannedImage(
+  engine: ImageEngine,
+  plan: ImagePlan,
+  progress: (msg: string) => void = (): void => undefined,
+): Promise<{ image: ImageRef; built: boolean; assembled: boolean }> {
   const found = await engine.inspectImage(plan.ref);
   if (found.kind === "ok") {
     progress(`${plan.ref} is present`);
-    return { ref: plan.ref, id: found.body.Id };
+    return { image: { ref: plan.ref, id: found.body.Id }, built: false, assembled: false };
   }
   if (found.kind !== "docker" || found.status !== 404) {
     throw new Error(`inspecting image ${plan.ref} failed: ${describeFailure(found)}`);
   }
-  if (await ensureTar(plan, progress)) result.assembled.push(plan.ref);
-  else progress(`importing ${plan.ref} from cached ${plan.tarPath}`);
+  const assembled = await ensureTar(plan, progress);
+  if (!assembled) progress(`importing ${plan.ref} from cached ${plan.tarPath}`);
   const imported = await engine.importImage(createReadStream(plan.tarPath), { repo: plan.repo, tag: plan.ref.split(":")[1]!, changes: plan.changes });
   if (imported.kind !== "ok") throw new Error(`importing image ${plan.ref} failed: ${describeFailure(imported)}`);
   progress(`imported ${plan.ref} (${imported.body.imageId.slice(0, 19)})`);
-  result.built.push(plan.ref);
-  return { ref: plan.ref, id: imported.body.imageId };
+  return { image: { ref: plan.ref, id: imported.body.imageId }, built: true, assembled };
+}
+
+async function ensureImage(engine: ImageEngine, plan: ImagePlan, progress: (msg: string) => void, result: EnsureImagesResult): Promise<ImageRef> {
+  const r = await ensurePlannedImage(engine, plan, progress);
+  if (r.assembled) result.assembled.push(plan.ref);
+  if (r.built) result.built.push(plan.ref);
+  return r.image;
 }
 
 /** Make sure both images exist in the daemon; import (from cache, or assembled) only what is missing. */

@@ -28,7 +28,8 @@ export const IMAGE_PATH_ENV = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
 export type ImageKind = "workload" | "supervisor";
 
 export interface RootfsLayout {
-  kind: ImageKind;
+  /** An ImageKind for the product images; a test image (test/support) names its own. */
+  kind: string;
   /** Host files copied in (symlinks followed). */
   files: { src: string; dest: string; mode: number }[];
   /** Generated files. */

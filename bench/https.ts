@@ -1,0 +1,257 @@
+// https: terminated HTTPS through the supervisor against direct HTTPS, in the same run.
+// The same node client (keep-alive https.Agent) runs in three places:
+//   direct  - a container on the egress network, the workload's image, user and limits,
+//             TLS straight to the origin (trusting the origin CA);
+//   sandbox - the sandbox's workload: a CONNECT tunnel per connection to $HTTPS_PROXY,
+//             which the supervisor terminates (an endpoint with L7 rules), trusting the
+//             sandbox CA by NODE_EXTRA_CA_CERTS;
+//   squid   - reference (optional): the direct container through Debian's squid in CONNECT
+//             passthrough (TLS end to end, no inspection: squid's ssl-bump is not in
+//             Debian's package), squid in a container with the supervisor's CPU and memory
+//             limits. Present when a squid binary is (--squid=PATH, default /usr/sbin/squid).
+// Kept-alive latency (2-byte body) and 1 MiB throughput, plus new connections to hosts the
+// supervisor has not seen (leaf generation) against ones it has.
+import { existsSync } from "node:fs";
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { startExec } from "../src/driver/docker/exec-session.js";
+import { DEFAULT_IMAGE_CACHE_DIR, ensurePlannedImage, type ImagePlan } from "../src/driver/docker/images.js";
+import { egressNetworkName, SUPERVISOR_RESOURCES } from "../src/driver/docker/objects.js";
+import { DEFAULT_IDS, layoutHash, lddLibraries, type RootfsLayout } from "../src/driver/docker/rootfs.js";
+import { LeafCertificates } from "../src/supervisor/tls/leaf-certs.js";
+import { issueSandboxCa } from "../src/util/x509.js";
+import { startDockerFixture, type DockerFixture } from "../test/support/docker-fixture.js";
+import { eventually } from "../test/support/gateway-fixture.js";
+import { createReady, execIn } from "../test/support/recovery-helpers.js";
+import { docker, parseProbe, PROBE_TCP } from "../test/support/sandbox-helpers.js";
+import { NODE_TUNNEL_AGENT } from "../test/support/tunnel-agent.js";
+import { Cleanup, machine, parseNumber, printTable, progress, stats, writeResult, type BenchOptions, type Stats } from "./lib.js";
+import { collect, parseRun, startDirectClient } from "./proxy.js";
+
+const ORIGIN = "bench-tls-origin";
+const SQUID = "bench-squid";
+const PORT = 8443;
+/** Names of the same origin the supervisor has not seen before the leaf measurement. */
+const FRESH = Array.from({ length: 8 }, (_, i) => `fresh-${i}`);
+
+/** CERTS: {host: {certPem, keyPem}}; the leaf is chosen by SNI. */
+const ORIGIN_PROGRAM = `const tls=require("tls"),big=Buffer.alloc(1<<20,97),certs=JSON.parse(process.env.CERTS);
+const ctx=Object.fromEntries(Object.entries(certs).map(([h,c])=>[h,tls.createSecureContext({cert:c.certPem,key:c.keyPem})]));
+const first=Object.values(certs)[0];
+require("https").createServer({cert:first.certPem,key:first.keyPem,SNICallback:(n,cb)=>cb(null,ctx[n])},(q,s)=>{
+  if(q.url==="/big"){s.writeHead(200,{"content-length":big.length});s.end(big)}else{s.writeHead(200,{"content-length":2});s.end("ok")}}).listen(${PORT})`;
+
+/** The client: argv[1] is its JSON config; prints one JSON line. */
+const CLIENT = `const net=require("net"),tls=require("tls"),https=require("https");
+${NODE_TUNNEL_AGENT}
+const cfg=JSON.parse(process.argv[1]);
+const proxy=cfg.mode==="sandbox"?process.env.HTTPS_PROXY:cfg.mode==="squid"?cfg.proxy:null;
+const tlsOpts=cfg.ca?{ca:cfg.ca}:{};
+const mkAgent=(keepAlive)=>{const o={keepAlive,maxSockets:cfg.concurrency,...tlsOpts};return proxy?new TunnelAgent(proxy,o):new https.Agent(o)};
+function once(agent,host,path){return new Promise((resolve,reject)=>{const s=process.hrtime.bigint();
+  https.get({host,port:${PORT},path,agent},(r)=>{let n=0;r.on("data",(d)=>n+=d.length);r.on("error",reject);
+    let body="";r.on("data",(d)=>{if(r.statusCode!==200&&body.length<500)body+=d});
+    r.on("end",()=>r.statusCode===200?resolve({ms:Number(process.hrtime.bigint()-s)/1e6,bytes:n}):reject(new Error("HTTP "+r.statusCode+" "+(r.headers["x-proxy-error"]||"")+" "+body)));
+  }).on("error",reject);});}
+async function run(agent,n){const lat=[];let next=0,bytes=0;const t0=process.hrtime.bigint();
+  await Promise.all(Array.from({length:cfg.concurrency},async()=>{while(next<n){next++;const r=await once(agent,cfg.host,cfg.path);lat.push(r.ms);bytes+=r.bytes;}}));
+  return {lat,bytes,sec:Number(process.hrtime.bigint()-t0)/1e9};}
+async function fresh(){const out=[];for(const h of cfg.fresh){const a=await once(mkAgent(false),h,"/small");const b=await once(mkAgent(false),h,"/small");out.push({host:h,first:a.ms,second:b.ms});}return {fresh:out};}
+const main=cfg.fresh?fresh():(async()=>{const agent=mkAgent(true);await run(agent,cfg.warmup);return run(agent,cfg.requests);})();
+main.then((r)=>console.log(JSON.stringify(r)),(e)=>{console.log(JSON.stringify({error:String(e)}));process.exitCode=1;});`;
+
+type Mode = "direct" | "sandbox" | "squid";
+
+interface ClientRun {
+  lat: number[];
+  bytes: number;
+  sec: number;
+}
+
+interface Scenario {
+  name: string;
+  path: string;
+  concurrency: number;
+  requests: number;
+  warmup: number;
+}
+
+const SQUID_CONF = `http_port 3128
+acl tls_port port ${PORT}
+acl CONNECT method CONNECT
+http_access allow CONNECT tls_port
+http_access deny all
+cache deny all
+access_log none
+cache_log stdio:/dev/stderr
+pid_filename none
+logfile_rotate 0
+coredump_dir /tmp
+# No directory listings are served: no MIME table, no icons.
+mime_table /dev/null
+icon_directory /tmp
+error_directory /usr/share/squid-langpack/templates
+shutdown_lifetime 0 seconds
+`;
+
+/** An image of the host's (or an unpacked package's) squid: the binary, its libraries, its error templates. */
+async function squidPlan(squidBin: string): Promise<ImagePlan> {
+  const root = squidBin.replace(/\/usr\/sbin\/squid$/, "");
+  const templates = join(root, "usr/share/squid-langpack/templates");
+  // Squid starts its unlinkd helper even with no disk cache.
+  const unlinkd = join(root, "usr/lib/squid/unlinkd");
+  for (const p of [templates, unlinkd]) if (!existsSync(p)) throw new Error(`squid reference: ${p} is missing (install squid, or unpack the squid and squid-langpack packages with dpkg -x into one directory)`);
+  const libs = [...new Set([...(await lddLibraries(squidBin)), ...(await lddLibraries(unlinkd))])];
+  const uid = DEFAULT_IDS.supervisor;
+  const layout: RootfsLayout = {
+    kind: "squid",
+    files: [
+      { src: squidBin, dest: "/usr/sbin/squid", mode: 0o755 },
+      { src: unlinkd, dest: "/usr/lib/squid/unlinkd", mode: 0o755 },
+      ...libs.map((l) => ({ src: l, dest: l, mode: 0o755 })),
+      ...(await readdir(templates)).map((f) => ({ src: join(templates, f), dest: `/usr/share/squid-langpack/templates/${f}`, mode: 0o644 })),
+    ],
+    texts: [
+      { dest: "/etc/squid/squid.conf", mode: 0o644, content: SQUID_CONF },
+      { dest: "/etc/passwd", mode: 0o644, content: `root:x:0:0:root:/root:/usr/sbin/nologin\nproxy:x:${uid}:${uid}:proxy:/tmp:/usr/sbin/nologin\n` },
+      { dest: "/etc/group", mode: 0o644, content: `root:x:0:\nproxy:x:${uid}:\n` },
+      { dest: "/etc/nsswitch.conf", mode: 0o644, content: "hosts: files dns\npasswd: files\ngroup: files\n" },
+    ],
+    dirs: [
+      { dest: "/tmp", mode: 0o1777, uid: 0, gid: 0 },
+      { dest: "/dev", mode: 0o755, uid: 0, gid: 0 },
+      { dest: "/proc", mode: 0o555, uid: 0, gid: 0 },
+      { dest: "/sys", mode: 0o555, uid: 0, gid: 0 },
+    ],
+    symlinks: [],
+  };
+  const changes = [`USER ${uid}:${uid}`, 'CMD ["/usr/sbin/squid", "-N", "-f", "/etc/squid/squid.conf"]'];
+  const hash = await layoutHash(layout, changes);
+  const tag = hash.slice(0, 12);
+  return { kind: "squid", repo: "sandgate-bench-squid", hash, ref: `sandgate-bench-squid:${tag}`, changes, layout, tarPath: join(DEFAULT_IMAGE_CACHE_DIR, `squid-${tag}.tar`) };
+}
+
+async function startContainer(fx: DockerFixture, name: string, config: Parameters<DockerFixture["engine"]["createContainer"]>[1]): Promise<void> {
+  const created = await fx.engine.createContainer(name, config);
+  if (created.kind !== "ok") throw new Error(`${name} create failed: ${JSON.stringify(created)}`);
+  if ((await fx.engine.startContainer(created.body.Id)).kind !== "ok") throw new Error(`${name} start failed`);
+}
+
+export async function run(o: BenchOptions): Promise<void> {
+  const reps = parseNumber(o.flags.reps, o.quick ? 1 : 3);
+  const scale = o.quick ? 0.2 : 1;
+  const scenarios: Scenario[] = [
+    { name: "latency small, kept-alive, c=1", path: "/small", concurrency: 1, requests: Math.round(2000 * scale), warmup: 100 },
+    { name: "throughput 1 MiB, c=1", path: "/big", concurrency: 1, requests: Math.round(200 * scale), warmup: 10 },
+    { name: "throughput 1 MiB, c=4", path: "/big", concurrency: 4, requests: Math.round(200 * scale), warmup: 10 },
+  ];
+  const squidBin = o.flags.squid ?? "/usr/sbin/squid";
+  const withSquid = existsSync(squidBin);
+  const m = machine();
+  const cleanup = new Cleanup();
+  try {
+    const originCa = await issueSandboxCa("bench origins");
+    progress("https: starting a private dockerd and a gateway");
+    const fx = await startDockerFixture({ liveRestore: true, name: "bhttps", originCaPem: originCa.certPem });
+    cleanup.add("fixture", () => fx.close());
+    const leaves = new LeafCertificates(originCa);
+    const certs = Object.fromEntries(await Promise.all([ORIGIN, ...FRESH].map(async (h) => [h, await leaves.issuePem(h)] as const)));
+    const net = egressNetworkName(fx.driver.gatewayId);
+    await startContainer(fx, ORIGIN, {
+      Image: fx.driver.imageRefs!.workload.id,
+      Cmd: ["node", "-e", ORIGIN_PROGRAM],
+      Env: [`CERTS=${JSON.stringify(certs)}`],
+      HostConfig: { NetworkMode: net },
+      NetworkingConfig: { EndpointsConfig: { [net]: { Aliases: FRESH } } },
+    });
+    const directId = await startDirectClient(fx, "bench-https-direct");
+    if (withSquid) {
+      progress(`https: squid reference from ${squidBin}`);
+      const plan = await squidPlan(squidBin);
+      const img = (await ensurePlannedImage(fx.engine, plan, progress)).image;
+      await startContainer(fx, SQUID, {
+        Image: img.id,
+        HostConfig: { NetworkMode: net, Memory: SUPERVISOR_RESOURCES.memoryMb * 2 ** 20, NanoCpus: Math.round(SUPERVISOR_RESOURCES.cpus * 1e9), Init: true },
+      });
+      const probe = ["node", "-e", PROBE_TCP, JSON.stringify([{ host: SQUID, port: 3128 }])];
+      try {
+        await eventually(async () => (parseProbe(await collect(await startExec(fx.engine, directId, { cmd: probe, tty: false })))[`${SQUID}:3128`] === "connected" ? true : undefined), 30_000, "squid to listen");
+      } catch (err) {
+        const logs = await docker(fx, "logs", "--tail", "30", SQUID);
+        throw new Error(`${(err as Error).message}; squid log: ${logs.stdout} ${logs.stderr}`, { cause: err });
+      }
+    }
+    const rules = [ORIGIN, ...FRESH].map((h) => `        - host: ${h}\n          port: ${PORT}\n          protocol: https\n          allowPrivate: ["10.0.0.0/8"]\n          rules:\n            - methods: [GET]\n`).join("");
+    progress("https: creating the sandbox");
+    const sandbox = await createReady(fx, "https", { policy: `version: 1\nnetwork:\n  rules:\n    - name: origin\n      endpoints:\n${rules}` });
+    // Diagnostic only (never the default): lift the supervisor's CPU limit to see how much of the cost it explains.
+    const supervisorCpus = o.flags["supervisor-cpus"] === undefined ? null : parseNumber(o.flags["supervisor-cpus"], 1);
+    if (supervisorCpus !== null) {
+      const upd = await fx.engine.request("POST", `/containers/${sandbox.runtime.supervisor.id as string}/update`, { body: { NanoCpus: Math.round(supervisorCpus * 1e9) } });
+      if (upd.kind !== "ok") throw new Error("supervisor update failed");
+    }
+
+    const runClient = async <T extends object>(mode: Mode, cfg: Record<string, unknown>): Promise<T> => {
+      const full = { mode, host: ORIGIN, ...(mode === "sandbox" ? {} : { ca: originCa.certPem }), ...(mode === "squid" ? { proxy: `http://${SQUID}:3128` } : {}), ...cfg };
+      const cmd = ["node", "-e", CLIENT, JSON.stringify(full)];
+      const r = mode === "sandbox" ? await execIn(fx, "https", cmd) : await collect(await startExec(fx.engine, directId, { cmd, tty: false }));
+      return parseRun(`${mode} ${JSON.stringify(cfg).slice(0, 80)}`, r) as T;
+    };
+
+    // New connections first, while every FRESH name is new to the supervisor. Each name: one
+    // connection (the supervisor issues its leaf), then a second (the leaf is cached).
+    progress("https: first connection to new hosts vs later ones");
+    const freshSandbox = (await runClient<{ fresh: { host: string; first: number; second: number }[] }>("sandbox", { fresh: FRESH, concurrency: 1 })).fresh;
+    const freshDirect = (await runClient<{ fresh: { host: string; first: number; second: number }[] }>("direct", { fresh: FRESH, concurrency: 1 })).fresh;
+
+    const modes: Mode[] = withSquid ? ["direct", "sandbox", "squid"] : ["direct", "sandbox"];
+    const results: Record<string, Partial<Record<Mode, { latencyMs: Stats; mibPerSec: Stats; reqPerSec: Stats }>>> = {};
+    for (const s of scenarios) {
+      const lat: Partial<Record<Mode, number[]>> = {};
+      const mib: Partial<Record<Mode, number[]>> = {};
+      const rps: Partial<Record<Mode, number[]>> = {};
+      for (let rep = 0; rep < reps; rep++) {
+        // Rotate which goes first so drift on a busy machine hits every mode alike.
+        const order = modes.map((_, i) => modes[(i + rep) % modes.length]!);
+        for (const mode of order) {
+          progress(`https: ${s.name}, ${mode}, rep ${rep + 1}/${reps}`);
+          const r = await runClient<ClientRun>(mode, { path: s.path, concurrency: s.concurrency, requests: s.requests, warmup: s.warmup });
+          (lat[mode] ??= []).push(...r.lat);
+          (mib[mode] ??= []).push(r.bytes / 2 ** 20 / r.sec);
+          (rps[mode] ??= []).push(r.lat.length / r.sec);
+        }
+      }
+      results[s.name] = Object.fromEntries(modes.map((mode) => [mode, { latencyMs: stats(lat[mode]!), mibPerSec: stats(mib[mode]!), reqPerSec: stats(rps[mode]!) }]));
+    }
+
+    const rows: (string | number)[][] = [];
+    for (const s of scenarios) {
+      const r = results[s.name]!;
+      const d = r.direct!;
+      const rate = (x: typeof d): number => (s.path === "/big" ? x.mibPerSec.median : x.reqPerSec.median);
+      for (const mode of modes) {
+        const x = r[mode]!;
+        rows.push([`${s.name}: ${mode}${mode === "squid" ? " (CONNECT passthrough, reference)" : mode === "sandbox" ? " (terminated)" : ""}`, x.latencyMs.median, x.latencyMs.p95, x.latencyMs.median - d.latencyMs.median, x.latencyMs.p95 - d.latencyMs.p95, rate(x), rate(x) / rate(d)]);
+      }
+    }
+    printTable(`terminated HTTPS vs direct${supervisorCpus === null ? "" : ` (DIAGNOSTIC: supervisor CPU limit changed to ${supervisorCpus})`} (${reps} reps each, ${m.cores} cores, load ${m.loadavg.join("/")}; rate = MiB/s for 1 MiB, req/s for small)`, ["scenario: path", "p50 ms", "p95 ms", "added p50 ms", "added p95 ms", "rate", "× direct"], rows);
+    const med = (xs: number[]): number => stats(xs).median;
+    const leafRows = [
+      ["sandbox: first connection to the first new host (leaf key pair + leaf)", freshSandbox[0]!.first, "", ""],
+      ["sandbox: first connection to each other new host (leaf signed)", med(freshSandbox.slice(1).map((f) => f.first)), Math.min(...freshSandbox.slice(1).map((f) => f.first)), Math.max(...freshSandbox.slice(1).map((f) => f.first))],
+      ["sandbox: second connection to the same host (leaf cached)", med(freshSandbox.map((f) => f.second)), Math.min(...freshSandbox.map((f) => f.second)), Math.max(...freshSandbox.map((f) => f.second))],
+      ["direct: new connection (TLS handshake, no proxy)", med(freshDirect.map((f) => f.second)), Math.min(...freshDirect.map((f) => f.second)), Math.max(...freshDirect.map((f) => f.second))],
+    ];
+    printTable(`new connections: one GET each on a new connection (${FRESH.length} hosts)`, ["connection", "median ms", "min", "max"], leafRows);
+    const small = results[scenarios[0]!.name]!;
+    const addedP50 = small.sandbox!.latencyMs.median - small.direct!.latencyMs.median;
+    const thr = Math.min(...scenarios.filter((s) => s.path === "/big").map((s) => results[s.name]!.sandbox!.mibPerSec.median / results[s.name]!.direct!.mibPerSec.median));
+    process.stdout.write(
+      `targets: added p50 (kept-alive) ≤ 2 ms: ${addedP50 <= 2 ? "met" : "MISSED"} (${addedP50.toFixed(2)} ms); 1 MiB throughput ≥ 0.6× direct: ${thr >= 0.6 ? "met" : "MISSED"} (worst ${thr.toFixed(2)}×)${withSquid ? "" : `; no squid at ${squidBin}: reference row skipped`}\n`,
+    );
+    const file = writeResult(supervisorCpus === null ? "https" : "https-diagnostic", m, { supervisorCpus, reps, scenarios, results, fresh: { sandbox: freshSandbox, direct: freshDirect }, addedP50Ms: addedP50, worstThroughputRatio: thr, squid: withSquid ? squidBin : null });
+    progress(`https: wrote ${file}`);
+  } finally {
+    await cleanup.run();
+  }
+}
