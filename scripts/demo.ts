@@ -3,6 +3,7 @@
 // call, printed before it runs. Cleans up everything at the end.
 
 import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -97,10 +98,13 @@ async function main(): Promise<void> {
   const inspected = await engine.inspectContainer(origin.body.Id);
   const originIp = inspected.kind === "ok" ? Object.values(inspected.body.NetworkSettings.Networks ?? {})[0]?.IPAddress : undefined;
   const tlsPem = await new LeafCertificates(originCa).issuePem("demo-api");
+  // The API's token: the gateway stores it, the supervisor sends it, the workload never holds it.
+  const apiToken = `demo-${randomBytes(12).toString("hex")}`;
   const api = await engine.createContainer("demo-api", {
     Image: workloadImage,
-    Cmd: ["node", "-e", 'require("https").createServer({cert:process.env.CERT,key:process.env.KEY},(q,s)=>s.end("api: "+q.method+" "+q.url+"\\n")).listen(8443)'],
-    Env: [`CERT=${tlsPem.certPem}`, `KEY=${tlsPem.keyPem}`],
+    // Says whether the request carried the real token, never the token itself.
+    Cmd: ["node", "-e", 'require("https").createServer({cert:process.env.CERT,key:process.env.KEY},(q,s)=>s.end("api: "+q.method+" "+q.url+(q.headers.authorization===undefined?"":q.headers.authorization==="Bearer "+process.env.TOKEN?" (authorized: the real token arrived)":" (not authorized)")+"\\n")).listen(8443)'],
+    Env: [`CERT=${tlsPem.certPem}`, `KEY=${tlsPem.keyPem}`, `TOKEN=${apiToken}`],
     HostConfig: { NetworkMode: `sandgate-egress-${gatewayId}` },
   });
   if (api.kind !== "ok") throw new Error("HTTPS origin create failed");
@@ -128,13 +132,20 @@ network:
           rules:
             - methods: [GET]
               paths: ["/repos/**"]
+          credentials:
+            - secret: api-token
+              paths: ["/repos/*/issues"]
           allowPrivate: ["10.0.0.0/8"]
 `,
   );
-  process.stdout.write(`policy: allow GET http://demo-origin:8080/** and GET https://demo-api:8443/repos/** (everything else is denied)\n`);
+  process.stdout.write(`policy: allow GET http://demo-origin:8080/** and GET https://demo-api:8443/repos/** (everything else is denied);\n        the secret api-token may go to https://demo-api:8443/repos/*/issues only\n`);
+
+  step("A secret for the API: kept by the gateway (encrypted), never given to the workload");
+  sandgate(["secret", "set", "api-token"], { input: apiToken });
+  sandgate(["secret", "list"]);
 
   step("Create a sandbox: workload + companion supervisor, Ready only on evidence (incl. an authenticated control session)");
-  sandgate(["sandbox", "create", "demo", "--policy", policy]);
+  sandgate(["sandbox", "create", "demo", "--policy", policy, "-e", "API_TOKEN=sandgate:secret:api-token"]);
   sandgate(["sandbox", "list"]);
   sandgate(["sandbox", "get", "demo"]);
 
@@ -153,6 +164,12 @@ network:
   sandgate(["sandbox", "exec", "demo", "--", "node", "/sandbox/https.js", "GET", "https://demo-api:8443/repos/sandgate/issues"]);
   sandgate(["sandbox", "exec", "demo", "--", "node", "/sandbox/https.js", "DELETE", "https://demo-api:8443/repos/sandgate"]);
   sandgate(["sandbox", "exec", "demo", "--", "node", "/sandbox/https.js", "GET", "https://demo-api:8443/admin"]);
+
+  step("An injected credential: the workload sends a placeholder, the supervisor swaps in the secret where the policy binds it");
+  sandgate(["sandbox", "exec", "demo", "--", "sh", "-c", "echo API_TOKEN=$API_TOKEN"]);
+  sandgate(["sandbox", "exec", "demo", "--", "sh", "-c", 'node /sandbox/https.js GET https://demo-api:8443/repos/sandgate/issues "Authorization: Bearer $API_TOKEN"']);
+  // The same placeholder where the secret is not bound: refused, naming the binding, never the value.
+  sandgate(["sandbox", "exec", "demo", "--", "sh", "-c", 'node /sandbox/https.js GET https://demo-api:8443/repos/sandgate/pulls "Authorization: Bearer $API_TOKEN"']);
 
   step("Change the policy while it runs: POST is now allowed too (no restart)");
   const PROXY_POST = VIA_PROXY("http://demo-origin:8080/", "POST");
