@@ -76,7 +76,7 @@ export function addPolicyTools(policy: Command, client: () => GatewayClient): vo
       if (o.json) return printJson(r);
       const out = [windowLine(r.window)];
       out.push(`unchanged: ${r.unchanged.allowed} allowed, ${r.unchanged.denied} denied${r.skipped > 0 ? `; ${r.skipped} lockdown or no-policy denials skipped` : ""}`);
-      for (const [title, lines] of [["newly denied", r.newlyDenied], ["newly allowed", r.newlyAllowed]] as const) {
+      for (const [title, lines] of [["newly denied", r.newlyDenied], ["newly allowed", r.newlyAllowed], ["would deny (let through by audit mode)", r.wouldDeny]] as const) {
         out.push("", `${title}: ${lines.length === 0 ? "none" : ""}`);
         if (lines.length > 0) out.push(table(["COUNT", "LAST SEEN", "REQUEST", "BECAUSE"], replayRows(lines)));
       }
@@ -85,7 +85,7 @@ export function addPolicyTools(policy: Command, client: () => GatewayClient): vo
 
   policy
     .command("suggest")
-    .description("rules that would allow what the audit trail shows was denied for want of a rule (review before use)")
+    .description("rules that would allow what the audit trail shows was denied, or let through as would-deny, for want of a rule (review before use)")
     .argument("<name>", "sandbox name or id")
     .option("--since <time>", "only traffic recorded at or after this RFC 3339 time")
     .option("--json", "print as JSON")

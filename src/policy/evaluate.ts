@@ -24,6 +24,14 @@ export interface EgressRequest {
 
 export type DenyReason = "no_matching_rule" | "explicit_deny" | "method_not_allowed" | "path_not_allowed" | "method_override_not_allowed";
 
+/** What an enforcing policy would have refused: the request goes through, recorded as "would deny". */
+export interface WouldDeny {
+  readonly reason: DenyReason;
+  readonly rule?: string;
+  /** The whole policy's audit mode let it through (no endpoint's grant). */
+  readonly policyWide?: true;
+}
+
 export type Decision =
   | {
       allow: true;
@@ -39,8 +47,16 @@ export type Decision =
        * proxy must end the workload's TLS and decide each request inside. Absent otherwise.
        */
       terminate?: true;
+      /**
+       * Set when only audit mode lets the request through (an `enforcement: audit` rule, deny
+       * entry or policy): what enforcing would have said. The audit trail records "would deny".
+       */
+      wouldDeny?: WouldDeny;
     }
   | { allow: false; reason: DenyReason; rule?: string };
+
+/** The rule an allow is credited to when the whole policy's audit mode let it through. */
+export const AUDIT_MODE_RULE = "(enforcement: audit)";
 
 type EndpointOutcome = "allow" | "method_not_allowed" | "path_not_allowed";
 
@@ -75,12 +91,26 @@ function requestIsWellFormed(req: EgressRequest): boolean {
 }
 
 export function evaluate(policy: Policy, req: EgressRequest): Decision {
+  const decision = evaluateOverrides(policy, req);
+  if (decision.allow || policy.network.enforcement !== "audit") return decision;
+  // The whole policy audits: what no endpoint covers goes through as "would deny" (what an
+  // endpoint covers was already let through with its TLS mode and private ranges). Such a
+  // tunnel is never terminated (no rule asked for it), and no private range is opened by it.
+  const wouldDeny: WouldDeny = { reason: decision.reason, ...(decision.rule === undefined ? {} : { rule: decision.rule }), policyWide: true };
+  return { allow: true, rule: decision.rule ?? AUDIT_MODE_RULE, allowPrivate: [], wouldDeny };
+}
+
+function evaluateOverrides(policy: Policy, req: EgressRequest): Decision {
   const decision = evaluateMethod(policy, req);
   if (!decision.allow || req.protocol === "tcp" || req.method === undefined) return decision;
   for (const method of req.methodOverrides ?? []) {
     if (method === req.method) continue;
     const overridden = evaluateMethod(policy, { ...req, method });
     if (!overridden.allow) return { allow: false, reason: "method_override_not_allowed", rule: overridden.rule ?? decision.rule };
+    // An override only an audit-mode rule lets through is a would-deny of the request.
+    if (overridden.wouldDeny !== undefined && decision.wouldDeny === undefined) {
+      return { ...decision, wouldDeny: { reason: "method_override_not_allowed", ...(overridden.wouldDeny.rule === undefined ? {} : { rule: overridden.wouldDeny.rule }) } };
+    }
   }
   return decision;
 }
@@ -88,32 +118,70 @@ export function evaluate(policy: Policy, req: EgressRequest): Decision {
 function evaluateMethod(policy: Policy, req: EgressRequest): Decision {
   if (!requestIsWellFormed(req)) return { allow: false, reason: "no_matching_rule" };
 
+  // The whole policy in audit mode: nothing below refuses; what would is remembered.
+  const policyAudit = policy.network.enforcement === "audit";
+  // An audit-mode deny entry does not decide: it flags what the rules allow.
+  let auditedDeny: WouldDeny | undefined;
+  // Under the policy's audit mode, the first entry that would have refused (enforcing's answer).
+  let enforcedDeny: WouldDeny | undefined;
   for (const [i, d] of policy.network.deny.entries()) {
     if (d.protocol !== undefined && d.protocol !== req.protocol) continue;
     if (d.ports !== undefined && !d.ports.includes(req.port)) continue;
     if (!hostMatches(d.host, req.host)) continue;
-    return { allow: false, reason: "explicit_deny", rule: d.name ?? `deny[${String(i)}]` };
+    const rule = d.name ?? `deny[${String(i)}]`;
+    if (d.enforcement === "audit") auditedDeny ??= { reason: "explicit_deny", rule };
+    else if (policyAudit) enforcedDeny ??= { reason: "explicit_deny", rule };
+    else return { allow: false, reason: "explicit_deny", rule };
   }
 
-  let allowedBy: string | undefined;
-  let terminate = req.protocol === "https" && req.method === undefined;
-  const allowPrivate = new Set<string>();
+  // Enforcing allows first; an audit-mode rule's L7 refusal only lets a request through
+  // when no enforcing endpoint allows it.
+  const enforced = grants();
+  const audited = grants();
   let refusal: { reason: Exclude<EndpointOutcome, "allow">; rule: string } | undefined;
   for (const rule of policy.network.rules) {
     for (const endpoint of rule.endpoints) {
       if (!endpointCovers(endpoint, req)) continue;
       const outcome = endpointOutcome(endpoint, req);
-      if (outcome === "allow") {
-        allowedBy ??= rule.name;
-        // One endpoint that tunnels blind allows the whole tunnel blind.
-        if (tlsMode(endpoint) !== "terminate") terminate = false;
-        for (const range of endpoint.allowPrivate) allowPrivate.add(range);
-      } else if (refusal === undefined || (refusal.reason === "method_not_allowed" && outcome === "path_not_allowed")) {
-        refusal = { reason: outcome, rule: rule.name };
+      if (outcome === "allow") enforced.add(rule.name, endpoint);
+      else {
+        if (refusal === undefined || (refusal.reason === "method_not_allowed" && outcome === "path_not_allowed")) refusal = { reason: outcome, rule: rule.name };
+        if (rule.enforcement === "audit" || policyAudit) audited.add(rule.name, endpoint);
       }
     }
   }
-  if (allowedBy !== undefined) return { allow: true, rule: allowedBy, allowPrivate: [...allowPrivate], ...(terminate && { terminate }) };
+  const tunnel = req.protocol === "https" && req.method === undefined;
+  if (enforced.by !== undefined) return enforced.decision(tunnel, enforcedDeny ?? auditedDeny);
+  if (audited.by !== undefined && refusal !== undefined) return audited.decision(tunnel, enforcedDeny ?? { reason: refusal.reason, rule: refusal.rule });
+  // Nothing lets it through: enforcing's answer (evaluate turns it into a would-deny under the policy's audit mode).
+  if (enforcedDeny !== undefined) return { allow: false, reason: "explicit_deny", ...(enforcedDeny.rule === undefined ? {} : { rule: enforcedDeny.rule }) };
   if (refusal !== undefined) return { allow: false, reason: refusal.reason, rule: refusal.rule };
   return { allow: false, reason: "no_matching_rule" };
+}
+
+/** The endpoints that let a request through: the first rule's name, their private ranges, whether all terminate. */
+function grants() {
+  let by: string | undefined;
+  let terminate = true;
+  const allowPrivate = new Set<string>();
+  return {
+    get by() {
+      return by;
+    },
+    add(rule: string, endpoint: Endpoint): void {
+      by ??= rule;
+      // One endpoint that tunnels blind allows the whole tunnel blind.
+      if (tlsMode(endpoint) !== "terminate") terminate = false;
+      for (const range of endpoint.allowPrivate) allowPrivate.add(range);
+    },
+    decision(tunnel: boolean, wouldDeny: WouldDeny | undefined): Decision {
+      return {
+        allow: true,
+        rule: by!,
+        allowPrivate: [...allowPrivate],
+        ...(tunnel && terminate && { terminate: true as const }),
+        ...(wouldDeny !== undefined && { wouldDeny }),
+      };
+    },
+  };
 }

@@ -1,8 +1,8 @@
 // Public API of the policy module: parsing, evaluation, the resolved-address check, storage form.
 export type { Policy, NetworkRule, Endpoint, HttpRule, DenyEntry, ProcessLimits, Protocol, HttpMethod } from "./schema.js";
-export { PROTOCOLS, HTTP_METHODS, PROCESS_LIMITS } from "./schema.js";
+export { PROTOCOLS, HTTP_METHODS, PROCESS_LIMITS, ENFORCEMENT_MODES } from "./schema.js";
 export { parsePolicyYaml, policyFromObject, defaultPolicy, type PolicyParse } from "./parse.js";
-export { evaluate, type EgressRequest, type Decision, type DenyReason } from "./evaluate.js";
+export { evaluate, AUDIT_MODE_RULE, type EgressRequest, type Decision, type DenyReason, type WouldDeny } from "./evaluate.js";
 export { decideTunnel, tunnelStaysOpen, tunnelKind, type TunnelDecision, type TunnelKind } from "./tunnel.js";
 export { checkResolvedAddress, hostAddressSet, NO_HOST_ADDRESSES, type AddressCheck, type HostAddresses } from "./address.js";
 export { overrideMethods, OVERRIDE_HEADERS, OVERRIDE_PARAMETER } from "./override.js";

@@ -13,8 +13,9 @@ export interface RecordedDecision {
   protocol: Protocol;
   method?: string;
   path?: string;
-  decision: "allow" | "deny";
-  /** Why it was denied, when it was (lockdowns and unreachable names are skipped). */
+  /** would_deny: let through by audit mode, which the reason says why an enforcing policy would refuse. */
+  decision: "allow" | "deny" | "would_deny";
+  /** Why it was denied (or would be), when it was (lockdowns and unreachable names are skipped). */
   reason?: string;
   count: number;
   time: string;
@@ -29,8 +30,12 @@ export interface ReplayLine {
 }
 
 export interface ReplayResult {
+  /** Went through (allowed, or let through by audit mode); the candidate refuses it. */
   newlyDenied: ReplayLine[];
+  /** Was refused; the candidate lets it through. */
   newlyAllowed: ReplayLine[];
+  /** What the candidate lets through only in audit mode (it would deny it enforcing): its would-deny records. */
+  wouldDeny: ReplayLine[];
   unchanged: { allowed: number; denied: number };
   /** Records that say nothing about the policy (lockdowns, no policy loaded). */
   skipped: number;
@@ -44,7 +49,16 @@ export const describeRequest = (r: { protocol: string; host: string; port: numbe
 export function replay(records: readonly RecordedDecision[], candidate: Policy): ReplayResult {
   const denied = new Map<string, ReplayLine>();
   const allowed = new Map<string, ReplayLine>();
-  const result: ReplayResult = { newlyDenied: [], newlyAllowed: [], unchanged: { allowed: 0, denied: 0 }, skipped: 0 };
+  const flagged = new Map<string, ReplayLine>();
+  const result: ReplayResult = { newlyDenied: [], newlyAllowed: [], wouldDeny: [], unchanged: { allowed: 0, denied: 0 }, skipped: 0 };
+  const add = (into: Map<string, ReplayLine>, key: string, r: RecordedDecision, because: string): void => {
+    const line = into.get(key);
+    if (line) {
+      line.count += r.count;
+      if (r.time > line.lastSeen) line.lastSeen = r.time;
+    } else into.set(key, { request: key, count: r.count, lastSeen: r.time, because });
+  };
+  const why = (reason: string, rule: string | undefined): string => `${reason}${rule ? ` (rule ${rule})` : ""}`;
   for (const r of records) {
     if (r.decision === "deny" && r.reason !== undefined && POLICY_SILENT.test(r.reason)) {
       result.skipped += r.count;
@@ -52,22 +66,21 @@ export function replay(records: readonly RecordedDecision[], candidate: Policy):
     }
     const req: EgressRequest = { host: r.host, port: r.port, protocol: r.protocol, ...(r.protocol === "http" ? { method: r.method ?? "GET", path: r.path ?? "/" } : {}) };
     const d = evaluate(candidate, req);
-    const now = d.allow ? "allow" : "deny";
-    if (now === r.decision) {
-      if (now === "allow") result.unchanged.allowed += r.count;
+    const key = describeRequest(req);
+    // What the traffic saw: a would-deny went through.
+    const went = r.decision !== "deny";
+    if (d.allow && d.wouldDeny !== undefined) add(flagged, key, r, `would deny: ${why(d.wouldDeny.reason, d.wouldDeny.rule)}`);
+    if (d.allow === went) {
+      if (went) result.unchanged.allowed += r.count;
       else result.unchanged.denied += r.count;
       continue;
     }
-    const key = describeRequest(req);
-    const into = now === "deny" ? denied : allowed;
-    const line = into.get(key);
-    if (line) {
-      line.count += r.count;
-      if (r.time > line.lastSeen) line.lastSeen = r.time;
-    } else into.set(key, { request: key, count: r.count, lastSeen: r.time, because: d.allow ? `rule ${d.rule}` : `${d.reason}${d.rule ? ` (rule ${d.rule})` : ""}` });
+    if (d.allow) add(allowed, key, r, d.wouldDeny === undefined ? `rule ${d.rule}` : "audit mode");
+    else add(denied, key, r, why(d.reason, d.rule));
   }
   const byCount = (a: ReplayLine, b: ReplayLine): number => b.count - a.count || a.request.localeCompare(b.request);
   result.newlyDenied = [...denied.values()].sort(byCount);
   result.newlyAllowed = [...allowed.values()].sort(byCount);
+  result.wouldDeny = [...flagged.values()].sort(byCount);
   return result;
 }

@@ -51,9 +51,19 @@ export function tlsMode(e: Endpoint): TlsMode | null {
   return e.tls ?? (e.rules !== undefined || e.credentials !== undefined ? "terminate" : "passthrough");
 }
 
+/**
+ * "audit": what the entry (or the whole policy) would deny is let through and recorded as
+ * "would deny". Absent means enforce; the boundary's own checks (addresses, lockdown,
+ * credentials, TLS) are enforced either way.
+ */
+export const ENFORCEMENT_MODES = ["enforce", "audit"] as const;
+export type Enforcement = (typeof ENFORCEMENT_MODES)[number];
+
 export interface NetworkRule {
   readonly name: string;
   readonly endpoints: readonly Endpoint[];
+  /** "audit": this rule's method and path refusals are let through as "would deny". */
+  readonly enforcement?: "audit";
 }
 
 export interface DenyEntry {
@@ -63,6 +73,8 @@ export interface DenyEntry {
   readonly ports?: readonly number[];
   /** Absent: every protocol. */
   readonly protocol?: Protocol;
+  /** "audit": a match is recorded as "would deny" and the rules decide. */
+  readonly enforcement?: "audit";
 }
 
 export interface ProcessLimits {
@@ -73,7 +85,8 @@ export interface ProcessLimits {
 
 export interface Policy {
   readonly version: 1;
-  readonly network: { readonly rules: readonly NetworkRule[]; readonly deny: readonly DenyEntry[] };
+  /** enforcement "audit": every denial of the rules is let through as "would deny" (absent: enforce). */
+  readonly network: { readonly rules: readonly NetworkRule[]; readonly deny: readonly DenyEntry[]; readonly enforcement?: "audit" };
   /** Fixed at sandbox creation. */
   readonly filesystem: { readonly readOnly: readonly string[]; readonly readWrite: readonly string[] };
   /** Fixed at sandbox creation. */
@@ -264,10 +277,15 @@ const endpointSchema = mapping({
   };
 });
 
+const enforcementSchema = z.enum(ENFORCEMENT_MODES, { error: expected(`one of ${ENFORCEMENT_MODES.join(", ")}`) });
+/** Normal form: "audit" kept, "enforce" (the default) left out, so both spellings hash alike. */
+const withEnforcement = (mode: Enforcement | undefined): { enforcement?: "audit" } => (mode === "audit" ? { enforcement: "audit" } : {});
+
 const networkRuleSchema = mapping({
   name: nameSchema,
   endpoints: list(endpointSchema, "endpoints"),
-});
+  enforcement: enforcementSchema.optional(),
+}).transform((r): NetworkRule => ({ name: r.name, endpoints: r.endpoints, ...withEnforcement(r.enforcement) }));
 
 const denySchema = mapping({
   name: nameSchema.optional(),
@@ -275,6 +293,7 @@ const denySchema = mapping({
   port: portSchema.optional(),
   ports: portsSchema.optional(),
   protocol: protocolSchema.optional(),
+  enforcement: enforcementSchema.optional(),
 }).transform((d, ctx): DenyEntry => {
   const ports = portsOf(d, ctx);
   if (ports === null) return z.NEVER;
@@ -283,12 +302,14 @@ const denySchema = mapping({
     host: d.host,
     ...(ports !== undefined && { ports }),
     ...(d.protocol !== undefined && { protocol: d.protocol }),
+    ...withEnforcement(d.enforcement),
   };
 });
 
 const networkSchema = mapping({
   rules: z.array(networkRuleSchema, { error: expected("a list of rules") }).optional(),
   deny: z.array(denySchema, { error: expected("a list of deny entries") }).optional(),
+  enforcement: enforcementSchema.optional(),
 }).transform((n, ctx): Policy["network"] => {
   const rules = n.rules ?? [];
   const deny = n.deny ?? [];
@@ -310,7 +331,7 @@ const networkSchema = mapping({
   if (secrets.size > CREDENTIAL_LIMITS.secretsPerPolicy) {
     report(ctx, { message: `at most ${String(CREDENTIAL_LIMITS.secretsPerPolicy)} distinct secrets per policy, got ${String(secrets.size)}`, input: n.rules, path: ["rules"] });
   }
-  return { rules, deny };
+  return { rules, deny, ...withEnforcement(n.enforcement) };
 });
 
 const MAX_PATH = 4096;

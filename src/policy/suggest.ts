@@ -1,5 +1,5 @@
-// A minimal set of rules that would allow what the audit trail shows was denied for
-// want of a rule, for a person to review. Pure. Explicit denies, private addresses
+// A minimal set of rules that would allow what the audit trail shows was denied (or let
+// through by audit mode as would-deny) for want of a rule, for a person to review. Pure. Explicit denies, private addresses
 // and lockdowns are never suggested away.
 import { evaluate } from "./evaluate.js";
 import type { RecordedDecision } from "./replay.js";
@@ -23,10 +23,12 @@ export interface Suggestion {
 export function suggestRules(records: readonly RecordedDecision[], current: Policy): Suggestion {
   const groups = new Map<string, { host: string; port: number; protocol: RecordedDecision["protocol"]; methods: Set<string>; paths: Set<string>; count: number }>();
   for (const r of records) {
-    if (r.decision !== "deny" || r.reason === undefined || !SUGGESTABLE.has(r.reason)) continue;
-    // Already allowed by the current policy (e.g. a denial before the last change).
+    // Denied, or let through by audit mode only: both are what a rule would have to allow.
+    if (r.decision === "allow" || r.reason === undefined || !SUGGESTABLE.has(r.reason)) continue;
+    // Already allowed by the current policy, enforcing (e.g. a denial before the last change).
     const req = { host: r.host, port: r.port, protocol: r.protocol, ...(r.protocol === "http" ? { method: r.method ?? "GET", path: r.path ?? "/" } : {}) };
-    if (evaluate(current, req).allow) continue;
+    const now = evaluate(current, req);
+    if (now.allow && now.wouldDeny === undefined) continue;
     const key = `${r.protocol} ${r.host}:${r.port}`;
     const g = groups.get(key) ?? { host: r.host, port: r.port, protocol: r.protocol, methods: new Set<string>(), paths: new Set<string>(), count: 0 };
     g.count += r.count;

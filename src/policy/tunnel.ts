@@ -31,10 +31,23 @@ export function decideTunnel(policy: Policy, host: string, port: number): Tunnel
   const as = (protocol: "http" | "https" | "tcp"): Decision => evaluate(policy, { host, port, protocol });
   const tcp = as("tcp");
   const https = as("https");
-  const rawDenied = [tcp, https, as("http")].find((d) => !d.allow && d.reason === "explicit_deny");
-  if (tcp.allow && rawDenied === undefined) return { protocol: "tcp", decision: tcp };
-  if (https.allow || https.reason === "explicit_deny") return { protocol: "https", decision: https };
+  const readings = [tcp, https, as("http")];
+  const rawDenied = readings.find((d) => !d.allow && d.reason === "explicit_deny");
+  // Audit mode: a deny entry that would refuse some reading flags a raw tunnel.
+  const rawFlagged = readings.map((d) => (d.allow ? d.wouldDeny : undefined)).find((w) => w?.reason === "explicit_deny");
+  // A grant that only audit mode gives never outranks one a rule gives: an https endpoint's
+  // TLS checks and termination must not turn into a raw tunnel because tcp "would deny".
+  const enforced = (d: Decision): boolean => d.allow && d.wouldDeny === undefined;
+  if (enforced(tcp) && rawDenied === undefined && rawFlagged === undefined) return { protocol: "tcp", decision: tcp };
+  if (enforced(https) || (!https.allow && https.reason === "explicit_deny")) return { protocol: "https", decision: https };
   if (rawDenied !== undefined) return { protocol: "tcp", decision: rawDenied };
+  // Only audit mode lets it through. An https endpoint flagged by an audit-mode entry keeps
+  // its TLS mode (termination, credentials); anything else goes raw, as a would-deny.
+  if (https.allow && https.wouldDeny?.policyWide !== true) return { protocol: "https", decision: https };
+  if (tcp.allow) {
+    const wouldDeny = rawFlagged ?? tcp.wouldDeny;
+    return { protocol: "tcp", decision: wouldDeny === undefined ? tcp : { ...tcp, wouldDeny } };
+  }
   return { protocol: "https", decision: https };
 }
 

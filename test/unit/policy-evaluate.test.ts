@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { defaultPolicy, evaluate, parsePolicyYaml, policyFromObject, type EgressRequest, type Policy } from "../../src/policy/index.js";
+import { AUDIT_MODE_RULE, defaultPolicy, evaluate, parsePolicyYaml, policyFromObject, policyHash, type EgressRequest, type Policy } from "../../src/policy/index.js";
 
 function mustParse(text: string): Policy {
   const result = parsePolicyYaml(text);
@@ -310,5 +310,94 @@ describe("evaluate properties", () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("evaluate: audit mode (enforcement: audit)", () => {
+  const rules = (extra: object = {}) => [
+    { name: "api", ...extra, endpoints: [{ host: "api.test", port: 80, protocol: "http", rules: [{ methods: ["GET"], paths: ["/v1/**"] }] }] },
+  ];
+  const GET = req("api.test", 80, "http", "GET", "/v1/x");
+
+  it("an audit-mode rule lets its method and path refusals through as would-deny, naming itself", () => {
+    const p = mustBuild({ version: 1, network: { rules: rules({ enforcement: "audit" }) } });
+    expect(evaluate(p, GET)).toEqual({ allow: true, rule: "api", allowPrivate: [] });
+    expect(evaluate(p, req("api.test", 80, "http", "GET", "/admin"))).toEqual({ allow: true, rule: "api", allowPrivate: [], wouldDeny: { reason: "path_not_allowed", rule: "api" } });
+    expect(evaluate(p, req("api.test", 80, "http", "DELETE", "/v1/x"))).toEqual({ allow: true, rule: "api", allowPrivate: [], wouldDeny: { reason: "method_not_allowed", rule: "api" } });
+    // It widens nothing else: another host is still denied.
+    expect(evaluate(p, req("other.test", 80, "http", "GET", "/v1/x"))).toEqual({ allow: false, reason: "no_matching_rule" });
+  });
+
+  it("an enforcing rule that allows wins over an audit-mode rule's refusal (no would-deny)", () => {
+    const p = mustBuild({
+      version: 1,
+      network: { rules: [...rules({ enforcement: "audit" }), { name: "open", endpoints: [{ host: "api.test", port: 80, protocol: "http" }] }] },
+    });
+    expect(evaluate(p, req("api.test", 80, "http", "DELETE", "/admin"))).toEqual({ allow: true, rule: "open", allowPrivate: [] });
+  });
+
+  it("a method override only an audit-mode rule admits is a would-deny of the request", () => {
+    const p = mustBuild({ version: 1, network: { rules: rules({ enforcement: "audit" }) } });
+    expect(evaluate(p, { ...GET, methodOverrides: ["DELETE"] })).toEqual({ allow: true, rule: "api", allowPrivate: [], wouldDeny: { reason: "method_override_not_allowed", rule: "api" } });
+    const enforcing = mustBuild({ version: 1, network: { rules: rules() } });
+    expect(evaluate(enforcing, { ...GET, methodOverrides: ["DELETE"] })).toMatchObject({ allow: false, reason: "method_override_not_allowed" });
+  });
+
+  it("an audit-mode deny entry flags what the rules allow, and leaves what they deny denied", () => {
+    const p = mustBuild({ version: 1, network: { rules: rules(), deny: [{ name: "maybe", host: "api.test", enforcement: "audit" }] } });
+    expect(evaluate(p, GET)).toEqual({ allow: true, rule: "api", allowPrivate: [], wouldDeny: { reason: "explicit_deny", rule: "maybe" } });
+    expect(evaluate(p, req("api.test", 80, "http", "GET", "/admin"))).toEqual({ allow: false, reason: "path_not_allowed", rule: "api" });
+    // An enforcing deny entry next to it still refuses.
+    const both = mustBuild({ version: 1, network: { rules: rules(), deny: [{ name: "maybe", host: "api.test", enforcement: "audit" }, { name: "no", host: "api.test" }] } });
+    expect(evaluate(both, GET)).toEqual({ allow: false, reason: "explicit_deny", rule: "no" });
+  });
+
+  it("the whole policy in audit mode lets every denial through as would-deny; only an endpoint that covers the request opens its private ranges", () => {
+    const p = mustBuild({
+      version: 1,
+      network: { enforcement: "audit", rules: [{ name: "api", endpoints: [{ host: "api.test", port: 80, protocol: "http", allowPrivate: ["10.0.0.0/8"], rules: [{ methods: ["GET"] }] }] }], deny: [{ name: "no", host: "bad.test" }] },
+    });
+    expect(evaluate(p, GET)).toEqual({ allow: true, rule: "api", allowPrivate: ["10.0.0.0/8"] });
+    expect(evaluate(p, req("api.test", 80, "http", "POST", "/v1/x"))).toEqual({ allow: true, rule: "api", allowPrivate: ["10.0.0.0/8"], wouldDeny: { reason: "method_not_allowed", rule: "api" } });
+    expect(evaluate(p, req("bad.test", 443, "https"))).toEqual({ allow: true, rule: "no", allowPrivate: [], wouldDeny: { reason: "explicit_deny", rule: "no", policyWide: true } });
+    expect(evaluate(p, req("else.test", 443, "https"))).toEqual({ allow: true, rule: AUDIT_MODE_RULE, allowPrivate: [], wouldDeny: { reason: "no_matching_rule", policyWide: true } });
+  });
+
+  it("property: the whole policy in audit mode allows everything; what enforcing allows is decided the same, the rest is its denial as would-deny", () => {
+    const hostArb = fc.constantFrom("api.test", "x.api.test", "other.test", "10.0.0.1");
+    const reqArb = fc.record({ host: hostArb, port: fc.constantFrom(80, 443), protocol: fc.constantFrom("http" as const, "https" as const, "tcp" as const), method: fc.constantFrom("GET", "POST"), path: fc.constantFrom("/", "/v1/x", "/admin") }, { requiredKeys: ["host", "port", "protocol"] });
+    const endpointArb = fc.record({ host: fc.constantFrom("api.test", "*.api.test", "other.test"), port: fc.constantFrom(80, 443), protocol: fc.constantFrom("http", "https", "tcp"), auditRule: fc.boolean(), l7: fc.boolean() });
+    const policyArb = fc.tuple(fc.array(endpointArb, { maxLength: 4 }), fc.array(fc.record({ host: hostArb, audit: fc.boolean() }), { maxLength: 2 })).map(([eps, denies]) => ({
+      version: 1,
+      network: {
+        rules: eps.map((e, i) => ({
+          name: `r${String(i)}`,
+          ...(e.auditRule && { enforcement: "audit" }),
+          endpoints: [{ host: e.host, port: e.port, protocol: e.protocol, ...(e.l7 && e.protocol !== "tcp" && { rules: [{ methods: ["GET"], paths: ["/v1/**"] }] }) }],
+        })),
+        deny: denies.map((d) => ({ host: d.host, ...(d.audit && { enforcement: "audit" }) })),
+      },
+    }));
+    fc.assert(
+      fc.property(policyArb, reqArb, (raw, r) => {
+        const enforcing = mustBuild(raw);
+        const audited = mustBuild({ ...raw, network: { ...raw.network, enforcement: "audit" } });
+        const e = evaluate(enforcing, r);
+        const a = evaluate(audited, r);
+        expect(a.allow).toBe(true);
+        if (e.allow) expect(a).toEqual(e);
+        else expect(a).toMatchObject({ allow: true, allowPrivate: [], wouldDeny: { reason: e.reason } });
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("enforcement: enforce is the default's normal form (same hash); another value is refused naming both", () => {
+    const plain = mustBuild({ version: 1, network: { rules: rules(), deny: [{ host: "a.test" }] } });
+    const spelled = mustBuild({ version: 1, network: { enforcement: "enforce", rules: rules({ enforcement: "enforce" }), deny: [{ host: "a.test", enforcement: "enforce" }] } });
+    expect(policyHash(spelled)).toBe(policyHash(plain));
+    const bad = policyFromObject({ version: 1, network: { enforcement: "warn", rules: [] } });
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.errors).toEqual(['network.enforcement: expected one of enforce, audit, got "warn"']);
   });
 });

@@ -87,6 +87,47 @@ describe("suggestRules", () => {
   });
 });
 
+describe("replay and suggest with audit mode", () => {
+  const wd = (host: string, reason: string, count = 1) => rec({ host, decision: "would_deny", reason, count });
+
+  it("a would-deny went through: a candidate that denies it lists it as newly denied; one in audit mode lists its own would-denies", () => {
+    const records = [wd("pypi.org", "no_matching_rule", 6), rec({ host: "api.example.com", decision: "allow", count: 2 })];
+    const strict = replay(records, policy(ACTIVE));
+    expect(strict.newlyDenied).toEqual([{ request: "https pypi.org:443", count: 6, lastSeen: "2026-12-01T00:00:00.000Z", because: "no_matching_rule" }]);
+    expect(strict.unchanged).toEqual({ allowed: 2, denied: 0 });
+    expect(strict.wouldDeny).toEqual([]);
+    const audited = replay(records, policy(`${ACTIVE.trimEnd()}
+  enforcement: audit
+`));
+    expect(audited.newlyDenied).toEqual([]);
+    expect(audited.wouldDeny).toEqual([{ request: "https pypi.org:443", count: 6, lastSeen: "2026-12-01T00:00:00.000Z", because: "would deny: no_matching_rule" }]);
+    // A denial that an audit-mode candidate lets through is newly allowed, by audit mode.
+    expect(replay([rec({ host: "pypi.org", decision: "deny", reason: "no_matching_rule" })], policy(`${ACTIVE.trimEnd()}
+  enforcement: audit
+`)).newlyAllowed).toEqual([
+      { request: "https pypi.org:443", count: 1, lastSeen: "2026-12-01T00:00:00.000Z", because: "audit mode" },
+    ]);
+  });
+
+  it("suggest covers what was let through as would-deny, unless the current policy allows it enforcing", () => {
+    const s = suggestRules([wd("pypi.org", "no_matching_rule", 3), wd("x.evil.test", "explicit_deny")], policy(`${ACTIVE.trimEnd()}
+  enforcement: audit
+`));
+    expect(s.rules.map((r) => r.endpoints[0]!.host)).toEqual(["pypi.org"]);
+    expect(s.covers).toBe(3);
+    expect(suggestRules([wd("api.example.com", "path_not_allowed")], policy(ACTIVE)).rules).toEqual([]);
+  });
+
+  it("recordedDecisions keeps would-deny records and skips a tunnel's close record (its opening already counts)", () => {
+    const base = { seq: 1, sandboxId: "sbx", generation: 1, time: "2026-12-01T00:00:00.000Z", count: 1 };
+    const out = recordedDecisions([
+      { ...base, decision: "would_deny", event: { type: "egress", decision: "would_deny", host: "a.test", port: 443, protocol: "https", reason: "no_matching_rule" } },
+      { ...base, decision: "allow", event: { type: "egress", decision: "allow", activity: "close", host: "a.test", port: 443, protocol: "tcp", bytesIn: 5 } },
+    ]);
+    expect(out).toEqual([{ host: "a.test", port: 443, protocol: "https", decision: "would_deny", reason: "no_matching_rule", count: 1, time: base.time }]);
+  });
+});
+
 describe("recordedDecisions", () => {
   it("keeps egress decisions with their fields; dropped markers and malformed rows are skipped", () => {
     const base = { seq: 1, sandboxId: "sbx", generation: 1, time: "2026-12-01T00:00:00.000Z", count: 2 };

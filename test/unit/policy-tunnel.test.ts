@@ -10,7 +10,10 @@ const PORT = 7000;
 type HttpsEndpoint = "none" | "passthrough" | "terminate";
 type DenyEntry = "none" | "any" | "http" | "https" | "tcp" | "other-port" | "other-host";
 
-function build(tcp: boolean, https: HttpsEndpoint, deny: DenyEntry): Policy {
+/** enforce; deny entries in audit mode; the whole policy in audit mode. */
+type Mode = "enforce" | "audit-deny" | "audit-policy";
+
+function build(tcp: boolean, https: HttpsEndpoint, deny: DenyEntry, mode: Mode = "enforce"): Policy {
   const rules: object[] = [];
   // Rule names say which endpoint allowed a tunnel.
   if (tcp) rules.push({ name: "raw", endpoints: [{ host: HOST, port: PORT, protocol: "tcp" }] });
@@ -21,12 +24,46 @@ function build(tcp: boolean, https: HttpsEndpoint, deny: DenyEntry): Policy {
   if (deny === "http" || deny === "https" || deny === "tcp") denies.push({ name: "no", host: HOST, port: PORT, protocol: deny });
   if (deny === "other-port") denies.push({ name: "no", host: HOST, port: PORT + 1 });
   if (deny === "other-host") denies.push({ name: "no", host: "other.example.test" });
-  const r = policyFromObject({ version: 1, network: { rules, deny: denies } });
+  const audited = mode === "audit-deny" ? denies.map((d) => ({ ...d, enforcement: "audit" })) : denies;
+  const r = policyFromObject({ version: 1, network: { rules, deny: audited, ...(mode === "audit-policy" && { enforcement: "audit" }) } });
   if (!r.ok) throw new Error(r.errors.join("; "));
   return r.policy;
 }
 
-type Expected = { allow: true; protocol: "tcp" | "https"; kind: TunnelKind; rule: string } | { allow: false; protocol: "tcp" | "https"; reason: string };
+type Expected =
+  | { allow: true; protocol: "tcp" | "https"; kind: TunnelKind; rule?: string; wouldDeny?: string }
+  | { allow: false; protocol: "tcp" | "https"; reason: string };
+
+/**
+ * Audit mode, as docs/policy.md states it: what enforcing allows is unchanged; what it denies
+ * goes through as a would-deny — with the endpoint's own TLS mode when an endpoint grants it
+ * and a deny entry flags it, raw when no rule grants it. An audit-mode deny entry flags the
+ * readings its protocol covers that a rule grants (tcp, https, or any); under the whole
+ * policy's audit mode every entry flags what it covers, http included.
+ */
+function auditOracle(tcp: boolean, https: HttpsEndpoint, deny: DenyEntry, mode: Exclude<Mode, "enforce">): Expected {
+  if (mode === "audit-policy") {
+    // Every reading sees its deny entry (none is needed to cover it); what no rule grants goes raw.
+    const flagged = deny === "any" || deny === "tcp" || deny === "https" || deny === "http";
+    const httpsHit = deny === "any" || deny === "https";
+    const kind = https === "terminate" ? "https-terminated" : "https-blind";
+    if (tcp && !flagged) return { allow: true, protocol: "tcp", kind: "tcp", rule: "raw" };
+    if (https !== "none" && !httpsHit) return { allow: true, protocol: "https", kind, rule: "tls" };
+    if (https !== "none") return { allow: true, protocol: "https", kind, rule: "tls", wouldDeny: "explicit_deny" };
+    return { allow: true, protocol: "tcp", kind: "tcp", ...(tcp && { rule: "raw" }), wouldDeny: flagged ? "explicit_deny" : "no_matching_rule" };
+  }
+  const tcpFlag = deny === "any" || deny === "tcp";
+  const httpsFlag = https !== "none" && (deny === "any" || deny === "https");
+  const httpsKind = https === "terminate" ? "https-terminated" : "https-blind";
+  if (tcp && !tcpFlag && !httpsFlag) return { allow: true, protocol: "tcp", kind: "tcp", rule: "raw" };
+  if (https !== "none" && !httpsFlag) return { allow: true, protocol: "https", kind: httpsKind, rule: "tls" };
+  if (https !== "none") return { allow: true, protocol: "https", kind: httpsKind, rule: "tls", wouldDeny: "explicit_deny" };
+  if (tcp) return { allow: true, protocol: "tcp", kind: "tcp", rule: "raw", wouldDeny: "explicit_deny" };
+  return { allow: false, protocol: "https", reason: "no_matching_rule" };
+}
+
+const expected = (tcp: boolean, https: HttpsEndpoint, deny: DenyEntry, mode: Mode): Expected =>
+  mode === "enforce" ? oracle(tcp, https, deny) : auditOracle(tcp, https, deny, mode);
 
 /** The documented rules, stated directly. */
 function oracle(tcp: boolean, https: HttpsEndpoint, deny: DenyEntry): Expected {
@@ -42,19 +79,22 @@ function oracle(tcp: boolean, https: HttpsEndpoint, deny: DenyEntry): Expected {
   return { allow: false, protocol: "https", reason: "no_matching_rule" };
 }
 
-const COMBOS = [false, true].flatMap((tcp) =>
-  (["none", "passthrough", "terminate"] as const).flatMap((https) =>
-    (["none", "any", "http", "https", "tcp", "other-port", "other-host"] as const).map((deny) => ({ tcp, https, deny })),
+const COMBOS = (["enforce", "audit-deny", "audit-policy"] as const).flatMap((mode) =>
+  [false, true].flatMap((tcp) =>
+    (["none", "passthrough", "terminate"] as const).flatMap((https) =>
+      (["none", "any", "http", "https", "tcp", "other-port", "other-host"] as const).map((deny) => ({ mode, tcp, https, deny })),
+    ),
   ),
 );
 
 describe("decideTunnel: which protocol a CONNECT is", () => {
-  it.each(COMBOS)("tcp endpoint $tcp, https endpoint $https, deny $deny", ({ tcp, https, deny }) => {
-    const got = decideTunnel(build(tcp, https, deny), HOST, PORT);
-    const want = oracle(tcp, https, deny);
+  it.each(COMBOS)("$mode: tcp endpoint $tcp, https endpoint $https, deny $deny", ({ mode, tcp, https, deny }) => {
+    const got = decideTunnel(build(tcp, https, deny, mode), HOST, PORT);
+    const want = expected(tcp, https, deny, mode);
     expect(got.protocol).toBe(want.protocol);
     if (want.allow) {
-      expect(got.decision).toMatchObject({ allow: true, rule: want.rule });
+      expect(got.decision).toMatchObject({ allow: true, ...(want.rule !== undefined && { rule: want.rule }) });
+      expect(got.decision.allow && got.decision.wouldDeny?.reason).toBe(want.wouldDeny);
       expect(tunnelKind(got)).toBe(want.kind);
     } else {
       expect(got.decision).toMatchObject({ allow: false, reason: want.reason });
@@ -82,12 +122,12 @@ describe("decideTunnel: which protocol a CONNECT is", () => {
 describe("tunnelStaysOpen: an open tunnel under a new policy", () => {
   const KINDS: TunnelKind[] = ["tcp", "https-blind", "https-terminated"];
   const cases = KINDS.flatMap((kind) => COMBOS.map((c) => ({ kind, ...c })));
-  it.each(cases)("$kind under tcp $tcp, https $https, deny $deny", ({ kind, tcp, https, deny }) => {
-    const now = oracle(tcp, https, deny);
+  it.each(cases)("$kind under $mode: tcp $tcp, https $https, deny $deny", ({ kind, mode, tcp, https, deny }) => {
+    const now = expected(tcp, https, deny, mode);
     // Raw bytes were never checked: only a tcp grant keeps them. A blind tunnel closes when
     // requests must now be seen. A terminated one stays on any grant (each request is decided).
     const stays = now.allow && (kind === "tcp" ? now.kind === "tcp" : kind === "https-blind" ? now.kind !== "https-terminated" : true);
-    const d = tunnelStaysOpen(build(tcp, https, deny), kind, HOST, PORT);
+    const d = tunnelStaysOpen(build(tcp, https, deny, mode), kind, HOST, PORT);
     expect(d.allow).toBe(stays);
   });
 });

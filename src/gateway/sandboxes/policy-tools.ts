@@ -19,13 +19,14 @@ export const MAX_REPLAY_RECORDS = 10_000;
 const PROTOCOLS = new Set<string>(["http", "https", "tcp"]);
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
 
-/** The egress decisions of an audit window; dropped-record markers and malformed rows are skipped. */
+/** The egress decisions of an audit window; dropped-record markers, close records and malformed rows are skipped. */
 export function recordedDecisions(records: readonly AuditRecord[]): RecordedDecision[] {
   const out: RecordedDecision[] = [];
   for (const r of records) {
     const e = r.event;
     const decision = e.decision;
-    if (e.type !== "egress" || (decision !== "allow" && decision !== "deny")) continue;
+    // A tunnel's close record repeats its opening's decision: only the decision counts.
+    if (e.type !== "egress" || e.activity !== undefined || (decision !== "allow" && decision !== "deny" && decision !== "would_deny")) continue;
     const host = str(e.host);
     const protocol = str(e.protocol);
     if (host === undefined || protocol === undefined || !PROTOCOLS.has(protocol) || typeof e.port !== "number") continue;
@@ -48,7 +49,8 @@ export interface AuditWindow {
   truncated: boolean;
 }
 
-function sinceTime(since: string | undefined): string | undefined {
+/** An RFC 3339 time from a user, as the ISO form records are stored in; a clear 400 otherwise. */
+export function sinceTime(since: string | undefined): string | undefined {
   if (since === undefined) return undefined;
   const t = Date.parse(since);
   if (!Number.isFinite(t)) throw new ApiError("invalid_request", `since: ${JSON.stringify(since)} is not an RFC 3339 time (e.g. 2026-12-01T00:00:00Z)`);
