@@ -65,7 +65,13 @@ export const heartbeatMessage = z.strictObject({
 export const auditEventSchema = z.strictObject({
   type: z.literal("egress"),
   time: z.string().max(64),
-  decision: z.enum(["allow", "deny"]),
+  /** would_deny: let through by audit mode (enforcement: audit); reason and rule say what enforcing would have said. */
+  decision: z.enum(["allow", "deny", "would_deny"]),
+  /**
+   * Absent: the decision (a request's record is sent once it completes, with its traffic).
+   * "close": a tunnel or WebSocket allowed earlier has closed; the record carries its traffic.
+   */
+  activity: z.literal("close").optional(),
   reason: z.string().max(200).optional(),
   rule: z.string().max(200).optional(),
   host: z.string().max(300),
@@ -79,6 +85,15 @@ export const auditEventSchema = z.strictObject({
   since: z.string().max(64).optional(),
   /** Why all egress was denied, when a lockdown was the cause. */
   lockdown: z.string().max(200).optional(),
+  /** The policy revision that decided (absent when none was loaded). */
+  revision: z.number().int().min(0).optional(),
+  /** Bytes from the workload towards the origin, and back, on the workload's connection (summed over `count`). */
+  bytesOut: z.number().int().min(0).optional(),
+  bytesIn: z.number().int().min(0).optional(),
+  /** From the request (or the tunnel's opening) to its end, in ms (summed over `count`). */
+  durationMs: z.number().int().min(0).optional(),
+  /** The HTTP status the workload got (requests only). */
+  status: z.number().int().min(100).max(599).optional(),
 });
 
 export const auditMessage = z.strictObject({

@@ -412,10 +412,11 @@ export class Store {
     return this.window<EventRow>("events", "", sandboxId, q).map(toEvent);
   }
 
-  /** A window of a sandbox's audit trail, oldest first; `decision` narrows it. */
-  audit(sandboxId: string, q: LogQuery & { decision?: string } = {}): AuditRecord[] {
-    const extra = q.decision === undefined ? "" : "AND decision = ?";
-    const rows = this.window<{ seq: number; sandbox_id: string; generation: number; time: string; decision: string; count: number; event: string }>("audit", extra, sandboxId, q, q.decision === undefined ? [] : [q.decision]);
+  /** A window of a sandbox's audit trail, oldest first; `decision` and `since` (an ISO time: records at or after it) narrow it. */
+  audit(sandboxId: string, q: LogQuery & { decision?: string; since?: string } = {}): AuditRecord[] {
+    const extra = `${q.decision === undefined ? "" : "AND decision = ?"} ${q.since === undefined ? "" : "AND time >= ?"}`;
+    const params = [...(q.decision === undefined ? [] : [q.decision]), ...(q.since === undefined ? [] : [q.since])];
+    const rows = this.window<{ seq: number; sandbox_id: string; generation: number; time: string; decision: string; count: number; event: string }>("audit", extra, sandboxId, q, params);
     return rows.map((r) => ({ seq: r.seq, sandboxId: r.sandbox_id, generation: r.generation, time: r.time, decision: r.decision, count: r.count, event: JSON.parse(r.event) as Record<string, unknown> }));
   }
 

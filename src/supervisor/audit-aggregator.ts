@@ -1,6 +1,6 @@
-// Bounded audit output: the first decision for each (decision, host, port,
-// protocol, reason, rule) goes out in full at once; repeats are counted and go out
-// as one record with `count` per flush interval. A workload hammering a denied host
+// Bounded audit output: the first decision for each (decision, activity, host, port,
+// protocol, reason, rule, revision) goes out in full at once; repeats are counted and go
+// out as one record with `count` (and their traffic summed) per flush interval. A workload hammering a denied host
 // costs one record per second, not one per request. The set of keys is bounded:
 // the least recently seen key is flushed and forgotten first.
 import type { AuditEvent } from "./proxy.js";
@@ -14,13 +14,17 @@ export interface AggregatorOptions {
 
 interface Entry {
   repeats: number;
+  /** Traffic of the repeats, summed. */
+  bytesOut: number;
+  bytesIn: number;
+  durationMs: number;
   since: string | undefined;
   last: AuditEvent;
   /** Flushes in a row without a repeat. */
   idle: number;
 }
 
-const keyOf = (e: AuditEvent): string => JSON.stringify([e.decision, e.host, e.port, e.protocol, e.reason ?? null, e.rule ?? null]);
+const keyOf = (e: AuditEvent): string => JSON.stringify([e.decision, e.activity ?? null, e.host, e.port, e.protocol, e.reason ?? null, e.rule ?? null, e.revision ?? null]);
 
 export class AuditAggregator {
   readonly #emit: (e: AuditEvent) => void;
@@ -40,7 +44,7 @@ export class AuditAggregator {
     const entry = this.#entries.get(key);
     if (entry === undefined) {
       this.#emit(e);
-      this.#entries.set(key, { repeats: 0, since: undefined, last: e, idle: 0 });
+      this.#entries.set(key, { repeats: 0, bytesOut: 0, bytesIn: 0, durationMs: 0, since: undefined, last: e, idle: 0 });
       if (this.#entries.size > this.#maxKeys) this.#evictOldest();
       return;
     }
@@ -48,6 +52,9 @@ export class AuditAggregator {
     this.#entries.delete(key);
     this.#entries.set(key, entry);
     entry.repeats++;
+    entry.bytesOut += e.bytesOut ?? 0;
+    entry.bytesIn += e.bytesIn ?? 0;
+    entry.durationMs += e.durationMs ?? 0;
     entry.since ??= e.time;
     entry.last = e;
     entry.idle = 0;
@@ -71,8 +78,15 @@ export class AuditAggregator {
   }
 
   #emitRepeats(entry: Entry): void {
-    this.#emit({ ...entry.last, count: entry.repeats, ...(entry.since === undefined ? {} : { since: entry.since }) });
+    const traffic = entry.last.bytesOut !== undefined || entry.last.bytesIn !== undefined || entry.last.durationMs !== undefined;
+    this.#emit({
+      ...entry.last,
+      count: entry.repeats,
+      ...(entry.since === undefined ? {} : { since: entry.since }),
+      ...(traffic && { bytesOut: entry.bytesOut, bytesIn: entry.bytesIn, durationMs: entry.durationMs }),
+    });
     entry.repeats = 0;
+    entry.bytesOut = entry.bytesIn = entry.durationMs = 0;
     entry.since = undefined;
   }
 

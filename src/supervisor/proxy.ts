@@ -8,7 +8,7 @@ import dns from "node:dns";
 import { pipeline } from "node:stream";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import { evaluate, checkResolvedAddress, overrideMethods, decideTunnel, tunnelKind, tunnelStaysOpen, NO_HOST_ADDRESSES, type Decision, type HostAddresses, type TunnelKind } from "../policy/index.js";
+import { evaluate, checkResolvedAddress, overrideMethods, decideTunnel, tunnelKind, tunnelStaysOpen, NO_HOST_ADDRESSES, type Decision, type HostAddresses, type TunnelKind, type WouldDeny } from "../policy/index.js";
 import type { PolicyHolder } from "./policy-holder.js";
 import type { Logger } from "./logger.js";
 import { errorFields } from "./logger.js";
@@ -21,6 +21,7 @@ import type { CredentialRefusal, SecretValues } from "./credentials.js";
 import { CREDENTIAL_ERROR, prepareRequest, readBoundedBody, refusalBody, refusePlain, swapBody, type PreparedRequest } from "./credential-injector.js";
 import { HELLO_TIMEOUT_MS, readHello } from "./tls/hello-gate.js";
 import { WEBSOCKET, relayUpgrade, websocketUpgrade } from "./upgrade.js";
+import { meter, type Traffic } from "./traffic.js";
 
 export type Resolver = (host: string) => Promise<string[]>;
 
@@ -115,8 +116,11 @@ interface HttpTarget extends Target {
 }
 
 type Outcome =
-  /** tunnel: what an allowed CONNECT carries; a blind https one is audited once its ClientHello was read. */
-  | { kind: "allow"; address: string; rule: string; tunnel?: TunnelKind }
+  /**
+   * tunnel: what an allowed CONNECT carries; a blind https one is audited once its ClientHello was read.
+   * wouldDeny: only audit mode let it through. record: the allow's audit record, when the caller sends it (at the request's end).
+   */
+  | { kind: "allow"; address: string; rule: string; tunnel?: TunnelKind; wouldDeny?: WouldDeny; record?: AuditEvent }
   | { kind: "deny"; reason: string; rule?: string; address?: string }
   | { kind: "unreachable"; status: 502 | 504; code: string; message: string };
 
@@ -177,11 +181,13 @@ interface Tunnel {
   upstream?: Duplex;
   /** A WebSocket upgraded inside this (terminated) tunnel: its request, re-checked too. */
   upgrade?: { grant: Grant; upstream?: Duplex };
+  /** Run when the client socket closes (its audit close record). */
+  onClose?: () => void;
 }
 
 /** What an audit event records: the decision, with the address when one was chosen. */
 type AuditedDecision =
-  | { kind: "allow"; rule: string; address?: string }
+  | { kind: "allow"; rule: string; address?: string; wouldDeny?: WouldDeny | undefined }
   | { kind: "deny"; reason: string; rule?: string; address?: string };
 
 
@@ -344,11 +350,13 @@ function closeIdle(socket: net.Socket): void {
   setTimeout(() => socket.destroy(), 5000).unref();
 }
 
-type TerminatedOutcome = { kind: "allow"; rule: string } | { kind: "deny"; reason: string; rule?: string; address?: string };
+type TerminatedOutcome = { kind: "allow"; rule: string; wouldDeny?: WouldDeny } | { kind: "deny"; reason: string; rule?: string; address?: string };
 /** A decided request in a terminated tunnel: allowed ones carry the request with placeholders swapped; a credential refusal says why. */
 interface TerminatedDecision {
   t: Target;
   outcome: TerminatedOutcome;
+  /** Its audit record, for the caller to send (a request's allow once it is over). */
+  record: AuditEvent;
   prepared?: PreparedRequest;
   refusal?: CredentialRefusal;
 }
@@ -407,25 +415,59 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   let closing = false;
   let onDrained: (() => void) | undefined;
 
-  const audit = (t: Target, o: AuditedDecision): void => {
+  /** The audit record of a decision, under the revision in force now. */
+  const auditEvent = (t: Target, o: AuditedDecision): AuditEvent => {
+    const wouldDeny = o.kind === "allow" ? o.wouldDeny : undefined;
     const event: AuditEvent = {
       type: "egress",
       time: new Date().toISOString(),
-      decision: o.kind,
+      decision: wouldDeny !== undefined ? "would_deny" : o.kind,
       host: t.host,
       port: t.port,
       protocol: t.protocol,
     };
     if (o.kind === "deny") event.reason = o.reason;
-    if (o.rule !== undefined) event.rule = o.rule;
+    else if (wouldDeny !== undefined) event.reason = wouldDeny.reason;
+    const rule = wouldDeny?.rule ?? o.rule;
+    if (rule !== undefined) event.rule = rule;
     if (t.method !== "CONNECT") event.method = t.method;
     if (t.path !== undefined) event.path = t.path;
     if (o.address !== undefined) event.address = o.address;
+    const revision = policy.current()?.revision;
+    if (revision !== undefined) event.revision = revision;
+    return event;
+  };
+  const emit = (event: AuditEvent): void => {
     try {
       onAudit(event);
     } catch (err) {
       logger.error("audit sink failed", errorFields(err));
     }
+  };
+  const audit = (t: Target, o: AuditedDecision): void => emit(auditEvent(t, o));
+  /**
+   * A request's record goes out once its response is over, with what it exchanged with the
+   * origin (headers included) and how long it took; the returned function is given each
+   * upstream request made for it (a retry replaces the first).
+   */
+  const auditAtEnd = (event: AuditEvent, res: http.ServerResponse): ((upReq: http.ClientRequest) => void) => {
+    const t0 = Date.now();
+    let measured: (() => Traffic) | undefined;
+    res.once("close", () => {
+      const m = measured?.() ?? { bytesOut: 0, bytesIn: 0 };
+      emit({ ...event, bytesOut: m.bytesOut, bytesIn: m.bytesIn, durationMs: Date.now() - t0, status: res.statusCode });
+    });
+    return (upReq) => upReq.once("socket", (socket: net.Socket) => (measured = meter(socket, "origin")));
+  };
+  /**
+   * A tunnel's (or WebSocket's) allow went out at its opening; its close record carries what it
+   * moved. A registered tunnel runs it from its one close listener; another socket gets its own.
+   */
+  const auditClose = (event: AuditEvent, socket: Duplex, entry?: Tunnel): void => {
+    const measured = meter(socket, "workload");
+    const record = (): void => emit({ ...event, time: new Date().toISOString(), activity: "close", ...measured() });
+    if (entry === undefined) socket.once("close", record);
+    else entry.onClose = record;
   };
 
   /**
@@ -433,7 +475,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
    * A decision is only ever made under the policy in force when it is returned: a new
    * revision or a lockdown during the lookup starts it over.
    */
-  async function authorize(t: Target): Promise<Outcome> {
+  async function authorize(t: Target, deferAllow = false): Promise<Outcome> {
     const locked = options.lockdown?.() ?? null;
     const loaded = policy.current();
     if (locked !== null || loaded === undefined) {
@@ -475,14 +517,14 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         addresses = [];
         failed = { err };
       }
-      if (policy.current() !== loaded || (options.lockdown?.() ?? null) !== null) return authorize(t);
+      if (policy.current() !== loaded || (options.lockdown?.() ?? null) !== null) return authorize(t, deferAllow);
       if (failed !== undefined) {
         // The policy allowed it; the network did not deliver. Audit the decision, report the failure.
-        audit(t, { kind: "allow", rule: decision.rule });
+        audit(t, { kind: "allow", rule: decision.rule, wouldDeny: decision.wouldDeny });
         return unreachable(failed.err);
       }
       if (addresses.length === 0) {
-        audit(t, { kind: "allow", rule: decision.rule });
+        audit(t, { kind: "allow", rule: decision.rule, wouldDeny: decision.wouldDeny });
         return { kind: "unreachable", status: 502, code: "ENOTFOUND", message: `no addresses for ${t.host}` };
       }
     }
@@ -498,7 +540,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       }
     }
     const address = addresses.find((a) => net.isIPv4(a)) ?? addresses[0]!;
-    const o = { kind: "allow", address, rule: decision.rule, ...(tunnel !== undefined && { tunnel }) } as const;
+    const o = { kind: "allow", address, rule: decision.rule, ...(tunnel !== undefined && { tunnel }), ...(decision.wouldDeny !== undefined && { wouldDeny: decision.wouldDeny }) } as const;
+    if (deferAllow) return { ...o, record: auditEvent(t, o) };
     if (tunnel !== "https-blind") audit(t, o);
     return o;
   }
@@ -539,7 +582,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       return;
     }
     target.overrides = overrideMethods(req.rawHeaders, target.requestPath);
-    authorize(target).then(
+    authorize(target, true).then(
       (outcome) => {
         if (outcome.kind === "deny") {
           sendJson(res, 403, POLICY_ERROR, denialBody(target, outcome), closing || expectContinue || hasBody(req));
@@ -555,8 +598,9 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
             return;
           }
           granted(req, res, grantOf(target, outcome.address));
+          const watch = outcome.record === undefined ? undefined : auditAtEnd(outcome.record, res);
           if (expectContinue) res.writeContinue();
-          forward(req, res, target, outcome.address, true);
+          forward(req, res, target, outcome.address, true, watch);
         }
       },
       (err: unknown) => {
@@ -566,7 +610,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     );
   }
 
-  function forward(req: http.IncomingMessage, res: http.ServerResponse, t: HttpTarget, address: string, mayRetry: boolean): void {
+  function forward(req: http.IncomingMessage, res: http.ServerResponse, t: HttpTarget, address: string, mayRetry: boolean, watch?: (upReq: http.ClientRequest) => void): void {
     const bodyless = !hasBody(req);
     const headers = endToEndHeaders(req.rawHeaders, REQUEST_REPLACED);
     headers.push("Host", t.authority);
@@ -582,6 +626,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       setHost: false,
       agent,
     });
+    watch?.(upReq);
     let responded = false;
 
     upReq.on("socket", (socket) => {
@@ -619,7 +664,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       // A pooled keep-alive socket may have been closed by the origin just now;
       // retry once on a fresh connection, but only for a request without a body.
       if (mayRetry && upReq.reusedSocket && err.code === "ECONNRESET" && bodyless && !res.destroyed) {
-        forward(req, res, t, address, false);
+        forward(req, res, t, address, false, watch);
         return;
       }
       req.unpipe(upReq);
@@ -641,7 +686,11 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     clients.delete(socket);
     const entry: Tunnel = { client: socket };
     tunnels.set(socket, entry);
-    socket.once("close", () => tunnels.delete(socket));
+    // One close listener for the registry and the close record: a relayed socket already carries many.
+    socket.once("close", () => {
+      tunnels.delete(socket);
+      entry.onClose?.();
+    });
     socket.on("error", (err) => logger.warn("tunnel client socket error", errorFields(err)));
     return entry;
   }
@@ -659,7 +708,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       return;
     }
     target.overrides = overrideMethods(req.rawHeaders, target.requestPath);
-    authorize(target).then(
+    authorize(target, true).then(
       (outcome) => {
         if (outcome.kind === "deny") endRawJson(socket, 403, POLICY_ERROR, denialBody(target, outcome));
         else if (outcome.kind === "unreachable") endRawJson(socket, outcome.status, UPSTREAM_ERROR, unreachableBody(target, outcome));
@@ -675,6 +724,9 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
             return;
           }
           entry.grant = grantOf(target, address);
+          const record = outcome.record ?? auditEvent(target, outcome);
+          emit(record);
+          auditClose(record, socket, entry);
           // A fresh connection, never a pooled one: it becomes this WebSocket's alone.
           const upstream = http.request({ host: address, port: target.port, method: target.method, path: target.requestPath, headers: upgradeHeaders(headers, target.authority), setHost: false, agent: false, timeout: connectTimeoutMs });
           upstream.once("socket", (s: net.Socket) => {
@@ -710,13 +762,18 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       endRawJson(socket, 400, PROXY_ERROR, { error: "bad_request", message: "CONNECT needs host:port" });
       return;
     }
-    authorize(target).then(
+    authorize(target, true).then(
       (outcome) => {
         if (outcome.kind === "deny") endRawJson(socket, 403, POLICY_ERROR, denialBody(target, outcome));
         else if (outcome.kind === "unreachable") endRawJson(socket, outcome.status, UPSTREAM_ERROR, unreachableBody(target, outcome));
-        else if (socket.destroyed) return;
-        else if (outcome.tunnel === "https-terminated") intercept(entry, head, target, outcome.address);
-        else tunnel(entry, head, target, outcome);
+        else {
+          // The opening's record goes out now; a blind tunnel's once its ClientHello was read.
+          const record = outcome.record ?? auditEvent(target, outcome);
+          if (outcome.tunnel !== "https-blind") emit(record);
+          if (socket.destroyed) return;
+          if (outcome.tunnel === "https-terminated") intercept(entry, head, target, outcome.address, record);
+          else tunnel(entry, head, target, outcome, record);
+        }
       },
       (err: unknown) => {
         logger.error("proxy connect failed", { host: target.host, ...errorFields(err) });
@@ -730,7 +787,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
    * unreachable origin is still a 502/504; a blind one then gets no byte until the
    * workload's first bytes are a ClientHello for the CONNECT host (hello-gate.ts).
    */
-  function tunnel(entry: Tunnel, head: Buffer, t: Target, allowed: Outcome & { kind: "allow" }): void {
+  function tunnel(entry: Tunnel, head: Buffer, t: Target, allowed: Outcome & { kind: "allow" }, record: AuditEvent): void {
     const { client } = entry;
     const { address } = allowed;
     const blind = allowed.tunnel === "https-blind";
@@ -752,6 +809,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       established = true;
       client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       if (!blind) {
+        auditClose(record, client, entry);
         relay(head);
         return;
       }
@@ -761,7 +819,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         client.off("close", gone);
         if (r.kind === "closed" || client.destroyed || upstream.destroyed) {
           // Gone before a verdict (the workload left, a revocation): the CONNECT was allowed.
-          audit(t, { kind: "allow", rule: allowed.rule, address });
+          emit(record);
           upstream.destroy();
           return;
         }
@@ -772,7 +830,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
           upstream.destroy();
           return;
         }
-        audit(t, { kind: "allow", rule: allowed.rule, address });
+        emit(record);
+        auditClose(record, client, entry);
         relay(r.bytes);
       });
     });
@@ -795,7 +854,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         return;
       }
       // The blind tunnel's decision was not audited yet: it was allowed, the network did not deliver.
-      if (blind) audit(t, { kind: "allow", rule: allowed.rule, address });
+      if (blind) emit(record);
       const o = unreachable(err);
       logger.warn("upstream unreachable", { host: t.host, port: t.port, address, code: o.code });
       if (!client.destroyed) endRawJson(client, o.status, UPSTREAM_ERROR, unreachableBody(t, o, address));
@@ -813,7 +872,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   /** Each terminated tunnel's registry entry, for the WebSockets upgraded inside it. */
   const terminatedTunnels = new WeakMap<TerminatedTunnel, Tunnel>();
 
-  function intercept(entry: Tunnel, head: Buffer, t: Target, address: string): void {
+  function intercept(entry: Tunnel, head: Buffer, t: Target, address: string, record: AuditEvent): void {
     if (terminator === undefined) {
       const o = { kind: "deny", reason: TLS_UNAVAILABLE } as const;
       audit(t, o);
@@ -821,6 +880,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       return;
     }
     entry.grant = grantOf(t, address);
+    auditClose(record, entry.client, entry);
     entry.client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
     const tun: TerminatedTunnel = { host: t.host, port: t.port, address };
     terminatedTunnels.set(tun, entry);
@@ -836,8 +896,9 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       sendJson(res, 400, PROXY_ERROR, ORIGIN_FORM, true);
       return;
     }
-    const { t, outcome, prepared, refusal } = decided;
+    const { t, outcome, prepared, refusal, record } = decided;
     if (outcome.kind === "deny") {
+      emit(record);
       if (refusal !== undefined) sendJson(res, 403, CREDENTIAL_ERROR, refusalBody(t, refusal), expectContinue || hasBody(req));
       else sendJson(res, 403, POLICY_ERROR, denialBody(t, outcome), expectContinue || hasBody(req));
       return;
@@ -847,7 +908,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     const headers = [...p.headers, "Host", tun.port === 443 ? tun.host : `${tun.host}:${tun.port}`];
     if (p.bodyMaxBytes === null || !hasBody(req)) {
       if (req.headers["transfer-encoding"] !== undefined) headers.push("Transfer-Encoding", "chunked");
-      forwardTls(req, res, t, tun, p.path, headers, undefined);
+      forwardTls(req, res, t, tun, p.path, headers, undefined, auditAtEnd(record, res));
       return;
     }
     // The endpoint opts in to placeholders in bodies: read it whole (bounded), swap, re-frame.
@@ -866,11 +927,11 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       const framed: string[] = [];
       for (let i = 0; i < headers.length; i += 2) if (headers[i]!.toLowerCase() !== "content-length") framed.push(headers[i]!, headers[i + 1]!);
       framed.push("Content-Length", String(swapped.value.length));
-      forwardTls(req, res, t, tun, p.path, framed, swapped.value);
+      forwardTls(req, res, t, tun, p.path, framed, swapped.value, auditAtEnd(record, res));
     });
   }
 
-  /** Evaluates (and audits) a request inside a terminated tunnel; undefined when it is not in origin form. */
+  /** Evaluates a request inside a terminated tunnel (its record for the caller to send); undefined when it is not in origin form. */
   function decideTerminated(req: http.IncomingMessage, tun: TerminatedTunnel): TerminatedDecision | undefined {
     const method = req.method ?? "GET";
     const url = req.url ?? "/";
@@ -888,7 +949,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       if (!d.allow) outcome = { kind: "deny", reason: d.reason, ...(d.rule === undefined ? {} : { rule: d.rule }) };
       else {
         const check = checkResolvedAddress(tun.address, d.allowPrivate, options.hostAddresses?.() ?? NO_HOST_ADDRESSES);
-        outcome = check.ok ? { kind: "allow", rule: d.rule } : { kind: "deny", reason: check.reason, rule: d.rule, address: tun.address };
+        outcome = check.ok ? { kind: "allow", rule: d.rule, ...(d.wouldDeny !== undefined && { wouldDeny: d.wouldDeny }) } : { kind: "deny", reason: check.reason, rule: d.rule, address: tun.address };
         if (check.ok) {
           // Placeholders are swapped where the policy binds them and refused anywhere else.
           const p = prepareRequest(loaded.policy, { host: t.host, port: t.port, method, url }, endToEndHeaders(req.rawHeaders, REQUEST_REPLACED), options.credentials);
@@ -900,8 +961,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         }
       }
     }
-    audit(t, outcome.kind === "allow" ? { kind: "allow", rule: outcome.rule, address: tun.address } : outcome);
-    return { t, outcome, ...(prepared && { prepared }), ...(refusal && { refusal }) };
+    const record = auditEvent(t, outcome.kind === "allow" ? { ...outcome, address: tun.address } : outcome);
+    return { t, outcome, record, ...(prepared && { prepared }), ...(refusal && { refusal }) };
   }
 
   /**
@@ -918,7 +979,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       endRawJson(socket, 400, PROXY_ERROR, ORIGIN_FORM);
       return;
     }
-    const { t, outcome, prepared, refusal } = decided;
+    const { t, outcome, prepared, refusal, record } = decided;
+    emit(record);
     if (outcome.kind === "deny") {
       if (refusal !== undefined) endRawJson(socket, 403, CREDENTIAL_ERROR, refusalBody(t, refusal));
       else endRawJson(socket, 403, POLICY_ERROR, denialBody(t, outcome));
@@ -927,6 +989,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     // With its method: the grant is re-checked as the request it was, not as the tunnel.
     const upgrade: NonNullable<Tunnel["upgrade"]> = { grant: { ...grantOf(t, tun.address), method: t.method } };
     entry.upgrade = upgrade;
+    auditClose(record, socket);
     // The upgrade request carries its placeholders swapped, like any request here.
     const upstream = terminator!.request(tun, { method: t.method, path: prepared!.path, headers: upgradeHeaders(prepared!.headers, tun.port === 443 ? tun.host : `${tun.host}:${tun.port}`), ca: options.upstreamCa });
     relayUpgrade({
@@ -948,8 +1011,9 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   }
 
   /** `body`: the body already read (and swapped); undefined: streamed from the client. */
-  function forwardTls(req: http.IncomingMessage, res: http.ServerResponse, t: Target, tun: TerminatedTunnel, path: string, headers: string[], body: Buffer | undefined): void {
+  function forwardTls(req: http.IncomingMessage, res: http.ServerResponse, t: Target, tun: TerminatedTunnel, path: string, headers: string[], body: Buffer | undefined, watch: (upReq: http.ClientRequest) => void): void {
     const upReq = terminator!.request(tun, { method: t.method, path, headers, ca: options.upstreamCa });
+    watch(upReq);
     let responded = false;
     upReq.on("response", (upRes) => {
       responded = true;

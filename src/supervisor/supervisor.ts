@@ -138,8 +138,10 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
   });
 
   const close = async (): Promise<void> => {
+    await Promise.all([proxy.close(opts.shutdownGraceMs), health.close()]);
+    // After the drain: requests that finished during it (and cut tunnels) are recorded too.
     audit.close();
-    await Promise.all([proxy.close(opts.shutdownGraceMs), health.close(), session?.stop()]);
+    await session?.stop();
   };
   try {
     // The health endpoint answers on the egress network only: the workload reaches

@@ -29,3 +29,6 @@ export function cli(args: string[], env: Record<string, string | undefined> = {}
 
 /** The command line to run the CLI from a shell (e.g. inside tmux). */
 export const CLI_COMMAND = `${process.execPath} --import tsx ${MAIN}`;
+
+/** The CLI as argv (for a test that drives the process itself, e.g. to send it a signal). */
+export const CLI_ARGS: readonly string[] = [process.execPath, "--import", "tsx", MAIN];

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AuditSink } from "../../src/gateway/audit/audit-sink.js";
+import { toOcsf } from "../../src/gateway/audit/ocsf.js";
 import { defaultPolicy } from "../../src/policy/index.js";
 import { Store } from "../../src/store/store.js";
 import { AuditAggregator } from "../../src/supervisor/audit-aggregator.js";
@@ -64,6 +65,45 @@ describe("AuditAggregator (supervisor)", () => {
     a.record(ev("e")); // evicts a, flushing its one repeat
     expect(out.filter((e) => e.count !== undefined)).toEqual([{ ...ev("a"), count: 1, since: ev("a").time }]);
     a.close();
+  });
+});
+
+describe("AuditAggregator: traffic and keys", () => {
+  it("repeats' bytes and durations are summed into the counted record; activity and revision are part of the key", () => {
+    const out: AuditEvent[] = [];
+    const a = new AuditAggregator((e) => out.push(e), { flushMs: 3_600_000 });
+    const req = (bytesIn: number, extra: Partial<AuditEvent> = {}): AuditEvent => ({ ...ev("api.test", "allow"), revision: 1, bytesOut: 10, bytesIn, durationMs: 5, ...extra });
+    a.record(req(100));
+    a.record(req(200));
+    a.record(req(300));
+    a.record(req(1, { activity: "close" })); // a close record is another key: out in full
+    a.record(req(1, { revision: 2 })); // so is another revision
+    expect(out).toHaveLength(3);
+    a.flush();
+    expect(out[3]).toMatchObject({ count: 2, bytesOut: 20, bytesIn: 500, durationMs: 10, revision: 1 });
+    a.close();
+  });
+});
+
+describe("OCSF: the audit trail as OCSF 1.3 events", () => {
+  const rec = (decision: string, event: Record<string, unknown>, count = 1) => ({ seq: 42, sandboxId: "sb-1", generation: 3, time: "2026-12-01T10:00:00.000Z", decision, count, event });
+  it("a tunnel's close is a Network Activity Close with its traffic; its opening an Open; a refused CONNECT a Refuse", () => {
+    const close = toOcsf(rec("allow", { type: "egress", decision: "allow", activity: "close", host: "h.test", port: 443, protocol: "https", bytesOut: 10, bytesIn: 20, durationMs: 7, rule: "r" }));
+    expect(close).toMatchObject({ class_uid: 4001, activity_id: 2, activity_name: "Close", type_uid: 400102, traffic: { bytes_out: 10, bytes_in: 20, bytes: 30 }, duration: 7, firewall_rule: { name: "r" }, action_id: 1 });
+    expect(close.http_request).toBeUndefined();
+    const open = toOcsf(rec("allow", { type: "egress", decision: "allow", host: "h.test", port: 443, protocol: "tcp" }));
+    expect(open).toMatchObject({ class_uid: 4001, activity_id: 1, type_uid: 400101, connection_info: { protocol_name: "tcp", direction_id: 2 } });
+    const refused = toOcsf(rec("deny", { type: "egress", decision: "deny", host: "h.test", port: 22, protocol: "https", reason: "no_matching_rule" }, 9), { sandboxName: "demo" });
+    expect(refused).toMatchObject({ activity_id: 5, action: "Denied", action_id: 2, disposition_id: 2, severity_id: 3, status_id: 2, count: 9, status_detail: "no_matching_rule", src_endpoint: { uid: "sb-1", name: "demo" }, metadata: { uid: "42", version: "1.3.0", product: { name: "Sandgate" } } });
+    expect(refused.time).toBe(Date.parse("2026-12-01T10:00:00.000Z"));
+  });
+  it("a request is an HTTP Activity by method (99 for others); a dropped marker is Other with its count; nothing undefined is written", () => {
+    const patch = toOcsf(rec("would_deny", { type: "egress", decision: "would_deny", host: "h.test", port: 443, protocol: "https", method: "PATCH", path: "/a", reason: "method_not_allowed", status: 204 }));
+    expect(patch).toMatchObject({ class_uid: 4002, activity_id: 99, activity_name: "Other", type_uid: 400299, action: "Allowed", disposition: "Logged", http_response: { code: 204 }, http_request: { http_method: "PATCH", url: { path: "/a", scheme: "https" } } });
+    expect(patch.message).toBe("PATCH https://h.test:443/a allowed by audit mode, would deny (method_not_allowed)");
+    const dropped = toOcsf(rec("dropped", { type: "dropped", reason: "audit_rate_limit" }, 120));
+    expect(dropped).toMatchObject({ class_uid: 4001, activity_id: 99, count: 120, status_detail: "audit_rate_limit" });
+    expect(JSON.stringify(patch)).not.toMatch(/undefined|null/);
   });
 });
 

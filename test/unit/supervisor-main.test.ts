@@ -204,11 +204,19 @@ describe("supervisor bundle", () => {
     expect(await sup.exited).toEqual({ code: 0, signal: null });
 
     const audits = sup.lines.filter((l) => l.type === "egress");
-    expect(audits).toEqual([
-      expect.objectContaining({ decision: "allow", host: "localhost", port: originPort, protocol: "http", path: "/a", sandboxId: "sb-main", rule: "loopback-test" }),
+    // A request is recorded once it is over (with its traffic); a tunnel when it opens and when it closes.
+    expect(audits.slice(0, 2)).toEqual([
+      expect.objectContaining({ decision: "allow", host: "localhost", port: originPort, protocol: "http", path: "/a", sandboxId: "sb-main", rule: "loopback-test", revision: 9, status: 200 }),
       expect.objectContaining({ decision: "allow", host: "localhost", port: echoPort, protocol: "tcp", sandboxId: "sb-main" }),
-      expect.objectContaining({ decision: "allow", path: "/slow" }),
     ]);
+    expect(audits[0]!.bytesIn).toBeGreaterThan("origin says hi".length);
+    expect(audits.slice(2)).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ decision: "allow", path: "/slow", status: 200 }),
+        expect.objectContaining({ decision: "allow", activity: "close", protocol: "tcp", port: echoPort }),
+      ]),
+    );
+    expect(audits).toHaveLength(4);
     expect(sup.lines.map((l) => l.msg)).toEqual(expect.arrayContaining(["shutting down", "stopped"]));
     expect(sup.stdout()).not.toContain("secret-nonce-value");
   });

@@ -254,6 +254,7 @@ describe("egress proxy: plain HTTP", () => {
     expect(origin.seen[0]!.url).toBe("/hello?x=1");
     expect(origin.seen[0]!.headers.host).toBe(`origin.test:${origin.port}`);
     expect(dns.calls).toEqual(["origin.test"]);
+    await expect.poll(() => audits.length).toBe(1);
     expect(audits).toEqual([
       expect.objectContaining({ type: "egress", decision: "allow", rule: "test", host: "origin.test", port: origin.port, protocol: "http", method: "GET", path: "/hello", address: "127.0.0.1" }),
     ]);
@@ -543,6 +544,92 @@ describe("egress proxy: CONNECT", () => {
     expect(r.status).toBe(502);
     expect(r.head).toMatch(/\r\nX-Proxy-Error: sandgate-upstream\r\n/);
     expect(json(body)).toMatchObject({ error: "upstream_unreachable", code: "ECONNREFUSED", address: "127.0.0.1" });
+  });
+});
+
+describe("egress proxy: audit records with traffic, and audit mode", () => {
+  it("a request's record goes out once it is over: status, bytes each way (headers included), duration, the revision that decided", async () => {
+    const origin = await startOrigin((_req, res) => res.end(Buffer.alloc(5000, 97)));
+    const holder = new PolicyHolder({ policy: allowing({ host: "origin.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK }), revision: 7 });
+    const { port, audits } = await startProxy(holder, { resolve: fakeResolver({ "origin.test": ["127.0.0.1"] }).resolve });
+    const res = await viaProxy(port, `http://origin.test:${origin.port}/up`, { method: "POST", body: Buffer.alloc(3000, 98) });
+    expect(res.status).toBe(200);
+    await expect.poll(() => audits.length).toBe(1);
+    const a = audits[0]!;
+    expect(a).toMatchObject({ decision: "allow", method: "POST", path: "/up", status: 200, revision: 7 });
+    expect(a.bytesOut).toBeGreaterThan(3000);
+    expect(a.bytesIn).toBeGreaterThan(5000);
+    expect(a.durationMs).toBeGreaterThanOrEqual(0);
+    expect(a.activity).toBeUndefined();
+  });
+
+  it("a tunnel is recorded when it opens, and when it closes with what it carried", async () => {
+    const echoPort = await startEcho();
+    const holder = new PolicyHolder({ policy: allowing({ host: "echo.test", port: echoPort, protocol: "tcp", allowPrivate: LOOPBACK }), revision: 1 });
+    const { port, audits } = await startProxy(holder, { resolve: fakeResolver({ "echo.test": ["127.0.0.1"] }).resolve });
+    const r = await connectVia(port, `echo.test:${echoPort}`);
+    const payload = randomBytes(64 * 1024);
+    r.socket.write(payload);
+    await readBytes(r.socket, r.rest, payload.length);
+    expect(audits).toEqual([expect.objectContaining({ decision: "allow", protocol: "tcp" })]);
+    expect(audits[0]!.activity).toBeUndefined();
+    r.socket.destroy();
+    await expect.poll(() => audits.length).toBe(2);
+    expect(audits[1]).toMatchObject({ decision: "allow", activity: "close", protocol: "tcp", host: "echo.test", rule: "test" });
+    expect(audits[1]!.bytesOut).toBeGreaterThanOrEqual(payload.length);
+    expect(audits[1]!.bytesIn).toBeGreaterThanOrEqual(payload.length);
+  });
+
+  it("an audit-mode rule lets a refused path through: the origin answers, the record says would_deny and why", async () => {
+    const origin = await startOrigin();
+    const policy = policyOf({
+      rules: [{ name: "api", enforcement: "audit", endpoints: [{ host: "api.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK, rules: [{ methods: ["GET"], paths: ["/v1/**"] }] }] }],
+    });
+    const { port, audits } = await startProxy(new PolicyHolder({ policy, revision: 2 }), { resolve: fakeResolver({ "api.test": ["127.0.0.1"] }).resolve });
+    expect((await viaProxy(port, `http://api.test:${origin.port}/admin`)).status).toBe(200);
+    expect((await viaProxy(port, `http://api.test:${origin.port}/v1/ok`)).status).toBe(200);
+    expect(origin.seen.map((r) => r.url)).toEqual(["/admin", "/v1/ok"]);
+    await expect.poll(() => audits.length).toBe(2);
+    expect(audits[0]).toMatchObject({ decision: "would_deny", reason: "path_not_allowed", rule: "api", path: "/admin", status: 200, revision: 2 });
+    expect(audits[1]).toMatchObject({ decision: "allow", rule: "api", path: "/v1/ok" });
+    expect(audits[1]!.reason).toBeUndefined();
+  });
+
+  it("the whole policy in audit mode lets an unknown host through raw, but never to a private address or the gateway's host, nor under lockdown", async () => {
+    const echoPort = await startEcho();
+    const holder = new PolicyHolder({ policy: policyOf({ enforcement: "audit", rules: [] }), revision: 3 });
+    let locked: string | null = null;
+    const audits: AuditEvent[] = [];
+    // Public-looking name resolved to loopback: audit mode must not open the private-address check.
+    const proxy = createEgressProxy({ policy: holder, logger: silentLogger, onAudit: (e) => audits.push(e), resolve: fakeResolver({ "echo.test": ["127.0.0.1"] }).resolve, lockdown: () => locked });
+    const { port } = await proxy.listen(0, "127.0.0.1");
+    cleanups.push(() => proxy.close(100));
+    const r = await connectVia(port, `echo.test:${echoPort}`);
+    expect(r.status).toBe(403);
+    expect(json(await readAll(r.socket, r.rest))).toMatchObject({ reason: "private_address" });
+    expect(audits.at(-1)).toMatchObject({ decision: "deny", reason: "private_address", protocol: "tcp" });
+
+    // Named with its range by a rule: covered, so let through (no would-deny).
+    holder.replace(policyOf({ enforcement: "audit", rules: [{ name: "echo", endpoints: [{ host: "echo.test", port: echoPort, protocol: "tcp", allowPrivate: LOOPBACK }] }] }), 4);
+    const ok = await connectVia(port, `echo.test:${echoPort}`);
+    expect(ok.status).toBe(200);
+    ok.socket.destroy();
+    expect(audits.at(-1)).toMatchObject({ decision: "allow", rule: "echo", revision: 4 });
+
+    locked = "lockdown_session_lost";
+    const l = await connectVia(port, `echo.test:${echoPort}`);
+    expect(l.status).toBe(403);
+    await expect.poll(() => audits.at(-1)?.reason).toBe("lockdown_session_lost");
+  });
+
+  it("the whole policy in audit mode: a method a covering endpoint refuses goes through as would_deny, with that endpoint's private range", async () => {
+    const origin = await startOrigin();
+    const policy = policyOf({ enforcement: "audit", rules: [{ name: "api", endpoints: [{ host: "api.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK, rules: [{ methods: ["GET"] }] }] }] });
+    const { port, audits } = await startProxy(new PolicyHolder({ policy, revision: 5 }), { resolve: fakeResolver({ "api.test": ["127.0.0.1"] }).resolve });
+    expect((await viaProxy(port, `http://api.test:${origin.port}/x`, { method: "DELETE" })).status).toBe(200);
+    expect(origin.seen.map((r) => r.method)).toEqual(["DELETE"]);
+    await expect.poll(() => audits.length).toBe(1);
+    expect(audits[0]).toMatchObject({ decision: "would_deny", reason: "method_not_allowed", rule: "api", method: "DELETE", revision: 5 });
   });
 });
 

@@ -4,7 +4,8 @@ import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { z } from "zod";
 import { AuditQuery, CheckPolicyBody, EXEC_ARGV_MAX_BYTES, CreateSandboxBody, EventsQuery, ReviewPolicyBody, SetPolicyBody, SuggestQuery, WatchQuery, formatZodError } from "./schemas.js";
-import { PolicyTools } from "../sandboxes/policy-tools.js";
+import { PolicyTools, sinceTime } from "../sandboxes/policy-tools.js";
+import { toOcsf } from "../audit/ocsf.js";
 import { WatchHub, type WatchLimits } from "./watch.js";
 import { registerSecretRoutes, type SecretPlaces } from "./secrets-routes.js";
 import type { SecretStore } from "../secrets/secret-store.js";
@@ -165,8 +166,10 @@ export function buildApi(ctx: ApiContext) {
   app.get("/v1/sandboxes/:name/audit", async (req) => {
     const q = parse(AuditQuery, req.query);
     const s = read.get(nameParam(req));
-    const records = read.audit(s.id, { afterSeq: q.after, beforeSeq: q.before, limit: q.limit, tail: q.tail, decision: q.decision });
-    return { audit: records, next: pageCursor(records, q) };
+    const records = read.audit(s.id, { afterSeq: q.after, beforeSeq: q.before, limit: q.limit, tail: q.tail, decision: q.decision, since: sinceTime(q.since) });
+    const next = pageCursor(records, q);
+    if (q.format === "ocsf") return { audit: records.map((r) => toOcsf(r, { sandboxName: s.name })), next };
+    return { audit: records, next };
   });
 
   if (ctx.secrets) registerSecretRoutes(app, ctx.secrets.store, ctx.secrets.delivery);

@@ -55,7 +55,7 @@ export class SandboxReadModel {
     return this.store.eventsAfter(afterSeq, limit);
   }
 
-  audit(sandboxId: string, q: LogQuery & { decision?: string } = {}): AuditRecord[] {
+  audit(sandboxId: string, q: LogQuery & { decision?: string; since?: string } = {}): AuditRecord[] {
     return this.store.audit(sandboxId, q);
   }
 
