@@ -84,6 +84,31 @@ function listenAll(port: number): Promise<Server> {
   });
 }
 
+/**
+ * listenAll, waiting while another copy of this suite holds the port (the stand-ins need
+ * Docker's fixed ports). Taken one after another, lowest first, so two copies never each
+ * hold one and wait for the other; the deadline only catches a port held for good.
+ */
+async function listenAllWhenFree(ports: number[]): Promise<Server[]> {
+  const held: Server[] = [];
+  for (const port of [...ports].sort((a, b) => a - b)) {
+    const deadline = Date.now() + 300_000;
+    for (;;) {
+      try {
+        held.push(await listenAll(port));
+        break;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE" || Date.now() > deadline) {
+          await Promise.all(held.map((srv) => new Promise<void>((res) => srv.close(() => res()))));
+          throw err;
+        }
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  }
+  return held;
+}
+
 function connects(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const s = connect({ host, port }, () => {
@@ -180,7 +205,7 @@ describe("egress from a Docker sandbox", () => {
 
     // STAND-IN DAEMON: something listening on Docker's TCP ports on every host
     // address, as a daemon started with -H tcp:// would.
-    const standIns = await Promise.all([2375, 2376].map((p) => listenAll(p)));
+    const standIns = await listenAllWhenFree([2375, 2376]);
     try {
       const hosts = [egressGateway, ...(internalGateway ? [internalGateway] : []), ...hostAddrs];
       const targets = hosts.flatMap((host) => [2375, 2376].map((port) => ({ host, port })));
