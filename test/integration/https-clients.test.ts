@@ -192,4 +192,24 @@ describe("real clients through terminated HTTPS, trusting the sandbox CA with no
     expect(bad.code).toBe(128);
     expect(bad.stderr).toContain("The requested URL returned error: 502");
   });
+
+  it("audit mode: curl's refused path reaches the origin and is recorded would_deny (OCSF, with its traffic); enforcing again refuses it", async () => {
+    const audited = POLICY.replace("    - name: allowed-tree\n", "    - name: allowed-tree\n      enforcement: audit\n");
+    expect(audited).not.toBe(POLICY);
+    const set = await fx.t.api("PUT", `/v1/sandboxes/${SANDBOX}/policy`, { policy: audited, wait: 60 });
+    expect(set.body, JSON.stringify(set.body)).toMatchObject({ enforced: true });
+    const through = await curl(url(GOOD, "/denied/audit-me"));
+    expect(through, through.stderr).toMatchObject({ code: 0, status: "200", proxyError: "-", body: "origin GET /denied/audit-me" });
+    const rec = await eventually(async () => {
+      const r = await fx.t.api("GET", `/v1/sandboxes/${SANDBOX}/audit?decision=would_deny&format=ocsf&tail=50`);
+      return (r.body.audit as { http_request?: { url?: { path?: string } } }[]).find((e) => e.http_request?.url?.path === "/denied/audit-me");
+    }, 30_000, "the would-deny record");
+    expect(rec).toMatchObject({ class_uid: 4002, action: "Allowed", disposition: "Logged", status_detail: "path_not_allowed", firewall_rule: { name: "allowed-tree" }, http_response: { code: 200 }, unmapped: { decision: "would_deny", policy_revision: set.body.revision } });
+    expect((rec as unknown as { traffic: { bytes_in: number } }).traffic.bytes_in).toBeGreaterThan(0);
+
+    const back = await fx.t.api("PUT", `/v1/sandboxes/${SANDBOX}/policy`, { policy: POLICY, wait: 60 });
+    expect(back.body).toMatchObject({ enforced: true });
+    const denied = await curl(url(GOOD, "/denied/audit-me"));
+    expect(denied).toMatchObject({ status: "403", proxyError: "sandgate-policy" });
+  }, 180_000);
 });
