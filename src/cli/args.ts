@@ -45,4 +45,7 @@ export const AUDIT_RATE: IntRange = { min: 1, max: 100_000 };
 export const AUDIT_KEEP: IntRange = { min: 100, max: 100_000_000 };
 /** How long audit records are kept. */
 export const AUDIT_AGE: DurationRange = { minS: 3600, maxS: 366 * 86_400 };
+/** The supervisor container's limits a user may set (gateway start). */
+export const SUPERVISOR_CPUS: IntRange = { min: 0.1, max: 64 };
+export const SUPERVISOR_MEMORY: IntRange = { min: 64, max: 65_536 };
 export { PROCESS_LIMITS };

@@ -5,8 +5,9 @@ import { openSync, readFileSync, statSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { DEFAULT_PORT, ensureHomeDir, inspectAddress, readAddress, resolveHome } from "../gateway/home.js";
 import { commandLine } from "../gateway/startup.js";
-import { fromFlagOrEnv, parseDuration, parseInteger } from "../util/settings.js";
-import { AUDIT_AGE, AUDIT_KEEP, AUDIT_RATE, DEADLINE, LOG_LEVELS, PORT, WAIT, intArg, logLevel, secondsArg, setting } from "./args.js";
+import { fromFlagOrEnv, parseDecimal, parseDuration, parseInteger } from "../util/settings.js";
+import { SUPERVISOR_RESOURCES } from "../driver/docker/objects.js";
+import { AUDIT_AGE, AUDIT_KEEP, AUDIT_RATE, DEADLINE, LOG_LEVELS, PORT, SUPERVISOR_CPUS, SUPERVISOR_MEMORY, WAIT, intArg, logLevel, secondsArg, setting } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
 import { printJson, table } from "./format.js";
@@ -57,13 +58,15 @@ export function gatewayCommands(global: () => Common): Command {
     .option("--audit-rate <n>", `audit records a sandbox may add per second; more are dropped and counted (${AUDIT_RATE.min}-${AUDIT_RATE.max}; env SANDGATE_AUDIT_RATE; default 50)`)
     .option("--audit-keep <n>", `audit records kept per sandbox, newest first (${AUDIT_KEEP.min}-${AUDIT_KEEP.max}; env SANDGATE_AUDIT_KEEP; default 10000)`)
     .option("--audit-max-age <duration>", "how long audit records are kept, e.g. 12h, 7d (1h-366d; env SANDGATE_AUDIT_MAX_AGE; default 7d)")
+    .option("--supervisor-cpus <n>", `CPU limit of each sandbox's supervisor, a cap not a reservation (${SUPERVISOR_CPUS.min}-${SUPERVISOR_CPUS.max}; env SANDGATE_SUPERVISOR_CPUS; default ${SUPERVISOR_RESOURCES.cpus})`)
+    .option("--supervisor-memory <MiB>", `memory limit of each sandbox's supervisor (${SUPERVISOR_MEMORY.min}-${SUPERVISOR_MEMORY.max}; env SANDGATE_SUPERVISOR_MEMORY; default ${SUPERVISOR_RESOURCES.memoryMb})`)
     .option(
       "--resolver <addr>",
       "a DNS server supervisors ask directly, IP[:port] (repeatable; env SANDGATE_RESOLVERS; default: the host's /etc/resolv.conf)",
       (v: string, prev: string[]) => [...prev, v],
       [] as string[],
     )
-    .action(async (raw: { port: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string }) => {
+    .action(async (raw: { port: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string }) => {
       // Every setting is checked before anything starts: flag, else environment, else default.
       const env = process.env;
       const o = {
@@ -82,6 +85,10 @@ export function gatewayCommands(global: () => Common): Command {
           keep: setting(() => fromFlagOrEnv({ name: "--audit-keep", value: raw.auditKeep }, { name: "SANDGATE_AUDIT_KEEP", value: env.SANDGATE_AUDIT_KEEP }, 10_000, (w, r) => parseInteger(w, r, AUDIT_KEEP))),
           maxAgeS: setting(() => fromFlagOrEnv({ name: "--audit-max-age", value: raw.auditMaxAge }, { name: "SANDGATE_AUDIT_MAX_AGE", value: env.SANDGATE_AUDIT_MAX_AGE }, 7 * 86_400, (w, r) => parseDuration(w, r, AUDIT_AGE))),
         },
+        supervisor: {
+          cpus: setting(() => fromFlagOrEnv({ name: "--supervisor-cpus", value: raw.supervisorCpus }, { name: "SANDGATE_SUPERVISOR_CPUS", value: env.SANDGATE_SUPERVISOR_CPUS }, SUPERVISOR_RESOURCES.cpus, (w, r) => parseDecimal(w, r, SUPERVISOR_CPUS))),
+          memoryMb: setting(() => fromFlagOrEnv({ name: "--supervisor-memory", value: raw.supervisorMemory }, { name: "SANDGATE_SUPERVISOR_MEMORY", value: env.SANDGATE_SUPERVISOR_MEMORY }, SUPERVISOR_RESOURCES.memoryMb, (w, r) => parseInteger(w, r, SUPERVISOR_MEMORY))),
+        },
       };
       const paths = resolveHome(global().home);
       // Checked before anything starts, and once more in the detached child (same sources).
@@ -94,7 +101,7 @@ export function gatewayCommands(global: () => Common): Command {
       }
       if (raw.detach) return detach(paths.dir, paths.log, o);
       const { runGatewayForeground } = await import("./gateway-run.js");
-      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit });
+      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor });
     });
 
   gw.command("status")
@@ -207,11 +214,11 @@ function readable(line: string): string {
  * showing its start-up steps from the log as they come. When it exits first,
  * say so at once with the last lines it logged.
  */
-async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number } }): Promise<void> {
+async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number } }): Promise<void> {
   ensureHomeDir(resolveHome(homeDir));
   const out = openSync(logPath, "a");
   const from = statSync(logPath).size;
-  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`];
+  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb)];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out] });
   let exited: { code: number | null; signal: string | null } | null = null;
   child.once("exit", (code, signal) => (exited = { code, signal }));

@@ -8,11 +8,11 @@ import { DockerDriver } from "../driver/docker/docker-driver.js";
 import { CliError, EXIT } from "./errors.js";
 import { roleIds } from "../driver/docker/host-ids.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number } }): Promise<void> {
+export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number } }): Promise<void> {
   const log = createLogger({ level: opts.logLevel });
   let driver: DockerDriver;
   try {
-    driver = DockerDriver.fromEnv({ log, homeDir: opts.home.dir, ...(opts.uidBase === undefined ? {} : { ids: roleIds(opts.uidBase) }) });
+    driver = DockerDriver.fromEnv({ log, homeDir: opts.home.dir, ...(opts.uidBase === undefined ? {} : { ids: roleIds(opts.uidBase) }), ...(opts.supervisor === undefined ? {} : { supervisor: opts.supervisor }) });
   } catch (err) {
     throw new CliError(`cannot use the Docker daemon: ${(err as Error).message}`, EXIT.usage);
   }
@@ -30,6 +30,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; port: number
       log,
       port: opts.port,
       resolvers: opts.resolvers,
+      supervisorLimits: { cpus: driver.supervisorResources.cpus, memoryMb: driver.supervisorResources.memoryMb },
       service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000, boundaryDeadlineMs: opts.boundaryDeadlineS * 1000 },
       ...(opts.audit === undefined
         ? {}

@@ -41,6 +41,8 @@ export interface GatewayOptions {
   onProgress?: (msg: string) => void;
   /** Rate limits and retention of the audit trail and event log (defaults: DEFAULT_AUDIT_LIMITS). */
   audit?: Partial<AuditLimits>;
+  /** The limits each supervisor container runs with, as the driver applies them (shown by GET /v1/status). */
+  supervisorLimits?: { cpus: number; memoryMb: number };
   /** Bounds of watch streams (defaults: DEFAULT_WATCH_LIMITS). */
   watch?: Partial<WatchLimits>;
 }
@@ -117,6 +119,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       startedAt: startedAt.toISOString(),
       uptimeSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
       driver: driver.kind,
+      ...(opts.supervisorLimits === undefined ? {} : { supervisorLimits: opts.supervisorLimits }),
       runtime: runtime.status(),
       supervisorEndpoint: control ? { url: control.url, ...control.stats() } : null,
       sandboxes: read.countByPhase(),

@@ -38,11 +38,15 @@ function prng(seed: number): () => number {
   };
 }
 
+// Settings from a flag and from the environment (their ranges are cli-mistakes' job).
+const START_ARGS = ["--audit-rate", "7", "--audit-max-age", "2d", "--supervisor-cpus", "0.75"];
+const START_ENV = { SANDGATE_RECOVERY_DEADLINE: "60", SANDGATE_AUDIT_KEEP: "500", SANDGATE_SUPERVISOR_MEMORY: "192" };
+
 beforeAll(async () => {
   rig = await startGatewayRig("crashr");
   ({ dockerd, engine, home, gw } = rig);
   // Audit bounds from a flag and from the environment (their ranges are cli-mistakes' job).
-  gw.start(dockerd.socketPath, ["--audit-rate", "7", "--audit-max-age", "2d"], { SANDGATE_RECOVERY_DEADLINE: "60", SANDGATE_AUDIT_KEEP: "500" });
+  gw.start(dockerd.socketPath, START_ARGS, START_ENV);
   await gw.up(120_000);
   gatewayId = readFileSync(join(home, "gateway-id"), "utf8").trim();
 }, 180_000);
@@ -91,9 +95,10 @@ async function checkConsistent(round: number): Promise<void> {
 }
 
 describe("the gateway SIGKILLed at random points of lifecycle work", () => {
-  it("runs with the audit bounds it was started with", async () => {
+  it("runs with the audit bounds and supervisor limits it was started with", async () => {
     const status = await gw.api("GET", "/v1/status");
     expect(status.body.audit.limits).toMatchObject({ ratePerSecond: 7, keepPerSandbox: 500, maxAgeS: 2 * 86_400 });
+    expect(status.body.supervisorLimits).toEqual({ cpus: 0.75, memoryMb: 192 });
   });
 
   it(`${ROUNDS} rounds (seed ${SEED}): after each restart everything is consistent; after deleting all nothing is left`, async () => {

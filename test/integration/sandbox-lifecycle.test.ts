@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkInstance, expectedInstance, identityOf } from "../../src/driver/docker/identity.js";
-import { LABEL, egressNetworkName, networkName } from "../../src/driver/docker/objects.js";
+import { LABEL, SUPERVISOR_RESOURCES, egressNetworkName, networkName } from "../../src/driver/docker/objects.js";
 import { DEFAULT_IDS } from "../../src/driver/docker/rootfs.js";
 import { cli } from "../support/cli-runner.js";
 import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
@@ -90,6 +90,9 @@ describe("sandbox lifecycle on Docker", () => {
     expect(w.HostConfig.Memory).toBe(256 * 1024 * 1024);
     expect(w.HostConfig.NanoCpus).toBe(500_000_000);
     expect(w.HostConfig.PidsLimit).toBe(128);
+    // The supervisor's limits: the defaults (gateway start --supervisor-cpus/--supervisor-memory).
+    expect(s.HostConfig.NanoCpus).toBe(Math.round(SUPERVISOR_RESOURCES.cpus * 1e9));
+    expect(s.HostConfig.Memory).toBe(SUPERVISOR_RESOURCES.memoryMb * 1024 * 1024);
     expect(w.HostConfig.Binds ?? []).toEqual([]);
     const mounts = w.Mounts.map((m: { Type: string; Destination: string; Source: string; RW: boolean }) => [m.Type, m.Destination, m.RW]);
     expect(mounts.sort()).toEqual([

@@ -51,6 +51,9 @@ describe("CLI mistakes before a gateway runs", () => {
       [["--audit-keep", "5"], {}, /^sandgate: --audit-keep must be a whole number from 100 to 100000000; got "5"$/],
       [[], { SANDGATE_AUDIT_RATE: "lots" }, /^sandgate: SANDGATE_AUDIT_RATE must be a whole number from 1 to 100000; got "lots"$/],
       [["--audit-max-age", "forever"], {}, /^sandgate: --audit-max-age must be a duration from 3600 s to 31622400 s .*; got "forever"$/],
+      // So are the supervisor's limits.
+      [["--supervisor-cpus", "0"], {}, /^sandgate: --supervisor-cpus must be a number from 0\.1 to 64; got "0"$/],
+      [[], { SANDGATE_SUPERVISOR_MEMORY: "lots" }, /^sandgate: SANDGATE_SUPERVISOR_MEMORY must be a whole number from 64 to 65536; got "lots"$/],
     ];
     for (const [args, env, message] of cases) {
       const r = await cli(["--home", home, "gateway", "start", "--port", "0", ...args], { ...NO_DOCKER, ...env });

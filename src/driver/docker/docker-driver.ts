@@ -38,12 +38,14 @@ import {
   internalNetworkConfig,
   labelFilter,
   networkName,
+  SUPERVISOR_RESOURCES,
   supervisorConfig,
   volumeConfig,
   workloadConfig,
   type SandboxObjectsInput,
 } from "./objects.js";
 import { runtimeChecks, type RuntimeProbes } from "./readiness.js";
+import type { Resources } from "../../lifecycle/spec.js";
 import { DEFAULT_IDS } from "./rootfs.js";
 import { hostIdConflicts, type HostIdFiles, type RoleIds } from "./host-ids.js";
 import { WorkspaceDisks, type WorkspaceUsage } from "./workspace-disk.js";
@@ -80,6 +82,8 @@ export interface DockerDriverOptions {
   caRoot?: string;
   /** Extra PEM certificates supervisors trust for origins besides the system roots (private origins). */
   originCaPem?: string;
+  /** The supervisor container's CPU and memory limits. Default: SUPERVISOR_RESOURCES. */
+  supervisor?: { cpus: number; memoryMb: number };
 }
 
 /** A Docker call that must succeed; anything else is an error naming the step. */
@@ -118,6 +122,8 @@ export class DockerDriver implements ComputeDriver {
   private readonly hostIdFiles: () => HostIdFiles;
   private readonly cas: SandboxCas;
   private readonly originCaPem: string | undefined;
+  /** The limits each supervisor container gets. */
+  readonly supervisorResources: Resources;
   private images: EnsureImagesResult | undefined;
   private egressGateway: string | null = null;
   private egressSubnet: string | null = null;
@@ -133,9 +139,10 @@ export class DockerDriver implements ComputeDriver {
     this.hostIdFiles = opts.hostIdFiles ?? readHostIdFiles;
     this.cas = new SandboxCas(opts.caRoot ?? join(dirname(opts.launchRoot), "cas"));
     this.originCaPem = opts.originCaPem;
+    this.supervisorResources = { ...SUPERVISOR_RESOURCES, ...opts.supervisor };
   }
 
-  static fromEnv(opts: { log: Logger; homeDir: string; env?: NodeJS.ProcessEnv; ids?: RoleIds }): DockerDriver {
+  static fromEnv(opts: { log: Logger; homeDir: string; env?: NodeJS.ProcessEnv; ids?: RoleIds; supervisor?: { cpus: number; memoryMb: number } }): DockerDriver {
     return new DockerDriver({
       engine: EngineClient.fromEnv(opts.env ?? process.env),
       gatewayId: ensureGatewayId(opts.homeDir),
@@ -145,6 +152,7 @@ export class DockerDriver implements ComputeDriver {
       log: opts.log,
       ...originCa(opts.env ?? process.env),
       ...(opts.ids === undefined ? {} : { ids: opts.ids }),
+      ...(opts.supervisor === undefined ? {} : { supervisor: opts.supervisor }),
     });
   }
 
@@ -285,7 +293,7 @@ export class DockerDriver implements ComputeDriver {
       throw new ProvisionError(`sandbox CA: ${(err as Error).message}`);
     }
     const launchDir = this.writeLaunchConfig(req, trust.ca);
-    const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir, this.ids.supervisor));
+    const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir, this.ids.supervisor, this.supervisorResources));
     const supId = this.provisionStep("create supervisor container", sup).Id;
     this.provisionStep("connect supervisor to egress network", await this.engine.connectNetwork(egressNetworkName(this.gatewayId), supId));
     this.provisionStep("start supervisor", await this.engine.startContainer(supId));

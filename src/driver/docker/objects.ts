@@ -91,9 +91,18 @@ function hardened(resources: Resources) {
   };
 }
 
-export const SUPERVISOR_RESOURCES: Resources = { memoryMb: 128, cpus: 0.5, pids: 128 };
+/**
+ * The supervisor's limits by default (`gateway start --supervisor-cpus/--supervisor-memory`).
+ * A CPU limit is a cap, not a reservation: an idle supervisor costs nothing under it, and
+ * one core lets a terminated HTTPS stream (two TLS legs) keep pace with a direct one
+ * (docs/performance.md, section 7). pids stays fixed: the supervisor is one node process.
+ */
+export const SUPERVISOR_RESOURCES: Resources = { memoryMb: 128, cpus: 1, pids: 128 };
 
-export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launchDirOnHost: string, uid: number): ContainerCreateConfig {
+/** What a user may set the supervisor's limits to. */
+export const SUPERVISOR_LIMITS = { cpus: { min: 0.1, max: 64 }, memoryMb: { min: 64, max: 65_536 } } as const;
+
+export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launchDirOnHost: string, uid: number, resources: Resources = SUPERVISOR_RESOURCES): ContainerCreateConfig {
   return {
     Image: imageId,
     Cmd: [IMAGE_NODE_PATH, IMAGE_SUPERVISOR_PATH],
@@ -103,7 +112,7 @@ export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launch
     StopSignal: "SIGTERM",
     StopTimeout: 5,
     HostConfig: {
-      ...hardened(SUPERVISOR_RESOURCES),
+      ...hardened(resources),
       NetworkMode: networkName(i.sandboxId),
       Mounts: [{ Type: "bind", Source: launchDirOnHost, Target: LAUNCH_DIR, ReadOnly: true }],
     },
