@@ -16,6 +16,13 @@ export interface LeafCacheOptions {
   validDays?: number;
 }
 
+/**
+ * Both TLS legs of a terminated tunnel prefer AES-128-GCM (node's default order puts
+ * AES-256 first): every byte is decrypted and encrypted again here, and the cheaper cipher
+ * cost measurably less CPU per MiB with no loss that matters (both are TLS 1.3's own suites).
+ */
+export const CIPHERS_FAST_FIRST = `TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:${tls.DEFAULT_CIPHERS}`;
+
 export class LeafCertificates {
   private readonly contexts = new Map<string, Promise<tls.SecureContext>>();
   private readonly max: number;
@@ -58,7 +65,7 @@ export class LeafCertificates {
 
   private async issue(host: string): Promise<tls.SecureContext> {
     const { certPem, keyPem } = await this.issuePem(host);
-    return tls.createSecureContext({ cert: certPem, key: keyPem });
+    return tls.createSecureContext({ cert: certPem, key: keyPem, ciphers: CIPHERS_FAST_FIRST, honorCipherOrder: true });
   }
 
   /** A leaf for `host` as PEM (its chain: the leaf, then the CA), uncached. */

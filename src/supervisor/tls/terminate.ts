@@ -6,7 +6,7 @@ import http from "node:http";
 import https from "node:https";
 import type { Duplex } from "node:stream";
 import tls from "node:tls";
-import type { LeafCertificates } from "./leaf-certs.js";
+import { CIPHERS_FAST_FIRST, type LeafCertificates } from "./leaf-certs.js";
 
 /** The tunnel a decrypted request arrived on: the CONNECT target and the address checked for it. */
 export interface TerminatedTunnel {
@@ -113,6 +113,7 @@ export class TlsTerminator {
       headers: opts.headers,
       setHost: false,
       agent: this.agent,
+      ciphers: CIPHERS_FAST_FIRST,
       // A per-endpoint CA adds to the system roots; it never replaces them.
       ...(opts.ca ? { ca: this.caBundle(opts.ca) } : {}),
     });
