@@ -398,7 +398,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
 
   // One keep-alive agent; its pools are keyed by host:port, and host is always the
   // checked IP, so reuse never crosses to an address that was not checked.
-  const agent = new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo" });
+  // noDelay on every socket of both sides: a small write must not wait for Nagle's timer.
+  const agent = new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo", noDelay: true });
   // The registry of open connections, re-checked by revoke().
   const tunnels = new Map<Duplex, Tunnel>();
   const clients = new Map<Duplex, ClientConnection>();
@@ -1047,6 +1048,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     // Long uploads and long-polls are legitimate through a proxy; the client
     // side enforces its own deadlines. Slow headers are still bounded.
     requestTimeout: 0,
+    noDelay: true,
   });
   server.on("connection", (socket: net.Socket) => {
     clients.set(socket, { socket, carried: newGrantSet(), active: new Set(), stale: false });

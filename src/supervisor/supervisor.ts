@@ -8,7 +8,8 @@ import { LockdownPolicyHolder } from "./lockdown.js";
 import { ControlSession } from "./control-session.js";
 import { LeafCertificates } from "./tls/leaf-certs.js";
 import { createEgressProxy, defaultResolver } from "./proxy.js";
-import { upstreamResolver } from "./resolver.js";
+import { upstreamAnswers } from "./resolver.js";
+import { DnsCache, withoutTtl } from "./dns-cache.js";
 import { hostAddressSet, type HostAddresses } from "../policy/index.js";
 import type { EgressProxy, Resolver } from "./proxy.js";
 import { createHealthServer } from "./health.js";
@@ -65,7 +66,8 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
     if (!same) logger.info("host addresses changed", { ...ids, hostAddresses: next.size });
   };
   // Names resolve at the host's DNS servers when the launch file names them (no Docker needed).
-  const resolve = opts.resolve ?? (settings.resolvers === null ? undefined : upstreamResolver(settings.resolvers, defaultResolver));
+  // Answers are reused for their records' TTL (capped): DNS is off the path of most requests.
+  const resolve = opts.resolve ?? new DnsCache(settings.resolvers === null ? withoutTtl(defaultResolver) : upstreamAnswers(settings.resolvers, defaultResolver)).resolve;
 
   let control: ControlSession | null = null;
   const secrets = new SecretVault();
@@ -87,7 +89,7 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
       audit.record(lockdown === null ? event : { ...event, lockdown });
     },
     hostAddresses: () => hostAddresses,
-    ...(resolve === undefined ? {} : { resolve }),
+    resolve,
     // The sandbox's CA, when the gateway gave one: https with L7 rules is terminated here.
     ...(settings.tls === null ? {} : { tls: new LeafCertificates({ certPem: settings.tls.caCertPem, keyPem: settings.tls.caKeyPem }) }),
     ...(settings.tls?.originCaPem === undefined ? {} : { upstreamCa: settings.tls.originCaPem }),

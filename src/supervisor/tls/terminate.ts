@@ -55,8 +55,8 @@ export class TlsTerminator {
     onRequest: TerminatedRequestHandler,
     opts: { maxFreeSockets?: number; onUpgrade?: TerminatedUpgradeHandler } = {},
   ) {
-    this.agent = new https.Agent({ keepAlive: true, maxFreeSockets: opts.maxFreeSockets ?? 256, scheduling: "lifo" });
-    this.server = http.createServer({ requestTimeout: 0 });
+    this.agent = new https.Agent({ keepAlive: true, maxFreeSockets: opts.maxFreeSockets ?? 256, scheduling: "lifo", noDelay: true });
+    this.server = http.createServer({ requestTimeout: 0, noDelay: true });
     const dispatch = (req: http.IncomingMessage, res: http.ServerResponse, expectContinue: boolean): void => {
       const t = this.tunnels.get(req.socket);
       if (t) onRequest(req, res, t, expectContinue);
