@@ -3,7 +3,7 @@ import type { DenyEntry, Endpoint, NetworkRule, Policy } from "./schema.js";
 import { canonicalJson } from "./canonical.js";
 
 export interface PolicyChange {
-  kind: "rule added" | "rule removed" | "rule changed" | "deny added" | "deny removed" | "fixed section changed";
+  kind: "rule added" | "rule removed" | "rule changed" | "deny added" | "deny removed" | "enforcement changed" | "fixed section changed";
   /** The rule's or deny entry's name, or the section. */
   name: string;
   /** One line per endpoint (or field) added "+" or removed "-". */
@@ -17,7 +17,8 @@ export function describeEndpoint(e: Endpoint): string {
   return `${e.protocol} ${e.host}:${e.ports.join(",")}${l7 ? ` [${l7}]` : ""}${priv}`;
 }
 
-const describeDeny = (d: DenyEntry): string => `${d.protocol ?? "any"} ${d.host}${d.ports ? `:${d.ports.join(",")}` : ""}`;
+const describeDeny = (d: DenyEntry): string => `${d.protocol ?? "any"} ${d.host}${d.ports ? `:${d.ports.join(",")}` : ""}${d.enforcement === "audit" ? " (audit)" : ""}`;
+const mode = (e: "audit" | undefined): string => `enforcement: ${e ?? "enforce"}`;
 
 function endpointLines(before: readonly Endpoint[], after: readonly Endpoint[]): string[] {
   const a = new Set(before.map(describeEndpoint));
@@ -35,6 +36,7 @@ export function diffPolicies(active: Policy, candidate: Policy): PolicyChange[] 
     if (!next) changes.push({ kind: "rule removed", name, lines: rule.endpoints.map((e) => `- ${describeEndpoint(e)}`) });
     else {
       const lines = endpointLines(rule.endpoints, next.endpoints);
+      if (rule.enforcement !== next.enforcement) lines.push(`- ${mode(rule.enforcement)}`, `+ ${mode(next.enforcement)}`);
       if (lines.length > 0) changes.push({ kind: "rule changed", name, lines });
     }
   }
@@ -44,6 +46,9 @@ export function diffPolicies(active: Policy, candidate: Policy): PolicyChange[] 
   const db = new Map(candidate.network.deny.map((d, i) => [canonicalJson(d), { d, name: denyKey(d, i) }]));
   for (const [k, v] of da) if (!db.has(k)) changes.push({ kind: "deny removed", name: v.name, lines: [`- ${describeDeny(v.d)}`] });
   for (const [k, v] of db) if (!da.has(k)) changes.push({ kind: "deny added", name: v.name, lines: [`+ ${describeDeny(v.d)}`] });
+  if (active.network.enforcement !== candidate.network.enforcement) {
+    changes.push({ kind: "enforcement changed", name: "network", lines: [`- ${mode(active.network.enforcement)}`, `+ ${mode(candidate.network.enforcement)}`] });
+  }
   for (const section of ["filesystem", "process"] as const) {
     if (canonicalJson(active[section]) !== canonicalJson(candidate[section])) {
       changes.push({ kind: "fixed section changed", name: section, lines: [`- ${canonicalJson(active[section])}`, `+ ${canonicalJson(candidate[section])}`] });

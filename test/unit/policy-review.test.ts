@@ -33,6 +33,17 @@ describe("diffPolicies", () => {
   });
 });
 
+describe("diffPolicies: audit mode", () => {
+  it("a rule, a deny entry or the whole policy switching to audit mode is a change, named", () => {
+    const audited = policy(`${ACTIVE.replace("    - name: api\n", "    - name: api\n      enforcement: audit\n").trimEnd()}\n  deny:\n    - { name: no, host: bad.test, enforcement: audit }\n  enforcement: audit\n`);
+    expect(diffPolicies(policy(ACTIVE), audited)).toEqual([
+      { kind: "rule changed", name: "api", lines: ["- enforcement: enforce", "+ enforcement: audit"] },
+      { kind: "deny added", name: "no", lines: ["+ any bad.test (audit)"] },
+      { kind: "enforcement changed", name: "network", lines: ["- enforcement: enforce", "+ enforcement: audit"] },
+    ]);
+  });
+});
+
 describe("replay", () => {
   const records = [
     rec({ host: "api.example.com", decision: "allow", count: 40 }),
