@@ -2,6 +2,7 @@
 // sockets can be read from /proc without the benchmark's own heap or event loop
 // in the numbers.
 
+import { isLoopbackHex, tcpSockets } from "../src/util/proc-net.js";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, openSync, closeSync, readFileSync, readdirSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -157,22 +158,5 @@ export function unixConnectionsTo(pid: number, socketPath: string): number {
  */
 export function remoteTcpConnections(pid: number, localPort?: number): number {
   const mine = socketInodes(pid);
-  let n = 0;
-  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
-    let text: string;
-    try {
-      text = readFileSync(table, "utf8");
-    } catch {
-      continue;
-    }
-    for (const line of text.split("\n").slice(1)) {
-      const f = line.trim().split(/\s+/);
-      if (f.length < 10 || f[3] !== "01" || !mine.has(f[9]!)) continue;
-      if (localPort !== undefined && Number.parseInt(f[1]!.split(":")[1]!, 16) !== localPort) continue;
-      const remote = f[2]!.split(":")[0]!;
-      const loopback = remote === "0100007F" || remote === "00000000000000000000000001000000" || remote.endsWith("0100007F");
-      if (!loopback) n++;
-    }
-  }
-  return n;
+  return tcpSockets().filter((t) => t.state === "01" && mine.has(t.inode) && (localPort === undefined || t.localPort === localPort) && !isLoopbackHex(t.remoteHex)).length;
 }

@@ -4,6 +4,7 @@
 
 import { readFileSync, readdirSync, readlinkSync } from "node:fs";
 import { createServer } from "node:net";
+import { tcpSockets } from "../util/proc-net.js";
 
 export class StartupError extends Error {
   override readonly name = "StartupError";
@@ -11,21 +12,7 @@ export class StartupError extends Error {
 
 /** The process listening on a TCP port, from /proc (null when not found or not allowed to look). */
 export function portHolder(port: number): { pid: number; command: string } | null {
-  const hexPort = port.toString(16).toUpperCase().padStart(4, "0");
-  const inodes = new Set<string>();
-  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
-    let text: string;
-    try {
-      text = readFileSync(table, "utf8");
-    } catch {
-      continue;
-    }
-    for (const line of text.split("\n").slice(1)) {
-      const f = line.trim().split(/\s+/);
-      // local_address is HEXIP:HEXPORT; state 0A is LISTEN; the inode is field 9.
-      if (f.length > 9 && f[1]!.endsWith(`:${hexPort}`) && f[3] === "0A" && f[9] !== "0") inodes.add(f[9]!);
-    }
-  }
+  const inodes = new Set(tcpSockets().filter((t) => t.localPort === port && t.state === "0A" && t.inode !== "0").map((t) => t.inode));
   if (inodes.size === 0) return null;
   let pids: string[];
   try {
