@@ -14,6 +14,7 @@ const BENCHES = {
   "monitor-scale": () => import("./monitor-scale.js"),
   proxy: () => import("./proxy.js"),
   https: () => import("./https.js"),
+  "tls-cpu": () => import("./tls-cpu.js"),
   api: () => import("./api.js"),
   "audit-flood": () => import("./audit-flood.js"),
 } satisfies Record<string, () => Promise<{ run(o: BenchOptions): Promise<void> }>>;
