@@ -26,6 +26,26 @@ export interface SandboxRecord {
   updatedAt: string;
 }
 
+/** What a list row needs, read without parsing the spec or the runtime record. */
+export interface SandboxSummary {
+  id: string;
+  name: string;
+  phase: Phase;
+  reason: ErrorReason | null;
+  generation: number;
+  /** The recorded runtime's generation and container ids, or null when there is none. */
+  runtime: { generation: number; workloadId: string; supervisorId: string } | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A page of sandboxes in name order: the `limit` first after the name `after`, of one phase if given. */
+export interface ListQuery {
+  after?: string;
+  limit: number;
+  phase?: Phase;
+}
+
 export type EventKind = "phase" | "deleted" | "info";
 
 export interface EventRecord {
@@ -240,6 +260,39 @@ export class Store {
   list(): SandboxRecord[] {
     const rows = this.db.prepare(`SELECT * FROM sandboxes ORDER BY created_at, name`).all() as SandboxRow[];
     return rows.map(toSandbox);
+  }
+
+  /** A page by name (the UNIQUE index on name serves the order and the cursor: no sort, no scan of earlier rows). */
+  listPage(q: ListQuery): SandboxRecord[] {
+    return (this.page("*", q) as SandboxRow[]).map(toSandbox);
+  }
+
+  /** listPage's rows with only the columns a list shows; json_extract reads the runtime in SQLite, no JSON.parse here. */
+  listSummaries(q: ListQuery): SandboxSummary[] {
+    const cols = `id, name, phase, reason, generation, created_at, updated_at,
+      json_extract(runtime, '$.generation') AS rt_generation, json_extract(runtime, '$.workload.id') AS rt_workload,
+      json_extract(runtime, '$.supervisor.id') AS rt_supervisor`;
+    const rows = this.page(cols, q) as (Pick<SandboxRow, "id" | "name" | "phase" | "reason" | "generation" | "created_at" | "updated_at"> & {
+      rt_generation: number | null;
+      rt_workload: string | null;
+      rt_supervisor: string | null;
+    })[];
+    return rows.map((r) => ({
+      id: r.id,
+      name: r.name,
+      phase: r.phase as Phase,
+      reason: parse<ErrorReason>(r.reason),
+      generation: r.generation,
+      runtime: r.rt_generation === null || r.rt_workload === null || r.rt_supervisor === null ? null : { generation: r.rt_generation, workloadId: r.rt_workload, supervisorId: r.rt_supervisor },
+      createdAt: r.created_at,
+      updatedAt: r.updated_at,
+    }));
+  }
+
+  private page(cols: string, q: ListQuery): unknown[] {
+    const phase = q.phase === undefined ? "" : "AND phase = ?";
+    const params = [q.after ?? "", ...(q.phase === undefined ? [] : [q.phase]), q.limit];
+    return this.db.prepare(`SELECT ${cols} FROM sandboxes WHERE name > ? ${phase} ORDER BY name LIMIT ?`).all(...params);
   }
 
   /**
