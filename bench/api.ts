@@ -1,5 +1,8 @@
-// api: throughput of GET /v1/sandboxes and GET /v1/sandboxes/:name with 200
-// sandboxes in the store. The gateway (real store, service and HTTP API on the
+// api: throughput of the sandbox list and of GET /v1/sandboxes/:name (the
+// reference) with 1,000 sandboxes in the store. The list as `sandbox list` reads
+// it: the first lean page of 100, and the whole walk page by page (its 10 page
+// URLs round-robin; walks/s = req/s ÷ pages); and the unpaged full view, as it
+// was before paging. The gateway (real store, service and HTTP API on the
 // in-memory test driver: no Docker needed to read the store) runs in this
 // process; the load comes from a second process (bench/api-load.ts).
 
@@ -52,7 +55,7 @@ function runLoad(cfg: object): Promise<LoadResult & { gatewayCpuPct: number }> {
 }
 
 export async function run(o: BenchOptions): Promise<void> {
-  const count = parseNumber(o.flags.sandboxes, 200);
+  const count = parseNumber(o.flags.sandboxes, 1000);
   const reps = parseNumber(o.flags.reps, o.quick ? 1 : 3);
   const durationS = parseNumber(o.flags.duration, o.quick ? 2 : 5);
   const m = machine();
@@ -71,11 +74,24 @@ export async function run(o: BenchOptions): Promise<void> {
     if (notReady > 0) throw new Error(`${notReady} of ${count} sandboxes are not Ready`);
     progress(`api: ${count} sandboxes Ready`);
 
+    // The walk's page URLs, as the CLI follows them (`next` of each page).
+    const walk: string[] = [];
+    for (let after: string | null = ""; after !== null; ) {
+      const path: string = `/v1/sandboxes?view=lean&limit=100${after ? `&after=${after}` : ""}`;
+      const r = await t.api("GET", path);
+      if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(r.body)}`);
+      walk.push(path);
+      after = (r.body as { next: string | null }).next;
+    }
+    const gets = names.map((n) => `/v1/sandboxes/${n}`);
     const scenarios = [
-      { name: "list", paths: ["/v1/sandboxes"], concurrency: 16 },
-      { name: "get", paths: names.map((n) => `/v1/sandboxes/${n}`), concurrency: 16 },
-      { name: "list", paths: ["/v1/sandboxes"], concurrency: 1 },
-      { name: "get", paths: names.map((n) => `/v1/sandboxes/${n}`), concurrency: 1 },
+      { name: "page", label: "GET /v1/sandboxes?view=lean&limit=100", paths: [walk[0]!], concurrency: 16 },
+      { name: "walk", label: `walk: ${walk.length} lean pages of 100`, paths: walk, concurrency: 16 },
+      { name: "get", label: "GET /v1/sandboxes/:name", paths: gets, concurrency: 16 },
+      { name: "full", label: "GET /v1/sandboxes (full view, unpaged)", paths: ["/v1/sandboxes"], concurrency: 16 },
+      { name: "page", label: "GET /v1/sandboxes?view=lean&limit=100", paths: [walk[0]!], concurrency: 1 },
+      { name: "walk", label: `walk: ${walk.length} lean pages of 100`, paths: walk, concurrency: 1 },
+      { name: "get", label: "GET /v1/sandboxes/:name", paths: gets, concurrency: 1 },
     ];
     const rows: (string | number)[][] = [];
     const out: Record<string, unknown>[] = [];
@@ -93,14 +109,16 @@ export async function run(o: BenchOptions): Promise<void> {
       const rps = stats(runs.map((r) => r.reqPerSec));
       const p50 = stats(runs.map((r) => r.latencyMs.median));
       const p95 = stats(runs.map((r) => r.latencyMs.p95));
-      rows.push([`GET ${s.name === "list" ? "/v1/sandboxes" : "/v1/sandboxes/:name"}`, s.concurrency, rps.median, rps.min, p50.median, p95.median, runs[0]!.meanBytes / 1024, stats(gwCpu).median, stats(runs.map((r) => r.loadGenCpuPct)).median]);
-      out.push({ scenario: s.name, concurrency: s.concurrency, reqPerSec: rps, latencyP50Ms: p50, latencyP95Ms: p95, gatewayCpuPct: stats(gwCpu), runs });
+      const walksPerSec = s.name === "walk" ? rps.median / walk.length : null;
+      rows.push([s.label, s.concurrency, rps.median, rps.min, walksPerSec ?? "-", p50.median, p95.median, runs[0]!.meanBytes / 1024, stats(gwCpu).median, stats(runs.map((r) => r.loadGenCpuPct)).median]);
+      out.push({ scenario: s.name, concurrency: s.concurrency, reqPerSec: rps, walksPerSec, latencyP50Ms: p50, latencyP95Ms: p95, gatewayCpuPct: stats(gwCpu), runs });
     }
     printTable(`api with ${count} sandboxes (${reps} runs of ${durationS} s each, load generator in a second process, ${m.cores} cores, load ${m.loadavg.join("/")})`, [
       "request",
       "conc.",
       "req/s (median run)",
       "(worst run)",
+      "walks/s",
       "p50 ms",
       "p95 ms",
       "body KiB",

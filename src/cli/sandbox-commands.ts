@@ -7,7 +7,7 @@ import { execCommands } from "./exec-commands.js";
 import { boundaryLine, readPolicyFile } from "./policy-commands.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
 import { printJson, short, table, when } from "./format.js";
-import type { EventView, SandboxView } from "./views.js";
+import type { EventView, SandboxSummaryView, SandboxView } from "./views.js";
 import { waitForPhase } from "./wait.js";
 import { formatBytes, parseDiskSize } from "../lifecycle/disk-size.js";
 
@@ -22,6 +22,24 @@ interface Waitable extends Common {
 }
 
 const enc = encodeURIComponent;
+
+/** Sandboxes per request of `sandbox list`: many small requests, never one unbounded one. */
+const LIST_PAGE = 100;
+const LIST_LIMIT = { min: 1, max: 1_000_000 };
+
+/** The sandboxes in name order, page by page (at most `limit` of them). */
+async function listAll(client: GatewayClient, limit = Number.POSITIVE_INFINITY): Promise<SandboxSummaryView[]> {
+  const all: SandboxSummaryView[] = [];
+  let after: string | null = "";
+  while (after !== null && all.length < limit) {
+    const q = new URLSearchParams({ view: "lean", limit: String(Math.min(LIST_PAGE, limit - all.length)) });
+    if (after) q.set("after", after);
+    const page: { sandboxes: SandboxSummaryView[]; next: string | null } = await client.request("GET", `/v1/sandboxes?${q.toString()}`);
+    all.push(...page.sandboxes);
+    after = page.next;
+  }
+  return all;
+}
 const clientFor = (o: Common): GatewayClient => new GatewayClient({ home: o.home, url: o.url });
 
 /** Checked here for a one-line usage error; the gateway parses it again. */
@@ -128,11 +146,12 @@ export function sandboxCommands(global: () => Common): Command {
   sandbox
     .command("list")
     .alias("ls")
-    .description("list sandboxes")
-    .option("--json", "print as JSON")
+    .description("list sandboxes, in name order")
+    .option("--limit <n>", `only the first N (${LIST_LIMIT.min}-${LIST_LIMIT.max})`, intArg("--limit", LIST_LIMIT))
+    .option("--json", "print as JSON (one array of list rows; sandbox get has the full view)")
     .action(async (_o, cmd: Command) => {
-      const o = opts<Common>(cmd);
-      const { sandboxes } = await clientFor(o).request<{ sandboxes: SandboxView[] }>("GET", "/v1/sandboxes");
+      const o = opts<Common & { limit?: number }>(cmd);
+      const sandboxes = await listAll(clientFor(o), o.limit);
       if (o.json) return printJson(sandboxes);
       if (sandboxes.length === 0) return void process.stdout.write("no sandboxes\n");
       process.stdout.write(
@@ -143,8 +162,8 @@ export function sandboxCommands(global: () => Common): Command {
             s.phase,
             String(s.generation),
             s.reason?.code ?? "-",
-            short(live(s)?.workload.id),
-            short(live(s)?.supervisor.id),
+            short(s.workload ?? undefined),
+            short(s.supervisor ?? undefined),
             when(s.createdAt),
           ]),
         ) + "\n",

@@ -34,6 +34,20 @@ export interface SandboxView {
   updatedAt: string;
 }
 
+/** A row of GET /v1/sandboxes?view=lean: container ids only of the live generation, else null. */
+export interface SandboxSummaryView {
+  id: string;
+  name: string;
+  phase: string;
+  generation: number;
+  reason: { code: string; exitCode?: number; detail?: string } | null;
+  reasonText: string | null;
+  workload: string | null;
+  supervisor: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
 export interface EventView {
   seq: number;
   sandboxId: string;

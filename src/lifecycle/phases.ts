@@ -13,6 +13,9 @@ export const PHASES = [
 ] as const;
 export type Phase = (typeof PHASES)[number];
 
+/** Phases in which the current generation's containers exist (or are being made). */
+export const LIVE_PHASES: readonly Phase[] = ["Provisioning", "Ready", "Recovering"];
+
 /** Why a sandbox is in Error. Codes are stable API; `detail` is for humans. */
 export type ErrorReason =
   | { code: "ProvisioningFailed"; detail: string }

@@ -146,3 +146,55 @@ describe("CLI against a gateway", () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ url: t.url, pid: process.pid, driver: "memory (test double)" });
   });
 });
+
+describe("sandbox list at 250 sandboxes", () => {
+  let t: TestGateway;
+  let home: string[];
+  /** URLs of the list requests the gateway answered (its debug request log drops the query). */
+  const listRequests: string[] = [];
+  const NAMES = Array.from({ length: 250 }, (_, i) => `many-${String(249 - i).padStart(3, "0")}`);
+  const SORTED = [...NAMES].sort();
+  beforeAll(async () => {
+    t = await startTestGateway(new MemoryDriver(), {
+      logSink: (line) => {
+        const l = JSON.parse(line) as { msg?: string; method?: string; url?: string };
+        if (l.msg === "request" && l.method === "GET" && l.url === "/v1/sandboxes") listRequests.push(l.url);
+      },
+    });
+    home = ["--home", t.home.dir];
+    for (let i = 0; i < NAMES.length; i += 25) {
+      await Promise.all(NAMES.slice(i, i + 25).map(async (name) => expect((await t.api("POST", "/v1/sandboxes", { name })).status).toBe(201)));
+    }
+    await t.gw.idle();
+  }, 120_000);
+  afterAll(() => t.close());
+
+  it("pages through every sandbox: each once, in name order, as a table and as one --json array", async () => {
+    listRequests.length = 0;
+    const json = await cli([...home, "sandbox", "list", "--json"]);
+    expect(json.code, json.stderr).toBe(0);
+    const rows = JSON.parse(json.stdout) as { name: string; phase: string; workload: string | null }[];
+    expect(rows.map((s) => s.name)).toEqual(SORTED);
+    expect(rows.every((s) => s.phase === "Ready" && s.workload !== null)).toBe(true);
+    // More than one request: the CLI pages, it never asks for everything at once.
+    expect(listRequests.length).toBeGreaterThanOrEqual(3);
+
+    const table = await cli([...home, "sandbox", "ls"]);
+    const lines = table.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^NAME\s+PHASE\s+GEN\s+REASON\s+WORKLOAD\s+SUPERVISOR\s+CREATED$/);
+    expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual(SORTED);
+    expect(lines[1]).toMatch(/^many-000\s+Ready\s+1\s+-\s+c\d+\s+c\d+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/);
+  });
+
+  it("--limit N shows only the first N; a bad N is exit 2 naming the value", async () => {
+    const some = await cli([...home, "sandbox", "list", "--limit", "120", "--json"]);
+    expect((JSON.parse(some.stdout) as { name: string }[]).map((s) => s.name)).toEqual(SORTED.slice(0, 120));
+    const few = await cli([...home, "sandbox", "list", "--limit", "3"]);
+    expect(few.stdout.trimEnd().split("\n").slice(1).map((l) => l.split(/\s+/)[0])).toEqual(SORTED.slice(0, 3));
+    for (const bad of ["0", "x"]) {
+      const r = await cli([...home, "sandbox", "list", "--limit", bad]);
+      expect(r.code, bad).toBe(2);
+      expect(r.stderr).toContain(`--limit must be a whole number from 1 to 1000000; got "${bad}"`);
+    }
+  });
+});

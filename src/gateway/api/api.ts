@@ -3,7 +3,7 @@
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { AuditQuery, CheckPolicyBody, EXEC_ARGV_MAX_BYTES, CreateSandboxBody, EventsQuery, ReviewPolicyBody, SetPolicyBody, SuggestQuery, WatchQuery, formatZodError } from "./schemas.js";
+import { AuditQuery, CheckPolicyBody, EXEC_ARGV_MAX_BYTES, CreateSandboxBody, EventsQuery, LIST_PAGE_MAX, ListQuery, ReviewPolicyBody, SetPolicyBody, SuggestQuery, WatchQuery, formatZodError } from "./schemas.js";
 import { PolicyTools, sinceTime } from "../sandboxes/policy-tools.js";
 import { toOcsf } from "../audit/ocsf.js";
 import { WatchHub, type WatchLimits } from "./watch.js";
@@ -13,7 +13,7 @@ import { tokenMatches } from "./auth.js";
 import { ApiError, BODY_MAX_BYTES, POLICY_MAX_BYTES, tooLarge } from "../errors.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
 import type { SandboxService } from "../sandboxes/service.js";
-import { eventView, sandboxView } from "./views.js";
+import { eventView, sandboxSummaryView, sandboxView } from "./views.js";
 
 export interface ApiContext {
   /** Writes: intents and policy changes. */
@@ -101,7 +101,19 @@ export function buildApi(ctx: ApiContext) {
 
   app.get("/v1/status", async () => ctx.status());
 
-  app.get("/v1/sandboxes", async () => ({ sandboxes: read.list().map((s) => sandboxView(s, read.boundaryOf(s.id))) }));
+  // Paged by name; without `limit` a page is LIST_PAGE_MAX (every sandbox up to that many,
+  // as before paging), without `view` the full view (as before). `sandbox list` asks for
+  // lean pages: one indexed read per page, nothing per row.
+  app.get("/v1/sandboxes", async (req) => {
+    const q = parse(ListQuery, req.query);
+    const page = { after: q.after, limit: q.limit ?? LIST_PAGE_MAX, phase: q.phase };
+    if (q.view === "lean") {
+      const p = read.listSummaries(page);
+      return { sandboxes: p.sandboxes.map(sandboxSummaryView), next: p.next };
+    }
+    const p = read.listPage(page);
+    return { sandboxes: p.sandboxes.map((s) => sandboxView(s, read.boundaryOf(s.id))), next: p.next };
+  });
 
   app.post("/v1/sandboxes", async (req, reply) => {
     const body = parse(CreateSandboxBody, req.body);

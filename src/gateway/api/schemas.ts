@@ -3,6 +3,8 @@
 
 import { z } from "zod";
 import { PROCESS_LIMITS } from "../../policy/index.js";
+import { PHASES } from "../../lifecycle/phases.js";
+import { checkSandboxName } from "../../lifecycle/spec.js";
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -66,6 +68,39 @@ export const AuditQuery = z
     decision: z.enum(AUDIT_DECISIONS).optional(),
     since: z.string().max(64).optional(),
     format: z.enum(["ocsf"]).optional(),
+  })
+  .strict();
+
+/** A query's whole number in [min, max]; the message names the value it got (z.coerce would say only "NaN"). */
+function wholeNumber(min: number, max: number) {
+  return z.string().transform((v, ctx) => {
+    const n = /^\d{1,16}$/.test(v) ? Number(v) : Number.NaN;
+    if (n >= min && n <= max) return n;
+    ctx.addIssue({ code: "custom", message: `must be a whole number from ${min} to ${max}; got ${JSON.stringify(v)}` });
+    return z.NEVER;
+  });
+}
+
+/** Sandboxes per page of GET /v1/sandboxes at most, and without `limit` (all of them up to this many). */
+export const LIST_PAGE_MAX = 1000;
+
+/**
+ * A page of the sandbox list, in name order: `after` is the previous page's `next`
+ * (a name: a deleted sandbox's still works), `view=lean` the list row without
+ * spec, runtime, boundary or disk.
+ */
+export const ListQuery = z
+  .object({
+    limit: wholeNumber(1, LIST_PAGE_MAX).optional(),
+    after: z
+      .string()
+      .superRefine((v, ctx) => {
+        const bad = checkSandboxName(v);
+        if (bad) ctx.addIssue({ code: "custom", message: `the cursor is the \`next\` of a page, a sandbox name: ${bad}` });
+      })
+      .optional(),
+    phase: z.enum(PHASES).optional(),
+    view: z.enum(["full", "lean"]).optional(),
   })
   .strict();
 

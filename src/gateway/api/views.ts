@@ -1,7 +1,7 @@
 // The API's JSON shapes of stored records.
 
-import { describeReason } from "../../lifecycle/phases.js";
-import type { EventRecord, SandboxRecord } from "../../store/store.js";
+import { LIVE_PHASES, describeReason } from "../../lifecycle/phases.js";
+import type { EventRecord, SandboxRecord, SandboxSummary } from "../../store/store.js";
 import type { BoundaryHealth } from "../control/boundary.js";
 import type { DiskView } from "../sandboxes/read-model.js";
 
@@ -17,6 +17,26 @@ export function sandboxView(s: SandboxRecord, boundary: BoundaryHealth | null = 
     runtime: s.runtime,
     boundary,
     disk,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+  };
+}
+
+/**
+ * A list row (`view=lean`): what `sandbox list` shows. `workload` and `supervisor` are
+ * the container ids of the live generation, null once it has ended (as `sandbox get` shows).
+ */
+export function sandboxSummaryView(s: SandboxSummary) {
+  const live = s.runtime !== null && s.runtime.generation === s.generation && LIVE_PHASES.includes(s.phase) ? s.runtime : null;
+  return {
+    id: s.id,
+    name: s.name,
+    phase: s.phase,
+    generation: s.generation,
+    reason: s.reason,
+    reasonText: s.reason ? describeReason(s.reason) : null,
+    workload: live?.workloadId ?? null,
+    supervisor: live?.supervisorId ?? null,
     createdAt: s.createdAt,
     updatedAt: s.updatedAt,
   };

@@ -2,7 +2,7 @@
 // boundary health. Reads only; every write goes through the SandboxService.
 
 import type { ComputeDriver } from "../../driver/contract.js";
-import type { AuditRecord, EventRecord, LogQuery, PolicyRevision, SandboxRecord, Store } from "../../store/store.js";
+import type { AuditRecord, EventRecord, ListQuery, LogQuery, PolicyRevision, SandboxRecord, SandboxSummary, Store } from "../../store/store.js";
 import type { BoundaryHealth } from "../control/boundary.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import { ID_RE, checkSandboxName } from "../../lifecycle/spec.js";
@@ -14,6 +14,19 @@ export interface DiskView {
   usedBytes: number | null;
   /** What the filesystem holds at most (the limit less its own metadata); null when not mounted. */
   capacityBytes: number | null;
+}
+
+export interface Page<T> {
+  sandboxes: T[];
+  /** The cursor of the following page (pass it as `after`), null at the end. */
+  next: string | null;
+}
+
+/** One row past the page tells whether another page follows, so the last page says null (no empty page to fetch). */
+function cut<T extends { name: string }>(rows: T[], limit: number): Page<T> {
+  if (rows.length <= limit) return { sandboxes: rows, next: null };
+  const sandboxes = rows.slice(0, limit);
+  return { sandboxes, next: sandboxes.at(-1)!.name };
 }
 
 export class SandboxReadModel {
@@ -38,6 +51,16 @@ export class SandboxReadModel {
 
   list(): SandboxRecord[] {
     return this.store.list();
+  }
+
+  /** A page in name order; `next` (the page's last name) when more follow, else null. */
+  listPage(q: ListQuery): Page<SandboxRecord> {
+    return cut(this.store.listPage({ ...q, limit: q.limit + 1 }), q.limit);
+  }
+
+  /** listPage with only what a list shows (no spec, runtime parse, boundary or disk). */
+  listSummaries(q: ListQuery): Page<SandboxSummary> {
+    return cut(this.store.listSummaries({ ...q, limit: q.limit + 1 }), q.limit);
   }
 
   countByPhase(): Record<string, number> {
