@@ -15,16 +15,16 @@ import { deleteAllAndCheckMonitors, startDockerFixture, type DockerFixture } fro
 import { eventually } from "../support/gateway-fixture.js";
 import { createReady, execIn } from "../support/recovery-helpers.js";
 
-const RESOLVER = "127.77.0.1";
 let dir: string;
 let dns: TestDnsServer;
 let fx: DockerFixture;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "sg-dns-"));
-  dns = await TestDnsServer.start(RESOLVER, 53);
+  // A loopback address of its own: a second copy of the suite may run this file at the same time.
+  dns = await TestDnsServer.startOnFreeLoopback("127.77");
   const resolvConf = join(dir, "resolv.conf");
-  writeFileSync(resolvConf, `nameserver ${RESOLVER}\n`);
+  writeFileSync(resolvConf, `nameserver ${dns.address}\n`);
   fx = await startDockerFixture({ liveRestore: true, name: "dns", resolvConf });
 });
 afterAll(async () => {

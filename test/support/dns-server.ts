@@ -31,6 +31,22 @@ export class TestDnsServer {
     return server;
   }
 
+  /**
+   * start() on port 53 of a loopback address of 127.P.0.0/16 nobody else holds: another copy
+   * of the suite may be serving the one this one would have picked (EADDRINUSE), so addresses
+   * are tried at random until one binds.
+   */
+  static async startOnFreeLoopback(prefix: string, records: Record<string, string> = {}): Promise<TestDnsServer> {
+    for (let attempt = 0; ; attempt++) {
+      const address = `${prefix}.${String(1 + Math.floor(Math.random() * 254))}.${String(1 + Math.floor(Math.random() * 254))}`;
+      try {
+        return await TestDnsServer.start(address, 53, records);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE" || attempt >= 50) throw err;
+      }
+    }
+  }
+
   /** Names asked so far (lower case). */
   names(): string[] {
     return this.questions.map((q) => q.name);
