@@ -135,9 +135,11 @@ function evaluateMethod(policy: Policy, req: EgressRequest): Decision {
   }
 
   // Enforcing allows first; an audit-mode rule's L7 refusal only lets a request through
-  // when no enforcing endpoint allows it.
+  // when no enforcing endpoint allows it; the policy's audit mode only when no such rule does
+  // (so a rule's own audit mode decides the same with or without the policy's).
   const enforced = grants();
   const audited = grants();
+  const policyAudited = grants();
   let refusal: { reason: Exclude<EndpointOutcome, "allow">; rule: string } | undefined;
   for (const rule of policy.network.rules) {
     for (const endpoint of rule.endpoints) {
@@ -146,13 +148,16 @@ function evaluateMethod(policy: Policy, req: EgressRequest): Decision {
       if (outcome === "allow") enforced.add(rule.name, endpoint);
       else {
         if (refusal === undefined || (refusal.reason === "method_not_allowed" && outcome === "path_not_allowed")) refusal = { reason: outcome, rule: rule.name };
-        if (rule.enforcement === "audit" || policyAudit) audited.add(rule.name, endpoint);
+        if (rule.enforcement === "audit") audited.add(rule.name, endpoint);
+        else if (policyAudit) policyAudited.add(rule.name, endpoint);
       }
     }
   }
   const tunnel = req.protocol === "https" && req.method === undefined;
   if (enforced.by !== undefined) return enforced.decision(tunnel, enforcedDeny ?? auditedDeny);
-  if (audited.by !== undefined && refusal !== undefined) return audited.decision(tunnel, enforcedDeny ?? { reason: refusal.reason, rule: refusal.rule });
+  for (const g of [audited, policyAudited]) {
+    if (g.by !== undefined && refusal !== undefined) return g.decision(tunnel, enforcedDeny ?? { reason: refusal.reason, rule: refusal.rule });
+  }
   // Nothing lets it through: enforcing's answer (evaluate turns it into a would-deny under the policy's audit mode).
   if (enforcedDeny !== undefined) return { allow: false, reason: "explicit_deny", ...(enforcedDeny.rule === undefined ? {} : { rule: enforcedDeny.rule }) };
   if (refusal !== undefined) return { allow: false, reason: refusal.reason, rule: refusal.rule };

@@ -388,8 +388,20 @@ describe("evaluate: audit mode (enforcement: audit)", () => {
         if (e.allow) expect(a).toEqual(e);
         else expect(a).toMatchObject({ allow: true, allowPrivate: [], wouldDeny: { reason: e.reason } });
       }),
-      { numRuns: 1000 },
+      { numRuns: Number(process.env.AUDIT_PROPERTY_RUNS ?? 1000) },
     );
+  });
+
+  it("a rule's own audit mode names the rule that let a request through, with or without the policy's audit mode", () => {
+    // Found by the property above: an enforcing rule refusing first, an audit-mode rule after it.
+    const rules = [
+      { name: "strict", endpoints: [{ host: "api.test", port: 80, protocol: "http", rules: [{ methods: ["GET"] }] }] },
+      { name: "trial", enforcement: "audit", endpoints: [{ host: "api.test", port: 80, protocol: "http", rules: [{ methods: ["GET"] }] }] },
+    ];
+    const post = req("api.test", 80, "http", "POST", "/x");
+    const entry = evaluate(mustBuild({ version: 1, network: { rules } }), post);
+    expect(entry).toEqual({ allow: true, rule: "trial", allowPrivate: [], wouldDeny: { reason: "method_not_allowed", rule: "strict" } });
+    expect(evaluate(mustBuild({ version: 1, network: { enforcement: "audit", rules } }), post)).toEqual(entry);
   });
 
   it("enforcement: enforce is the default's normal form (same hash); another value is refused naming both", () => {
