@@ -35,17 +35,9 @@ export interface SandboxView {
 }
 
 /** A row of GET /v1/sandboxes?view=lean: container ids only of the live generation, else null. */
-export interface SandboxSummaryView {
-  id: string;
-  name: string;
-  phase: string;
-  generation: number;
-  reason: { code: string; exitCode?: number; detail?: string } | null;
-  reasonText: string | null;
+export interface SandboxSummaryView extends Pick<SandboxView, "id" | "name" | "phase" | "generation" | "reason" | "reasonText" | "createdAt" | "updatedAt"> {
   workload: string | null;
   supervisor: string | null;
-  createdAt: string;
-  updatedAt: string;
 }
 
 export interface EventView {

@@ -132,18 +132,27 @@ interface EventRow {
 // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- typed JSON columns
 const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
-function toSandbox(row: SandboxRow): SandboxRecord {
+type HeadRow = Pick<SandboxRow, "id" | "name" | "phase" | "reason" | "generation" | "created_at" | "updated_at">;
+
+/** The columns every reading of a sandbox row shares. */
+function rowHead(row: HeadRow) {
   return {
     id: row.id,
     name: row.name,
     phase: row.phase as Phase,
     reason: parse<ErrorReason>(row.reason),
     generation: row.generation,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function toSandbox(row: SandboxRow): SandboxRecord {
+  return {
+    ...rowHead(row),
     spec: JSON.parse(row.spec) as SandboxSpec,
     runtime: parse<RuntimeRecord>(row.runtime),
     teardownOwed: row.teardown_owed,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
   };
 }
 
@@ -276,18 +285,12 @@ export class Store {
   listSummaries(q: ListQuery): SandboxSummary[] {
     const cols = `id, name, phase, reason, generation, created_at, updated_at,
       json_extract(runtime, '$.generation', '$.workload.id', '$.supervisor.id') AS rt`;
-    const rows = this.page(cols, q) as (Pick<SandboxRow, "id" | "name" | "phase" | "reason" | "generation" | "created_at" | "updated_at"> & { rt: string | null })[];
+    const rows = this.page(cols, q) as (HeadRow & { rt: string | null })[];
     return rows.map((r) => {
       const rt = parse<[number | null, string | null, string | null]>(r.rt);
       return {
-        id: r.id,
-        name: r.name,
-        phase: r.phase as Phase,
-        reason: parse<ErrorReason>(r.reason),
-        generation: r.generation,
+        ...rowHead(r),
         runtime: rt === null || rt[0] === null || rt[1] === null || rt[2] === null ? null : { generation: rt[0], workloadId: rt[1], supervisorId: rt[2] },
-        createdAt: r.created_at,
-        updatedAt: r.updated_at,
       };
     });
   }

@@ -5,7 +5,8 @@ import type { EventRecord, SandboxRecord, SandboxSummary } from "../../store/sto
 import type { BoundaryHealth } from "../control/boundary.js";
 import type { DiskView } from "../sandboxes/read-model.js";
 
-export function sandboxView(s: SandboxRecord, boundary: BoundaryHealth | null = null, disk: DiskView | null = null) {
+/** What every view of a sandbox starts with: who it is, its phase and why. */
+function sandboxHead(s: SandboxRecord | SandboxSummary) {
   return {
     id: s.id,
     name: s.name,
@@ -13,6 +14,12 @@ export function sandboxView(s: SandboxRecord, boundary: BoundaryHealth | null = 
     generation: s.generation,
     reason: s.reason,
     reasonText: s.reason ? describeReason(s.reason) : null,
+  };
+}
+
+export function sandboxView(s: SandboxRecord, boundary: BoundaryHealth | null = null, disk: DiskView | null = null) {
+  return {
+    ...sandboxHead(s),
     spec: s.spec,
     runtime: s.runtime,
     boundary,
@@ -29,12 +36,7 @@ export function sandboxView(s: SandboxRecord, boundary: BoundaryHealth | null = 
 export function sandboxSummaryView(s: SandboxSummary) {
   const live = s.runtime !== null && s.runtime.generation === s.generation && LIVE_PHASES.includes(s.phase) ? s.runtime : null;
   return {
-    id: s.id,
-    name: s.name,
-    phase: s.phase,
-    generation: s.generation,
-    reason: s.reason,
-    reasonText: s.reason ? describeReason(s.reason) : null,
+    ...sandboxHead(s),
     workload: live?.workloadId ?? null,
     supervisor: live?.supervisorId ?? null,
     createdAt: s.createdAt,
