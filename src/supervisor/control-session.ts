@@ -40,7 +40,13 @@ export interface ControlSessionOptions {
   logger: Logger;
   /** Session down this long → deny all egress. Default 15000. */
   graceMs?: number;
+  /** Liveness: a WebSocket ping every heartbeatMs (answered inside `ws`, no JSON). Default 2000. */
   heartbeatMs?: number;
+  /**
+   * The full heartbeat (enforced revision, proxy, lockdown, drops) goes out when any of it
+   * changes, checked every heartbeatMs, and at least this often. Default 5 × heartbeatMs.
+   */
+  heartbeatRefreshMs?: number;
   /** Nothing heard from the gateway (messages or pongs) for this long → drop the session. Default 5000. */
   deadAfterMs?: number;
   backoffInitialMs?: number;
@@ -104,6 +110,8 @@ export class ControlSession {
   #retryTimer: NodeJS.Timeout | undefined;
   #heartbeatTimer: NodeJS.Timeout | undefined;
   #connectTimer: NodeJS.Timeout | undefined;
+  /** The last full heartbeat sent in this session: its content and when. */
+  #lastBeat: { key: string; at: number } | undefined;
   readonly #auditQueue: AuditEvent[] = [];
   #auditDropped = 0;
   readonly #listeners = new Set<(s: ControlSessionStatus) => void>();
@@ -125,8 +133,10 @@ export class ControlSession {
       sandboxId: opts.sandboxId,
       generation: opts.generation,
       graceMs: opts.graceMs ?? DEFAULT_GRACE_MS,
-      // 2 s: the top of the 1-2 s band; the gateway's idle cost is one message per supervisor per beat.
+      // 2 s: the top of the 1-2 s band. A ping costs the gateway a frame and an automatic pong;
+      // the JSON heartbeat (parse, schema check, health update) only on change or refresh.
       heartbeatMs: opts.heartbeatMs ?? 2000,
+      heartbeatRefreshMs: opts.heartbeatRefreshMs ?? 5 * (opts.heartbeatMs ?? 2000),
       deadAfterMs: opts.deadAfterMs ?? 5000,
       backoffInitialMs: opts.backoffInitialMs ?? 250,
       backoffMaxMs: opts.backoffMaxMs ?? 10_000,
@@ -390,18 +400,24 @@ export class ControlSession {
       ws.terminate();
       return;
     }
-    this.#sendHeartbeat();
     ws.ping();
+    this.#sendHeartbeat(false);
   }
 
-  #sendHeartbeat(): void {
-    this.#send({
+  /** The full heartbeat; unless forced, only when its content changed or the refresh is due. */
+  #sendHeartbeat(force = true): void {
+    const beat = {
       type: "heartbeat",
       enforcedRevision: this.#policy.held()?.revision ?? null,
       proxy: this.#proxyListening() ? "listening" : "not_listening",
       lockdown: this.#policy.lockdownReason() !== null,
       auditDropped: this.#auditDropped,
-    });
+    } as const;
+    const key = `${String(beat.enforcedRevision)} ${beat.proxy} ${String(beat.lockdown)} ${String(beat.auditDropped)}`;
+    const now = Date.now();
+    if (!force && this.#lastBeat?.key === key && now - this.#lastBeat.at < this.#o.heartbeatRefreshMs) return;
+    this.#lastBeat = { key, at: now };
+    this.#send(beat);
   }
 
   #send(m: SupervisorMessage): void {
@@ -438,6 +454,7 @@ export class ControlSession {
   #stopSessionTimers(): void {
     clearInterval(this.#heartbeatTimer);
     clearTimeout(this.#connectTimer);
+    this.#lastBeat = undefined;
     this.#heartbeatTimer = undefined;
     this.#connectTimer = undefined;
   }

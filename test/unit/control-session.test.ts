@@ -30,6 +30,7 @@ import type { Logger } from "../../src/supervisor/logger.js";
 import { startSupervisor } from "../../src/supervisor/supervisor.js";
 import { SecretVault } from "../../src/supervisor/secret-vault.js";
 import { SUPERVISOR_PATH, parseSupervisorMessage } from "../../src/protocol/wire.js";
+import type { HeartbeatMessage } from "../../src/protocol/wire.js";
 import { freePort } from "../support/net.js";
 import { connect, probe, rawClient, rawRequest, status } from "../support/proxy-client.js";
 import net from "node:net";
@@ -144,7 +145,19 @@ function captureLogger(logs: SupervisorSide["logs"]): Logger {
 
 async function startSupervisorSide(
   gw: { endpoint: { url: string } },
-  o: { sandboxId: string; generation: number; token: string; fingerprint?: string; graceMs?: number; initial?: { policy: Policy; revision: number }; url?: string; secrets?: SecretVault },
+  o: {
+    sandboxId: string;
+    generation: number;
+    token: string;
+    fingerprint?: string;
+    graceMs?: number;
+    initial?: { policy: Policy; revision: number };
+    url?: string;
+    secrets?: SecretVault;
+    heartbeatRefreshMs?: number;
+    /** Overrides what the session reports of the proxy (default: the real proxy's state). */
+    proxyListening?: () => boolean;
+  },
 ): Promise<SupervisorSide> {
   const policy = new LockdownPolicyHolder(o.initial);
   const audits: AuditEvent[] = [];
@@ -168,10 +181,11 @@ async function startSupervisorSide(
     sandboxId: o.sandboxId,
     generation: o.generation,
     policy,
-    proxyListening: () => proxy.isListening(),
+    proxyListening: o.proxyListening ?? (() => proxy.isListening()),
     logger,
     graceMs: o.graceMs ?? 500,
     heartbeatMs: 100,
+    ...(o.heartbeatRefreshMs === undefined ? {} : { heartbeatRefreshMs: o.heartbeatRefreshMs }),
     deadAfterMs: 10_000,
     backoffInitialMs: 50,
     backoffMaxMs: 200,
@@ -596,6 +610,82 @@ describe("boundary health", () => {
     const peer = await handDriven(gw, "sb-i", token);
     expect(await peer.closed).toBe(4411);
     expect(gw.boundary.health("sb-i").session).toBe("down");
+  });
+});
+
+describe("liveness: pings every beat, the full heartbeat on change or refresh", () => {
+  /** Counts what reaches the registry from the endpoint: full heartbeats and pings. */
+  function countBeats(gw: Gateway): { heartbeats: HeartbeatMessage[]; pings: () => number } {
+    const heartbeats: HeartbeatMessage[] = [];
+    let pings = 0;
+    const heartbeat = gw.boundary.heartbeat.bind(gw.boundary);
+    const alive = gw.boundary.alive.bind(gw.boundary);
+    gw.boundary.heartbeat = (link, m) => {
+      heartbeats.push(m);
+      heartbeat(link, m);
+    };
+    gw.boundary.alive = (link) => {
+      pings++;
+      alive(link);
+    };
+    return { heartbeats, pings: () => pings };
+  }
+
+  it("sends the full heartbeat only when what it says changes; pings alone keep the session fresh", async () => {
+    const gw = await startGatewaySide();
+    const token = await launch(gw, "sb-beat", 1, "n-beat", { policy: allowOrigin(), revision: 2 });
+    const seen = countBeats(gw);
+    let listening = true;
+    await startSupervisorSide(gw, { sandboxId: "sb-beat", generation: 1, token, heartbeatRefreshMs: 600_000, proxyListening: () => listening });
+    await healthy(gw, "sb-beat");
+    await waitFor("the heartbeat after the ack", () => seen.heartbeats.some((m) => m.enforcedRevision === 2));
+    // Ten beats on, nothing changed: pings only, not one more heartbeat.
+    const settled = seen.heartbeats.length;
+    const from = seen.pings();
+    await waitFor("ten more pings", () => seen.pings() >= from + 10);
+    expect(seen.heartbeats.length).toBe(settled);
+    // The proxy stops listening: the next beat carries it, and the gateway knows.
+    listening = false;
+    await waitFor("not listening reported", () => (gw.boundary.health("sb-beat").problem === "proxy not listening" ? true : undefined));
+    expect(seen.heartbeats.at(-1)).toMatchObject({ proxy: "not_listening" });
+    expect(seen.heartbeats.length).toBe(settled + 1);
+  });
+
+  it("refreshes the full heartbeat at least every heartbeatRefreshMs", async () => {
+    const gw = await startGatewaySide();
+    const token = await launch(gw, "sb-refresh", 1, "n-refresh", { policy: allowOrigin(), revision: 2 });
+    const seen = countBeats(gw);
+    await startSupervisorSide(gw, { sandboxId: "sb-refresh", generation: 1, token, heartbeatRefreshMs: 300 });
+    await healthy(gw, "sb-refresh");
+    await waitFor("the heartbeat after the ack", () => seen.heartbeats.some((m) => m.enforcedRevision === 2));
+    const settled = seen.heartbeats.length;
+    await waitFor("a refresh with nothing changed", () => seen.heartbeats.length >= settled + 2);
+    expect(seen.heartbeats.slice(settled)).toEqual([expect.objectContaining({ enforcedRevision: 2, proxy: "listening" }), expect.objectContaining({ enforcedRevision: 2, proxy: "listening" })]);
+  });
+
+  it("a ping makes a stale session fresh again, without a heartbeat message", async () => {
+    const gw = await startGatewaySide({ staleMs: 300, idleMs: 60_000 });
+    const token = await launch(gw, "sb-ping", 1, "n-ping", { policy: allowOrigin(), revision: 2 });
+    const changes: BoundaryHealth[] = [];
+    gw.boundary.onChange((h) => changes.push(h));
+    const peer = new WebSocket(gw.endpoint.url, { rejectUnauthorized: false });
+    cleanups.push(() => peer.terminate());
+    const pushes: { type: string }[] = [];
+    peer.on("message", (d: Buffer) => pushes.push(JSON.parse(d.toString("utf8")) as { type: string }));
+    await new Promise<void>((r) => peer.once("open", () => r()));
+    const send = (m: object): void => peer.send(JSON.stringify(m));
+    send({ type: "hello", token, sandboxId: "sb-ping", generation: 1, enforcedRevision: null, proxy: "listening" });
+    await waitFor("the policy push", () => pushes.some((m) => m.type === "policy"));
+    send({ type: "ack", revision: 2, applied: true });
+    send({ type: "heartbeat", enforcedRevision: 2, proxy: "listening", lockdown: false, auditDropped: 0 });
+    await waitFor("healthy", () => changes.find((h) => h.healthy));
+    let mark = changes.length;
+    await waitFor("stale", () => changes.slice(mark).find((h) => h.problem === "heartbeat stale"));
+    // A ping, no heartbeat message: alive again.
+    mark = changes.length;
+    peer.ping();
+    const back = await waitFor("healthy after a ping", () => changes.slice(mark).find((h) => h.healthy));
+    expect(back).toMatchObject({ session: "up", enforcedRevision: 2, problem: null });
   });
 });
 

@@ -22,6 +22,7 @@ export interface BoundaryHealth {
   session: "up" | "down";
   /** Generation of the live session, null when down. */
   generation: number | null;
+  /** Last sign of life: a heartbeat or a WebSocket ping of the session. */
   lastHeartbeatAt: string | null;
   /** Revision the supervisor acknowledged / reports enforcing in this session; null before its first ack. */
   enforcedRevision: number | null;
@@ -55,9 +56,9 @@ export interface BoundaryLog {
 }
 
 export interface BoundaryOptions {
-  /** A heartbeat older than this makes the sandbox unhealthy. Default 6000: three 2 s heartbeats. */
+  /** No heartbeat or ping for this long makes the sandbox unhealthy. Default 6000: three 2 s pings. */
   heartbeatStaleMs?: number;
-  /** No message for this long closes the session (frees the slot after a half-open loss). Default 10000. */
+  /** No message or ping for this long closes the session (frees the slot after a half-open loss). Default 10000. */
   sessionIdleMs?: number;
   log?: BoundaryLog;
   /**
@@ -85,6 +86,8 @@ interface Live {
   link: SessionLink;
   lastMessageAt: number;
   lastHeartbeatAt: number | null;
+  /** Freshness as last reported to #changed; the sweep reports a change of it. */
+  fresh: boolean;
   enforcedRevision: number | null;
   proxy: "listening" | "not_listening" | null;
   lockdown: boolean | null;
@@ -92,8 +95,6 @@ interface Live {
   acks: Map<number, number | null>;
   /** Highest secrets version the supervisor acked in this session. */
   secretsAcked: number | null;
-  staleTimer: NodeJS.Timeout | undefined;
-  idleTimer: NodeJS.Timeout | undefined;
 }
 
 interface Waiter {
@@ -115,6 +116,11 @@ export class BoundaryRegistry {
   readonly #auditListeners = new Set<AuditListener>();
   readonly #changeListeners = new Set<ChangeListener>();
   #closed = false;
+  /**
+   * One timer for every session (staleness and idle close), not two per session re-armed
+   * on each message: an idle fleet of N supervisors costs N pings and one sweep.
+   */
+  #sweepTimer: NodeJS.Timeout | undefined;
   #hostAddresses: readonly string[] | null = null;
   readonly #secretValues: SecretValuesSource | undefined;
   /** One sequence for every secrets message: versions only grow, across sessions too. */
@@ -126,6 +132,11 @@ export class BoundaryRegistry {
     this.#staleMs = opts.heartbeatStaleMs ?? 6000;
     this.#idleMs = opts.sessionIdleMs ?? 10_000;
     this.#log = opts.log ?? quiet;
+  }
+
+  /** How often the sweep runs: a quarter of the shorter deadline, at most 1 s. */
+  get sweepMs(): number {
+    return Math.max(10, Math.min(1000, Math.floor(Math.min(this.#staleMs, this.#idleMs) / 4)));
   }
 
   // ---- API for the lifecycle service ----
@@ -229,7 +240,7 @@ export class BoundaryRegistry {
         problem: "no control session",
       };
     }
-    const fresh = live.lastHeartbeatAt !== null && Date.now() - live.lastHeartbeatAt < this.#staleMs;
+    const fresh = this.#fresh(live, Date.now());
     let problem: string | null = null;
     if (desired === undefined) problem = "no desired policy set";
     else if (desired.generation !== live.link.generation) problem = "session belongs to another generation";
@@ -315,6 +326,8 @@ export class BoundaryRegistry {
 
   close(): void {
     this.#closed = true;
+    clearInterval(this.#sweepTimer);
+    this.#sweepTimer = undefined;
     for (const live of [...this.#live.values()]) {
       this.#drop(live);
       live.link.close(CLOSE.goingAway, "gateway shutting down");
@@ -345,16 +358,15 @@ export class BoundaryRegistry {
       link,
       lastMessageAt: Date.now(),
       lastHeartbeatAt: null,
+      fresh: false,
       enforcedRevision: null,
       proxy: null,
       lockdown: null,
       acks: new Map(),
       secretsAcked: null,
-      staleTimer: undefined,
-      idleTimer: undefined,
     };
     this.#live.set(link.sandboxId, live);
-    this.#armIdle(live);
+    this.#armSweep();
     link.send({ type: "welcome", sessionId: link.sessionId, sandboxId: link.sandboxId, generation: link.generation });
     // Before the policy: by the time the supervisor acks it, it refuses today's host addresses.
     this.#sendHostAddresses(link);
@@ -398,16 +410,24 @@ export class BoundaryRegistry {
   heartbeat(link: SessionLink, msg: HeartbeatMessage): void {
     const live = this.#current(link);
     if (live === undefined) return;
-    live.lastHeartbeatAt = Date.now();
     // Enforcing counts only after an ack in this session; heartbeats then keep it current.
     if (live.enforcedRevision !== null) live.enforcedRevision = msg.enforcedRevision;
     live.proxy = msg.proxy;
     live.lockdown = msg.lockdown;
-    this.#touch(live);
-    clearTimeout(live.staleTimer);
-    live.staleTimer = setTimeout(() => this.#changed(link.sandboxId), this.#staleMs + 1);
-    live.staleTimer.unref();
+    this.#seen(live);
     this.#changed(link.sandboxId);
+  }
+
+  /**
+   * A WebSocket ping of the session: liveness without content. The supervisor sends its
+   * full heartbeat only when that changes, so this is the idle fleet's whole cost.
+   */
+  alive(link: SessionLink): void {
+    const live = this.#current(link);
+    if (live === undefined) return;
+    const wasFresh = live.fresh;
+    this.#seen(live);
+    if (!wasFresh) this.#changed(link.sandboxId);
   }
 
   audit(link: SessionLink, event: WireAuditEvent): void {
@@ -439,25 +459,51 @@ export class BoundaryRegistry {
   }
 
   #drop(live: Live): void {
-    clearTimeout(live.staleTimer);
-    clearTimeout(live.idleTimer);
     if (this.#live.get(live.link.sandboxId) === live) this.#live.delete(live.link.sandboxId);
+    if (this.#live.size === 0) {
+      clearInterval(this.#sweepTimer);
+      this.#sweepTimer = undefined;
+    }
     this.#changed(live.link.sandboxId);
   }
 
   #touch(live: Live): void {
     live.lastMessageAt = Date.now();
-    this.#armIdle(live);
   }
 
-  #armIdle(live: Live): void {
-    clearTimeout(live.idleTimer);
-    live.idleTimer = setTimeout(() => {
-      this.#log.warn({ event: "supervisor_session_idle", sandboxId: live.link.sandboxId, sessionId: live.link.sessionId, idleMs: this.#idleMs }, "supervisor session silent: closing it");
-      this.#drop(live);
-      live.link.close(CLOSE.idle, "no heartbeat");
-    }, this.#idleMs);
-    live.idleTimer.unref();
+  /** A heartbeat or a ping: the session is alive now. */
+  #seen(live: Live): void {
+    const now = Date.now();
+    live.lastMessageAt = now;
+    live.lastHeartbeatAt = now;
+    live.fresh = true;
+  }
+
+  #fresh(live: Live, now: number): boolean {
+    return live.lastHeartbeatAt !== null && now - live.lastHeartbeatAt < this.#staleMs;
+  }
+
+  #armSweep(): void {
+    if (this.#sweepTimer !== undefined) return;
+    this.#sweepTimer = setInterval(() => this.#sweep(), this.sweepMs);
+    this.#sweepTimer.unref();
+  }
+
+  /** Silent sessions are closed (their slot freed); sessions that just went stale are reported. */
+  #sweep(): void {
+    const now = Date.now();
+    for (const live of [...this.#live.values()]) {
+      if (now - live.lastMessageAt >= this.#idleMs) {
+        this.#log.warn({ event: "supervisor_session_idle", sandboxId: live.link.sandboxId, sessionId: live.link.sessionId, idleMs: this.#idleMs }, "supervisor session silent: closing it");
+        this.#drop(live);
+        live.link.close(CLOSE.idle, "no heartbeat");
+        continue;
+      }
+      if (live.fresh && !this.#fresh(live, now)) {
+        live.fresh = false;
+        this.#changed(live.link.sandboxId);
+      }
+    }
   }
 
   #reached(sandboxId: string, revision: number): boolean {

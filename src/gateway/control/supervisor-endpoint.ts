@@ -148,6 +148,11 @@ export async function startSupervisorEndpoint(opts: SupervisorEndpointOptions): 
       if (link !== undefined) boundary.detach(link, `closed ${String(code)} ${reason.toString("utf8")}`);
     });
 
+    // The supervisor's liveness beat; `ws` answers the pong itself.
+    ws.on("ping", () => {
+      if (link !== undefined) boundary.alive(link);
+    });
+
     ws.on("message", (data, isBinary) => {
       const parsed = isBinary ? { ok: false as const, error: "binary message" } : parseSupervisorMessage(data);
       if (link === undefined) {
