@@ -1,12 +1,18 @@
 // create: `sandbox create` → Ready through the gateway, against the plain Docker
 // API creating and starting the same network, volume and two containers (same
-// configs, from the same builders) with no readiness check. Runs alternate
-// between the two so drift on a busy machine hits both alike.
+// configs, from the same builders) with no readiness check; then `exec -- true`
+// through the gateway's exec WebSocket against a Docker exec of the same command
+// through the Docker API; then `sandbox delete` → gone (404) against removing
+// the same objects with plain Docker calls (`docker rm -f` of both containers,
+// the network, the volume). Runs alternate between the paths so drift on a busy
+// machine hits both alike.
 
 import { chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import WebSocket from "ws";
+import { startExec } from "../src/driver/docker/exec-session.js";
 import type { EngineClient } from "../src/driver/docker/engine/client.js";
 import { describe, type EngineResult } from "../src/driver/docker/engine/result.js";
 import { HEALTH_PORT, PROXY_PORT } from "../src/protocol/launch.js";
@@ -57,14 +63,45 @@ function breakdown(fx: DockerFixture, id: string): { dockerMs: number; verifyMs:
   return { dockerMs: verifying - created, verifyMs: ready - verifying };
 }
 
-async function sandgateDelete(fx: DockerFixture, name: string): Promise<void> {
+/** DELETE, then polled (every 5 ms, as for create) until the sandbox is gone; ms since the DELETE. */
+async function sandgateDelete(fx: DockerFixture, name: string): Promise<number> {
+  const t0 = performance.now();
   const r = await fx.t.api("DELETE", `/v1/sandboxes/${name}`);
   if (r.status !== 202) throw new Error(`delete ${name}: ${r.status} ${JSON.stringify(r.body)}`);
   const deadline = Date.now() + 60_000;
   while ((await fx.t.api("GET", `/v1/sandboxes/${name}`)).status !== 404) {
     if (Date.now() > deadline) throw new Error(`sandbox ${name} not deleted after 60 s`);
-    await sleep(20);
+    await sleep(5);
   }
+  return performance.now() - t0;
+}
+
+/** `sandgate sandbox exec NAME -- true` as the CLI does it: the exec WebSocket, eof, the exit message; ms to the close. */
+function sandgateExec(fx: DockerFixture, name: string): Promise<number> {
+  const t0 = performance.now();
+  const ws = new WebSocket(`${fx.t.url.replace(/^http/, "ws")}/v1/sandboxes/${name}/exec?cmd=true&tty=0`, { headers: { authorization: `Bearer ${fx.t.token}` }, perMessageDeflate: false });
+  return new Promise((resolve, reject) => {
+    let exit: number | undefined;
+    ws.on("open", () => ws.send(JSON.stringify({ type: "eof" })));
+    ws.on("message", (data: Buffer, binary: boolean) => {
+      if (!binary) exit = (JSON.parse(data.toString()) as { code?: number }).code ?? exit;
+    });
+    ws.on("error", reject);
+    ws.on("close", () => (exit === 0 ? resolve(performance.now() - t0) : reject(new Error(`exec in ${name} ended with ${String(exit)}`))));
+  });
+}
+
+/** The same command through the Docker API: exec create, start (attached), exit code. */
+async function dockerExec(engine: EngineClient, containerId: string): Promise<number> {
+  const t0 = performance.now();
+  const session = await startExec(engine, containerId, { cmd: ["true"], tty: false });
+  session.stdin.end();
+  session.stdout.resume();
+  session.stderr.resume();
+  const code = await session.exitCode;
+  session.close();
+  if (code !== 0) throw new Error(`docker exec ended with ${code}`);
+  return performance.now() - t0;
 }
 
 interface Baseline {
@@ -104,15 +141,20 @@ async function plainDockerCreate(b: Baseline, i: SandboxObjectsInput): Promise<n
   return performance.now() - t0;
 }
 
-async function plainDockerRemove(b: Baseline, i: SandboxObjectsInput): Promise<void> {
-  for (const role of ["workload", "supervisor"]) await b.engine.removeContainer(`${i.sandboxId}-${role}`, { force: true });
-  await b.engine.removeNetwork(internalNetworkConfig(i).Name);
-  await b.engine.removeVolume(volumeConfig(i).Name!, true);
+/** `docker rm -f` of both containers, then the network and the volume; ms. */
+async function plainDockerRemove(b: Baseline, i: SandboxObjectsInput): Promise<number> {
+  const t0 = performance.now();
+  for (const role of ["workload", "supervisor"]) must(`remove ${role}`, await b.engine.removeContainer(`${i.sandboxId}-${role}`, { force: true }));
+  must("remove network", await b.engine.removeNetwork(internalNetworkConfig(i).Name));
+  must("remove volume", await b.engine.removeVolume(volumeConfig(i).Name!, true));
+  const ms = performance.now() - t0;
   rmSync(join(b.launchRoot, i.sandboxId), { recursive: true, force: true });
+  return ms;
 }
 
 export async function run(o: BenchOptions): Promise<void> {
   const reps = parseNumber(o.flags.reps, o.quick ? 4 : 20);
+  const execsPerRep = parseNumber(o.flags.execs, o.quick ? 2 : 5);
   const m = machine();
   const cleanup = new Cleanup();
   try {
@@ -134,6 +176,10 @@ export async function run(o: BenchOptions): Promise<void> {
 
     const sg: number[] = [];
     const plain: number[] = [];
+    const sgDelete: number[] = [];
+    const plainDelete: number[] = [];
+    const sgExec: number[] = [];
+    const plainExec: number[] = [];
     const dockerMs: number[] = [];
     const verifyMs: number[] = [];
     // Rep 0 is a warm-up (first container start on a fresh daemon, JIT): discarded.
@@ -143,16 +189,29 @@ export async function run(o: BenchOptions): Promise<void> {
         const name = `bench-${rep}`;
         const r = await sandgateCreate(fx, name);
         const bd = breakdown(fx, r.id);
-        await sandgateDelete(fx, name);
+        // The exec pairs run here, on this Ready sandbox, alternating with Docker's own exec.
+        const workloadId = (await fx.t.api("GET", `/v1/sandboxes/${name}`)).body.runtime.workload.id as string;
+        for (let e = 0; e < execsPerRep; e++) {
+          const pair = e % 2 === 0 ? [() => sandgateExec(fx, name), () => dockerExec(fx.engine, workloadId)] : [() => dockerExec(fx.engine, workloadId), () => sandgateExec(fx, name)];
+          const first = await pair[0]!();
+          const second = await pair[1]!();
+          if (rep === 0) continue;
+          sgExec.push(e % 2 === 0 ? first : second);
+          plainExec.push(e % 2 === 0 ? second : first);
+        }
+        const del = await sandgateDelete(fx, name);
         if (rep === 0) return;
         sg.push(r.ms);
+        sgDelete.push(del);
         dockerMs.push(bd.dockerMs);
         verifyMs.push(bd.verifyMs);
       };
       const doPlain = async (): Promise<void> => {
         const ms = await plainDockerCreate(b, input);
-        await plainDockerRemove(b, input);
-        if (rep > 0) plain.push(ms);
+        const del = await plainDockerRemove(b, input);
+        if (rep === 0) return;
+        plain.push(ms);
+        plainDelete.push(del);
       };
       progress(`create: rep ${rep}/${reps}${rep === 0 ? " (warm-up)" : ""}, sandgate median so far ${stats(sg).median.toFixed(0)} ms`);
       if (rep % 2 === 0) {
@@ -166,23 +225,40 @@ export async function run(o: BenchOptions): Promise<void> {
 
     const s = stats(sg);
     const p = stats(plain);
-    const ratio = s.median / p.median;
-    printTable(`create (${reps} reps, ${m.cores} cores, load ${m.loadavg.join("/")})`, ["path", "median ms", "p95 ms", "min ms", "max ms"], [
-      ["sandgate create → Ready", s.median, s.p95, s.min, s.max],
-      ["  of which Docker calls", stats(dockerMs).median, stats(dockerMs).p95, stats(dockerMs).min, stats(dockerMs).max],
-      ["  of which readiness verify", stats(verifyMs).median, stats(verifyMs).p95, stats(verifyMs).min, stats(verifyMs).max],
-      ["plain Docker API create+start", p.median, p.p95, p.min, p.max],
+    const row = (label: string, x: ReturnType<typeof stats>): (string | number)[] => [label, x.median, x.p95, x.min, x.max];
+    printTable(`create, exec, delete (${reps} reps, ${execsPerRep} execs each, ${m.cores} cores, load ${m.loadavg.join("/")})`, ["path", "median ms", "p95 ms", "min ms", "max ms"], [
+      row("sandgate create → Ready", s),
+      row("  of which Docker calls", stats(dockerMs)),
+      row("  of which readiness verify", stats(verifyMs)),
+      row("plain Docker API create+start", p),
+      row("sandgate exec -- true", stats(sgExec)),
+      row("Docker API exec true", stats(plainExec)),
+      row("sandgate delete → gone", stats(sgDelete)),
+      row("plain docker rm -f + network + volume", stats(plainDelete)),
     ]);
-    printTable("create ratio", ["ratio (median/median)", "target ≤ 1.5", "goal ≤ 1.3"], [[ratio, ratio <= 1.5 ? "met" : "MISSED", ratio <= 1.3 ? "met" : "missed"]]);
+    const ratios = {
+      create: { ratio: s.median / p.median, target: 1.1 },
+      exec: { ratio: stats(sgExec).median / stats(plainExec).median, target: 1.2 },
+      delete: { ratio: stats(sgDelete).median / stats(plainDelete).median, target: 1.2 },
+    };
+    printTable(
+      "ratios (median / median)",
+      ["figure", "ratio", "target", ""],
+      Object.entries(ratios).map(([k, r]) => [k, r.ratio, `≤ ${r.target}`, r.ratio <= r.target ? "met" : "MISSED"]),
+    );
     const file = writeResult("create", m, {
       reps,
+      execsPerRep,
       sandgateMs: s,
       sandgateDockerCallsMs: stats(dockerMs),
       sandgateVerifyMs: stats(verifyMs),
       plainDockerMs: p,
-      ratio,
-      target: { ratio: 1.5, goal: 1.3, met: ratio <= 1.5 },
-      samples: { sandgate: sg, plain },
+      sandgateExecMs: stats(sgExec),
+      dockerExecMs: stats(plainExec),
+      sandgateDeleteMs: stats(sgDelete),
+      plainDeleteMs: stats(plainDelete),
+      ratios,
+      samples: { sandgate: sg, plain, sandgateExec: sgExec, dockerExec: plainExec, sandgateDelete: sgDelete, plainDelete },
     });
     progress(`create: wrote ${file}`);
   } finally {
