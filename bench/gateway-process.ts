@@ -7,6 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, openSync, closeSync, readFileSync, readdirSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { mountPoints } from "../src/driver/docker/workspace-disk.js";
 import { PROJECT_ROOT, sleep } from "./lib.js";
 
 export interface GatewayProcess {
@@ -47,6 +48,10 @@ export async function startGatewayProcess(dockerHost: string, opts: { readyTimeo
       const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
       await exitP;
       clearTimeout(timer);
+    }
+    // Workspaces stay mounted when a gateway stops (their sandboxes live on): a bench's do not.
+    for (const m of mountPoints(readFileSync("/proc/self/mountinfo", "utf8"))) {
+      if (m.startsWith(`${home}/`)) spawnSync("umount", ["-l", m]);
     }
     rmSync(home, { recursive: true, force: true });
   };

@@ -193,12 +193,10 @@ export class DockerDriver implements ComputeDriver {
     return this.egressGateway;
   }
 
+  /** Create, or use the one of that name: a new sandbox's network is created in one call. */
   private async ensureNetwork(config: ReturnType<typeof egressNetworkConfig>): Promise<string> {
-    const found = await this.engine.inspectNetwork(config.Name);
-    if (found.kind === "ok") return found.body.Id;
-    if (found.kind !== "docker" || found.status !== 404) must(`inspect network ${config.Name}`, found);
     const created = await this.engine.createNetwork(config);
-    // 409: created concurrently by another call; use it.
+    // 409: it exists (a retried launch, a restarted gateway, a concurrent call); use it.
     if (created.kind === "docker" && created.status === 409) return must(`inspect network ${config.Name}`, await this.engine.inspectNetwork(config.Name)).Id;
     return must(`create network ${config.Name}`, created).Id;
   }
@@ -328,8 +326,9 @@ export class DockerDriver implements ComputeDriver {
     onProgress("starting workload");
     const workloadName = containerName(req.sandboxId, req.generation, "workload");
     this.provisionStep("start workload", await this.engine.startContainer(workloadName));
-    const workload = this.provisionStep("inspect workload", await this.engine.inspectContainer(workloadName));
-    const supervisor = this.provisionStep("inspect supervisor", await this.engine.inspectContainer(containerName(req.sandboxId, req.generation, "supervisor")));
+    const [w, sup] = await Promise.all([this.engine.inspectContainer(workloadName), this.engine.inspectContainer(containerName(req.sandboxId, req.generation, "supervisor"))]);
+    const workload = this.provisionStep("inspect workload", w);
+    const supervisor = this.provisionStep("inspect supervisor", sup);
     const ip = supervisor.NetworkSettings.Networks?.[networkName(req.sandboxId)]?.IPAddress ?? "";
     return {
       generation: req.generation,
@@ -344,8 +343,10 @@ export class DockerDriver implements ComputeDriver {
   async verify(req: LaunchRequest, record: RuntimeRecord): Promise<ReadinessReport> {
     const checks: ReadinessReport["checks"] = [];
     const inspected: Partial<Record<"supervisor" | "workload", ContainerInspect>> = {};
-    for (const role of ["supervisor", "workload"] as const) {
-      const r = await this.engine.inspectContainer(record[role].id, { timeoutMs: 3000 });
+    const roles = ["supervisor", "workload"] as const;
+    const answers = await Promise.all(roles.map((role) => this.engine.inspectContainer(record[role].id, { timeoutMs: 3000 })));
+    for (const [i, role] of roles.entries()) {
+      const r = answers[i]!;
       const problem = r.kind === "ok" ? notRunningInstance(r.body, expectedInstance(this.gatewayId, { sandboxId: req.sandboxId, generation: req.generation, record }, role)) : describe(r);
       checks.push(problem === null ? { name: `${role} identity`, ok: true } : { name: `${role} identity`, ok: false, detail: problem });
       if (problem === null && r.kind === "ok") inspected[role] = r.body;

@@ -58,6 +58,8 @@ export function createLifecycle(d: { store: Store; driver: ComputeDriver; contro
   // running but cannot be shown to hold its boundary goes Recovering at once.
   const offBoundary = control?.boundary.onChange((h) => {
     const s = store.get(h.sandboxId);
+    // A launch waiting for its evidence looks again as soon as the session proves its part.
+    if (s?.phase === "Provisioning" && h.healthy && h.generation === s.generation) generations.get(s.id, s.generation)?.kick();
     if (s?.phase !== "Ready") return;
     const problem = boundaryFailure(h, s.generation);
     if (problem !== null) monitor?.boundaryLost(s.id, s.generation, problem);
