@@ -15,6 +15,7 @@ const BENCHES = {
   proxy: () => import("./proxy.js"),
   https: () => import("./https.js"),
   "tls-cpu": () => import("./tls-cpu.js"),
+  "supervisor-memory": () => import("./supervisor-memory.js"),
   api: () => import("./api.js"),
   "audit-flood": () => import("./audit-flood.js"),
 } satisfies Record<string, () => Promise<{ run(o: BenchOptions): Promise<void> }>>;

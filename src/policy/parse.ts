@@ -1,19 +1,13 @@
-// Entry points from untrusted text or JSON to a validated Policy. Pure: the caller reads files.
+// Untrusted YAML text to a validated Policy. Pure: the caller reads files.
 import { LineCounter, isNode, parseDocument, type Document } from "yaml";
-import { formatIssuePath, validatePolicyValue, type Policy } from "./schema.js";
+import { formatIssuePath, validatePolicyValue } from "./schema.js";
+import type { PolicyParse } from "./from-object.js";
 
-export type PolicyParse = { ok: true; policy: Policy } | { ok: false; errors: string[] };
+export { policyFromObject, defaultPolicy, type PolicyParse } from "./from-object.js";
 
 const MAX_YAML_CHARS = 1024 * 1024;
 // Anchors and aliases are legitimate, but a few hundred can expand to gigabytes ("billion laughs").
 const MAX_ALIAS_COUNT = 100;
-
-/** Validates an already-decoded value (a JSON request body, a stored policy). */
-export function policyFromObject(value: unknown): PolicyParse {
-  const result = validatePolicyValue(value);
-  if (result.ok) return result;
-  return { ok: false, errors: result.issues.map((i) => `${formatIssuePath(i.path)}: ${i.message}`) };
-}
 
 /** Line and column (1-based) of the deepest existing node on `path`. */
 function positionOf(doc: Document, lines: LineCounter, path: readonly PropertyKey[]): string | null {
@@ -64,11 +58,4 @@ export function parsePolicyYaml(text: string): PolicyParse {
       return `${formatIssuePath(i.path)}: ${i.message}${where === null ? "" : ` (${where})`}`;
     }),
   };
-}
-
-/** No network access at all, no extra mounts, gateway-default process settings. */
-export function defaultPolicy(): Policy {
-  const result = validatePolicyValue({ version: 1 });
-  if (!result.ok) throw new Error("the default policy failed validation: a bug in src/policy");
-  return result.policy;
 }

@@ -3,7 +3,7 @@
 // supervisor; both import this module, so the format and its defaults exist once.
 // Anything wrong with it leaves the supervisor without a policy (deny all); it
 // never falls back to allowing.
-import { formatCidr, formatIp, parseCidr, parseIp, policyFromObject, type Policy } from "../policy/index.js";
+import { formatCidr, formatIp, parseCidr, parseIp, policyFromObject, type Policy } from "../policy/core.js";
 import { normalizeFingerprint } from "./wire.js";
 
 /** The supervisor's egress proxy port, as the workload sees it. */

@@ -7,7 +7,7 @@
 import type { IncomingMessage } from "node:http";
 import { TLSSocket } from "node:tls";
 import WebSocket from "ws";
-import { policyFromObject } from "../policy/index.js";
+import { policyFromObject } from "../policy/core.js";
 import type { LockdownPolicyHolder } from "./lockdown.js";
 import { LOCKDOWN_SESSION_LOST } from "./lockdown.js";
 import type { Logger } from "./logger.js";
@@ -16,7 +16,7 @@ import type { AuditEvent } from "./proxy.js";
 import { DEFAULT_GRACE_MS } from "../protocol/launch.js";
 import { ACCEPTS_HOST_ADDRESSES, ACCEPTS_SECRETS, CLOSE, normalizeFingerprint, parseGatewayMessage } from "../protocol/wire.js";
 import type { SecretVault } from "./secret-vault.js";
-import { parseIp } from "../policy/index.js";
+import { parseIp } from "../policy/core.js";
 import { backoffDelay, type BackoffPolicy } from "../util/backoff.js";
 import type { GatewayMessage, SupervisorMessage } from "../protocol/wire.js";
 

@@ -3,7 +3,7 @@
 // answered in their place. The swap itself is pure (credentials.ts); this reads bodies
 // and words the answers, which name secrets and bindings, never values.
 import type http from "node:http";
-import { NO_CREDENTIALS, credentialScope, secretBindings, type Policy } from "../policy/index.js";
+import { NO_CREDENTIALS, credentialScope, secretBindings, type Policy } from "../policy/core.js";
 import { rewriteBody, rewriteHeaders, rewriteTarget, type CredentialContext, type CredentialRefusal, type Rewrite, type SecretValues } from "./credentials.js";
 
 /** X-Proxy-Error of a request refused for a placeholder. */

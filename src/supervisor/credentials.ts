@@ -2,7 +2,7 @@
 // makes, where the policy binds that secret, and refusing them anywhere else. Pure: text in,
 // text out or a refusal that names the secret and its bindings, never a value. Bytes are
 // handled as latin1 strings (one char per byte), as Node hands header values over.
-import { PLACEHOLDER_PREFIX, SECRET_NAME_RE, type CredentialScope, type SecretBinding } from "../policy/index.js";
+import { PLACEHOLDER_PREFIX, SECRET_NAME_RE, type CredentialScope, type SecretBinding } from "../policy/core.js";
 
 export type CredentialRefusalReason = "credential_endpoint_mismatch" | "credential_unknown" | "credential_unusable";
 

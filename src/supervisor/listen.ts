@@ -3,7 +3,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { networkInterfaces, type NetworkInterfaceInfo } from "node:os";
-import { cidrContains, parseCidr, parseIp } from "../policy/index.js";
+import { cidrContains, parseCidr, parseIp } from "../policy/core.js";
 
 export function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {

@@ -1,4 +1,4 @@
-import type { Policy } from "../policy/index.js";
+import type { Policy } from "../policy/core.js";
 import type { LaunchPolicy } from "../protocol/launch.js";
 
 export type LoadedPolicy = LaunchPolicy;

@@ -8,14 +8,14 @@ import dns from "node:dns";
 import { pipeline } from "node:stream";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import { evaluate, checkResolvedAddress, overrideMethods, decideTunnel, tunnelKind, tunnelStaysOpen, NO_HOST_ADDRESSES, type Decision, type HostAddresses, type TunnelKind, type WouldDeny } from "../policy/index.js";
+import { evaluate, checkResolvedAddress, overrideMethods, decideTunnel, tunnelKind, tunnelStaysOpen, NO_HOST_ADDRESSES, type Decision, type HostAddresses, type TunnelKind, type WouldDeny } from "../policy/core.js";
 import type { PolicyHolder } from "./policy-holder.js";
 import type { Logger } from "./logger.js";
 import { errorFields } from "./logger.js";
 import { listen } from "./listen.js";
 import type { WireAuditEvent } from "../protocol/wire.js";
 import { TimeoutError, withTimeout } from "../util/timeout.js";
-import type { LeafCertificates } from "./tls/leaf-certs.js";
+import type { LeafSource } from "./tls/ciphers.js";
 import { TlsTerminator, isCertificateError, type TerminatedTunnel } from "./tls/terminate.js";
 import type { CredentialRefusal, SecretValues } from "./credentials.js";
 import { CREDENTIAL_ERROR, prepareRequest, readBoundedBody, refusalBody, refusePlain, swapBody, type PreparedRequest } from "./credential-injector.js";
@@ -49,7 +49,7 @@ export interface EgressProxyOptions {
    * are terminated here and each request inside is decided. Without them such tunnels are
    * refused (tls_termination_unavailable), never tunnelled blind.
    */
-  tls?: LeafCertificates;
+  tls?: LeafSource;
   /** An extra CA (PEM) the proxy trusts for origins besides the system roots (private origins, tests). */
   upstreamCa?: string;
   /** The secret values the supervisor holds, for the placeholders the policy binds. Absent: none (every placeholder is unknown). */

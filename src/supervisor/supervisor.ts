@@ -6,11 +6,11 @@ import { readLaunchConfig } from "./launch-config.js";
 import type { LaunchSettings } from "../protocol/launch.js";
 import { LockdownPolicyHolder } from "./lockdown.js";
 import { ControlSession } from "./control-session.js";
-import { LeafCertificates } from "./tls/leaf-certs.js";
+import { lazyLeafSource } from "./tls/lazy-leaves.js";
 import { createEgressProxy, defaultResolver } from "./proxy.js";
 import { upstreamAnswers } from "./resolver.js";
 import { DnsCache, withoutTtl } from "./dns-cache.js";
-import { hostAddressSet, type HostAddresses } from "../policy/index.js";
+import { hostAddressSet, type HostAddresses } from "../policy/core.js";
 import type { EgressProxy, Resolver } from "./proxy.js";
 import { createHealthServer } from "./health.js";
 import type { HealthServer } from "./health.js";
@@ -91,7 +91,7 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
     hostAddresses: () => hostAddresses,
     resolve,
     // The sandbox's CA, when the gateway gave one: https with L7 rules is terminated here.
-    ...(settings.tls === null ? {} : { tls: new LeafCertificates({ certPem: settings.tls.caCertPem, keyPem: settings.tls.caKeyPem }) }),
+    ...(settings.tls === null ? {} : { tls: lazyLeafSource({ certPem: settings.tls.caCertPem, keyPem: settings.tls.caKeyPem }) }),
     ...(settings.tls?.originCaPem === undefined ? {} : { upstreamCa: settings.tls.originCaPem }),
     credentials: secrets,
   });

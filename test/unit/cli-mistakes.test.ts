@@ -14,6 +14,10 @@ import { MemoryDriver } from "../support/memory-driver.js";
 import { freePort } from "../support/net.js";
 import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 
+// Tests that spawn the CLI a few dozen times one after another: on a loaded machine each
+// spawn can take seconds, so their deadline only catches a hang.
+const SPAWNS_MANY = 240_000;
+
 /** One line on stderr, no stack trace; returns it. */
 function oneLine(r: CliRun): string {
   const lines = r.stderr.trim().split("\n");
@@ -38,7 +42,7 @@ describe("CLI mistakes before a gateway runs", () => {
   afterAll(() => rmSync(home, { recursive: true, force: true }));
   const files = (): string[] => readdirSync(home).sort();
 
-  it("item 2: every numeric setting is checked at start, from flags and environment: one line naming it and its range, exit 2, nothing created", async () => {
+  it("item 2: every numeric setting is checked at start, from flags and environment: one line naming it and its range, exit 2, nothing created", { timeout: SPAWNS_MANY }, async () => {
     const cases: [string[], Record<string, string>, RegExp][] = [
       [[], { SANDGATE_RECOVERY_DEADLINE: "abc" }, /^sandgate: SANDGATE_RECOVERY_DEADLINE must be a duration from 1 s to 86400 s .*; got "abc"$/],
       [[], { SANDGATE_BOUNDARY_DEADLINE: "-5" }, /^sandgate: SANDGATE_BOUNDARY_DEADLINE must be a duration from 1 s to 86400 s .*; got "-5"$/],
@@ -77,7 +81,7 @@ describe("CLI mistakes before a gateway runs", () => {
     expect(files()).toEqual([]);
   });
 
-  it("item 3: a bad --log-level or SANDGATE_LOG_LEVEL, a malformed gateway.json, a bad --url: one line, no stack trace", async () => {
+  it("item 3: a bad --log-level or SANDGATE_LOG_LEVEL, a malformed gateway.json, a bad --url: one line, no stack trace", { timeout: SPAWNS_MANY }, async () => {
     for (const [args, env, name] of [
       [["--log-level", "loud"], {}, "--log-level"],
       [[], { SANDGATE_LOG_LEVEL: "loud" }, "SANDGATE_LOG_LEVEL"],

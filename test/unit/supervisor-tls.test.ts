@@ -11,6 +11,7 @@ import { PolicyHolder } from "../../src/supervisor/policy-holder.js";
 import { createEgressProxy, type AuditEvent, type EgressProxy } from "../../src/supervisor/proxy.js";
 import { silentLogger } from "../../src/supervisor/logger.js";
 import { LeafCertificates, issueSandboxCa, type CaMaterial } from "../../src/supervisor/tls/leaf-certs.js";
+import { lazyLeafSource } from "../../src/supervisor/tls/lazy-leaves.js";
 
 let sandboxCa: CaMaterial;
 let originCa: CaMaterial;
@@ -42,7 +43,8 @@ beforeAll(async () => {
   originPort = (origin.address() as net.AddressInfo).port;
   holder = new PolicyHolder({ policy: withRules(), revision: 1 });
   const common = { policy: holder, resolve: () => Promise.resolve(["127.0.0.1"]), onAudit: (e: AuditEvent) => audit.push(e), logger: silentLogger };
-  proxy = createEgressProxy({ ...common, tls: new LeafCertificates(sandboxCa), upstreamCa: originCa.certPem });
+  // The supervisor's own leaf source: the certificate code is loaded on the first terminated tunnel.
+  proxy = createEgressProxy({ ...common, tls: lazyLeafSource(sandboxCa), upstreamCa: originCa.certPem });
   await proxy.listen(0, "127.0.0.1");
   noCaProxy = createEgressProxy(common);
   await noCaProxy.listen(0, "127.0.0.1");
@@ -83,6 +85,16 @@ function viaProxy(host: string, method: string, path: string, p = proxy): Promis
     c.end();
   });
 }
+
+describe("the sandbox CA, checked at start though its certificate code loads later", () => {
+  it("refuses a certificate that is not a CA, and a key that is not the certificate's", async () => {
+    const leaf = await new LeafCertificates(sandboxCa).issuePem("leaf.test");
+    const leafCert = leaf.certPem.slice(0, leaf.certPem.indexOf("-----END CERTIFICATE-----") + 25);
+    expect(() => lazyLeafSource({ certPem: leafCert, keyPem: leaf.keyPem })).toThrow("tls.caCertPem is not a CA certificate");
+    expect(() => lazyLeafSource({ certPem: sandboxCa.certPem, keyPem: originCa.keyPem })).toThrow("tls.caKeyPem is not the key of tls.caCertPem");
+    expect(() => lazyLeafSource(sandboxCa)).not.toThrow();
+  });
+});
 
 describe("https with L7 rules is terminated in the proxy", () => {
   it("an allowed method and path reaches the origin over verified TLS; the audit records method and path", async () => {

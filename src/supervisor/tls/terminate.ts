@@ -6,7 +6,7 @@ import http from "node:http";
 import https from "node:https";
 import type { Duplex } from "node:stream";
 import tls from "node:tls";
-import { CIPHERS_FAST_FIRST, type LeafCertificates } from "./leaf-certs.js";
+import { CIPHERS_FAST_FIRST, type LeafSource } from "./ciphers.js";
 
 /** The tunnel a decrypted request arrived on: the CONNECT target and the address checked for it. */
 export interface TerminatedTunnel {
@@ -51,7 +51,7 @@ export class TlsTerminator {
   private bundle: { ca: string; pem: string } | undefined;
 
   constructor(
-    private readonly leafs: LeafCertificates,
+    private readonly leafs: LeafSource,
     onRequest: TerminatedRequestHandler,
     opts: { maxFreeSockets?: number; onUpgrade?: TerminatedUpgradeHandler } = {},
   ) {
