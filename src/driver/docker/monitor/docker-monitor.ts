@@ -15,7 +15,7 @@ import { describe, type EngineResult } from "../engine/result.js";
 import type { ContainerInspect, ContainerSummary, DockerEvent } from "../engine/types.js";
 import { expectedInstance } from "../identity.js";
 import { LABEL, containerName } from "../objects.js";
-import { runtimeChecks } from "../readiness.js";
+import { execProbeCheck, healthCheck, type RuntimeProbes } from "../readiness.js";
 import { HEALTH_PORT } from "../../../protocol/launch.js";
 import { classifyInspect, isTerminal, type Verdict } from "./classify.js";
 import { decide, type RoleVerdicts } from "./decide.js";
@@ -70,8 +70,13 @@ const COUNTER: Record<Verdict["kind"], keyof MonitorMetrics["classifications"]> 
 
 /** How often a disconnected monitor pings for the daemon's return. */
 const DAEMON_POLL_MS = 200;
-/** Sandboxes checked at once (each check may run an exec probe). */
-const CHECK_CONCURRENCY = 8;
+/**
+ * Sandboxes checked at once: two inspects (in parallel) and a health request
+ * each, cheap next to an exec probe, which has its own, lower bound.
+ */
+const CHECK_CONCURRENCY = 16;
+/** Exec probes at once: each starts a process in a workload (runc), CPU-bound on a restoring daemon. */
+const PROBE_CONCURRENCY = 8;
 
 const WATCHED_ACTIONS = new Set(["die", "kill", "oom", "stop", "destroy", "start", "restart", "pause", "unpause"]);
 
@@ -89,6 +94,7 @@ export class DockerMonitor implements RuntimeMonitor {
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly inflight = new Map<string, Promise<void>>();
   private readonly limiter = new Limiter(CHECK_CONCURRENCY);
+  private readonly probeLimiter = new Limiter(PROBE_CONCURRENCY);
   private readonly again = new Set<string>();
   /** Recovering sandboxes: since when, and whether the runtime or the boundary was lost. */
   private readonly recoveringAt = new Map<string, { since: number; cause: "runtime" | "boundary"; problem?: string }>();
@@ -375,16 +381,24 @@ export class DockerMonitor implements RuntimeMonitor {
    */
   private async reverify(w: Watched, supervisor: ContainerInspect): Promise<ReadinessReport> {
     const checks = [{ name: "supervisor identity", ok: true }, { name: "workload identity", ok: true }];
-    checks.push(...(await runtimeChecks({ engine: this.engine, gatewayId: this.gatewayId, probeCommand: this.opts.probeCommand, healthPort: this.opts.healthPort }, supervisor, w.record)));
-    if (checks.every((c) => c.ok)) checks.push(this.sink.boundary(w.sandboxId, w.generation));
-    return { ready: checks.every((c) => c.ok), checks };
+    const report = (): ReadinessReport => ({ ready: checks.every((c) => c.ok), checks });
+    checks.push(await healthCheck(this.probes, supervisor));
+    if (!report().ready) return report();
+    checks.push(await this.probeLimiter.run(() => execProbeCheck(this.probes, w.record)));
+    if (report().ready) checks.push(this.sink.boundary(w.sandboxId, w.generation));
+    return report();
+  }
+
+  private get probes(): RuntimeProbes {
+    return { engine: this.engine, gatewayId: this.gatewayId, probeCommand: this.opts.probeCommand, healthPort: this.opts.healthPort };
   }
 
   private async checkOnce(sandboxId: string): Promise<void> {
     const w = this.registry.get(sandboxId);
     if (!w) return;
-    let supervisor = await this.verdictFor(w, "supervisor");
-    const workload = await this.verdictFor(w, "workload");
+    // Both containers at once: the two inspects do not depend on each other.
+    const [first, workload] = await Promise.all([this.verdictFor(w, "supervisor"), this.verdictFor(w, "workload")]);
+    let supervisor = first;
     if (isTerminal(workload.verdict) && supervisor.verdict.kind === "Alive") {
       // When both go down together (a daemon stopping its containers), the
       // boundary's failure is the cause to report: give the supervisor's exit a
