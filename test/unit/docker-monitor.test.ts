@@ -24,6 +24,12 @@ interface Harness {
   lc: Lifecycle;
   /** The gateway's own boundary evidence, as the sink reports it; a test may fail it. */
   boundary: { check: ReadinessCheck | null };
+  /**
+   * The id of the sandbox's live control session as the sink reports it (the
+   * harness has no control plane: none unless a test sets one). A new id is a
+   * session that dropped and came back.
+   */
+  session: { id: string | null };
   close(): Promise<void>;
 }
 
@@ -33,7 +39,8 @@ let h: Harness;
 async function harness(opts: { recoveryDeadlineMs?: number; boundaryDeadlineMs?: number } = {}): Promise<Harness> {
   const fd = await FakeDocker.start("gw-unit");
   const boundary: Harness["boundary"] = { check: null };
-  const wrap = (s: MonitorSink): MonitorSink => ({ ...s, boundary: (id, g) => boundary.check ?? s.boundary(id, g) });
+  const session: Harness["session"] = { id: null };
+  const wrap = (s: MonitorSink): MonitorSink => ({ ...s, boundary: (id, g) => boundary.check ?? s.boundary(id, g), liveSession: (id, g) => session.id ?? s.liveSession(id, g) });
   const driver = new FakeDockerDriver(fd, {}, wrap);
   const store = Store.open(join(dir, "state.db"));
   const lc = createLifecycle({ store, driver, control: null, log, options: { recoveryDeadlineMs: opts.recoveryDeadlineMs ?? 60_000, boundaryDeadlineMs: opts.boundaryDeadlineMs ?? 30_000, readyTimeoutMs: 5_000 } });
@@ -48,6 +55,7 @@ async function harness(opts: { recoveryDeadlineMs?: number; boundaryDeadlineMs?:
     store,
     lc,
     boundary,
+    session,
     async close() {
       await lc.close();
       const leaks = lc.pending();
@@ -87,6 +95,12 @@ const phaseLog = (name: string): string[] => {
     .filter((e) => e.kind === "phase" || e.kind === "deleted")
     .map((e) => `${e.oldPhase ?? ""}→${e.newPhase ?? ""}`);
 };
+/** The message of the sandbox's last Recovering → Ready event: which evidence re-verified it. */
+const recoveredBy = (name: string): string | undefined =>
+  h.store
+    .events(h.store.get(name)!.id, { limit: 10_000 })
+    .filter((e) => e.oldPhase === "Recovering" && e.newPhase === "Ready")
+    .at(-1)?.message ?? undefined;
 const containersOf = (s: SandboxRecord) => ({ sup: h.fd.containers.get(s.runtime!.supervisor.id), wl: h.fd.containers.get(s.runtime!.workload.id) });
 
 async function ready(name: string): Promise<SandboxRecord> {
@@ -233,15 +247,116 @@ describe("re-verification gates the return to Ready", () => {
   });
 
   it("the workload exec probe fails: stays Recovering", async () => {
+    // The control session drops while Docker is away and comes back as a new one:
+    // no unbroken session, so the exec probe decides.
+    h.session.id = "session-1";
     await ready("probe");
     h.fd.probeExitCode = 1;
-    h.fd.cutStreams();
+    h.fd.stop();
     await entered("probe", "Recovering");
-    const checked = metrics().classifications.alive;
-    await eventually(() => (metrics().classifications.alive >= checked + 6 ? true : undefined), 10_000, "re-checks with a failing probe");
+    h.session.id = "session-2";
+    h.fd.resume();
+    await eventually(() => (h.fd.execs >= 3 ? true : undefined), 10_000, "re-checks with a failing probe");
     expect(phase("probe")).toBe("Recovering");
     h.fd.probeExitCode = 0;
     await waitPhase("probe", "Ready");
+    expect(recoveredBy("probe")).toMatch(/exec probe ok/);
+  });
+});
+
+describe("an unbroken control session stands in for the exec probe", () => {
+  it("the same session up throughout, both instances unchanged: Ready again without any exec", async () => {
+    h.session.id = "session-1";
+    const s = await ready("unbroken");
+    h.fd.stop();
+    await entered("unbroken", "Recovering");
+    h.fd.resume();
+    const back = await waitPhase("unbroken", "Ready");
+    expect(back.runtime).toEqual(s.runtime);
+    expect(h.fd.execs).toBe(0);
+    expect(recoveredBy("unbroken")).toMatch(/unbroken control session/);
+    expect(phaseLog("unbroken").slice(2)).toEqual(["Ready→Recovering", "Recovering→Ready"]);
+  });
+
+  it("no control session before the outage: the exec probe runs, and a failing one keeps it Recovering", async () => {
+    await ready("no-session-before");
+    h.fd.probeExitCode = 1;
+    h.fd.cutStreams();
+    await entered("no-session-before", "Recovering");
+    // One appears meanwhile: it did not hold through the outage, so it proves nothing.
+    h.session.id = "session-late";
+    await eventually(() => (h.fd.execs >= 3 ? true : undefined), 10_000, "exec probes run");
+    expect(phase("no-session-before")).toBe("Recovering");
+    h.fd.probeExitCode = 0;
+    await waitPhase("no-session-before", "Ready");
+    expect(recoveredBy("no-session-before")).toMatch(/exec probe ok/);
+  });
+
+  it("the same session, but the supervisor's health fails: stays Recovering until it answers, still without an exec", async () => {
+    h.session.id = "session-1";
+    await ready("unbroken-unhealthy");
+    h.fd.healthy = false;
+    h.fd.cutStreams();
+    await entered("unbroken-unhealthy", "Recovering");
+    const checked = metrics().classifications.alive;
+    await eventually(() => (metrics().dockerConnected && metrics().classifications.alive >= checked + 6 ? true : undefined), 10_000, "re-checks while unhealthy");
+    expect(phase("unbroken-unhealthy")).toBe("Recovering");
+    h.fd.healthy = true;
+    await waitPhase("unbroken-unhealthy", "Ready");
+    expect(h.fd.execs).toBe(0);
+  });
+
+  it("the same session id, but the gateway's session check fails: stays Recovering until it holds", async () => {
+    h.session.id = "session-1";
+    await ready("unbroken-stale");
+    h.boundary.check = { name: "control session", ok: false, detail: "heartbeat stale" };
+    h.fd.cutStreams();
+    await entered("unbroken-stale", "Recovering");
+    const checked = metrics().classifications.alive;
+    await eventually(() => (metrics().dockerConnected && metrics().classifications.alive >= checked + 6 ? true : undefined), 10_000, "re-checks with a failing session check");
+    expect(phase("unbroken-stale")).toBe("Recovering");
+    h.boundary.check = null;
+    await waitPhase("unbroken-stale", "Ready");
+  });
+
+  it("the same session, but the workload is another instance (pid) after the outage: Error(WorkloadReplaced), never Ready", async () => {
+    h.session.id = "session-1";
+    const s = await ready("changed");
+    h.fd.stop();
+    await entered("changed", "Recovering");
+    containersOf(s).wl!.pid += 1;
+    h.fd.resume();
+    const failed = await waitPhase("changed", "Error");
+    expect(failed.reason?.code).toBe("WorkloadReplaced");
+    expect(phaseLog("changed").slice(2)).toEqual(["Ready→Recovering", "Recovering→Error"]);
+    expect(h.fd.execs).toBe(0);
+  });
+
+  it("the same session, but the supervisor restarted (another StartedAt): Error(SupervisorReplaced), never Ready", async () => {
+    h.session.id = "session-1";
+    const s = await ready("restarted");
+    h.fd.stop();
+    await entered("restarted", "Recovering");
+    containersOf(s).sup!.startedAt = "2026-01-02T00:00:00.000000001Z";
+    h.fd.resume();
+    const failed = await waitPhase("restarted", "Error");
+    expect(failed.reason?.code).toBe("SupervisorReplaced");
+    expect(phaseLog("restarted").slice(2)).toEqual(["Ready→Recovering", "Recovering→Error"]);
+  });
+
+  it("a boundary-caused Recovering keeps the exec probe, even with the session still up", async () => {
+    h.session.id = "session-1";
+    const s = await ready("b-probe");
+    h.fd.probeExitCode = 1;
+    h.boundary.check = { name: "control session", ok: false, detail: "supervisor in lockdown" };
+    h.lc.monitor!.boundaryLost(s.id, 1, "supervisor in lockdown");
+    await entered("b-probe", "Recovering");
+    h.boundary.check = null;
+    await eventually(() => (h.fd.execs >= 3 ? true : undefined), 10_000, "exec probes run");
+    expect(phase("b-probe")).toBe("Recovering");
+    h.fd.probeExitCode = 0;
+    await waitPhase("b-probe", "Ready");
+    expect(recoveredBy("b-probe")).toMatch(/exec probe ok/);
   });
 });
 
