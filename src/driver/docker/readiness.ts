@@ -1,7 +1,8 @@
 // The runtime's evidence that a generation's boundary is up, after its identities
 // have been checked (identity.ts): the supervisor's health endpoint answers on the
 // egress network, and a probe command runs in the workload. Used at provisioning
-// (DockerDriver.verify) and in recovery (the monitor), on the same inspect answers
+// (DockerDriver.verify) and in recovery (the monitor, which skips the exec probe
+// only where an unbroken control session proves the same: docs/recovery.md), on the same inspect answers
 // the identity check read, so each check inspects each container once.
 
 import type { ReadinessCheck, RuntimeRecord } from "../contract.js";
