@@ -111,6 +111,34 @@ async function ready(name: string): Promise<SandboxRecord> {
   return s;
 }
 
+/**
+ * Ready, then `breakIt` and a cut events stream: reconnected and re-checked
+ * several times and still Recovering; after `heal`, Ready.
+ */
+async function heldRecovering(name: string, breakIt: () => void, heal: () => void): Promise<void> {
+  await ready(name);
+  breakIt();
+  h.fd.cutStreams();
+  await entered(name, "Recovering");
+  const checked = metrics().classifications.alive;
+  await eventually(() => (metrics().dockerConnected && metrics().classifications.alive >= checked + 6 ? true : undefined), 10_000, `re-checks of ${name}`);
+  expect(phase(name)).toBe("Recovering");
+  heal();
+  await waitPhase(name, "Ready");
+}
+
+/** Ready, then the daemon goes away and `change` alters a container meanwhile: Recovering, then Error(code), never Ready. */
+async function changedWhileDown(name: string, change: (c: ReturnType<typeof containersOf>) => void, code: string): Promise<void> {
+  const s = await ready(name);
+  h.fd.stop();
+  await entered(name, "Recovering");
+  change(containersOf(s));
+  h.fd.resume();
+  const failed = await waitPhase(name, "Error");
+  expect(failed.reason?.code).toBe(code);
+  expect(phaseLog(name).slice(2)).toEqual(["Ready→Recovering", "Recovering→Error"]);
+}
+
 describe("a lost channel is never an exit", () => {
   it("events stream cut, containers alive: Ready → Recovering → Ready, same instances, nothing removed", async () => {
     const s = await ready("cut");
@@ -222,28 +250,11 @@ describe("proven failures fail closed", () => {
 
 describe("re-verification gates the return to Ready", () => {
   it("both instances alive but the supervisor's health fails: stays Recovering until it answers", async () => {
-    await ready("unhealthy");
-    h.fd.healthy = false;
-    h.fd.cutStreams();
-    await entered("unhealthy", "Recovering");
-    // Reconnected and re-checked several times, and still not Ready.
-    const checked = metrics().classifications.alive;
-    await eventually(() => (metrics().dockerConnected && metrics().classifications.alive >= checked + 6 ? true : undefined), 10_000, "re-checks while unhealthy");
-    expect(phase("unhealthy")).toBe("Recovering");
-    h.fd.healthy = true;
-    await waitPhase("unhealthy", "Ready");
+    await heldRecovering("unhealthy", () => (h.fd.healthy = false), () => (h.fd.healthy = true));
   });
 
   it("both instances alive, health ok, but the gateway's boundary evidence fails: stays Recovering until it holds", async () => {
-    await ready("no-session");
-    h.boundary.check = { name: "control session", ok: false, detail: "no control session" };
-    h.fd.cutStreams();
-    await entered("no-session", "Recovering");
-    const checked = metrics().classifications.alive;
-    await eventually(() => (metrics().dockerConnected && metrics().classifications.alive >= checked + 6 ? true : undefined), 10_000, "re-checks without a session");
-    expect(phase("no-session")).toBe("Recovering");
-    h.boundary.check = null;
-    await waitPhase("no-session", "Ready");
+    await heldRecovering("no-session", () => (h.boundary.check = { name: "control session", ok: false, detail: "no control session" }), () => (h.boundary.check = null));
   });
 
   it("the workload exec probe fails: stays Recovering", async () => {
@@ -294,54 +305,24 @@ describe("an unbroken control session stands in for the exec probe", () => {
 
   it("the same session, but the supervisor's health fails: stays Recovering until it answers, still without an exec", async () => {
     h.session.id = "session-1";
-    await ready("unbroken-unhealthy");
-    h.fd.healthy = false;
-    h.fd.cutStreams();
-    await entered("unbroken-unhealthy", "Recovering");
-    const checked = metrics().classifications.alive;
-    await eventually(() => (metrics().dockerConnected && metrics().classifications.alive >= checked + 6 ? true : undefined), 10_000, "re-checks while unhealthy");
-    expect(phase("unbroken-unhealthy")).toBe("Recovering");
-    h.fd.healthy = true;
-    await waitPhase("unbroken-unhealthy", "Ready");
+    await heldRecovering("unbroken-unhealthy", () => (h.fd.healthy = false), () => (h.fd.healthy = true));
     expect(h.fd.execs).toBe(0);
   });
 
   it("the same session id, but the gateway's session check fails: stays Recovering until it holds", async () => {
     h.session.id = "session-1";
-    await ready("unbroken-stale");
-    h.boundary.check = { name: "control session", ok: false, detail: "heartbeat stale" };
-    h.fd.cutStreams();
-    await entered("unbroken-stale", "Recovering");
-    const checked = metrics().classifications.alive;
-    await eventually(() => (metrics().dockerConnected && metrics().classifications.alive >= checked + 6 ? true : undefined), 10_000, "re-checks with a failing session check");
-    expect(phase("unbroken-stale")).toBe("Recovering");
-    h.boundary.check = null;
-    await waitPhase("unbroken-stale", "Ready");
+    await heldRecovering("unbroken-stale", () => (h.boundary.check = { name: "control session", ok: false, detail: "heartbeat stale" }), () => (h.boundary.check = null));
   });
 
   it("the same session, but the workload is another instance (pid) after the outage: Error(WorkloadReplaced), never Ready", async () => {
     h.session.id = "session-1";
-    const s = await ready("changed");
-    h.fd.stop();
-    await entered("changed", "Recovering");
-    containersOf(s).wl!.pid += 1;
-    h.fd.resume();
-    const failed = await waitPhase("changed", "Error");
-    expect(failed.reason?.code).toBe("WorkloadReplaced");
-    expect(phaseLog("changed").slice(2)).toEqual(["Ready→Recovering", "Recovering→Error"]);
+    await changedWhileDown("changed", (c) => (c.wl!.pid += 1), "WorkloadReplaced");
     expect(h.fd.execs).toBe(0);
   });
 
   it("the same session, but the supervisor restarted (another StartedAt): Error(SupervisorReplaced), never Ready", async () => {
     h.session.id = "session-1";
-    const s = await ready("restarted");
-    h.fd.stop();
-    await entered("restarted", "Recovering");
-    containersOf(s).sup!.startedAt = "2026-01-02T00:00:00.000000001Z";
-    h.fd.resume();
-    const failed = await waitPhase("restarted", "Error");
-    expect(failed.reason?.code).toBe("SupervisorReplaced");
-    expect(phaseLog("restarted").slice(2)).toEqual(["Ready→Recovering", "Recovering→Error"]);
+    await changedWhileDown("restarted", (c) => (c.sup!.startedAt = "2026-01-02T00:00:00.000000001Z"), "SupervisorReplaced");
   });
 
   it("a boundary-caused Recovering keeps the exec probe, even with the session still up", async () => {
