@@ -9,10 +9,12 @@ import { performance } from "node:perf_hooks";
 import { LABEL, labelFilter } from "../src/driver/docker/objects.js";
 import { pingSocket } from "../test/support/dockerd.js";
 import { startDockerFixture, type DockerFixture } from "../test/support/docker-fixture.js";
-import { createReady } from "../test/support/recovery-helpers.js";
+import { waitPhase } from "../test/support/recovery-helpers.js";
 import { Cleanup, machine, mapLimit, parseList, parseNumber, printTable, progress, sleep, stats, writeResult, type BenchOptions, type Stats } from "./lib.js";
 
 const CREATE_CONCURRENCY = 4;
+/** How long one create may take to reach Ready: generous, the machine may be loaded. */
+const CREATE_TIMEOUT_MS = 180_000;
 
 /** Resolves with the wall-clock time (epoch ms) of the first successful /_ping. */
 async function firstPing(socketPath: string, stop: { done: boolean }): Promise<number> {
@@ -119,7 +121,9 @@ export async function run(o: BenchOptions): Promise<void> {
       const names = Array.from({ length: n - have }, (_, i) => `r${have + i}`);
       let made = 0;
       await mapLimit(names, CREATE_CONCURRENCY, async (name) => {
-        await createReady(fx, name);
+        const r = await fx.t.api("POST", "/v1/sandboxes", { name });
+        if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+        await waitPhase(fx, name, "Ready", CREATE_TIMEOUT_MS);
         progress(`recovery: creating sandboxes ${have + ++made}/${n}`);
       });
       have = n;
