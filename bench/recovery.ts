@@ -123,7 +123,11 @@ export async function run(o: BenchOptions): Promise<void> {
       await mapLimit(names, CREATE_CONCURRENCY, async (name) => {
         const r = await fx.t.api("POST", "/v1/sandboxes", { name });
         if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
-        await waitPhase(fx, name, "Ready", CREATE_TIMEOUT_MS);
+        await waitPhase(fx, name, "Ready", CREATE_TIMEOUT_MS).catch((err: unknown) => {
+          const s = fx.t.gw.store.get(name);
+          const log = s ? fx.t.gw.store.events(s.id, { limit: 100 }).map((e) => `${e.oldPhase ?? "-"}→${e.newPhase ?? ""} ${e.message ?? ""}`) : [];
+          throw new Error(`${(err as Error).message}; its events: ${JSON.stringify(log)}`);
+        });
         progress(`recovery: creating sandboxes ${have + ++made}/${n}`);
       });
       have = n;
@@ -137,6 +141,7 @@ export async function run(o: BenchOptions): Promise<void> {
       const warm: number[] = [];
       for (let i = 0; i < 20; i++) warm.push(await pingAndList(fx));
       const allBack: Stats = stats(results.map((x) => x.allBackMs));
+      progress(`recovery: N=${n}: ${JSON.stringify(results)}`);
       rows.push({
         n,
         restarts,
