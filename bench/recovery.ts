@@ -9,10 +9,12 @@ import { performance } from "node:perf_hooks";
 import { LABEL, labelFilter } from "../src/driver/docker/objects.js";
 import { pingSocket } from "../test/support/dockerd.js";
 import { startDockerFixture, type DockerFixture } from "../test/support/docker-fixture.js";
-import { createReady } from "../test/support/recovery-helpers.js";
+import { waitPhase } from "../test/support/recovery-helpers.js";
 import { Cleanup, machine, mapLimit, parseList, parseNumber, printTable, progress, sleep, stats, writeResult, type BenchOptions, type Stats } from "./lib.js";
 
 const CREATE_CONCURRENCY = 4;
+/** How long one create may take to reach Ready: generous, the machine may be loaded. */
+const CREATE_TIMEOUT_MS = 180_000;
 
 /** Resolves with the wall-clock time (epoch ms) of the first successful /_ping. */
 async function firstPing(socketPath: string, stop: { done: boolean }): Promise<number> {
@@ -50,16 +52,18 @@ async function waitAllReady(fx: DockerFixture, ms: number): Promise<void> {
 const countPhases = (ps: string[]): Record<string, number> => ps.reduce<Record<string, number>>((a, p) => ({ ...a, [p]: (a[p] ?? 0) + 1 }), {});
 
 /** Per sandbox: when it went Recovering and came back Ready after `since` (epoch ms). */
-function recoveryTimes(fx: DockerFixture, since: number): { lost: number; backAt: number[] } {
+function recoveryTimes(fx: DockerFixture, since: number): { lost: number; backAt: number[]; withoutProbe: number } {
   let lost = 0;
+  let withoutProbe = 0;
   const backAt: number[] = [];
   for (const s of fx.t.gw.store.list()) {
     const evs = fx.t.gw.store.events(s.id, { limit: 100_000 }).filter((e) => e.kind === "phase" && Date.parse(e.time) >= since);
     if (evs.some((e) => e.newPhase === "Recovering")) lost++;
     const back = evs.filter((e) => e.oldPhase === "Recovering" && e.newPhase === "Ready").at(-1);
     if (back) backAt.push(Date.parse(back.time));
+    if (back?.message?.includes("unbroken control session")) withoutProbe++;
   }
-  return { lost, backAt };
+  return { lost, backAt, withoutProbe };
 }
 
 interface RestartResult {
@@ -68,6 +72,8 @@ interface RestartResult {
   firstBackMs: number;
   lost: number;
   backCount: number;
+  /** Sandboxes re-verified by their unbroken control session, without an exec probe. */
+  withoutProbe: number;
   coldBaselineMs: number;
 }
 
@@ -85,7 +91,7 @@ async function restartOnce(fx: DockerFixture, n: number): Promise<RestartResult>
   const tApi = await apiBack;
   const coldBaselineMs = await pingAndList(fx);
   await waitAllReady(fx, 120_000);
-  const { lost, backAt } = recoveryTimes(fx, tStop);
+  const { lost, backAt, withoutProbe } = recoveryTimes(fx, tStop);
   if (lost !== n || backAt.length !== n) {
     throw new Error(`expected all ${n} sandboxes to go Recovering and come back; saw ${lost} lost, ${backAt.length} back`);
   }
@@ -95,6 +101,7 @@ async function restartOnce(fx: DockerFixture, n: number): Promise<RestartResult>
     firstBackMs: Math.min(...backAt) - tApi,
     lost,
     backCount: backAt.length,
+    withoutProbe,
     coldBaselineMs,
   };
 }
@@ -114,7 +121,13 @@ export async function run(o: BenchOptions): Promise<void> {
       const names = Array.from({ length: n - have }, (_, i) => `r${have + i}`);
       let made = 0;
       await mapLimit(names, CREATE_CONCURRENCY, async (name) => {
-        await createReady(fx, name);
+        const r = await fx.t.api("POST", "/v1/sandboxes", { name });
+        if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+        await waitPhase(fx, name, "Ready", CREATE_TIMEOUT_MS).catch((err: unknown) => {
+          const s = fx.t.gw.store.get(name);
+          const log = s ? fx.t.gw.store.events(s.id, { limit: 100 }).map((e) => `${e.oldPhase ?? "-"}→${e.newPhase ?? ""} ${e.message ?? ""}`) : [];
+          throw new Error(`${(err as Error).message}; its events: ${JSON.stringify(log)}`);
+        });
         progress(`recovery: creating sandboxes ${have + ++made}/${n}`);
       });
       have = n;
@@ -128,6 +141,7 @@ export async function run(o: BenchOptions): Promise<void> {
       const warm: number[] = [];
       for (let i = 0; i < 20; i++) warm.push(await pingAndList(fx));
       const allBack: Stats = stats(results.map((x) => x.allBackMs));
+      progress(`recovery: N=${n}: ${JSON.stringify(results)}`);
       rows.push({
         n,
         restarts,
@@ -136,20 +150,21 @@ export async function run(o: BenchOptions): Promise<void> {
         apiDownMs: stats(results.map((x) => x.apiDownMs)),
         baselineAfterRestartMs: stats(results.map((x) => x.coldBaselineMs)),
         baselineAtRestMs: stats(warm),
-        targetMet: n !== 100 || allBack.max <= 2000,
+        targetMet: n !== 100 || (allBack.median <= 1500 && allBack.p95 <= 2000),
         samples: results,
       });
     }
     const S = (r: Record<string, unknown>, k: string): Stats => r[k] as Stats;
     printTable(
       `recovery after a live-restore daemon restart (${restarts} restarts per N, ${m.cores} cores, load ${m.loadavg.join("/")})`,
-      ["N", "all Ready: median ms", "p95 ms", "max ms", "first Ready: median ms", "ping+list after restart: median ms", "ping+list at rest: median ms", "p95 ms", "daemon down ms"],
+      ["N", "all Ready: median ms", "p95 ms", "max ms", "first Ready: median ms", "without exec probe", "ping+list after restart: median ms", "ping+list at rest: median ms", "p95 ms", "daemon down ms"],
       rows.map((r) => [
         r.n as number,
         S(r, "allBackMs").median,
         S(r, "allBackMs").p95,
         S(r, "allBackMs").max,
         S(r, "firstBackMs").median,
+        `${(r.samples as RestartResult[]).reduce((a, x) => a + x.withoutProbe, 0)}/${(r.samples as RestartResult[]).reduce((a, x) => a + x.backCount, 0)}`,
         S(r, "baselineAfterRestartMs").median,
         S(r, "baselineAtRestMs").median,
         S(r, "baselineAtRestMs").p95,
@@ -157,7 +172,7 @@ export async function run(o: BenchOptions): Promise<void> {
       ]),
     );
     const at100 = rows.find((r) => r.n === 100);
-    if (at100) process.stdout.write(`target (all 100 back within 2000 ms of the API, worst restart): ${S(at100, "allBackMs").max <= 2000 ? "met" : "MISSED"}\n`);
+    if (at100) process.stdout.write(`target (all 100 back within 1500 ms median, 2000 ms p95 of the API): ${at100.targetMet === true ? "met" : "MISSED"}\n`);
     const file = writeResult("recovery", m, { restarts, createConcurrency: CREATE_CONCURRENCY, perN: rows });
     progress(`recovery: wrote ${file}`);
   } finally {

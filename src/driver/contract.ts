@@ -140,6 +140,13 @@ export interface MonitorSink {
    * session); the runtime's evidence (identities, health, exec probe) is the monitor's.
    */
   boundary(sandboxId: string, generation: number): ReadinessCheck;
+  /**
+   * The id of the gateway's authenticated control session of this generation,
+   * null when there is none (or the runtime has no supervisors). One session keeps
+   * its id while it stays up; a reconnect is a new session with a new id, so the
+   * same id before and after a runtime outage proves the session never dropped.
+   */
+  liveSession(sandboxId: string, generation: number): string | null;
   /** The runtime answers again after an absence: work owed to it (fail-closed teardowns) is retried now. */
   reconnected(): void;
   /** When the sandbox entered Recovering (ms since epoch), carried over gateway restarts. */

@@ -53,6 +53,9 @@ describe("live-restore on", () => {
     const after = await waitPhase(fx, "lr1", "Ready", 60_000);
 
     expect(await phaseLog(fx, "lr1")).toEqual(["-→Provisioning", "Provisioning→Ready", "Ready→Recovering", "Recovering→Ready"]);
+    // The control session does not go through Docker: it stayed up, and stood in for the exec probe.
+    const events = (await fx.t.api("GET", "/v1/sandboxes/lr1/events")).body.events as { oldPhase?: string; newPhase?: string; message?: string }[];
+    expect(events.find((e) => e.oldPhase === "Recovering" && e.newPhase === "Ready")?.message).toMatch(/unbroken control session/);
     expect(after.runtime.workload.id).toBe(before.runtime.workload.id);
     expect(after.runtime.supervisor.id).toBe(before.runtime.supervisor.id);
     expect(after.runtime.workload.startedAt).toBe(before.runtime.workload.startedAt);

@@ -33,6 +33,8 @@ export class FakeDocker {
   mode: "up" | "down" | "hung" = "up";
   /** Exit code of the workload exec probe. */
   probeExitCode = 0;
+  /** Execs created so far (each exec probe creates one). */
+  execs = 0;
   /** While set, inspects of these ids wait for the promise before answering. */
   readonly holdInspect = new Map<string, Promise<void>>();
   private readonly streams = new Set<ServerResponse>();
@@ -223,8 +225,7 @@ export class FakeDocker {
         else res.writeHead(204).end();
       }),
     );
-    let execs = 0;
-    e.on("POST", /^\/containers\/[^/]+\/exec$/, (res, ctx) => this.gate(ctx, () => this.json(res, 201, { Id: `exec${++execs}` })));
+    e.on("POST", /^\/containers\/[^/]+\/exec$/, (res, ctx) => this.gate(ctx, () => this.json(res, 201, { Id: `exec${++this.execs}` })));
     e.onUpgrade("POST", /^\/exec\/[^/]+\/start$/, (socket: Duplex, ctx) => {
       if (this.mode !== "up") return ctx.cut();
       socket.end(UPGRADED);

@@ -24,6 +24,12 @@ interface Harness {
   lc: Lifecycle;
   /** The gateway's own boundary evidence, as the sink reports it; a test may fail it. */
   boundary: { check: ReadinessCheck | null };
+  /**
+   * The id of the sandbox's live control session as the sink reports it (the
+   * harness has no control plane: none unless a test sets one). A new id is a
+   * session that dropped and came back.
+   */
+  session: { id: string | null };
   close(): Promise<void>;
 }
 
@@ -33,7 +39,8 @@ let h: Harness;
 async function harness(opts: { recoveryDeadlineMs?: number; boundaryDeadlineMs?: number } = {}): Promise<Harness> {
   const fd = await FakeDocker.start("gw-unit");
   const boundary: Harness["boundary"] = { check: null };
-  const wrap = (s: MonitorSink): MonitorSink => ({ ...s, boundary: (id, g) => boundary.check ?? s.boundary(id, g) });
+  const session: Harness["session"] = { id: null };
+  const wrap = (s: MonitorSink): MonitorSink => ({ ...s, boundary: (id, g) => boundary.check ?? s.boundary(id, g), liveSession: (id, g) => session.id ?? s.liveSession(id, g) });
   const driver = new FakeDockerDriver(fd, {}, wrap);
   const store = Store.open(join(dir, "state.db"));
   const lc = createLifecycle({ store, driver, control: null, log, options: { recoveryDeadlineMs: opts.recoveryDeadlineMs ?? 60_000, boundaryDeadlineMs: opts.boundaryDeadlineMs ?? 30_000, readyTimeoutMs: 5_000 } });
@@ -48,6 +55,7 @@ async function harness(opts: { recoveryDeadlineMs?: number; boundaryDeadlineMs?:
     store,
     lc,
     boundary,
+    session,
     async close() {
       await lc.close();
       const leaks = lc.pending();
@@ -87,6 +95,12 @@ const phaseLog = (name: string): string[] => {
     .filter((e) => e.kind === "phase" || e.kind === "deleted")
     .map((e) => `${e.oldPhase ?? ""}→${e.newPhase ?? ""}`);
 };
+/** The message of the sandbox's last Recovering → Ready event: which evidence re-verified it. */
+const recoveredBy = (name: string): string | undefined =>
+  h.store
+    .events(h.store.get(name)!.id, { limit: 10_000 })
+    .filter((e) => e.oldPhase === "Recovering" && e.newPhase === "Ready")
+    .at(-1)?.message ?? undefined;
 const containersOf = (s: SandboxRecord) => ({ sup: h.fd.containers.get(s.runtime!.supervisor.id), wl: h.fd.containers.get(s.runtime!.workload.id) });
 
 async function ready(name: string): Promise<SandboxRecord> {
@@ -95,6 +109,34 @@ async function ready(name: string): Promise<SandboxRecord> {
   // Armed, and the events stream is open: the monitor is watching.
   await eventually(() => (metrics().monitors > 0 && metrics().dockerConnected && h.fd.openStreams > 0 ? true : undefined), 10_000, "monitor connected");
   return s;
+}
+
+/**
+ * Ready, then `breakIt` and a cut events stream: reconnected and re-checked
+ * several times and still Recovering; after `heal`, Ready.
+ */
+async function heldRecovering(name: string, breakIt: () => void, heal: () => void): Promise<void> {
+  await ready(name);
+  breakIt();
+  h.fd.cutStreams();
+  await entered(name, "Recovering");
+  const checked = metrics().classifications.alive;
+  await eventually(() => (metrics().dockerConnected && metrics().classifications.alive >= checked + 6 ? true : undefined), 10_000, `re-checks of ${name}`);
+  expect(phase(name)).toBe("Recovering");
+  heal();
+  await waitPhase(name, "Ready");
+}
+
+/** Ready, then the daemon goes away and `change` alters a container meanwhile: Recovering, then Error(code), never Ready. */
+async function changedWhileDown(name: string, change: (c: ReturnType<typeof containersOf>) => void, code: string): Promise<void> {
+  const s = await ready(name);
+  h.fd.stop();
+  await entered(name, "Recovering");
+  change(containersOf(s));
+  h.fd.resume();
+  const failed = await waitPhase(name, "Error");
+  expect(failed.reason?.code).toBe(code);
+  expect(phaseLog(name).slice(2)).toEqual(["Ready→Recovering", "Recovering→Error"]);
 }
 
 describe("a lost channel is never an exit", () => {
@@ -208,40 +250,94 @@ describe("proven failures fail closed", () => {
 
 describe("re-verification gates the return to Ready", () => {
   it("both instances alive but the supervisor's health fails: stays Recovering until it answers", async () => {
-    await ready("unhealthy");
-    h.fd.healthy = false;
-    h.fd.cutStreams();
-    await entered("unhealthy", "Recovering");
-    // Reconnected and re-checked several times, and still not Ready.
-    const checked = metrics().classifications.alive;
-    await eventually(() => (metrics().dockerConnected && metrics().classifications.alive >= checked + 6 ? true : undefined), 10_000, "re-checks while unhealthy");
-    expect(phase("unhealthy")).toBe("Recovering");
-    h.fd.healthy = true;
-    await waitPhase("unhealthy", "Ready");
+    await heldRecovering("unhealthy", () => (h.fd.healthy = false), () => (h.fd.healthy = true));
   });
 
   it("both instances alive, health ok, but the gateway's boundary evidence fails: stays Recovering until it holds", async () => {
-    await ready("no-session");
-    h.boundary.check = { name: "control session", ok: false, detail: "no control session" };
-    h.fd.cutStreams();
-    await entered("no-session", "Recovering");
-    const checked = metrics().classifications.alive;
-    await eventually(() => (metrics().dockerConnected && metrics().classifications.alive >= checked + 6 ? true : undefined), 10_000, "re-checks without a session");
-    expect(phase("no-session")).toBe("Recovering");
-    h.boundary.check = null;
-    await waitPhase("no-session", "Ready");
+    await heldRecovering("no-session", () => (h.boundary.check = { name: "control session", ok: false, detail: "no control session" }), () => (h.boundary.check = null));
   });
 
   it("the workload exec probe fails: stays Recovering", async () => {
+    // The control session drops while Docker is away and comes back as a new one:
+    // no unbroken session, so the exec probe decides.
+    h.session.id = "session-1";
     await ready("probe");
     h.fd.probeExitCode = 1;
-    h.fd.cutStreams();
+    h.fd.stop();
     await entered("probe", "Recovering");
-    const checked = metrics().classifications.alive;
-    await eventually(() => (metrics().classifications.alive >= checked + 6 ? true : undefined), 10_000, "re-checks with a failing probe");
+    h.session.id = "session-2";
+    h.fd.resume();
+    await eventually(() => (h.fd.execs >= 3 ? true : undefined), 10_000, "re-checks with a failing probe");
     expect(phase("probe")).toBe("Recovering");
     h.fd.probeExitCode = 0;
     await waitPhase("probe", "Ready");
+    expect(recoveredBy("probe")).toMatch(/exec probe ok/);
+  });
+});
+
+describe("an unbroken control session stands in for the exec probe", () => {
+  it("the same session up throughout, both instances unchanged: Ready again without any exec", async () => {
+    h.session.id = "session-1";
+    const s = await ready("unbroken");
+    h.fd.stop();
+    await entered("unbroken", "Recovering");
+    h.fd.resume();
+    const back = await waitPhase("unbroken", "Ready");
+    expect(back.runtime).toEqual(s.runtime);
+    expect(h.fd.execs).toBe(0);
+    expect(recoveredBy("unbroken")).toMatch(/unbroken control session/);
+    expect(phaseLog("unbroken").slice(2)).toEqual(["Ready→Recovering", "Recovering→Ready"]);
+  });
+
+  it("no control session before the outage: the exec probe runs, and a failing one keeps it Recovering", async () => {
+    await ready("no-session-before");
+    h.fd.probeExitCode = 1;
+    h.fd.cutStreams();
+    await entered("no-session-before", "Recovering");
+    // One appears meanwhile: it did not hold through the outage, so it proves nothing.
+    h.session.id = "session-late";
+    await eventually(() => (h.fd.execs >= 3 ? true : undefined), 10_000, "exec probes run");
+    expect(phase("no-session-before")).toBe("Recovering");
+    h.fd.probeExitCode = 0;
+    await waitPhase("no-session-before", "Ready");
+    expect(recoveredBy("no-session-before")).toMatch(/exec probe ok/);
+  });
+
+  it("the same session, but the supervisor's health fails: stays Recovering until it answers, still without an exec", async () => {
+    h.session.id = "session-1";
+    await heldRecovering("unbroken-unhealthy", () => (h.fd.healthy = false), () => (h.fd.healthy = true));
+    expect(h.fd.execs).toBe(0);
+  });
+
+  it("the same session id, but the gateway's session check fails: stays Recovering until it holds", async () => {
+    h.session.id = "session-1";
+    await heldRecovering("unbroken-stale", () => (h.boundary.check = { name: "control session", ok: false, detail: "heartbeat stale" }), () => (h.boundary.check = null));
+  });
+
+  it("the same session, but the workload is another instance (pid) after the outage: Error(WorkloadReplaced), never Ready", async () => {
+    h.session.id = "session-1";
+    await changedWhileDown("changed", (c) => (c.wl!.pid += 1), "WorkloadReplaced");
+    expect(h.fd.execs).toBe(0);
+  });
+
+  it("the same session, but the supervisor restarted (another StartedAt): Error(SupervisorReplaced), never Ready", async () => {
+    h.session.id = "session-1";
+    await changedWhileDown("restarted", (c) => (c.sup!.startedAt = "2026-01-02T00:00:00.000000001Z"), "SupervisorReplaced");
+  });
+
+  it("a boundary-caused Recovering keeps the exec probe, even with the session still up", async () => {
+    h.session.id = "session-1";
+    const s = await ready("b-probe");
+    h.fd.probeExitCode = 1;
+    h.boundary.check = { name: "control session", ok: false, detail: "supervisor in lockdown" };
+    h.lc.monitor!.boundaryLost(s.id, 1, "supervisor in lockdown");
+    await entered("b-probe", "Recovering");
+    h.boundary.check = null;
+    await eventually(() => (h.fd.execs >= 3 ? true : undefined), 10_000, "exec probes run");
+    expect(phase("b-probe")).toBe("Recovering");
+    h.fd.probeExitCode = 0;
+    await waitPhase("b-probe", "Ready");
+    expect(recoveredBy("b-probe")).toMatch(/exec probe ok/);
   });
 });
 

@@ -1,7 +1,8 @@
 // The runtime's evidence that a generation's boundary is up, after its identities
 // have been checked (identity.ts): the supervisor's health endpoint answers on the
 // egress network, and a probe command runs in the workload. Used at provisioning
-// (DockerDriver.verify) and in recovery (the monitor), on the same inspect answers
+// (DockerDriver.verify) and in recovery (the monitor, which skips the exec probe
+// only where an unbroken control session proves the same: docs/recovery.md), on the same inspect answers
 // the identity check read, so each check inspects each container once.
 
 import type { ReadinessCheck, RuntimeRecord } from "../contract.js";
@@ -25,15 +26,22 @@ export interface RuntimeProbes {
 
 /** Health endpoint, then exec probe; stops at the first failure. */
 export async function runtimeChecks(p: RuntimeProbes, supervisor: ContainerInspect, record: RuntimeRecord): Promise<ReadinessCheck[]> {
-  const checks: ReadinessCheck[] = [];
-  const egressIp = supervisor.NetworkSettings.Networks?.[egressNetworkName(p.gatewayId)]?.IPAddress;
-  const health = await probeHealth(egressIp, p.healthPort ?? HEALTH_PORT, p.healthTimeoutMs ?? 1000);
-  checks.push(health === null ? { name: "supervisor health", ok: true } : { name: "supervisor health", ok: false, detail: health });
-  if (health !== null) return checks;
-  const probe = await execProbe(p, record.workload.id, p.execTimeoutMs ?? 5000);
-  checks.push(probe === null ? { name: "workload exec probe", ok: true } : { name: "workload exec probe", ok: false, detail: probe });
-  return checks;
+  const health = await healthCheck(p, supervisor);
+  return health.ok ? [health, await execProbeCheck(p, record)] : [health];
 }
+
+/** The supervisor's health endpoint answers on the egress network. */
+export async function healthCheck(p: RuntimeProbes, supervisor: ContainerInspect): Promise<ReadinessCheck> {
+  const egressIp = supervisor.NetworkSettings.Networks?.[egressNetworkName(p.gatewayId)]?.IPAddress;
+  return asCheck("supervisor health", await probeHealth(egressIp, p.healthPort ?? HEALTH_PORT, p.healthTimeoutMs ?? 1000));
+}
+
+/** The probe command runs in the workload and exits 0. */
+export async function execProbeCheck(p: RuntimeProbes, record: RuntimeRecord): Promise<ReadinessCheck> {
+  return asCheck("workload exec probe", await execProbe(p, record.workload.id, p.execTimeoutMs ?? 5000));
+}
+
+const asCheck = (name: string, problem: string | null): ReadinessCheck => (problem === null ? { name, ok: true } : { name, ok: false, detail: problem });
 
 async function probeHealth(ip: string | undefined, port: number, timeoutMs: number): Promise<string | null> {
   if (!ip) return "the supervisor has no egress address";

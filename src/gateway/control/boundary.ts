@@ -320,6 +320,15 @@ export class BoundaryRegistry {
     this.#lastEmitted.delete(sandboxId);
   }
 
+  /**
+   * The live session of a sandbox: its id and generation, null when there is none.
+   * One session keeps its id while it stays up; a reconnect is a new session.
+   */
+  liveSession(sandboxId: string): { sessionId: string; generation: number } | null {
+    const link = this.#live.get(sandboxId)?.link;
+    return link === undefined ? null : { sessionId: link.sessionId, generation: link.generation };
+  }
+
   sandboxes(): string[] {
     return [...new Set([...this.#desired.keys(), ...this.#live.keys()])];
   }

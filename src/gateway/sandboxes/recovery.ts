@@ -44,6 +44,12 @@ export function sessionCheck(control: ControlPlane | null, sandboxId: string, ge
   return { name: "control session", ok: false, detail: h.problem ?? `session of generation ${h.generation ?? "none"}, launch is generation ${generation}` };
 }
 
+/** The id of the live control session of this generation, null when there is none (or it is another generation's). */
+export function liveSession(control: Pick<ControlPlane, "boundary"> | null, sandboxId: string, generation: number): string | null {
+  const s = control?.boundary.liveSession(sandboxId);
+  return s?.generation === generation ? s.sessionId : null;
+}
+
 export function recoverySink(d: RecoveryDeps): MonitorSink {
   return {
     current: (id) => {
@@ -62,6 +68,7 @@ export function recoverySink(d: RecoveryDeps): MonitorSink {
       return applied;
     },
     boundary: (id, generation) => sessionCheck(d.control, id, generation),
+    liveSession: (id, generation) => liveSession(d.control, id, generation),
     reconnected: () => d.reconnected(),
     recoveringSince: (id) => {
       const at = d.store.enteredPhaseAt(id, "Recovering");

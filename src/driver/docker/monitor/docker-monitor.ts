@@ -6,7 +6,7 @@
 // from re-read state (inspect), never from replayed events.
 
 import type { Logger } from "pino";
-import type { MonitorSink, ReadinessReport, RuntimeMonitor, Watched } from "../../contract.js";
+import type { MonitorSink, ReadinessCheck, ReadinessReport, RuntimeMonitor, Watched } from "../../contract.js";
 import type { LifecycleEvent } from "../../../lifecycle/phases.js";
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "../../../util/backoff.js";
 import { Limiter } from "../../../util/limiter.js";
@@ -15,7 +15,7 @@ import { describe, type EngineResult } from "../engine/result.js";
 import type { ContainerInspect, ContainerSummary, DockerEvent } from "../engine/types.js";
 import { expectedInstance } from "../identity.js";
 import { LABEL, containerName } from "../objects.js";
-import { runtimeChecks } from "../readiness.js";
+import { execProbeCheck, healthCheck, type RuntimeProbes } from "../readiness.js";
 import { HEALTH_PORT } from "../../../protocol/launch.js";
 import { classifyInspect, isTerminal, type Verdict } from "./classify.js";
 import { decide, type RoleVerdicts } from "./decide.js";
@@ -70,8 +70,13 @@ const COUNTER: Record<Verdict["kind"], keyof MonitorMetrics["classifications"]> 
 
 /** How often a disconnected monitor pings for the daemon's return. */
 const DAEMON_POLL_MS = 200;
-/** Sandboxes checked at once (each check may run an exec probe). */
-const CHECK_CONCURRENCY = 8;
+/**
+ * Sandboxes checked at once: two inspects (in parallel) and a health request
+ * each, cheap next to an exec probe, which has its own, lower bound.
+ */
+const CHECK_CONCURRENCY = 16;
+/** Exec probes at once: each starts a process in a workload (runc), CPU-bound on a restoring daemon. */
+const PROBE_CONCURRENCY = 8;
 
 const WATCHED_ACTIONS = new Set(["die", "kill", "oom", "stop", "destroy", "start", "restart", "pause", "unpause"]);
 
@@ -89,9 +94,13 @@ export class DockerMonitor implements RuntimeMonitor {
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly inflight = new Map<string, Promise<void>>();
   private readonly limiter = new Limiter(CHECK_CONCURRENCY);
+  private readonly probeLimiter = new Limiter(PROBE_CONCURRENCY);
   private readonly again = new Set<string>();
-  /** Recovering sandboxes: since when, and whether the runtime or the boundary was lost. */
-  private readonly recoveringAt = new Map<string, { since: number; cause: "runtime" | "boundary"; problem?: string }>();
+  /**
+   * Recovering sandboxes: since when, whether the runtime or the boundary was
+   * lost, and (runtime losses only) the control session that was up just before.
+   */
+  private readonly recoveringAt = new Map<string, { since: number; cause: "runtime" | "boundary"; problem?: string; session?: string }>();
   private pinging = false;
   private readonly m: MonitorMetrics = {
     dockerConnected: false,
@@ -370,21 +379,45 @@ export class DockerMonitor implements RuntimeMonitor {
 
   /**
    * Everything a Recovering sandbox must prove before it is Ready again, on the
-   * inspect answers that showed both instances alive: supervisor health, an exec
-   * probe, and the gateway's own evidence of a healthy control session.
+   * inspect answers that showed both instances alive: supervisor health, the
+   * gateway's own evidence of a healthy control session, and an exec probe in the
+   * workload, unless the control session stayed up throughout (unbrokenSession).
+   * The last check names the evidence used for the workload.
    */
   private async reverify(w: Watched, supervisor: ContainerInspect): Promise<ReadinessReport> {
-    const checks = [{ name: "supervisor identity", ok: true }, { name: "workload identity", ok: true }];
-    checks.push(...(await runtimeChecks({ engine: this.engine, gatewayId: this.gatewayId, probeCommand: this.opts.probeCommand, healthPort: this.opts.healthPort }, supervisor, w.record)));
-    if (checks.every((c) => c.ok)) checks.push(this.sink.boundary(w.sandboxId, w.generation));
-    return { ready: checks.every((c) => c.ok), checks };
+    const checks: ReadinessCheck[] = [{ name: "supervisor identity", ok: true }, { name: "workload identity", ok: true }];
+    const report = (): ReadinessReport => ({ ready: checks.every((c) => c.ok), checks });
+    checks.push(await healthCheck(this.probes, supervisor));
+    if (report().ready) checks.push(this.sink.boundary(w.sandboxId, w.generation));
+    if (!report().ready) return report();
+    const session = this.unbrokenSession(w);
+    if (session !== null) checks.push({ name: "unbroken control session", ok: true, detail: `session ${session} up since before Recovering` });
+    else checks.push(await this.probeLimiter.run(() => execProbeCheck(this.probes, w.record)));
+    return report();
+  }
+
+  /**
+   * The control session of this generation that was up when the runtime was lost
+   * (Ready → Recovering), when it is still that same session now; else null. Only
+   * for a runtime loss: a sandbox adopted at gateway start, or one whose boundary
+   * was reported lost, has no such session and always gets the exec probe.
+   */
+  private unbrokenSession(w: Watched): string | null {
+    const r = this.recoveringAt.get(w.sandboxId);
+    if (r?.session === undefined) return null;
+    return this.sink.liveSession(w.sandboxId, w.generation) === r.session ? r.session : null;
+  }
+
+  private get probes(): RuntimeProbes {
+    return { engine: this.engine, gatewayId: this.gatewayId, probeCommand: this.opts.probeCommand, healthPort: this.opts.healthPort };
   }
 
   private async checkOnce(sandboxId: string): Promise<void> {
     const w = this.registry.get(sandboxId);
     if (!w) return;
-    let supervisor = await this.verdictFor(w, "supervisor");
-    const workload = await this.verdictFor(w, "workload");
+    // Both containers at once: the two inspects do not depend on each other.
+    const [first, workload] = await Promise.all([this.verdictFor(w, "supervisor"), this.verdictFor(w, "workload")]);
+    let supervisor = first;
     if (isTerminal(workload.verdict) && supervisor.verdict.kind === "Alive") {
       // When both go down together (a daemon stopping its containers), the
       // boundary's failure is the cause to report: give the supervisor's exit a
@@ -427,7 +460,9 @@ export class DockerMonitor implements RuntimeMonitor {
           return;
         }
         if (!this.registry.isCurrent(sandboxId, w.generation)) return;
-        if (await this.sink.apply(sandboxId, w.generation, { type: "recovered" }, "re-verified: same instances, boundary healthy, exec probe ok")) {
+        const evidence = report.checks.at(-1)!.name;
+        this.log.info({ sandboxId, generation: w.generation, evidence, checks: report.checks }, `re-verified by ${evidence}`);
+        if (await this.sink.apply(sandboxId, w.generation, { type: "recovered" }, `re-verified: same instances, boundary healthy, ${evidence === "workload exec probe" ? "exec probe ok" : "unbroken control session (no exec probe)"}`)) {
           this.settleRecovery(sandboxId, true);
         }
         return;
@@ -449,8 +484,11 @@ export class DockerMonitor implements RuntimeMonitor {
   private async lose(w: Watched, cause: string, what: "runtime" | "boundary" = "runtime"): Promise<void> {
     const current = this.sink.current(w.sandboxId);
     if (!current || current.generation !== w.generation) return;
+    // The control session up while still Ready: if that very session is still up once
+    // both instances check out unchanged, it stands in for the exec probe (reverify).
+    const session = what === "runtime" && current.phase === "Ready" ? this.sink.liveSession(w.sandboxId, w.generation) : null;
     if (current.phase === "Ready" && (await this.sink.apply(w.sandboxId, w.generation, { type: "contactLost", cause }, cause))) {
-      this.recoveringAt.set(w.sandboxId, { since: Date.now(), cause: what, problem: cause });
+      this.recoveringAt.set(w.sandboxId, { since: Date.now(), cause: what, problem: cause, ...(session === null ? {} : { session }) });
       // Re-verification starts at once (it also runs on every tick while Recovering).
       if (what === "boundary" && this.connected) this.check(w.sandboxId);
     } else if (current.phase === "Recovering" && !this.recoveringAt.has(w.sandboxId)) {
