@@ -57,17 +57,20 @@ function processesNaming(s: string): number[] {
   return pids;
 }
 
+// Starting and destroying daemons: on a loaded machine each can take minutes; the deadline only catches a hang.
+const DAEMON_WORK = 600_000;
+
 describe("PrivateDockerd (real daemon)", () => {
   let d: PrivateDockerd;
 
   beforeAll(async () => {
     d = await PrivateDockerd.start({ liveRestore: true, name: "harness" });
     await importBusybox(d, "sg-busybox:test");
-  });
+  }, DAEMON_WORK);
 
   afterAll(async () => {
     await d.destroy();
-  });
+  }, DAEMON_WORK);
 
   it("listens on a short socket of its own, with its own storage and exec root", async () => {
     expect(d.socketPath.length).toBeLessThan(108);
@@ -149,13 +152,13 @@ describe("PrivateDockerd (real daemon)", () => {
     expect(await d.ping(10_000)).toBe(true);
   });
 
-  it("refuses a second start while running, and puts the log tail into a start failure", async () => {
+  it("refuses a second start while running, and puts the log tail into a start failure", { timeout: DAEMON_WORK }, async () => {
     await expect(d.startAgain()).rejects.toThrow(/still running/);
     const started = PrivateDockerd.start({ liveRestore: false, name: "broken", extraArgs: ["--no-such-flag"] });
     await expect(started).rejects.toThrow(/exited with code [1-9]\d*[\s\S]*dockerd\.log \(tail\)[\s\S]*unknown flag: --no-such-flag/);
   });
 
-  it("two private daemons coexist, and destroy() removes daemon, shims, containers, mounts and dir", async () => {
+  it("two private daemons coexist, and destroy() removes daemon, shims, containers, mounts and dir", { timeout: DAEMON_WORK }, async () => {
     const other = await PrivateDockerd.start({ liveRestore: true, name: "harness" });
     try {
       expect(other.addressPool).not.toBe(d.addressPool);

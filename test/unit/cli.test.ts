@@ -107,7 +107,7 @@ describe("CLI against a gateway", () => {
     if (t.gw.store.list().length === 0) expect(listBefore).toBe("no sandboxes\n");
   });
 
-  it("unknown sandbox → exit 4; duplicate name → exit 5; invalid name → exit 2; wrong phase → exit 5; nothing changes", async () => {
+  it("unknown sandbox → exit 4; duplicate name → exit 5; invalid name → exit 2; wrong phase → exit 5; nothing changes", { timeout: 240_000 }, async () => {
     await cli([...home, "sandbox", "create", "taken"]);
     const before = rows();
 

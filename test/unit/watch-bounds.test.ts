@@ -137,7 +137,7 @@ describe("watch streams are bounded", () => {
       await new Promise((r) => child.once("exit", r));
       rmSync(home, { recursive: true, force: true });
     }
-  }, 180_000);
+  }, 600_000);
 
   it("a CLI watch that falls behind is told so, reconnects after its last event and prints each event exactly once", async () => {
     t = await startTestGateway(new MemoryDriver(), { watch: { maxBufferedBytes: 16 * 1024 } });
