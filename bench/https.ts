@@ -11,25 +11,17 @@
 //             limits. Present when a squid binary is (--squid=PATH, default /usr/sbin/squid).
 // Kept-alive latency (2-byte body) and 1 MiB throughput, plus new connections to hosts the
 // supervisor has not seen (leaf generation) against ones it has.
-import { existsSync } from "node:fs";
-import { readdir } from "node:fs/promises";
-import { join } from "node:path";
 import { startExec } from "../src/driver/docker/exec-session.js";
-import { DEFAULT_IMAGE_CACHE_DIR, ensurePlannedImage, type ImagePlan } from "../src/driver/docker/images.js";
-import { egressNetworkName, SUPERVISOR_RESOURCES } from "../src/driver/docker/objects.js";
-import { DEFAULT_IDS, layoutHash, lddLibraries, type RootfsLayout } from "../src/driver/docker/rootfs.js";
+import { egressNetworkName } from "../src/driver/docker/objects.js";
 import { LeafCertificates } from "../src/supervisor/tls/leaf-certs.js";
 import { issueSandboxCa } from "../src/util/x509.js";
-import { startDockerFixture, type DockerFixture } from "../test/support/docker-fixture.js";
-import { eventually } from "../test/support/gateway-fixture.js";
+import { startDockerFixture } from "../test/support/docker-fixture.js";
 import { createReady, execIn } from "../test/support/recovery-helpers.js";
-import { docker, parseProbe, PROBE_TCP } from "../test/support/sandbox-helpers.js";
 import { NODE_TUNNEL_AGENT } from "../test/support/tunnel-agent.js";
-import { Cleanup, machine, parseNumber, printTable, progress, stats, writeResult, type BenchOptions, type Stats } from "./lib.js";
-import { collect, parseRun, startDirectClient } from "./proxy.js";
+import { Cleanup, collect, machine, parseNumber, parseRun, printTable, progress, REFERENCE_PROXY_BINARIES, startContainer, startDirectClient, startReferenceProxy, stats, writeResult, type BenchOptions, type Stats } from "./lib.js";
 
 const ORIGIN = "bench-tls-origin";
-const SQUID = "bench-squid";
+/** The TLS origin's port: the squid reference allows CONNECT to it (bench/lib.ts). */
 const PORT = 8443;
 /** Names of the same origin the supervisor has not seen before the leaf measurement. */
 const FRESH = Array.from({ length: 8 }, (_, i) => `fresh-${i}`);
@@ -76,67 +68,6 @@ interface Scenario {
   warmup: number;
 }
 
-const SQUID_CONF = `http_port 3128
-acl tls_port port ${PORT}
-acl CONNECT method CONNECT
-http_access allow CONNECT tls_port
-http_access deny all
-cache deny all
-access_log none
-cache_log stdio:/dev/stderr
-pid_filename none
-logfile_rotate 0
-coredump_dir /tmp
-# No directory listings are served: no MIME table, no icons.
-mime_table /dev/null
-icon_directory /tmp
-error_directory /usr/share/squid-langpack/templates
-shutdown_lifetime 0 seconds
-`;
-
-/** An image of the host's (or an unpacked package's) squid: the binary, its libraries, its error templates. */
-async function squidPlan(squidBin: string): Promise<ImagePlan> {
-  const root = squidBin.replace(/\/usr\/sbin\/squid$/, "");
-  const templates = join(root, "usr/share/squid-langpack/templates");
-  // Squid starts its unlinkd helper even with no disk cache.
-  const unlinkd = join(root, "usr/lib/squid/unlinkd");
-  for (const p of [templates, unlinkd]) if (!existsSync(p)) throw new Error(`squid reference: ${p} is missing (install squid, or unpack the squid and squid-langpack packages with dpkg -x into one directory)`);
-  const libs = [...new Set([...(await lddLibraries(squidBin)), ...(await lddLibraries(unlinkd))])];
-  const uid = DEFAULT_IDS.supervisor;
-  const layout: RootfsLayout = {
-    kind: "squid",
-    files: [
-      { src: squidBin, dest: "/usr/sbin/squid", mode: 0o755 },
-      { src: unlinkd, dest: "/usr/lib/squid/unlinkd", mode: 0o755 },
-      ...libs.map((l) => ({ src: l, dest: l, mode: 0o755 })),
-      ...(await readdir(templates)).map((f) => ({ src: join(templates, f), dest: `/usr/share/squid-langpack/templates/${f}`, mode: 0o644 })),
-    ],
-    texts: [
-      { dest: "/etc/squid/squid.conf", mode: 0o644, content: SQUID_CONF },
-      { dest: "/etc/passwd", mode: 0o644, content: `root:x:0:0:root:/root:/usr/sbin/nologin\nproxy:x:${uid}:${uid}:proxy:/tmp:/usr/sbin/nologin\n` },
-      { dest: "/etc/group", mode: 0o644, content: `root:x:0:\nproxy:x:${uid}:\n` },
-      { dest: "/etc/nsswitch.conf", mode: 0o644, content: "hosts: files dns\npasswd: files\ngroup: files\n" },
-    ],
-    dirs: [
-      { dest: "/tmp", mode: 0o1777, uid: 0, gid: 0 },
-      { dest: "/dev", mode: 0o755, uid: 0, gid: 0 },
-      { dest: "/proc", mode: 0o555, uid: 0, gid: 0 },
-      { dest: "/sys", mode: 0o555, uid: 0, gid: 0 },
-    ],
-    symlinks: [],
-  };
-  const changes = [`USER ${uid}:${uid}`, 'CMD ["/usr/sbin/squid", "-N", "-f", "/etc/squid/squid.conf"]'];
-  const hash = await layoutHash(layout, changes);
-  const tag = hash.slice(0, 12);
-  return { kind: "squid", repo: "sandgate-bench-squid", hash, ref: `sandgate-bench-squid:${tag}`, changes, layout, tarPath: join(DEFAULT_IMAGE_CACHE_DIR, `squid-${tag}.tar`) };
-}
-
-async function startContainer(fx: DockerFixture, name: string, config: Parameters<DockerFixture["engine"]["createContainer"]>[1]): Promise<void> {
-  const created = await fx.engine.createContainer(name, config);
-  if (created.kind !== "ok") throw new Error(`${name} create failed: ${JSON.stringify(created)}`);
-  if ((await fx.engine.startContainer(created.body.Id)).kind !== "ok") throw new Error(`${name} start failed`);
-}
-
 export async function run(o: BenchOptions): Promise<void> {
   const reps = parseNumber(o.flags.reps, o.quick ? 1 : 3);
   const scale = o.quick ? 0.2 : 1;
@@ -145,8 +76,6 @@ export async function run(o: BenchOptions): Promise<void> {
     { name: "throughput 1 MiB, c=1", path: "/big", concurrency: 1, requests: Math.round(200 * scale), warmup: 10 },
     { name: "throughput 1 MiB, c=4", path: "/big", concurrency: 4, requests: Math.round(200 * scale), warmup: 10 },
   ];
-  const squidBin = o.flags.squid ?? "/usr/sbin/squid";
-  const withSquid = existsSync(squidBin);
   const m = machine();
   const cleanup = new Cleanup();
   try {
@@ -165,22 +94,8 @@ export async function run(o: BenchOptions): Promise<void> {
       NetworkingConfig: { EndpointsConfig: { [net]: { Aliases: FRESH } } },
     });
     const directId = await startDirectClient(fx, "bench-https-direct");
-    if (withSquid) {
-      progress(`https: squid reference from ${squidBin}`);
-      const plan = await squidPlan(squidBin);
-      const img = (await ensurePlannedImage(fx.engine, plan, progress)).image;
-      await startContainer(fx, SQUID, {
-        Image: img.id,
-        HostConfig: { NetworkMode: net, Memory: SUPERVISOR_RESOURCES.memoryMb * 2 ** 20, NanoCpus: Math.round(SUPERVISOR_RESOURCES.cpus * 1e9), Init: true },
-      });
-      const probe = ["node", "-e", PROBE_TCP, JSON.stringify([{ host: SQUID, port: 3128 }])];
-      try {
-        await eventually(async () => (parseProbe(await collect(await startExec(fx.engine, directId, { cmd: probe, tty: false })))[`${SQUID}:3128`] === "connected" ? true : undefined), 30_000, "squid to listen");
-      } catch (err) {
-        const logs = await docker(fx, "logs", "--tail", "30", SQUID);
-        throw new Error(`${(err as Error).message}; squid log: ${logs.stdout} ${logs.stderr}`, { cause: err });
-      }
-    }
+    const squidUrl = await startReferenceProxy(fx, "squid", directId, o.flags.squid);
+    const withSquid = squidUrl !== null;
     const rules = [ORIGIN, ...FRESH].map((h) => `        - host: ${h}\n          port: ${PORT}\n          protocol: https\n          allowPrivate: ["10.0.0.0/8"]\n          rules:\n            - methods: [GET]\n`).join("");
     progress("https: creating the sandbox");
     const sandbox = await createReady(fx, "https", { policy: `version: 1\nnetwork:\n  rules:\n    - name: origin\n      endpoints:\n${rules}` });
@@ -192,7 +107,7 @@ export async function run(o: BenchOptions): Promise<void> {
     }
 
     const runClient = async <T extends object>(mode: Mode, cfg: Record<string, unknown>): Promise<T> => {
-      const full = { mode, host: ORIGIN, ...(mode === "sandbox" ? {} : { ca: originCa.certPem }), ...(mode === "squid" ? { proxy: `http://${SQUID}:3128` } : {}), ...cfg };
+      const full = { mode, host: ORIGIN, ...(mode === "sandbox" ? {} : { ca: originCa.certPem }), ...(mode === "squid" ? { proxy: squidUrl } : {}), ...cfg };
       const cmd = ["node", "-e", CLIENT, JSON.stringify(full)];
       const r = mode === "sandbox" ? await execIn(fx, "https", cmd) : await collect(await startExec(fx.engine, directId, { cmd, tty: false }));
       return parseRun(`${mode} ${JSON.stringify(cfg).slice(0, 80)}`, r) as T;
@@ -247,9 +162,9 @@ export async function run(o: BenchOptions): Promise<void> {
     const addedP50 = small.sandbox!.latencyMs.median - small.direct!.latencyMs.median;
     const thr = Math.min(...scenarios.filter((s) => s.path === "/big").map((s) => results[s.name]!.sandbox!.mibPerSec.median / results[s.name]!.direct!.mibPerSec.median));
     process.stdout.write(
-      `targets: added p50 (kept-alive) ≤ 2 ms: ${addedP50 <= 2 ? "met" : "MISSED"} (${addedP50.toFixed(2)} ms); 1 MiB throughput ≥ 0.6× direct: ${thr >= 0.6 ? "met" : "MISSED"} (worst ${thr.toFixed(2)}×)${withSquid ? "" : `; no squid at ${squidBin}: reference row skipped`}\n`,
+      `targets: added p50 (kept-alive) ≤ 2 ms: ${addedP50 <= 2 ? "met" : "MISSED"} (${addedP50.toFixed(2)} ms); 1 MiB throughput ≥ 0.6× direct: ${thr >= 0.6 ? "met" : "MISSED"} (worst ${thr.toFixed(2)}×)${withSquid ? "" : "; no squid: reference row skipped"}\n`,
     );
-    const file = writeResult(supervisorCpus === null ? "https" : "https-diagnostic", m, { supervisorCpus, reps, scenarios, results, fresh: { sandbox: freshSandbox, direct: freshDirect }, addedP50Ms: addedP50, worstThroughputRatio: thr, squid: withSquid ? squidBin : null });
+    const file = writeResult(supervisorCpus === null ? "https" : "https-diagnostic", m, { supervisorCpus, reps, scenarios, results, fresh: { sandbox: freshSandbox, direct: freshDirect }, addedP50Ms: addedP50, worstThroughputRatio: thr, squid: withSquid ? (o.flags.squid ?? REFERENCE_PROXY_BINARIES.squid) : null });
     progress(`https: wrote ${file}`);
   } finally {
     await cleanup.run();

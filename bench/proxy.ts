@@ -1,19 +1,24 @@
-// proxy: the same node client, once in a sandbox's workload going through the
-// supervisor's egress proxy ($HTTP_PROXY, absolute-form requests), once in a
-// container on the egress network going straight to the origin. Both use a
-// keep-alive agent and the same CPU and memory limits. Throughput with 1 MiB
-// bodies; latency of small requests at concurrency 1 and 16.
+// proxy: plain HTTP through the supervisor's egress proxy against a direct connection and
+// against ordinary forward proxies, in the same run. The same node client (keep-alive
+// http.Agent, absolute-form requests to a proxy) runs in four places:
+//   direct    - a container on the egress network with the workload's image, user and
+//               CPU and memory limits, straight to the origin;
+//   sandgate  - the sandbox's workload, through its supervisor ($HTTP_PROXY);
+//   tinyproxy - reference: the direct container through Debian's tinyproxy,
+//   squid     - reference: the direct container through Debian's squid; each reference
+//               proxy runs in a container on the egress network with the supervisor's
+//               default CPU and memory limits (bench/lib.ts). A reference whose binary is
+//               absent is skipped with a note (--tinyproxy=PATH, --squid=PATH).
+// The client keeps connections alive, except through tinyproxy, which closes each after one
+// response (without saying so): there it asks for a connection per request.
+// Throughput with 1 MiB bodies at concurrency 1 and 4; latency of a 2-byte body at
+// concurrency 1 and 16. Errors are counted, not fatal (a run with no success is).
 
-import type { ExecSession } from "../src/driver/contract.js";
 import { startExec } from "../src/driver/docker/exec-session.js";
 import { egressNetworkName } from "../src/driver/docker/objects.js";
-import { DEFAULT_IDS } from "../src/driver/docker/rootfs.js";
-
-const WORKLOAD_UID = DEFAULT_IDS.workload;
-import { DEFAULT_RESOURCES } from "../src/lifecycle/spec.js";
 import { startDockerFixture, type DockerFixture } from "../test/support/docker-fixture.js";
 import { ORIGIN_POLICY, createReady, execIn } from "../test/support/recovery-helpers.js";
-import { Cleanup, machine, parseNumber, printTable, progress, stats, writeResult, type BenchOptions, type Stats } from "./lib.js";
+import { Cleanup, collect, machine, parseNumber, parseRun, printTable, progress, startContainer, startDirectClient, startReferenceProxy, stats, writeResult, type BenchOptions, type ReferenceProxy, type Stats } from "./lib.js";
 
 const ORIGIN = "bench-origin";
 const ORIGIN_PROGRAM = `const big=Buffer.alloc(1<<20,97);
@@ -22,88 +27,33 @@ require("http").createServer((q,s)=>{if(q.url==="/big"){s.writeHead(200,{"conten
 /** The client, run inside a container: argv[1] is its JSON config; prints one JSON line. */
 const CLIENT = `const http=require("http");
 const cfg=JSON.parse(process.argv[1]);
-const agent=new http.Agent({keepAlive:true,maxSockets:cfg.concurrency});
-const proxy=cfg.mode==="proxy"?new URL(process.env.HTTP_PROXY):null;
+const agent=new http.Agent({keepAlive:cfg.keepAlive,maxSockets:cfg.concurrency});
+const proxyUrl=cfg.proxy==="$HTTP_PROXY"?process.env.HTTP_PROXY:cfg.proxy;
+const proxy=proxyUrl?new URL(proxyUrl):null;
 const base=new URL(cfg.target);
 function once(path){return new Promise((resolve,reject)=>{
   const u=new URL(path,base);
   const o=proxy?{host:proxy.hostname,port:proxy.port,path:u.href,headers:{host:u.host},agent}:{host:u.hostname,port:u.port,path:u.pathname,agent};
   const s=process.hrtime.bigint();
-  http.get(o,(r)=>{let n=0;r.on("data",(d)=>n+=d.length);r.on("error",reject);
-    r.on("end",()=>r.statusCode===200?resolve({ms:Number(process.hrtime.bigint()-s)/1e6,bytes:n}):reject(new Error("HTTP "+r.statusCode)));
+  http.get(o,(r)=>{let n=0,body="";r.on("data",(d)=>{n+=d.length;if(r.statusCode!==200&&body.length<300)body+=d});r.on("error",reject);
+    r.on("end",()=>r.statusCode===200?resolve({ms:Number(process.hrtime.bigint()-s)/1e6,bytes:n}):reject(new Error("HTTP "+r.statusCode+" "+body)));
   }).on("error",reject);
 });}
-async function run(n){const lat=[];let next=0,bytes=0;const t0=process.hrtime.bigint();
-  await Promise.all(Array.from({length:cfg.concurrency},async()=>{while(next<n){next++;const r=await once(cfg.path);lat.push(r.ms);bytes+=r.bytes;}}));
-  return {lat,bytes,sec:Number(process.hrtime.bigint()-t0)/1e9};}
+async function run(n){const lat=[];let next=0,bytes=0,errors=0,firstError=null;const t0=process.hrtime.bigint();
+  await Promise.all(Array.from({length:cfg.concurrency},async()=>{while(next<n){next++;
+    try{const r=await once(cfg.path);lat.push(r.ms);bytes+=r.bytes;}catch(e){errors++;firstError??=String(e);}}}));
+  if(lat.length===0)throw new Error("no request succeeded: "+firstError);
+  return {lat,bytes,sec:Number(process.hrtime.bigint()-t0)/1e9,errors,firstError};}
 run(cfg.warmup).then(()=>run(cfg.requests)).then((r)=>console.log(JSON.stringify(r)),(e)=>{console.log(JSON.stringify({error:String(e)}));process.exitCode=1;});`;
 
-interface ClientConfig {
-  mode: "direct" | "proxy";
-  target: string;
-  path: string;
-  concurrency: number;
-  requests: number;
-  warmup: number;
-}
+type Mode = "direct" | "sandgate" | ReferenceProxy;
 
 interface ClientRun {
   lat: number[];
   bytes: number;
   sec: number;
-}
-
-/** Output and exit status of an exec session (stdin closed at once). */
-export async function collect(session: ExecSession): Promise<{ code: number; stdout: string; stderr: string }> {
-  session.stdin.end();
-  let stdout = "";
-  let stderr = "";
-  session.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
-  session.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
-  return { code: await session.exitCode, stdout, stderr };
-}
-
-/** The last stdout line of a bench client as JSON; a failed client (exit status or an `error` field) throws, naming it. */
-export function parseRun(what: string, r: { code: number; stdout: string; stderr: string }): object {
-  const line = r.stdout.trim().split("\n").at(-1) ?? "";
-  let parsed: { error?: string } | undefined;
-  try {
-    parsed = JSON.parse(line) as { error?: string };
-  } catch {
-    parsed = undefined;
-  }
-  if (r.code !== 0 || !parsed || parsed.error) throw new Error(`${what} client failed (exit ${r.code}): ${parsed?.error ?? r.stdout.slice(-500)} ${r.stderr.slice(-500)}`);
-  return parsed;
-}
-
-async function startOriginContainer(fx: DockerFixture): Promise<void> {
-  const created = await fx.engine.createContainer(ORIGIN, {
-    Image: fx.driver.imageRefs!.workload.id,
-    Cmd: ["node", "-e", ORIGIN_PROGRAM],
-    HostConfig: { NetworkMode: egressNetworkName(fx.driver.gatewayId) },
-  });
-  if (created.kind !== "ok") throw new Error("origin create failed");
-  if ((await fx.engine.startContainer(created.body.Id)).kind !== "ok") throw new Error("origin start failed");
-}
-
-/** A container with the workload's image, user and limits, but on the egress network: it has a route to the origin. */
-export async function startDirectClient(fx: DockerFixture, name = "bench-direct-client"): Promise<string> {
-  const r = DEFAULT_RESOURCES;
-  const created = await fx.engine.createContainer(name, {
-    Image: fx.driver.imageRefs!.workload.id,
-    Cmd: ["sleep", "2147483647"],
-    User: `${WORKLOAD_UID}:${WORKLOAD_UID}`,
-    HostConfig: {
-      NetworkMode: egressNetworkName(fx.driver.gatewayId),
-      Init: true,
-      Memory: r.memoryMb * 2 ** 20,
-      NanoCpus: Math.round(r.cpus * 1e9),
-      PidsLimit: r.pids,
-    },
-  });
-  if (created.kind !== "ok") throw new Error("direct client create failed");
-  if ((await fx.engine.startContainer(created.body.Id)).kind !== "ok") throw new Error("direct client start failed");
-  return created.body.Id;
+  errors: number;
+  firstError: string | null;
 }
 
 interface Scenario {
@@ -118,16 +68,22 @@ interface Measured {
   latencyMs: Stats;
   mibPerSec: Stats;
   reqPerSec: Stats;
+  errors: number;
+  firstError: string | null;
+}
+
+async function startOrigin(fx: DockerFixture): Promise<void> {
+  await startContainer(fx, ORIGIN, { Image: fx.driver.imageRefs!.workload.id, Cmd: ["node", "-e", ORIGIN_PROGRAM], HostConfig: { NetworkMode: egressNetworkName(fx.driver.gatewayId) } });
 }
 
 export async function run(o: BenchOptions): Promise<void> {
   const reps = parseNumber(o.flags.reps, o.quick ? 1 : 3);
   const scale = o.quick ? 0.2 : 1;
   const scenarios: Scenario[] = [
-    { name: "throughput 1 MiB, c=1", path: "/big", concurrency: 1, requests: Math.round(200 * scale), warmup: 10 },
-    { name: "throughput 1 MiB, c=4", path: "/big", concurrency: 4, requests: Math.round(200 * scale), warmup: 10 },
-    { name: "latency small, c=1", path: "/small", concurrency: 1, requests: Math.round(2000 * scale), warmup: 100 },
-    { name: "latency small, c=16", path: "/small", concurrency: 16, requests: Math.round(4000 * scale), warmup: 200 },
+    { name: "1 MiB, c=1", path: "/big", concurrency: 1, requests: Math.round(200 * scale), warmup: 10 },
+    { name: "1 MiB, c=4", path: "/big", concurrency: 4, requests: Math.round(200 * scale), warmup: 10 },
+    { name: "small, c=1", path: "/small", concurrency: 1, requests: Math.round(2000 * scale), warmup: 100 },
+    { name: "small, c=16", path: "/small", concurrency: 16, requests: Math.round(4000 * scale), warmup: 200 },
   ];
   const m = machine();
   const cleanup = new Cleanup();
@@ -135,11 +91,17 @@ export async function run(o: BenchOptions): Promise<void> {
     progress("proxy: starting a private dockerd and a gateway");
     const fx = await startDockerFixture({ liveRestore: true, name: "bproxy" });
     cleanup.add("fixture", () => fx.close());
-    await startOriginContainer(fx);
+    await startOrigin(fx);
     const directId = await startDirectClient(fx);
+    const proxies: Partial<Record<Mode, string>> = { sandgate: "$HTTP_PROXY" };
+    for (const ref of ["tinyproxy", "squid"] as const) {
+      const url = await startReferenceProxy(fx, ref, directId, o.flags[ref]);
+      if (url !== null) proxies[ref] = url;
+    }
+    const modes = (["direct", "sandgate", "tinyproxy", "squid"] as const).filter((x) => x === "direct" || proxies[x] !== undefined);
     progress("proxy: creating the sandbox");
     const sandbox = await createReady(fx, "proxied", { policy: ORIGIN_POLICY(ORIGIN) });
-    // Diagnostic only (never the default): lift the supervisor's CPU limit to see how much of the cost it explains.
+    // Diagnostic only (never the default): change the supervisor's CPU limit to see how much of the cost it explains.
     const supervisorCpus = o.flags["supervisor-cpus"] === undefined ? null : parseNumber(o.flags["supervisor-cpus"], 1);
     if (supervisorCpus !== null) {
       const upd = await fx.engine.request("POST", `/containers/${sandbox.runtime.supervisor.id as string}/update`, { body: { NanoCpus: Math.round(supervisorCpus * 1e9) } });
@@ -147,67 +109,77 @@ export async function run(o: BenchOptions): Promise<void> {
     }
 
     const target = `http://${ORIGIN}:8080`;
-    const runClient = async (mode: ClientConfig["mode"], s: Scenario): Promise<ClientRun> => {
-      const cfg: ClientConfig = { mode, target, path: s.path, concurrency: s.concurrency, requests: s.requests, warmup: s.warmup };
+    const runClient = async (mode: Mode, s: Scenario): Promise<ClientRun> => {
+      // tinyproxy closes the client connection after every response without saying so (no
+      // "Connection: close"): a kept-alive client would fail every other request on it.
+      const cfg = { proxy: proxies[mode] ?? null, keepAlive: mode !== "tinyproxy", target, path: s.path, concurrency: s.concurrency, requests: s.requests, warmup: s.warmup };
       const cmd = ["node", "-e", CLIENT, JSON.stringify(cfg)];
-      const r = mode === "proxy" ? await execIn(fx, "proxied", cmd) : await collect(await startExec(fx.engine, directId, { cmd, tty: false }));
+      const r = mode === "sandgate" ? await execIn(fx, "proxied", cmd) : await collect(await startExec(fx.engine, directId, { cmd, tty: false }));
       return parseRun(`${mode} ${s.name}`, r) as ClientRun;
     };
 
-    const results: Record<string, Record<ClientConfig["mode"], Measured>> = {};
+    const results: Record<string, Partial<Record<Mode, Measured>>> = {};
     for (const s of scenarios) {
-      const lat: Record<ClientConfig["mode"], number[]> = { direct: [], proxy: [] };
-      const mib: Record<ClientConfig["mode"], number[]> = { direct: [], proxy: [] };
-      const rps: Record<ClientConfig["mode"], number[]> = { direct: [], proxy: [] };
+      const runs: Partial<Record<Mode, ClientRun[]>> = {};
       for (let rep = 0; rep < reps; rep++) {
-        // Alternate which goes first so drift on a busy machine hits both alike.
-        const order: ClientConfig["mode"][] = rep % 2 === 0 ? ["direct", "proxy"] : ["proxy", "direct"];
-        for (const mode of order) {
+        // Rotate which goes first so drift on a busy machine hits every mode alike.
+        for (const mode of modes.map((_, i) => modes[(i + rep) % modes.length]!)) {
           progress(`proxy: ${s.name}, ${mode}, rep ${rep + 1}/${reps}`);
-          const r = await runClient(mode, s);
-          lat[mode].push(...r.lat);
-          mib[mode].push(r.bytes / 2 ** 20 / r.sec);
-          rps[mode].push(r.lat.length / r.sec);
+          (runs[mode] ??= []).push(await runClient(mode, s));
         }
       }
-      results[s.name] = {
-        direct: { latencyMs: stats(lat.direct), mibPerSec: stats(mib.direct), reqPerSec: stats(rps.direct) },
-        proxy: { latencyMs: stats(lat.proxy), mibPerSec: stats(mib.proxy), reqPerSec: stats(rps.proxy) },
-      };
+      results[s.name] = Object.fromEntries(
+        modes.map((mode) => {
+          const rs = runs[mode]!;
+          return [
+            mode,
+            {
+              latencyMs: stats(rs.flatMap((r) => r.lat)),
+              mibPerSec: stats(rs.map((r) => r.bytes / 2 ** 20 / r.sec)),
+              reqPerSec: stats(rs.map((r) => r.lat.length / r.sec)),
+              errors: rs.reduce((n, r) => n + r.errors, 0),
+              firstError: rs.find((r) => r.firstError !== null)?.firstError ?? null,
+            },
+          ];
+        }),
+      );
     }
 
-    const rows = scenarios.map((s) => {
+    const big = (s: Scenario): boolean => s.path === "/big";
+    const rate = (s: Scenario, x: Measured): number => (big(s) ? x.mibPerSec.median : x.reqPerSec.median);
+    const rows: (string | number)[][] = [];
+    for (const s of scenarios) {
       const r = results[s.name]!;
-      const thr = s.path === "/big";
-      return [
-        s.name,
-        r.direct.latencyMs.median,
-        r.proxy.latencyMs.median,
-        r.proxy.latencyMs.median - r.direct.latencyMs.median,
-        r.direct.latencyMs.p95,
-        r.proxy.latencyMs.p95,
-        thr ? r.direct.mibPerSec.median : r.direct.reqPerSec.median,
-        thr ? r.proxy.mibPerSec.median : r.proxy.reqPerSec.median,
-        thr ? r.proxy.mibPerSec.median / r.direct.mibPerSec.median : r.proxy.reqPerSec.median / r.direct.reqPerSec.median,
-      ];
+      const d = r.direct!;
+      for (const mode of modes) {
+        const x = r[mode]!;
+        rows.push([`${s.name}: ${mode}${mode === "tinyproxy" ? " (reference, a connection per request)" : mode === "squid" ? " (reference)" : ""}`, x.latencyMs.median, x.latencyMs.p95, x.latencyMs.median - d.latencyMs.median, rate(s, x), rate(s, x) / rate(s, d), x.errors]);
+      }
+    }
+    printTable(`plain HTTP proxy vs direct${supervisorCpus === null ? "" : ` (DIAGNOSTIC: supervisor CPU limit changed to ${supervisorCpus})`} (${reps} reps each, ${m.cores} cores, load ${m.loadavg.join("/")}; rate = MiB/s for 1 MiB, req/s for small)`, ["scenario: path", "p50 ms", "p95 ms", "added p50 ms", "rate", "× direct", "errors"], rows);
+    for (const s of scenarios) for (const mode of modes) if (results[s.name]![mode]!.errors > 0) process.stdout.write(`${s.name}, ${mode}: ${results[s.name]![mode]!.errors} errors, the first: ${results[s.name]![mode]!.firstError}\n`);
+
+    const sg = (s: Scenario): Measured => results[s.name]!.sandgate!;
+    const dr = (s: Scenario): Measured => results[s.name]!.direct!;
+    const added = (s: Scenario, x: Measured): number => x.latencyMs.median - dr(s).latencyMs.median;
+    const byName = (n: string): Scenario => scenarios.find((s) => s.name === n)!;
+    const thrRatio = Math.min(...scenarios.filter(big).map((s) => sg(s).mibPerSec.median / dr(s).mibPerSec.median));
+    const addedC1 = added(byName("small, c=1"), sg(byName("small, c=1")));
+    const c16 = byName("small, c=16");
+    const addedC16 = added(c16, sg(c16));
+    const refs = modes.filter((x): x is ReferenceProxy => x === "tinyproxy" || x === "squid");
+    // Not slower than a reference: in every scenario, at least its rate and at most its added p50.
+    const slowerThan = refs.map((ref) => {
+      const lost = scenarios.filter((s) => rate(s, sg(s)) < rate(s, results[s.name]![ref]!) || added(s, sg(s)) > added(s, results[s.name]![ref]!)).map((s) => s.name);
+      return `${ref}: ${lost.length === 0 ? "met" : `MISSED (${lost.join(", ")})`}`;
     });
-    printTable(`proxy vs direct${supervisorCpus === null ? "" : ` (DIAGNOSTIC: supervisor CPU limit changed to ${supervisorCpus})`} (${reps} reps each, ${m.cores} cores, load ${m.loadavg.join("/")}; rate = MiB/s for 1 MiB, req/s for small)`, [
-      "scenario",
-      "direct p50 ms",
-      "proxy p50 ms",
-      "added p50 ms",
-      "direct p95 ms",
-      "proxy p95 ms",
-      "direct rate",
-      "proxy rate",
-      "proxy/direct",
-    ], rows);
-    const thrRatio = Math.min(...scenarios.filter((s) => s.path === "/big").map((s) => results[s.name]!.proxy.mibPerSec.median / results[s.name]!.direct.mibPerSec.median));
-    const addedP50 = Math.max(...scenarios.filter((s) => s.path === "/small").map((s) => results[s.name]!.proxy.latencyMs.median - results[s.name]!.direct.latencyMs.median));
+    const verdict = (ok: boolean): string => (ok ? "met" : "MISSED");
     process.stdout.write(
-      `targets: throughput ≥ 0.8× direct: ${thrRatio >= 0.8 ? "met" : "MISSED"} (worst ${thrRatio.toFixed(2)}×); added p50 ≤ 1 ms: ${addedP50 <= 1 ? "met" : "MISSED"} (worst ${addedP50.toFixed(2)} ms)\n`,
+      `targets: throughput ≥ 0.8× direct: ${verdict(thrRatio >= 0.8)} (worst ${thrRatio.toFixed(2)}×); added p50 small c=1 ≤ 0.5 ms: ${verdict(addedC1 <= 0.5)} (${addedC1.toFixed(2)} ms); ` +
+        `c=16 ≤ 2 ms with no errors: ${verdict(addedC16 <= 2 && sg(c16).errors === 0)} (${addedC16.toFixed(2)} ms, ${sg(c16).errors} errors); ` +
+        `not slower than the reference proxy: ${refs.length === 0 ? "no reference proxy present" : slowerThan.join("; ")}\n`,
     );
-    const file = writeResult(supervisorCpus === null ? "proxy" : "proxy-diagnostic", m, { supervisorCpus, reps, scenarios, results, worstThroughputRatio: thrRatio, worstAddedP50Ms: addedP50 });
+    const file = writeResult(supervisorCpus === null ? "proxy" : "proxy-diagnostic", m, { supervisorCpus, reps, modes, scenarios, results, worstThroughputRatio: thrRatio, addedP50SmallC1Ms: addedC1, addedP50SmallC16Ms: addedC16 });
     progress(`proxy: wrote ${file}`);
   } finally {
     await cleanup.run();

@@ -3,7 +3,12 @@
 # dockerd (Debian's docker.io, which brings containerd and runc), busybox-static,
 # tmux, iproute2, and the clients of the client test image (test/support/client-image.ts):
 # curl, git (its https remote helper) and Debian's python3.11 with the stdlib urllib and
-# ssl need. Installs only what is missing, with apt-get, as root.
+# ssl need; and the reference proxies the proxy and https benchmarks compare the
+# supervisor with (bench/proxy.ts, bench/https.ts): Debian's tinyproxy, squid and
+# squid-langpack (squid's error templates). Those are packaged as services: they are
+# installed with a policy-rc.d that forbids starting them, so no proxy daemon is left
+# running on the host (the benchmarks run their own copies in containers).
+# Installs only what is missing, with apt-get, as root.
 set -euo pipefail
 
 need=()
@@ -22,18 +27,24 @@ have ip || need+=(iproute2)
 [ -x /usr/lib/git-core/git-remote-http ] || need+=(git)
 [ -x /usr/bin/python3.11 ] && [ -f /usr/lib/python3.11/ssl.py ] || need+=(python3-minimal)
 [ -f /usr/lib/python3.11/http/client.py ] || need+=(libpython3.11-stdlib)
+# The benchmarks' reference proxies (fixed paths: the benches build images from these files).
+proxies=()
+[ -x /usr/bin/tinyproxy ] || proxies+=(tinyproxy)
+[ -x /usr/sbin/squid ] && [ -x /usr/lib/squid/unlinkd ] || proxies+=(squid)
+[ -d /usr/share/squid-langpack/templates ] || proxies+=(squid-langpack)
 
-if [ ${#need[@]} -eq 0 ]; then
-  echo "ensure-docker: dockerd, busybox (static), tmux, ip, curl, git and python3.11 are present; nothing to install"
+if [ ${#need[@]} -eq 0 ] && [ ${#proxies[@]} -eq 0 ]; then
+  echo "ensure-docker: dockerd, busybox (static), tmux, ip, curl, git, python3.11, tinyproxy and squid are present; nothing to install"
   exit 0
 fi
 
+all=("${need[@]}" "${proxies[@]}")
 if [ "$(id -u)" -ne 0 ]; then
-  echo "ensure-docker: missing ${need[*]}, and installing needs root (run as root or with sudo)" >&2
+  echo "ensure-docker: missing ${all[*]}, and installing needs root (run as root or with sudo)" >&2
   exit 1
 fi
 
-echo "ensure-docker: installing ${need[*]}"
+echo "ensure-docker: installing ${all[*]}"
 export DEBIAN_FRONTEND=noninteractive
 log=$(mktemp /tmp/ensure-docker.XXXXXX.log)
 if ! apt-get update -qq >"$log" 2>&1; then
@@ -41,10 +52,31 @@ if ! apt-get update -qq >"$log" 2>&1; then
   tail -n 20 "$log" >&2
   exit 1
 fi
-if ! apt-get install -y -qq --no-install-recommends "${need[@]}" >>"$log" 2>&1; then
+if [ ${#need[@]} -gt 0 ] && ! apt-get install -y -qq --no-install-recommends "${need[@]}" >>"$log" 2>&1; then
   echo "ensure-docker: apt-get install ${need[*]} failed; last lines of $log:" >&2
   tail -n 20 "$log" >&2
   exit 1
+fi
+if [ ${#proxies[@]} -gt 0 ]; then
+  # policy-rc.d exit 101 ("action forbidden"): invoke-rc.d and deb-systemd-invoke start no service.
+  # An existing policy-rc.d is put back afterwards.
+  policy=/usr/sbin/policy-rc.d
+  saved=""
+  if [ -e "$policy" ]; then
+    saved=$(mktemp /tmp/ensure-docker.policy-rc.d.XXXXXX)
+    cp -p "$policy" "$saved"
+  fi
+  restore_policy() { if [ -n "$saved" ]; then cp -p "$saved" "$policy" && rm -f "$saved"; else rm -f "$policy"; fi; }
+  trap restore_policy EXIT
+  printf '#!/bin/sh\n# ensure-docker: start no service while the benchmark proxies are installed\nexit 101\n' >"$policy"
+  chmod 755 "$policy"
+  if ! apt-get install -y -qq --no-install-recommends "${proxies[@]}" >>"$log" 2>&1; then
+    echo "ensure-docker: apt-get install ${proxies[*]} failed; last lines of $log:" >&2
+    tail -n 20 "$log" >&2
+    exit 1
+  fi
+  restore_policy
+  trap - EXIT
 fi
 
 for bin in dockerd containerd runc; do
@@ -57,11 +89,12 @@ if ! static_busybox; then
   echo "ensure-docker: /bin/busybox is missing or not static after installing busybox-static" >&2
   exit 1
 fi
-for f in /usr/bin/curl /usr/lib/git-core/git-remote-http /usr/bin/python3.11 /usr/lib/python3.11/http/client.py; do
+for f in /usr/bin/curl /usr/lib/git-core/git-remote-http /usr/bin/python3.11 /usr/lib/python3.11/http/client.py \
+  /usr/bin/tinyproxy /usr/sbin/squid /usr/lib/squid/unlinkd /usr/share/squid-langpack/templates; do
   if [ ! -e "$f" ]; then
-    echo "ensure-docker: $f still missing after installing ${need[*]}" >&2
+    echo "ensure-docker: $f still missing after installing ${all[*]}" >&2
     exit 1
   fi
 done
 rm -f "$log"
-echo "ensure-docker: installed ${need[*]} ($(dockerd --version 2>/dev/null || echo dockerd))"
+echo "ensure-docker: installed ${all[*]} ($(dockerd --version 2>/dev/null || echo dockerd))"

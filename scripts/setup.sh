@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything Sandgate's demo and tests need on a fresh Debian machine:
 # node modules (npm ci, when missing or out of date), Debian's docker.io,
-# busybox-static, tmux and iproute2 (when missing), then builds the project.
+# busybox-static, tmux, iproute2, the client test image's curl, git and python3, and
+# the benchmarks' reference proxies tinyproxy and squid (when missing; see
+# scripts/ensure-docker.sh), then builds the project.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -34,6 +34,11 @@ export interface EgressProxyOptions {
   policy: PolicyHolder;
   /** Host name → candidate IPs. Defaults to dns.promises.lookup({ all: true }). */
   resolve?: Resolver;
+  /**
+   * The answer a cache in front of `resolve` holds for a host now, if any (DnsCache#cached):
+   * used without waiting. Its addresses are checked like any others.
+   */
+  cachedAddresses?: (host: string) => string[] | undefined;
   onAudit: (event: AuditEvent) => void;
   logger: Logger;
   /** Upstream TCP connect deadline; exceeded → 504. */
@@ -508,8 +513,10 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       return o;
     }
     let addresses: string[];
-    if (net.isIP(t.host) !== 0) {
-      addresses = [t.host];
+    const cached = net.isIP(t.host) !== 0 ? [t.host] : options.cachedAddresses?.(t.host);
+    if (cached !== undefined && cached.length > 0) {
+      // No wait, so the policy checked above is the one in force: nothing to start over.
+      addresses = cached;
     } else {
       let failed: { err: unknown } | undefined;
       try {
@@ -592,7 +599,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
           sendJson(res, outcome.status, UPSTREAM_ERROR, unreachableBody(target, outcome), closing || expectContinue || hasBody(req));
         } else if (!res.destroyed) {
           const loaded = policy.current();
-          const refusal = loaded === undefined ? null : refusePlain(loaded.policy, target.requestPath, endToEndHeaders(req.rawHeaders, REQUEST_REPLACED));
+          const headers = endToEndHeaders(req.rawHeaders, REQUEST_REPLACED);
+          const refusal = loaded === undefined ? null : refusePlain(loaded.policy, target.requestPath, headers);
           if (refusal !== null) {
             audit(target, { kind: "deny", reason: refusal.reason, rule: outcome.rule, address: outcome.address });
             sendJson(res, 403, CREDENTIAL_ERROR, refusalBody(target, refusal), closing || expectContinue || hasBody(req));
@@ -601,7 +609,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
           granted(req, res, grantOf(target, outcome.address));
           const watch = outcome.record === undefined ? undefined : auditAtEnd(outcome.record, res);
           if (expectContinue) res.writeContinue();
-          forward(req, res, target, outcome.address, true, watch);
+          forward(req, res, target, outcome.address, headers, true, watch);
         }
       },
       (err: unknown) => {
@@ -611,10 +619,10 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     );
   }
 
-  function forward(req: http.IncomingMessage, res: http.ServerResponse, t: HttpTarget, address: string, mayRetry: boolean, watch?: (upReq: http.ClientRequest) => void): void {
+  /** `endToEnd`: the request's end-to-end headers (endToEndHeaders), left as they are (a retry passes them again). */
+  function forward(req: http.IncomingMessage, res: http.ServerResponse, t: HttpTarget, address: string, endToEnd: readonly string[], mayRetry: boolean, watch?: (upReq: http.ClientRequest) => void): void {
     const bodyless = !hasBody(req);
-    const headers = endToEndHeaders(req.rawHeaders, REQUEST_REPLACED);
-    headers.push("Host", t.authority);
+    const headers = [...endToEnd, "Host", t.authority];
     // Node decoded the client's chunked framing; re-frame the body upstream.
     if (req.headers["transfer-encoding"] !== undefined) headers.push("Transfer-Encoding", "chunked");
 
@@ -665,7 +673,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       // A pooled keep-alive socket may have been closed by the origin just now;
       // retry once on a fresh connection, but only for a request without a body.
       if (mayRetry && upReq.reusedSocket && err.code === "ECONNRESET" && bodyless && !res.destroyed) {
-        forward(req, res, t, address, false, watch);
+        forward(req, res, t, address, endToEnd, false, watch);
         return;
       }
       req.unpipe(upReq);

@@ -67,7 +67,8 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
   };
   // Names resolve at the host's DNS servers when the launch file names them (no Docker needed).
   // Answers are reused for their records' TTL (capped): DNS is off the path of most requests.
-  const resolve = opts.resolve ?? new DnsCache(settings.resolvers === null ? withoutTtl(defaultResolver) : upstreamAnswers(settings.resolvers, defaultResolver)).resolve;
+  const cache = opts.resolve === undefined ? new DnsCache(settings.resolvers === null ? withoutTtl(defaultResolver) : upstreamAnswers(settings.resolvers, defaultResolver)) : undefined;
+  const resolve = opts.resolve ?? cache!.resolve;
 
   let control: ControlSession | null = null;
   const secrets = new SecretVault();
@@ -90,6 +91,8 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
     },
     hostAddresses: () => hostAddresses,
     resolve,
+    // A cached answer is used at once (no promise, no timer); it is checked like any other.
+    ...(cache === undefined ? {} : { cachedAddresses: cache.cached }),
     // The sandbox's CA, when the gateway gave one: https with L7 rules is terminated here.
     ...(settings.tls === null ? {} : { tls: lazyLeafSource({ certPem: settings.tls.caCertPem, keyPem: settings.tls.caKeyPem }) }),
     ...(settings.tls?.originCaPem === undefined ? {} : { upstreamCa: settings.tls.originCaPem }),

@@ -41,6 +41,21 @@ describe("DnsCache", () => {
     expect(c.stats()).toMatchObject({ hits: 1, misses: 2 });
   });
 
+  it("cached(): the answer held now, without asking the source; nothing once it expired", async () => {
+    let now = 0;
+    const s = source({ "a.test": { addresses: ["192.0.2.1"], ttlS: 30 } });
+    const c = new DnsCache(s.fn, { now: () => now });
+    expect(c.cached("a.test")).toBeUndefined();
+    await c.resolve("a.test");
+    const held = c.cached("A.test");
+    expect(held).toEqual(["192.0.2.1"]);
+    held!.push("198.51.100.1"); // a copy: the caller cannot change what is held
+    expect(c.cached("a.test")).toEqual(["192.0.2.1"]);
+    now = 30_000;
+    expect(c.cached("a.test")).toBeUndefined();
+    expect(s.calls).toEqual(["a.test"]);
+  });
+
   it("caps a long TTL, uses the default when the source gives none, and never keeps a TTL of 0", async () => {
     let now = 0;
     const s = source({ "long.test": { addresses: ["192.0.2.2"], ttlS: 86_400 }, "none.test": { addresses: ["192.0.2.3"] }, "zero.test": { addresses: ["192.0.2.4"], ttlS: 0 } });

@@ -125,7 +125,7 @@ async function closedPort(): Promise<number> {
 
 async function startProxy(
   holder: PolicyHolder,
-  opts: { resolve?: Resolver; resolveTimeoutMs?: number } = {},
+  opts: { resolve?: Resolver; resolveTimeoutMs?: number; cachedAddresses?: (host: string) => string[] | undefined } = {},
 ): Promise<{ proxy: EgressProxy; port: number; audits: AuditEvent[] }> {
   const audits: AuditEvent[] = [];
   const proxy = createEgressProxy({ policy: holder, logger: silentLogger, onAudit: (e) => audits.push(e), ...opts });
@@ -685,6 +685,26 @@ describe("egress proxy: resolved-address checks", () => {
     expect(origin.seen).toHaveLength(0);
     expect(dns.calls).toEqual(["public.example.com"]);
     expect(audits).toEqual([expect.objectContaining({ decision: "deny", reason: "private_address", address: "127.0.0.1" })]);
+  });
+
+  it("uses a cached answer without a lookup, and checks it like any other: a private address is refused, an allowed one connected to", async () => {
+    const origin = await startOrigin();
+    const dns = fakeResolver({});
+    const cache: Record<string, string[]> = { "cached.test": ["127.0.0.1"], "public.example.com": ["127.0.0.1"] };
+    const holder = new PolicyHolder({
+      policy: allowing({ host: "cached.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK }, { host: "public.example.com", port: origin.port, protocol: "http" }),
+      revision: 1,
+    });
+    const { port } = await startProxy(holder, { resolve: dns.resolve, cachedAddresses: (h) => cache[h] });
+
+    const allowed = await viaProxy(port, `http://cached.test:${origin.port}/`);
+    expect(allowed.status).toBe(200);
+    expect(origin.seen).toHaveLength(1);
+    const refused = await viaProxy(port, `http://public.example.com:${origin.port}/`);
+    expect(refused.status).toBe(403);
+    expect(json(refused.body)).toMatchObject({ reason: "private_address", address: "127.0.0.1" });
+    expect(origin.seen).toHaveLength(1);
+    expect(dns.calls).toEqual([]);
   });
 
   it("refuses the whole name when any candidate address is private, even if another is allowed", async () => {
