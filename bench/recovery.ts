@@ -84,10 +84,13 @@ async function restartOnce(fx: DockerFixture, n: number): Promise<RestartResult>
   const apiBack = firstPing(fx.dockerd.socketPath, poller);
   try {
     await fx.dockerd.startAgain();
-  } finally {
-    // The poller resolves as soon as /_ping answers, which is before startAgain returns.
-    setTimeout(() => (poller.done = true), 1000);
+  } catch (err) {
+    // The daemon did not come back: that error is the one to report, not the poller's.
+    poller.done = true;
+    await apiBack.catch(() => undefined);
+    throw err;
   }
+  // The poller resolves as soon as /_ping answers: by now, at the latest on its next ping.
   const tApi = await apiBack;
   const coldBaselineMs = await pingAndList(fx);
   await waitAllReady(fx, 120_000);
