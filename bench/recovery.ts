@@ -117,7 +117,8 @@ export async function run(o: BenchOptions): Promise<void> {
   const rows: Record<string, unknown>[] = [];
   try {
     progress("recovery: starting a private dockerd (live-restore) and a gateway");
-    const fx = await startDockerFixture({ liveRestore: true, name: "brecov" });
+    // A daemon restoring a few hundred containers can take more than the harness's default 30 s to answer.
+    const fx = await startDockerFixture({ liveRestore: true, name: "brecov", startTimeoutMs: 180_000 });
     cleanup.add("fixture", () => fx.close());
     let have = 0;
     for (const n of ns) {

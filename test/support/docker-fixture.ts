@@ -37,6 +37,7 @@ export async function startDockerFixture(
     name: opts.name ?? "it",
     ...(opts.resolvConf === undefined ? {} : { resolvConf: opts.resolvConf }),
     ...(opts.extraArgs === undefined ? {} : { extraArgs: opts.extraArgs }),
+    ...(opts.startTimeoutMs === undefined ? {} : { startTimeoutMs: opts.startTimeoutMs }),
   });
   const proxy = opts.viaFaultProxy ? await FaultProxy.start({ upstreamSocket: dockerd.socketPath }) : undefined;
   const gatewaySocket = proxy?.socketPath ?? dockerd.socketPath;
