@@ -12,6 +12,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import http from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import tls from "node:tls";
 import { PREBUILT_SUPERVISOR_BUNDLE } from "../src/driver/docker/supervisor-bundle.js";
 import { issueSandboxCa } from "../src/util/x509.js";
 import { freePort } from "../test/support/net.js";
@@ -72,15 +73,13 @@ function terminatedRequest(proxyPort: number): Promise<void> {
     req.once("connect", (res, socket) => {
       if (res.statusCode !== 200) return reject(new Error(`CONNECT answered ${String(res.statusCode)}`));
       // A ClientHello is what makes the proxy present a leaf; any answer will do.
-      import("node:tls").then(({ connect }) => {
-        const t = connect({ socket, servername: "localhost", rejectUnauthorized: false });
-        const done = (): void => {
-          t.destroy();
-          resolve();
-        };
-        t.once("secureConnect", done);
-        t.once("error", done);
-      }, reject);
+      const t = tls.connect({ socket, servername: "localhost", rejectUnauthorized: false });
+      const done = (): void => {
+        t.destroy();
+        resolve();
+      };
+      t.once("secureConnect", done);
+      t.once("error", done);
     });
     req.once("error", reject);
     req.end();
