@@ -164,6 +164,26 @@ describe("workspace disk limit", () => {
     await loopReleased(image);
   }, 180_000);
 
+  it("a workspace that cannot be made fails only its launch: Error naming it, the gateway still serving, nothing mounted", async () => {
+    // The workspace is made while the supervisor comes up; its failure arrives while
+    // Docker calls are pending and must end this launch, never the gateway process.
+    const root = fx.driver.workspaces.root;
+    await run("mkdir", ["-p", root]);
+    await run("chattr", ["+i", root]);
+    try {
+      expect((await fx.t.api("POST", "/v1/sandboxes", { name: "nodisk", disk: "32M" })).status).toBe(201);
+      const s = await waitPhase(fx, "nodisk", "Error");
+      expect(s.reason).toMatchObject({ code: "ProvisioningFailed" });
+      expect(JSON.stringify(s.reason)).toContain("workspace:");
+      expect((await fx.t.api("GET", "/v1/status")).status).toBe(200);
+      expect(fx.driver.workspaces.isMounted(s.id)).toBe(false);
+    } finally {
+      await run("chattr", ["-i", root]);
+    }
+    expect((await fx.t.api("DELETE", "/v1/sandboxes/nodisk")).status).toBe(202);
+    await waitDeleted(fx, "nodisk");
+  });
+
   it("a workspace that is not mounted is never replaced by the host's disk", async () => {
     // The bind source lives inside the filesystem: with the mount gone it does not exist.
     const r = await fx.t.api("POST", "/v1/sandboxes", { name: "guard", disk: "32M" });

@@ -268,53 +268,69 @@ export class DockerDriver implements ComputeDriver {
     if (!this.images) throw new ProvisionError("images are not prepared");
     const workloadImage = await this.resolveWorkloadImage(req.spec.image);
     onProgress("creating network and workspace");
-    await this.ensureNetwork(internalNetworkConfig(i));
-    // A size-limited workspace (spec.diskBytes), or the named volume of a sandbox created before limits.
-    let workspace: string | null = null;
-    if (req.spec.diskBytes === undefined) must(`create volume`, await this.engine.createVolume(volumeConfig(i)));
-    else {
-      try {
-        workspace = await this.workspaces.ensure(req.sandboxId, req.spec.diskBytes, this.ids.workload);
-      } catch (err) {
-        throw new ProvisionError(`workspace: ${(err as Error).message}`);
-      }
-    }
-    // A retried launch of this generation starts clean.
-    await this.stop(req.sandboxId, req.generation);
-
-    // The boundary comes up first: the workload never runs without its supervisor.
-    onProgress("starting supervisor");
-    let trust: SandboxTrust;
+    // The workspace (mkfs and a loop mount: a few hundred ms) is needed only by the
+    // workload's container, so it is made while the network and the supervisor come up.
+    const workspaceReady = this.prepareWorkspace(req, i);
+    // Handled now (a rejection while the supervisor's calls are pending is not unhandled); awaited below.
+    workspaceReady.catch(() => undefined);
     try {
-      trust = await this.cas.ensure(req.sandboxId);
-    } catch (err) {
-      throw new ProvisionError(`sandbox CA: ${(err as Error).message}`);
-    }
-    const launchDir = this.writeLaunchConfig(req, trust.ca);
-    const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir, this.ids.supervisor, this.supervisorResources));
-    const supId = this.provisionStep("create supervisor container", sup).Id;
-    this.provisionStep("connect supervisor to egress network", await this.engine.connectNetwork(egressNetworkName(this.gatewayId), supId));
-    this.provisionStep("start supervisor", await this.engine.startContainer(supId));
-    const supInspect = this.provisionStep("inspect supervisor", await this.engine.inspectContainer(supId));
-    const ip = supInspect.NetworkSettings.Networks?.[networkName(req.sandboxId)]?.IPAddress;
-    if (!ip) throw new ProvisionError("the supervisor has no address on the sandbox network");
+      await this.ensureNetwork(internalNetworkConfig(i));
+      // A retried launch of this generation starts clean.
+      await this.stop(req.sandboxId, req.generation);
 
-    onProgress("creating workload");
-    const config = workloadConfig(i, {
-      imageId: workloadImage.id,
-      command: req.spec.command,
-      env: req.spec.env,
-      resources: req.spec.resources,
-      proxyUrl: `http://${ip}:${PROXY_PORT}`,
-      defaultImage: workloadImage.isDefault,
-      resolvConf: this.resolvConfPath,
-      filesystem: req.policy.policy.filesystem,
-      user: req.policy.policy.process.user,
-      uid: this.ids.workload,
-      workspace,
-      trust: { dir: trust.trustDir, target: WORKLOAD_TRUST_DIR, env: TRUST_ENV },
-    });
-    this.provisionStep("create workload container", await this.engine.createContainer(containerName(req.sandboxId, req.generation, "workload"), config));
+      // The boundary comes up first: the workload never runs without its supervisor.
+      onProgress("starting supervisor");
+      let trust: SandboxTrust;
+      try {
+        trust = await this.cas.ensure(req.sandboxId);
+      } catch (err) {
+        throw new ProvisionError(`sandbox CA: ${(err as Error).message}`);
+      }
+      const launchDir = this.writeLaunchConfig(req, trust.ca);
+      const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir, this.ids.supervisor, this.supervisorResources));
+      const supId = this.provisionStep("create supervisor container", sup).Id;
+      this.provisionStep("connect supervisor to egress network", await this.engine.connectNetwork(egressNetworkName(this.gatewayId), supId));
+      this.provisionStep("start supervisor", await this.engine.startContainer(supId));
+      const supInspect = this.provisionStep("inspect supervisor", await this.engine.inspectContainer(supId));
+      const ip = supInspect.NetworkSettings.Networks?.[networkName(req.sandboxId)]?.IPAddress;
+      if (!ip) throw new ProvisionError("the supervisor has no address on the sandbox network");
+
+      const workspace = await workspaceReady;
+      onProgress("creating workload");
+      const config = workloadConfig(i, {
+        imageId: workloadImage.id,
+        command: req.spec.command,
+        env: req.spec.env,
+        resources: req.spec.resources,
+        proxyUrl: `http://${ip}:${PROXY_PORT}`,
+        defaultImage: workloadImage.isDefault,
+        resolvConf: this.resolvConfPath,
+        filesystem: req.policy.policy.filesystem,
+        user: req.policy.policy.process.user,
+        uid: this.ids.workload,
+        workspace,
+        trust: { dir: trust.trustDir, target: WORKLOAD_TRUST_DIR, env: TRUST_ENV },
+      });
+      this.provisionStep("create workload container", await this.engine.createContainer(containerName(req.sandboxId, req.generation, "workload"), config));
+    } catch (err) {
+      // Nothing of this launch may still be running when the caller retries or deletes:
+      // a delete racing a mkfs or a mount would leave the image or the mount behind.
+      await workspaceReady.catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** A size-limited workspace (spec.diskBytes; its bind source), or the named volume of a sandbox created before limits (null). */
+  private async prepareWorkspace(req: LaunchRequest, i: SandboxObjectsInput): Promise<string | null> {
+    if (req.spec.diskBytes === undefined) {
+      must(`create volume`, await this.engine.createVolume(volumeConfig(i)));
+      return null;
+    }
+    try {
+      return await this.workspaces.ensure(req.sandboxId, req.spec.diskBytes, this.ids.workload);
+    } catch (err) {
+      throw new ProvisionError(`workspace: ${(err as Error).message}`);
+    }
   }
 
   private provisionStep<T>(step: string, r: EngineResult<T>): T {
