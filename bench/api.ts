@@ -55,9 +55,9 @@ function runLoad(cfg: object): Promise<LoadResult & { gatewayCpuPct: number }> {
 }
 
 export async function run(o: BenchOptions): Promise<void> {
-  const count = parseNumber(o.flags.sandboxes, 1000);
+  const count = parseNumber(o.flags.sandboxes, o.quick ? 50 : 1000);
   const reps = parseNumber(o.flags.reps, o.quick ? 1 : 3);
-  const durationS = parseNumber(o.flags.duration, o.quick ? 2 : 5);
+  const durationS = parseNumber(o.flags.duration, o.quick ? 1 : 5);
   const m = machine();
   const cleanup = new Cleanup();
   try {

@@ -49,8 +49,8 @@ const dbBytes = (db: string): number => ["", "-wal"].reduce((n, s) => n + (() =>
 
 export async function run(o: BenchOptions): Promise<void> {
   const rate = parseNumber(o.flags.rate, 1000);
-  const seconds = parseNumber(o.flags.duration, o.quick ? 5 : 60);
-  const quietMs = o.quick ? 2000 : 10_000;
+  const seconds = parseNumber(o.flags.duration, o.quick ? 2 : 60);
+  const quietMs = o.quick ? 1000 : 10_000;
   const m = machine();
   const cleanup = new Cleanup();
   try {

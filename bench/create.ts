@@ -153,8 +153,8 @@ async function plainDockerRemove(b: Baseline, i: SandboxObjectsInput): Promise<n
 }
 
 export async function run(o: BenchOptions): Promise<void> {
-  const reps = parseNumber(o.flags.reps, o.quick ? 4 : 20);
-  const execsPerRep = parseNumber(o.flags.execs, o.quick ? 2 : 5);
+  const reps = parseNumber(o.flags.reps, o.quick ? 2 : 20);
+  const execsPerRep = parseNumber(o.flags.execs, o.quick ? 1 : 5);
   const m = machine();
   const cleanup = new Cleanup();
   try {

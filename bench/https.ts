@@ -70,7 +70,7 @@ interface Scenario {
 
 export async function run(o: BenchOptions): Promise<void> {
   const reps = parseNumber(o.flags.reps, o.quick ? 1 : 3);
-  const scale = o.quick ? 0.2 : 1;
+  const scale = o.quick ? 0.05 : 1;
   const scenarios: Scenario[] = [
     { name: "latency small, kept-alive, c=1", path: "/small", concurrency: 1, requests: Math.round(2000 * scale), warmup: 100 },
     { name: "throughput 1 MiB, c=1", path: "/big", concurrency: 1, requests: Math.round(200 * scale), warmup: 10 },

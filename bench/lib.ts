@@ -20,7 +20,8 @@ import { eventually } from "../test/support/gateway-fixture.js";
 import { docker, parseProbe, PROBE_TCP } from "../test/support/sandbox-helpers.js";
 
 export const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
-export const RESULTS_DIR = join(BENCH_DIR, "results");
+/** Where result files go: bench/results, or SANDGATE_BENCH_RESULTS (the test suite's smoke run writes to its own directory). */
+export const RESULTS_DIR = process.env.SANDGATE_BENCH_RESULTS || join(BENCH_DIR, "results");
 export const PROJECT_ROOT = join(BENCH_DIR, "..");
 
 export interface BenchOptions {
@@ -109,10 +110,16 @@ export function machine(): Machine {
   };
 }
 
-/** Writes bench/results/<name>.json: the results plus the machine before and after. */
+let quickRun = false;
+/** A --quick run writes <name>.quick.json, so a smoke run never replaces the numbers the docs quote. */
+export function markQuickRun(quick: boolean): void {
+  quickRun = quick;
+}
+
+/** Writes bench/results/<name>.json (<name>.quick.json for --quick): the results plus the machine before and after. */
 export function writeResult(name: string, startMachine: Machine, data: unknown): string {
   mkdirSync(RESULTS_DIR, { recursive: true });
-  const file = join(RESULTS_DIR, `${name}.json`);
+  const file = join(RESULTS_DIR, `${name}${quickRun ? ".quick" : ""}.json`);
   const body = { bench: name, time: new Date().toISOString(), machine: startMachine, loadavgAtEnd: machine().loadavg, results: data };
   writeFileSync(file, JSON.stringify(body, null, 2) + "\n");
   return file;

@@ -83,8 +83,8 @@ async function measure(gw: GatewayProcess, socketPath: string, n: number, window
 }
 
 export async function run(o: BenchOptions): Promise<void> {
-  const ns = parseList(o.flags.n, o.quick ? [5, 10] : [50, 100, 200]).sort((a, b) => a - b);
-  const windowS = parseNumber(o.flags.window, o.quick ? 10 : 60);
+  const ns = parseList(o.flags.n, o.quick ? [2, 4] : [50, 100, 200]).sort((a, b) => a - b);
+  const windowS = parseNumber(o.flags.window, o.quick ? 3 : 60);
   const setupMinutes = parseNumber(o.flags["setup-minutes"], 25);
   const m = machine();
   const cleanup = new Cleanup();

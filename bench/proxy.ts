@@ -78,7 +78,7 @@ async function startOrigin(fx: DockerFixture): Promise<void> {
 
 export async function run(o: BenchOptions): Promise<void> {
   const reps = parseNumber(o.flags.reps, o.quick ? 1 : 3);
-  const scale = o.quick ? 0.2 : 1;
+  const scale = o.quick ? 0.05 : 1;
   const scenarios: Scenario[] = [
     { name: "1 MiB, c=1", path: "/big", concurrency: 1, requests: Math.round(200 * scale), warmup: 10 },
     { name: "1 MiB, c=4", path: "/big", concurrency: 4, requests: Math.round(200 * scale), warmup: 10 },

@@ -110,8 +110,8 @@ async function restartOnce(fx: DockerFixture, n: number): Promise<RestartResult>
 }
 
 export async function run(o: BenchOptions): Promise<void> {
-  const ns = parseList(o.flags.n, o.quick ? [1, 4] : [1, 20, 100]).sort((a, b) => a - b);
-  const restarts = parseNumber(o.flags.restarts, o.quick ? 2 : 5);
+  const ns = parseList(o.flags.n, o.quick ? [1, 3] : [1, 20, 100]).sort((a, b) => a - b);
+  const restarts = parseNumber(o.flags.restarts, o.quick ? 1 : 5);
   const m = machine();
   const cleanup = new Cleanup();
   const rows: Record<string, unknown>[] = [];

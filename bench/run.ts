@@ -6,19 +6,8 @@
 
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { BENCH_DIR, progressDone, type BenchOptions } from "./lib.js";
-
-const BENCHES = {
-  create: () => import("./create.js"),
-  recovery: () => import("./recovery.js"),
-  "monitor-scale": () => import("./monitor-scale.js"),
-  proxy: () => import("./proxy.js"),
-  https: () => import("./https.js"),
-  "tls-cpu": () => import("./tls-cpu.js"),
-  "supervisor-memory": () => import("./supervisor-memory.js"),
-  api: () => import("./api.js"),
-  "audit-flood": () => import("./audit-flood.js"),
-} satisfies Record<string, () => Promise<{ run(o: BenchOptions): Promise<void> }>>;
+import { BENCHES } from "./benches.js";
+import { BENCH_DIR, markQuickRun, progressDone, type BenchOptions } from "./lib.js";
 
 type Name = keyof typeof BENCHES;
 
@@ -53,6 +42,7 @@ async function main(): Promise<number> {
   const { names, opts, passthrough } = parseArgs(process.argv.slice(2));
   if (names.length === 1) {
     const mod = await BENCHES[names[0]!]();
+    markQuickRun(opts.quick);
     await mod.run(opts);
     progressDone();
     // Everything the bench started is cleaned up by now; an idle keep-alive socket must not hold the process.

@@ -90,8 +90,8 @@ export async function run(o: BenchOptions): Promise<void> {
   if (!existsSync(PREBUILT_SUPERVISOR_BUNDLE)) throw new Error(`${PREBUILT_SUPERVISOR_BUNDLE} is missing: run npm run build first`);
   const m = machine();
   const reps = parseNumber(o.flags.reps, o.quick ? 1 : 3);
-  const settleS = parseNumber(o.flags.settle, o.quick ? 2 : 5);
-  const windowS = parseNumber(o.flags.window, o.quick ? 2 : 10);
+  const settleS = parseNumber(o.flags.settle, o.quick ? 1 : 5);
+  const windowS = parseNumber(o.flags.window, o.quick ? 1 : 10);
   const dir = mkdtempSync(join(tmpdir(), "sg-sup-mem-"));
   const ca = await issueSandboxCa("bench-memory");
   const rows: Record<"empty" | "idle" | "leaf", Memory[]> = { empty: [], idle: [], leaf: [] };

@@ -25,7 +25,7 @@ function cpuSeconds(pid: number): number {
 
 export async function run(o: BenchOptions): Promise<void> {
   const m = machine();
-  const mib = parseNumber(o.flags.mib, o.quick ? 50 : 300);
+  const mib = parseNumber(o.flags.mib, o.quick ? 10 : 300);
   const reps = parseNumber(o.flags.reps, o.quick ? 1 : 3);
   const dir = mkdtempSync(join(tmpdir(), "sg-tls-cpu-"));
   const sandboxCa = await issueSandboxCa("bench");
