@@ -5,6 +5,13 @@ import { join } from "node:path";
 
 const MAIN = join(import.meta.dirname, "../../src/cli/main.ts");
 
+/**
+ * The deadline of a test that spawns the CLI: each spawn compiles and loads it (about 5 s
+ * at a load of 14 on 2 cores), so a test of ten spawns passes 60 s on a busy machine
+ * without being hung. Only a hang should reach this.
+ */
+export const CLI_TEST_TIMEOUT_MS = 240_000;
+
 export interface CliRun {
   code: number | null;
   stdout: string;

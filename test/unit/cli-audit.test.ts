@@ -2,11 +2,14 @@
 // gateway whose audit table (a real SQLite file) holds recorded decisions: the table,
 // --decision (would_deny included), --since, --json as OCSF JSON lines, --follow, and
 // the mistakes a user makes with them.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { spawn } from "node:child_process";
-import { cli, CLI_ARGS } from "../support/cli-runner.js";
+import { CLI_ARGS, CLI_TEST_TIMEOUT_MS, cli } from "../support/cli-runner.js";
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 import { MemoryDriver } from "../support/memory-driver.js";
+
+// Spawn-heavy: see CLI_TEST_TIMEOUT_MS.
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 describe("sandgate audit: table, filters, OCSF JSON lines, follow", () => {
   let t: TestGateway;

@@ -8,11 +8,14 @@ import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cli, type CliRun } from "../support/cli-runner.js";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { CLI_TEST_TIMEOUT_MS, cli, type CliRun } from "../support/cli-runner.js";
 import { MemoryDriver } from "../support/memory-driver.js";
 import { freePort } from "../support/net.js";
 import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
+
+// Spawn-heavy: see CLI_TEST_TIMEOUT_MS.
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 // Tests that spawn the CLI a few dozen times one after another: on a loaded machine each
 // spawn can take seconds, so their deadline only catches a hang.

@@ -3,11 +3,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cli } from "../support/cli-runner.js";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { CLI_TEST_TIMEOUT_MS, cli } from "../support/cli-runner.js";
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 import { MemoryDriver } from "../support/memory-driver.js";
 import { ACTIVE, TIGHTER } from "../support/review-policies.js";
+
+// Spawn-heavy: see CLI_TEST_TIMEOUT_MS.
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 describe("policy validate, diff, replay, suggest: API and CLI against a gateway", () => {
   let t: TestGateway;

@@ -4,11 +4,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cli, type CliRun as Run } from "../support/cli-runner.js";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { CLI_TEST_TIMEOUT_MS, cli, type CliRun as Run } from "../support/cli-runner.js";
 import { MemoryDriver } from "../support/memory-driver.js";
 import { freePort } from "../support/net.js";
 import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
+
+// Spawn-heavy: see CLI_TEST_TIMEOUT_MS.
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 /** One line, no stack trace. */
 function oneLine(r: Run): string {

@@ -3,11 +3,14 @@
 // the database file or an error. Real gateway, real SQLite file, real CLI.
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { SECRETS_KEY_FILE, SecretStore, ensureSecretsKey } from "../../src/gateway/secrets/secret-store.js";
-import { cli } from "../support/cli-runner.js";
+import { CLI_TEST_TIMEOUT_MS, cli } from "../support/cli-runner.js";
 import { MemoryDriver } from "../support/memory-driver.js";
 import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
+
+// Spawn-heavy: see CLI_TEST_TIMEOUT_MS.
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 const VALUE = "ghp_SECRET-value-7f3a9c1e-do-not-leak";
 let t: TestGateway;
