@@ -92,7 +92,7 @@ export async function run(o: BenchOptions): Promise<void> {
       { name: "page", label: "GET /v1/sandboxes?view=lean&limit=100", paths: [walk[0]!], concurrency: 1 },
       { name: "walk", label: `walk: ${walk.length} lean pages of 100`, paths: walk, concurrency: 1 },
       { name: "get", label: "GET /v1/sandboxes/:name", paths: gets, concurrency: 1 },
-    ];
+    ].filter((s) => !o.quick || s.concurrency > 1); // a smoke run: each request kind once
     const rows: (string | number)[][] = [];
     const out: Record<string, unknown>[] = [];
     for (const s of scenarios) {

@@ -1,13 +1,15 @@
 // `npm run bench` runs every benchmark; `npm run bench -- create proxy` runs the
 // named ones. Flags: --quick (small N, few repetitions: a smoke run, not numbers
-// for the docs) and --key=value options a bench reads (e.g. --n=50,100).
+// for the docs), --jobs=N (N benches at a time: smoke runs only) and --key=value
+// options a bench reads (e.g. --n=50,100).
 // Several benches run one after another, each in its own process, so one's
 // leftovers (heap, daemon load) do not colour the next one's numbers.
 
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { join } from "node:path";
 import { BENCHES } from "./benches.js";
-import { BENCH_DIR, markQuickRun, progressDone, type BenchOptions } from "./lib.js";
+import { BENCH_DIR, mapLimit, markQuickRun, progressDone, type BenchOptions } from "./lib.js";
 
 type Name = keyof typeof BENCHES;
 
@@ -15,13 +17,21 @@ type Name = keyof typeof BENCHES;
 class UsageError extends Error {}
 const isName = (s: string): s is Name => Object.hasOwn(BENCHES, s);
 
-function parseArgs(argv: string[]): { names: Name[]; opts: BenchOptions; passthrough: string[] } {
+/** --jobs=N: benches run N at a time (for smoke runs; figures for the docs come from one at a time). */
+const JOBS = { min: 1, max: 9 };
+
+function parseArgs(argv: string[]): { names: Name[]; opts: BenchOptions; passthrough: string[]; jobs: number } {
   const names: Name[] = [];
   const flags: Record<string, string> = {};
   const passthrough: string[] = [];
   let quick = false;
+  let jobs = 1;
   for (const a of argv) {
-    if (a === "--quick") {
+    if (a.startsWith("--jobs=")) {
+      const v = a.slice("--jobs=".length);
+      jobs = /^[0-9]+$/.test(v) ? Number(v) : Number.NaN;
+      if (!(jobs >= JOBS.min && jobs <= JOBS.max)) throw new UsageError(`--jobs must be a whole number from ${JOBS.min} to ${JOBS.max}, got "${v}"`);
+    } else if (a === "--quick") {
       quick = true;
       passthrough.push(a);
     } else if (a.startsWith("--")) {
@@ -35,11 +45,11 @@ function parseArgs(argv: string[]): { names: Name[]; opts: BenchOptions; passthr
       throw new UsageError(`unknown benchmark "${a}"; known: ${Object.keys(BENCHES).join(", ")}`);
     }
   }
-  return { names: names.length > 0 ? names : (Object.keys(BENCHES) as Name[]), opts: { quick, flags }, passthrough };
+  return { names: names.length > 0 ? names : (Object.keys(BENCHES) as Name[]), opts: { quick, flags }, passthrough, jobs };
 }
 
 async function main(): Promise<number> {
-  const { names, opts, passthrough } = parseArgs(process.argv.slice(2));
+  const { names, opts, passthrough, jobs } = parseArgs(process.argv.slice(2));
   if (names.length === 1) {
     const mod = await BENCHES[names[0]!]();
     markQuickRun(opts.quick);
@@ -49,10 +59,11 @@ async function main(): Promise<number> {
     process.exit(0);
   }
   const failed: string[] = [];
-  for (const name of names) {
-    const r = spawnSync(process.execPath, [...process.execArgv, join(BENCH_DIR, "run.ts"), name, ...passthrough], { stdio: "inherit" });
-    if (r.status !== 0) failed.push(`${name} (${r.signal ?? `exit ${r.status ?? "?"}`})`);
-  }
+  await mapLimit(names, jobs, async (name) => {
+    const child = spawn(process.execPath, [...process.execArgv, join(BENCH_DIR, "run.ts"), name, ...passthrough], { stdio: "inherit" });
+    const [code, signal] = (await once(child, "close")) as [number | null, NodeJS.Signals | null];
+    if (code !== 0) failed.push(`${name} (${signal ?? `exit ${code ?? "?"}`})`);
+  });
   if (failed.length > 0) process.stderr.write(`\nfailed: ${failed.join(", ")}\n`);
   return failed.length > 0 ? 1 : 0;
 }
