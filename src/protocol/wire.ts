@@ -1,8 +1,9 @@
 // The control-session protocol between a supervisor and the gateway, shared by both
 // sides. Transport: one WebSocket over TLS, one JSON object per text message. Every
 // message is validated here; anything that does not parse closes the session.
-// Kept dependency-light (zod only): the supervisor is bundled into one file.
-import { z } from "zod";
+// Kept dependency-light (zod/mini only: tree-shakable, no locale): the supervisor is
+// bundled into one file, and classic zod cost it ~580 KB of source and ~5 MiB of memory.
+import * as z from "zod/mini";
 
 export const SUPERVISOR_PATH = "/v1/supervisor";
 export const TOKEN_AUDIENCE = "sandgate-supervisor";
@@ -20,23 +21,23 @@ export const CLOSE = {
   idle: 4411,
 } as const;
 
-const revision = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
-const nullableRevision = revision.nullable();
+const revision = z.int().check(z.minimum(0), z.maximum(Number.MAX_SAFE_INTEGER));
+const nullableRevision = z.nullable(revision);
 const proxyState = z.enum(["listening", "not_listening"]);
-const id = z.string().min(1).max(200);
+const id = z.string().check(z.minLength(1), z.maxLength(200));
 
 // ---- supervisor → gateway ----
 
 export const helloMessage = z.strictObject({
   type: z.literal("hello"),
   /** The launch-scoped JWT; only sent after the gateway's certificate matched the pin. */
-  token: z.string().min(1).max(8192),
+  token: z.string().check(z.minLength(1), z.maxLength(8192)),
   sandboxId: id,
   generation: revision,
   enforcedRevision: nullableRevision,
   proxy: proxyState,
   /** Gateway messages this supervisor understands beyond the first protocol ("hostAddresses"); absent: none. */
-  accepts: z.array(z.string().max(64)).max(16).optional(),
+  accepts: z.optional(z.array(z.string().check(z.maxLength(64))).check(z.maxLength(16))),
 });
 
 export const ackMessage = z.strictObject({
@@ -49,7 +50,7 @@ export const ackMessage = z.strictObject({
    * Open connections the supervisor closed because the revision now enforced does not allow
    * them, before sending this ack. Absent from supervisors that predate revocation.
    */
-  closed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  closed: z.optional(z.int().check(z.minimum(0), z.maximum(Number.MAX_SAFE_INTEGER))),
 });
 
 export const heartbeatMessage = z.strictObject({
@@ -58,42 +59,42 @@ export const heartbeatMessage = z.strictObject({
   proxy: proxyState,
   lockdown: z.boolean(),
   /** Audit events dropped since start because the session was down or congested. */
-  auditDropped: z.number().int().min(0),
+  auditDropped: z.int().check(z.minimum(0)),
 });
 
 /** One egress decision of the proxy (the supervisor's AuditEvent). */
 export const auditEventSchema = z.strictObject({
   type: z.literal("egress"),
-  time: z.string().max(64),
+  time: z.string().check(z.maxLength(64)),
   /** would_deny: let through by audit mode (enforcement: audit); reason and rule say what enforcing would have said. */
   decision: z.enum(["allow", "deny", "would_deny"]),
   /**
    * Absent: the decision (a request's record is sent once it completes, with its traffic).
    * "close": a tunnel or WebSocket allowed earlier has closed; the record carries its traffic.
    */
-  activity: z.literal("close").optional(),
-  reason: z.string().max(200).optional(),
-  rule: z.string().max(200).optional(),
-  host: z.string().max(300),
-  port: z.number().int().min(0).max(65535),
+  activity: z.optional(z.literal("close")),
+  reason: z.optional(z.string().check(z.maxLength(200))),
+  rule: z.optional(z.string().check(z.maxLength(200))),
+  host: z.string().check(z.maxLength(300)),
+  port: z.int().check(z.minimum(0), z.maximum(65535)),
   protocol: z.enum(["http", "https", "tcp"]),
-  method: z.string().max(32).optional(),
-  path: z.string().max(8192).optional(),
-  address: z.string().max(64).optional(),
+  method: z.optional(z.string().check(z.maxLength(32))),
+  path: z.optional(z.string().check(z.maxLength(8192))),
+  address: z.optional(z.string().check(z.maxLength(64))),
   /** Repeats of this decision (same decision, host, port, protocol, reason, rule) since `since`. */
-  count: z.number().int().min(1).optional(),
-  since: z.string().max(64).optional(),
+  count: z.optional(z.int().check(z.minimum(1))),
+  since: z.optional(z.string().check(z.maxLength(64))),
   /** Why all egress was denied, when a lockdown was the cause. */
-  lockdown: z.string().max(200).optional(),
+  lockdown: z.optional(z.string().check(z.maxLength(200))),
   /** The policy revision that decided (absent when none was loaded). */
-  revision: z.number().int().min(0).optional(),
+  revision: z.optional(z.int().check(z.minimum(0))),
   /** Bytes from the workload towards the origin, and back, on the workload's connection (summed over `count`). */
-  bytesOut: z.number().int().min(0).optional(),
-  bytesIn: z.number().int().min(0).optional(),
+  bytesOut: z.optional(z.int().check(z.minimum(0))),
+  bytesIn: z.optional(z.int().check(z.minimum(0))),
   /** From the request (or the tunnel's opening) to its end, in ms (summed over `count`). */
-  durationMs: z.number().int().min(0).optional(),
+  durationMs: z.optional(z.int().check(z.minimum(0))),
   /** The HTTP status the workload got (requests only). */
-  status: z.number().int().min(100).max(599).optional(),
+  status: z.optional(z.int().check(z.minimum(100), z.maximum(599))),
 });
 
 export const auditMessage = z.strictObject({
@@ -128,7 +129,7 @@ export const policyMessage = z.strictObject({
 /** Deny all egress and close every connection, for good: the sandbox failed, completed, stops or is deleted. */
 export const lockdownMessage = z.strictObject({
   type: z.literal("lockdown"),
-  reason: z.string().min(1).max(200),
+  reason: z.string().check(z.minLength(1), z.maxLength(200)),
 });
 
 /**
@@ -137,7 +138,7 @@ export const lockdownMessage = z.strictObject({
  */
 export const hostAddressesMessage = z.strictObject({
   type: z.literal("hostAddresses"),
-  addresses: z.array(z.string().max(64)).max(4096),
+  addresses: z.array(z.string().check(z.maxLength(64))).check(z.maxLength(4096)),
 });
 
 /** What a supervisor lists in hello.accepts to be sent hostAddresses messages. */
@@ -157,8 +158,8 @@ export const secretsMessage = z.strictObject({
   version: revision,
   /** Name → the value, base64 (values are 1 to 64 KiB). */
   secrets: z
-    .record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/), z.string().min(1).max(Math.ceil((64 * 1024) / 3) * 4))
-    .refine((r) => Object.keys(r).length <= MAX_WIRE_SECRETS, { error: `at most ${String(MAX_WIRE_SECRETS)} secrets` }),
+    .record(z.string().check(z.regex(/^[a-z0-9][a-z0-9_-]{0,62}$/)), z.string().check(z.minLength(1), z.maxLength(Math.ceil((64 * 1024) / 3) * 4)))
+    .check(z.refine((r) => Object.keys(r).length <= MAX_WIRE_SECRETS, { error: `at most ${String(MAX_WIRE_SECRETS)} secrets` })),
 });
 
 /** What a supervisor lists in hello.accepts to be sent secrets messages. */
@@ -182,7 +183,45 @@ export type GatewayMessage = z.infer<typeof gatewayMessage>;
 
 export type Parsed<T> = { ok: true; message: T } | { ok: false; error: string };
 
-function parseWith<T>(schema: z.ZodType<T>, data: unknown): Parsed<T> {
+const SIZE_UNITS: Record<string, string> = { string: "characters", array: "items" };
+const typeName = (v: unknown): string => (v === undefined ? "undefined" : z.util.parsedType(v));
+
+/**
+ * Words the issues of the messages above (parsed from JSON) as zod's English locale does.
+ * zod/mini loads no locale, and the gateway (which also loads classic zod) has English:
+ * with this map a malformed message is described alike in the supervisor and the gateway.
+ */
+function wireError(iss: z.core.$ZodRawIssue): string {
+  switch (iss.code) {
+    case "invalid_type":
+      return `Invalid input: expected ${iss.expected}, received ${typeName(iss.input)}`;
+    case "invalid_value":
+      return iss.values.length === 1 ? `Invalid input: expected ${z.util.stringifyPrimitive(iss.values[0])}` : `Invalid option: expected one of ${z.util.joinValues(iss.values, "|")}`;
+    case "too_big":
+    case "too_small": {
+      const big = iss.code === "too_big";
+      const adj = iss.exact ? "exactly " : big ? (iss.inclusive ? "<=" : "<") : iss.inclusive ? ">=" : ">";
+      const bound = String(big ? iss.maximum : iss.minimum);
+      const unit = SIZE_UNITS[iss.origin];
+      return `Too ${big ? "big" : "small"}: expected ${iss.origin} to ${unit === undefined ? `be ${adj}${bound}` : `have ${adj}${bound} ${unit}`}`;
+    }
+    case "invalid_format":
+      return iss.format === "regex" ? `Invalid string: must match pattern ${String(iss.pattern)}` : `Invalid ${iss.format}`;
+    case "unrecognized_keys":
+      return `Unrecognized key${iss.keys.length > 1 ? "s" : ""}: ${z.util.joinValues(iss.keys, ", ")}`;
+    case "invalid_key":
+      return `Invalid key in ${iss.origin}`;
+    case "invalid_union": {
+      // A discriminated union names the values of the discriminator it knows.
+      const options: unknown[] = "options" in iss && Array.isArray(iss.options) ? iss.options : [];
+      return options.length > 0 ? `Invalid discriminator value. Expected ${options.map((o) => `'${String(o)}'`).join(" | ")}` : "Invalid input";
+    }
+    default:
+      return "Invalid input";
+  }
+}
+
+function parseWith<T>(schema: z.ZodMiniType<T>, data: unknown): Parsed<T> {
   let text: string;
   if (typeof data === "string") text = data;
   else if (Buffer.isBuffer(data)) text = data.toString("utf8");
@@ -193,7 +232,7 @@ function parseWith<T>(schema: z.ZodType<T>, data: unknown): Parsed<T> {
   } catch {
     return { ok: false, error: "not JSON" };
   }
-  const result = schema.safeParse(raw);
+  const result = schema.safeParse(raw, { error: wireError });
   if (result.success) return { ok: true, message: result.data };
   const issue = result.error.issues[0];
   return { ok: false, error: issue === undefined ? "invalid message" : `${issue.path.join(".") || "(root)"}: ${issue.message}` };

@@ -2,6 +2,7 @@
 // when something is wrong, and the exact shape evaluation and storage get when all is right.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import * as z from "zod/mini";
 import { describeValue, formatIssuePath, validatePolicyValue } from "../../src/policy/schema.js";
 import { parsePolicyYaml, policyFromObject, serializePolicy } from "../../src/policy/index.js";
 
@@ -188,5 +189,78 @@ describe("normal form: absent stays absent", () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("the same words with or without zod's English locale", () => {
+  // The supervisor bundles zod/mini, which loads no locale; the gateway also loads classic
+  // zod, which registers English for every issue no schema words itself. A message that came
+  // from the locale would read differently in the two, so each one must be our own.
+  const valid = {
+    version: 1,
+    network: {
+      enforcement: "audit",
+      rules: [
+        {
+          name: "r",
+          enforcement: "enforce",
+          endpoints: [
+            { host: "a.test", port: 443, protocol: "https", rules: [{ methods: ["GET"], paths: ["/x/**"] }], tls: "terminate", allowPrivate: ["10.0.0.0/8"], credentials: [{ header: "Authorization", value: "Bearer {{secret:gh}}" }] },
+            { host: "*.b.test", ports: [80, 81], protocol: "http" },
+          ],
+        },
+      ],
+      deny: [{ name: "d", host: "evil.test", ports: [1, 2], protocol: "tcp", enforcement: "audit" }],
+    },
+    filesystem: { readOnly: ["/a"], readWrite: ["/c"] },
+    process: { user: "1000:1000", limits: { memoryMb: 512, cpus: 1.5, pids: 100 } },
+  };
+  const WRONG: unknown[] = [undefined, null, true, -1, 1.5, 1e20, Number.NaN, "", "x", [], [1], {}, { zz: 1 }];
+
+  /** Every value in `valid` replaced by each wrong one, each mapping given an unknown key, each list emptied. */
+  function* variants(): Generator {
+    const paths: (string | number)[][] = [];
+    const walk = (v: unknown, p: (string | number)[]) => {
+      paths.push(p);
+      if (Array.isArray(v)) v.forEach((x, i) => walk(x, [...p, i]));
+      else if (v !== null && typeof v === "object") for (const [k, x] of Object.entries(v)) walk(x, [...p, k]);
+    };
+    walk(valid, []);
+    for (const p of paths) {
+      const edit = (change: (parent: Record<string | number, unknown>, key: string | number) => void): unknown => {
+        const root: Record<string, unknown> = { root: structuredClone(valid) };
+        const full = ["root", ...p];
+        const parent = full.slice(0, -1).reduce<Record<string | number, unknown>>((o, k) => o[k] as Record<string | number, unknown>, root);
+        change(parent, full[full.length - 1]!);
+        return root.root;
+      };
+      for (const w of WRONG) yield edit((o, k) => (o[k] = w));
+      yield edit((o, k) => {
+        const v = o[k];
+        if (Array.isArray(v)) v.length = 0;
+        else if (v !== null && typeof v === "object") (v as Record<string, unknown>).unknownKey = 1;
+      });
+    }
+  }
+
+  it("gives every issue its own message: none comes from a locale", () => {
+    const saved = z.config().localeError;
+    let refused = 0;
+    try {
+      for (const value of variants()) {
+        z.config(z.locales.en());
+        const english = validatePolicyValue(value);
+        z.config({ localeError: undefined });
+        const none = validatePolicyValue(value);
+        expect(none).toEqual(english);
+        if (!none.ok) {
+          refused++;
+          for (const issue of none.issues) expect(issue.message).not.toMatch(/^Invalid input/);
+        }
+      }
+    } finally {
+      z.config({ localeError: saved });
+    }
+    expect(refused).toBeGreaterThan(500);
   });
 });

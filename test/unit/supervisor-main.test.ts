@@ -24,13 +24,15 @@ import { freePort } from "../support/net.js";
 
 let dir: string;
 let bundle: string;
+/** The files of which esbuild put code into the bundle (not the ones it shook out). */
+let bundled: string[];
 const cleanups: (() => Promise<void> | void)[] = [];
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "sandgate-supervisor-"));
   bundle = join(dir, "supervisor.cjs");
   // CJS: yaml (pulled in by the policy module) does require("process"), which an ESM bundle cannot.
-  await build({
+  const result = await build({
     entryPoints: ["src/supervisor/main.ts"],
     bundle: true,
     platform: "node",
@@ -38,7 +40,10 @@ beforeAll(async () => {
     target: "node20",
     outfile: bundle,
     logLevel: "silent",
+    metafile: true,
   });
+  const [output] = Object.values(result.metafile.outputs);
+  bundled = Object.entries(output!.inputs).flatMap(([file, i]) => (i.bytesInOutput > 0 ? [file] : []));
 });
 
 afterAll(async () => {
@@ -138,6 +143,12 @@ async function startEcho(): Promise<number> {
 }
 
 describe("supervisor bundle", () => {
+  it("carries zod/mini and no classic zod or zod locale (they cost each supervisor ~5 MiB)", () => {
+    const zod = bundled.filter((f) => f.includes("node_modules/zod/"));
+    expect(zod.some((f) => f.includes("/zod/v4/mini/"))).toBe(true);
+    expect(zod.filter((f) => /\/zod\/v4\/(classic|locales)\//.test(f))).toEqual([]);
+  });
+
   it("serves health and policy-checked egress, logs audit lines, and exits 0 on SIGTERM after in-flight work", async () => {
     const origin = await startHeldOrigin();
     const originPort = origin.port;
