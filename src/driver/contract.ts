@@ -160,6 +160,27 @@ export interface MonitorConfig {
   boundaryDeadlineMs?: number;
 }
 
+/**
+ * One call the driver made to its runtime's API, for the gateway's metrics. `endpoint` is a
+ * route template (`GET /containers/{id}/json`), never an id or a name: a bounded label.
+ * `seconds` is null for what is not a call's latency (a stream that broke after it opened).
+ */
+export interface RuntimeCall {
+  endpoint: string;
+  seconds: number | null;
+  /** Null when it succeeded; else what went wrong, from a small fixed set. */
+  error: "http_4xx" | "http_5xx" | "timeout" | "aborted" | "transport" | null;
+}
+
+/** A running workload's resource use, measured now by the runtime. */
+export interface WorkloadStats {
+  /** Percent of one CPU over the runtime's sample (200 = two cores busy); null when it had no earlier sample. */
+  cpuPercent: number | null;
+  /** Memory in use (the page cache it can drop left out, as `docker stats` shows it) and the limit. */
+  memory: { usedBytes: number; limitBytes: number | null };
+  pids: { current: number; limit: number | null };
+}
+
 export class ProvisionError extends Error {
   override readonly name = "ProvisionError";
 }
@@ -187,6 +208,10 @@ export interface ComputeDriver {
   /** Used and total bytes of a size-limited workspace that is in place (mounted), else null. */
   workspaceUsage?(sandboxId: string): { usedBytes: number; capacityBytes: number } | null;
   exec(record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession>;
+  /** The workload's resource use now (one sample, not a stream); throws when the runtime cannot say. */
+  stats?(record: RuntimeRecord): Promise<WorkloadStats>;
+  /** Report every call to the runtime's API (the driver's and its monitor's) to `observe`; called before watch(). */
+  instrument?(observe: (call: RuntimeCall) => void): void;
   /** Address on which supervisors can reach the gateway (after prepare); null when it has no supervisors. */
   controlAddress(): string | null;
   /** A monitor for this runtime (it owns its own connection), or null when the runtime cannot be watched. */

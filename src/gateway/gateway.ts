@@ -11,6 +11,8 @@ import { buildApi } from "./api/api.js";
 import { attachExec } from "./api/exec-ws.js";
 import type { WatchLimits } from "./api/watch.js";
 import { AuditSink, type AuditLimits } from "./audit/audit-sink.js";
+import { createGatewayMetrics } from "./metrics/gateway-metrics.js";
+import { SandboxStats } from "./stats/sandbox-stats.js";
 import { ControlPlane } from "./control/control-plane.js";
 import { SecretStore, ensureSecretsKey } from "./secrets/secret-store.js";
 import { SecretDelivery, secretValuesFrom } from "./secrets/secret-delivery.js";
@@ -86,6 +88,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const startedAt = new Date();
   const store = openStore(home.db);
   const secrets = new SecretStore(store, ensureSecretsKey(home.dir));
+  // Before the lifecycle: the driver (and the monitor it makes) report Docker calls from the first.
+  const metrics = createGatewayMetrics({ store, driver, log, monitor: () => lifecycle.monitor, audit: () => audit.stats() });
   // The control plane asks which launch a supervisor must belong to; the lifecycle
   // (assembled right after it) knows. Nothing asks before the endpoint listens.
   const control: ControlPlane | null = driver.supervised
@@ -129,6 +133,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     }),
     ...(opts.watch === undefined ? {} : { watch: opts.watch }),
     secrets: { store: secrets, delivery },
+    metrics,
+    stats: new SandboxStats({ store, read, driver }),
   });
   const exec = attachExec(app.server, { service, token, log });
   let url: string;

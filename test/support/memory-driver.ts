@@ -12,7 +12,11 @@ import {
   type ReadinessReport,
   type Role,
   type RuntimeRecord,
+  type WorkloadStats,
 } from "../../src/driver/contract.js";
+
+/** FAKE resource figures the memory driver reports for a running workload: fixed numbers, never measured. */
+export const FAKE_STATS: WorkloadStats = { cpuPercent: 1.5, memory: { usedBytes: 8 * 1024 * 1024, limitBytes: 256 * 1024 * 1024 }, pids: { current: 3, limit: 256 } };
 
 interface FakeContainer {
   sandboxId: string;
@@ -136,6 +140,18 @@ export class MemoryDriver implements ComputeDriver {
   /** `sink` sessions whose stdin reached its end. */
   sinkDrained = 0;
   closedExecs = 0;
+
+  /** While set, stats() fails with this message (a runtime that cannot measure). */
+  statsError: string | null = null;
+
+  /** FAKE_STATS for a running workload container of the record; throws like Docker for a missing one. */
+  async stats(record: RuntimeRecord): Promise<WorkloadStats> {
+    await this.pause();
+    if (this.statsError !== null) throw new Error(this.statsError);
+    const c = this.containers.get(record.workload.id);
+    if (!c?.running) throw new Error(`No such container: ${record.workload.id}`);
+    return FAKE_STATS;
+  }
 
   /** No supervisors to talk to. */
   controlAddress(): null {

@@ -16,8 +16,10 @@ import {
   type MonitorConfig,
   type MonitorSink,
   type ReadinessReport,
+  type RuntimeCall,
   type RuntimeMonitor,
   type RuntimeRecord,
+  type WorkloadStats,
 } from "../contract.js";
 import { ensureGatewayId } from "../../gateway/home.js";
 import { serializePolicy } from "../../policy/index.js";
@@ -49,6 +51,7 @@ import type { Resources } from "../../lifecycle/spec.js";
 import { DEFAULT_IDS } from "./rootfs.js";
 import { hostIdConflicts, type HostIdFiles, type RoleIds } from "./host-ids.js";
 import { WorkspaceDisks, type WorkspaceUsage } from "./workspace-disk.js";
+import { workloadStatsOf } from "./stats.js";
 
 function readOrEmpty(path: string): string {
   try {
@@ -127,6 +130,7 @@ export class DockerDriver implements ComputeDriver {
   private images: EnsureImagesResult | undefined;
   private egressGateway: string | null = null;
   private egressSubnet: string | null = null;
+  private observer: ((call: RuntimeCall) => void) | null = null;
 
   constructor(opts: DockerDriverOptions) {
     this.engine = opts.engine;
@@ -443,6 +447,17 @@ export class DockerDriver implements ComputeDriver {
     return startExec(this.engine, record.workload.id, opts);
   }
 
+  /** The recorded workload instance's resource use: one stats sample (by its id, so never a replacement's). */
+  async stats(record: RuntimeRecord): Promise<WorkloadStats> {
+    return workloadStatsOf(must(`stats of the workload ${record.workload.id.slice(0, 12)}`, await this.engine.containerStats(record.workload.id)));
+  }
+
+  /** Every Docker call of this driver, and of the monitor watch() makes, is reported to `observe`. */
+  instrument(observe: (call: RuntimeCall) => void): void {
+    this.observer = observe;
+    this.engine.observe(observe);
+  }
+
   /** One monitor for all of this gateway's sandboxes, on a Docker connection of its own. */
   watch(sink: MonitorSink, config: MonitorConfig): RuntimeMonitor {
     return new DockerMonitor({
@@ -453,6 +468,7 @@ export class DockerDriver implements ComputeDriver {
       probeCommand: this.probeCommand,
       recoveryDeadlineMs: config.recoveryDeadlineMs,
       boundaryDeadlineMs: config.boundaryDeadlineMs,
+      ...(this.observer === null ? {} : { observe: this.observer }),
     });
   }
 

@@ -8,6 +8,10 @@ import { PolicyTools, sinceTime } from "../sandboxes/policy-tools.js";
 import { toOcsf } from "../audit/ocsf.js";
 import { WatchHub, type WatchLimits } from "./watch.js";
 import { registerSecretRoutes, type SecretPlaces } from "./secrets-routes.js";
+import { registerStatsRoutes } from "./stats-routes.js";
+import { registerMetricsRoute } from "./metrics-route.js";
+import type { MetricsExposition } from "../metrics/contract.js";
+import type { SandboxStats } from "../stats/sandbox-stats.js";
 import type { SecretStore } from "../secrets/secret-store.js";
 import { tokenMatches } from "./auth.js";
 import { ApiError, BODY_MAX_BYTES, POLICY_MAX_BYTES, tooLarge } from "../errors.js";
@@ -26,6 +30,10 @@ export interface ApiContext {
   watch?: Partial<WatchLimits>;
   /** Secrets for the supervisors to inject; `usedBy` names the sandboxes whose policy binds one. */
   secrets?: { store: SecretStore; delivery: SecretPlaces };
+  /** GET /metrics (Prometheus text), behind the token like the rest. */
+  metrics?: MetricsExposition;
+  /** GET /v1/sandboxes/:name/stats and GET /v1/stats. */
+  stats?: SandboxStats;
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
@@ -185,6 +193,8 @@ export function buildApi(ctx: ApiContext) {
   });
 
   if (ctx.secrets) registerSecretRoutes(app, ctx.secrets.store, ctx.secrets.delivery);
+  if (ctx.stats) registerStatsRoutes(app, ctx.stats);
+  if (ctx.metrics) registerMetricsRoute(app, ctx.metrics);
 
   // Watch streams are hijacked from fastify: the hub ends them on close.
   const hub = new WatchHub(read, ctx.watch);

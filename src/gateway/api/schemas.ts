@@ -72,7 +72,7 @@ export const AuditQuery = z
   .strict();
 
 /** A query's whole number in [min, max]; the message names the value it got (z.coerce would say only "NaN"). */
-function wholeNumber(min: number, max: number) {
+export function wholeNumber(min: number, max: number) {
   return z.string().transform((v, ctx) => {
     const n = /^\d{1,16}$/.test(v) ? Number(v) : Number.NaN;
     if (n >= min && n <= max) return n;

@@ -47,13 +47,19 @@ export interface AuditStats {
   dropped: number;
   written: number;
   pruned: { audit: number; events: number };
+  /**
+   * The proxies' decisions as they arrived, before the rate limit (a record stands for
+   * `count` repeats; a tunnel's close record is not a decision), and the bytes they moved.
+   */
+  decisions: { allow: number; deny: number; would_deny: number };
+  bytes: { out: number; in: number };
 }
 
 export class AuditSink {
   readonly #limits: AuditLimits;
   readonly #buckets = new Map<string, Bucket>();
   #queue: Omit<AuditRecord, "seq">[] = [];
-  readonly #stats: AuditStats = { accepted: 0, dropped: 0, written: 0, pruned: { audit: 0, events: 0 } };
+  readonly #stats: AuditStats = { accepted: 0, dropped: 0, written: 0, pruned: { audit: 0, events: 0 }, decisions: { allow: 0, deny: 0, would_deny: 0 }, bytes: { out: 0, in: 0 } };
   readonly #flushTimer: NodeJS.Timeout;
   readonly #pruneTimer: NodeJS.Timeout;
   #closed = false;
@@ -74,6 +80,9 @@ export class AuditSink {
   /** One record from a supervisor's authenticated session. */
   accept(sandboxId: string, generation: number, event: WireAuditEvent): void {
     if (this.#closed) return;
+    if (event.activity === undefined) this.#stats.decisions[event.decision] += event.count ?? 1;
+    this.#stats.bytes.out += event.bytesOut ?? 0;
+    this.#stats.bytes.in += event.bytesIn ?? 0;
     const now = this.now();
     let b = this.#buckets.get(sandboxId);
     if (!b) {
@@ -135,7 +144,7 @@ export class AuditSink {
   }
 
   stats(): AuditStats {
-    return { ...this.#stats, pruned: { ...this.#stats.pruned } };
+    return { ...this.#stats, pruned: { ...this.#stats.pruned }, decisions: { ...this.#stats.decisions }, bytes: { ...this.#stats.bytes } };
   }
 
   close(): void {

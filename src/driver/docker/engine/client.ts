@@ -6,10 +6,12 @@ import { socketPathFromDockerHost } from "./host.js";
 import { createJsonLineSplitter } from "./lines.js";
 import { TransportCode, dockerError, ok, transport, type EngineResult } from "./result.js";
 import { EngineTransport, type CallOptions, type PingBody, type RequestOptions, type StreamEnd } from "./transport.js";
+import type { RuntimeCall } from "../../contract.js";
 import type {
   ContainerCreateConfig,
   ContainerCreateResponse,
   ContainerInspect,
+  ContainerStats,
   ContainerSummary,
   DockerEvent,
   ExecCreateConfig,
@@ -69,6 +71,11 @@ export class EngineClient {
 
   close(): Promise<void> {
     return this.t.close();
+  }
+
+  /** Report every call from now on (route template, latency, outcome): the gateway's metrics. */
+  observe(observer: ((call: RuntimeCall) => void) | null): void {
+    this.t.observe(observer);
   }
 
   /** GET /_ping; (re)negotiates the API version. */
@@ -133,6 +140,11 @@ export class EngineClient {
     const max = opts.maxLineChars ?? 200;
     const lines = Buffer.concat(parts).toString("utf8").split("\n").filter((l) => l.trim() !== "");
     return { ...r, body: lines.slice(-tail).map((l) => (l.length > max ? `${l.slice(0, max - 1)}…` : l)) };
+  }
+
+  /** One sample of a container's resource use (`stream=false`: Docker samples twice, about 1 s apart, so CPU use has an earlier sample). */
+  containerStats(id: string, opts: CallOptions = {}): Promise<EngineResult<ContainerStats>> {
+    return this.request("GET", `/containers/${seg(id)}/stats`, { ...opts, query: { stream: false } });
   }
 
   listContainers(list: { all?: boolean; filters?: Filters } = {}, opts: CallOptions = {}): Promise<EngineResult<ContainerSummary[]>> {

@@ -18,6 +18,8 @@ import { createJsonLineSplitter } from "./lines.js";
 import { TransportCode, dockerError, ok, transport } from "./result.js";
 import type { DockerError, EngineResult, TransportFailure } from "./result.js";
 import { negotiateApiVersion } from "./version.js";
+import { engineRoute } from "./route.js";
+import type { RuntimeCall } from "../../contract.js";
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -74,6 +76,8 @@ export class EngineTransport {
   private version: string | undefined;
   private negotiation: Promise<EngineResult<PingBody>> | undefined;
   private closed = false;
+  /** Told of every call (metrics); null: nobody is. */
+  private observer: ((call: RuntimeCall) => void) | null = null;
 
   constructor(opts: { socketPath: string; timeoutMs?: number }) {
     this.socketPath = opts.socketPath;
@@ -97,8 +101,37 @@ export class EngineTransport {
     await this.dispatcher.destroy();
   }
 
+  /** Report every call from now on: its route template, latency and outcome. */
+  observe(observer: ((call: RuntimeCall) => void) | null): void {
+    this.observer = observer;
+  }
+
+  /** Tell the observer; its failure is never the call's. */
+  private report(method: string, path: string, seconds: number | null, r: { kind: string; status?: number; code?: string }): void {
+    const observer = this.observer;
+    if (observer === null) return;
+    try {
+      observer({ endpoint: engineRoute(method, path), seconds, error: errorKind(r) });
+    } catch {
+      // metrics must never break a Docker call
+    }
+  }
+
+  /** Runs one whole call and reports it with its latency. */
+  private async timed<R extends { kind: string }>(method: string, path: string, call: () => Promise<R>): Promise<R> {
+    if (this.observer === null) return call();
+    const t0 = performance.now();
+    const r = await call();
+    this.report(method, path, (performance.now() - t0) / 1000, r);
+    return r;
+  }
+
   /** GET /_ping; (re)negotiates the API version from its API-Version header. */
-  async ping(opts: CallOptions = {}): Promise<EngineResult<PingBody>> {
+  ping(opts: CallOptions = {}): Promise<EngineResult<PingBody>> {
+    return this.timed("GET", "/_ping", () => this.pingOnce(opts));
+  }
+
+  private async pingOnce(opts: CallOptions): Promise<EngineResult<PingBody>> {
     const guard = new CallGuard(opts.signal);
     guard.arm(opts.timeoutMs ?? this.timeoutMs);
     try {
@@ -145,7 +178,11 @@ export class EngineTransport {
     return this.short(method, path, opts, (status, buf) => ok(status, buf));
   }
 
-  private async short<R>(method: string, path: string, opts: RequestOptions, answer: (status: number, buf: Buffer) => EngineResult<R>): Promise<EngineResult<R>> {
+  private short<R>(method: string, path: string, opts: RequestOptions, answer: (status: number, buf: Buffer) => EngineResult<R>): Promise<EngineResult<R>> {
+    return this.timed(method, path, () => this.shortOnce(method, path, opts, answer));
+  }
+
+  private async shortOnce<R>(method: string, path: string, opts: RequestOptions, answer: (status: number, buf: Buffer) => EngineResult<R>): Promise<EngineResult<R>> {
     const pending = await this.ensureVersion(opts);
     if (pending) return pending;
     const guard = new CallGuard(opts.signal);
@@ -172,7 +209,11 @@ export class EngineTransport {
    * under one deadline for both. The body stream is consumed, or destroyed if the call
    * fails before sending it.
    */
-  async upload(method: string, path: string, body: Readable, o: { contentType: string; query?: Query; timeoutMs: number; signal?: AbortSignal }): Promise<EngineResult<Buffer>> {
+  upload(method: string, path: string, body: Readable, o: { contentType: string; query?: Query; timeoutMs: number; signal?: AbortSignal }): Promise<EngineResult<Buffer>> {
+    return this.timed(method, path, () => this.uploadOnce(method, path, body, o));
+  }
+
+  private async uploadOnce(method: string, path: string, body: Readable, o: { contentType: string; query?: Query; timeoutMs: number; signal?: AbortSignal }): Promise<EngineResult<Buffer>> {
     const pending = await this.ensureVersion(o);
     if (pending) {
       body.destroy();
@@ -205,8 +246,23 @@ export class EngineTransport {
    * (never rejects) when the stream ends: eof (clean end: a disconnect all the same),
    * aborted (the caller's signal), a TransportFailure (cut, non-JSON line, onValue
    * threw) or a DockerError (e.g. bad filters).
+   * Reported as a call once its headers arrive (its latency: the time to open it), or when
+   * it fails before; a failure after that is reported as an error without a latency.
    */
   async jsonLines(path: string, opts: StreamOptions, onValue: (v: unknown) => void): Promise<StreamEnd> {
+    const t0 = performance.now();
+    let opened = false;
+    const end = await this.jsonLinesOnce(path, { ...opts, onOpen: () => {
+      opened = true;
+      this.report("GET", path, (performance.now() - t0) / 1000, { kind: "ok" });
+      opts.onOpen?.();
+    } }, onValue);
+    if (!opened) this.report("GET", path, (performance.now() - t0) / 1000, end);
+    else if (end.kind !== "eof" && end.kind !== "aborted") this.report("GET", path, null, end);
+    return end;
+  }
+
+  private async jsonLinesOnce(path: string, opts: StreamOptions, onValue: (v: unknown) => void): Promise<StreamEnd> {
     const pending = await this.ensureVersion(opts);
     if (pending) return pending.kind === "transport" && pending.code === TransportCode.ABORTED ? { kind: "aborted" } : pending;
     const guard = new CallGuard(opts.signal);
@@ -253,9 +309,14 @@ export class EngineTransport {
 
   /**
    * A POST hijacked through an HTTP upgrade (Docker's exec start). Resolves with the raw
-   * socket, which then belongs to the caller; the deadline covers only the upgrade.
+   * socket, which then belongs to the caller; the deadline covers only the upgrade (and
+   * so does the latency reported).
    */
-  async hijack(path: string, body: unknown, opts: CallOptions = {}): Promise<EngineResult<Duplex>> {
+  hijack(path: string, body: unknown, opts: CallOptions = {}): Promise<EngineResult<Duplex>> {
+    return this.timed("POST", path, () => this.hijackOnce(path, body, opts));
+  }
+
+  private async hijackOnce(path: string, body: unknown, opts: CallOptions): Promise<EngineResult<Duplex>> {
     const pending = await this.ensureVersion(opts);
     if (pending) return pending;
     const t = opts.timeoutMs ?? this.timeoutMs;
@@ -375,6 +436,15 @@ export class EngineTransport {
 }
 
 // ---- helpers -------------------------------------------------------------------------
+
+/** What went wrong, as a metrics label from a fixed set (details stay in logs). */
+function errorKind(r: { kind: string; status?: number; code?: string }): RuntimeCall["error"] {
+  if (r.kind === "ok" || r.kind === "eof" || r.kind === "aborted") return null;
+  if (r.kind === "docker") return (r.status ?? 500) >= 500 ? "http_5xx" : "http_4xx";
+  if (r.code === TransportCode.TIMEOUT) return "timeout";
+  if (r.code === TransportCode.ABORTED) return "aborted";
+  return "transport";
+}
 
 async function readAll(body: AsyncIterable<Buffer>, guard: CallGuard): Promise<Buffer | TransportFailure> {
   const chunks: Buffer[] = [];

@@ -219,3 +219,24 @@ export interface DockerEvent {
   id?: string;
   from?: string;
 }
+
+/** GET /containers/{id}/stats?stream=false, the fields Sandgate reads (cgroup v1 and v2). */
+export interface ContainerStats {
+  read?: string;
+  cpu_stats?: CpuStats;
+  /** The sample before (empty when Docker had none). */
+  precpu_stats?: CpuStats;
+  memory_stats?: {
+    usage?: number;
+    limit?: number;
+    /** cgroup v2: inactive_file; v1: total_inactive_file (page cache the kernel can drop). */
+    stats?: Record<string, number>;
+  };
+  pids_stats?: { current?: number; limit?: number };
+}
+
+export interface CpuStats {
+  cpu_usage?: { total_usage?: number; percpu_usage?: number[] | null };
+  system_cpu_usage?: number;
+  online_cpus?: number;
+}

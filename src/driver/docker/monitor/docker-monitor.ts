@@ -6,7 +6,7 @@
 // from re-read state (inspect), never from replayed events.
 
 import type { Logger } from "pino";
-import type { MonitorSink, ReadinessCheck, ReadinessReport, RuntimeMonitor, Watched } from "../../contract.js";
+import type { MonitorSink, ReadinessCheck, ReadinessReport, RuntimeCall, RuntimeMonitor, Watched } from "../../contract.js";
 import type { LifecycleEvent } from "../../../lifecycle/phases.js";
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "../../../util/backoff.js";
 import { Limiter } from "../../../util/limiter.js";
@@ -45,6 +45,8 @@ export interface MonitorOptions {
   probeCommand?: string[];
   /** The supervisors' health port. Default HEALTH_PORT. */
   healthPort?: number;
+  /** Told of every Docker call the monitor makes (the gateway's metrics). */
+  observe?: (call: RuntimeCall) => void;
 }
 
 export interface MonitorMetrics {
@@ -82,7 +84,7 @@ const WATCHED_ACTIONS = new Set(["die", "kill", "oom", "stop", "destroy", "start
 
 export class DockerMonitor implements RuntimeMonitor {
   readonly registry = new MonitorRegistry();
-  private readonly opts: Required<Omit<MonitorOptions, "socketPath" | "engineTimeoutMs" | "sink" | "log" | "gatewayId">>;
+  private readonly opts: Required<Omit<MonitorOptions, "socketPath" | "engineTimeoutMs" | "sink" | "log" | "gatewayId" | "observe">>;
   private readonly engine: EngineClient;
   private readonly sink: MonitorSink;
   private readonly log: Logger;
@@ -116,6 +118,7 @@ export class DockerMonitor implements RuntimeMonitor {
 
   constructor(o: MonitorOptions) {
     this.engine = new EngineClient({ socketPath: o.socketPath, timeoutMs: o.engineTimeoutMs ?? 3_000 });
+    if (o.observe) this.engine.observe(o.observe);
     this.sink = o.sink;
     this.log = o.log.child({ component: "monitor" });
     this.gatewayId = o.gatewayId;
