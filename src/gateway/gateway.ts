@@ -9,6 +9,7 @@ import { Store } from "../store/store.js";
 import { VERSION } from "../version.js";
 import { buildApi } from "./api/api.js";
 import { attachExec } from "./api/exec-ws.js";
+import { attachPortForward, type PortForwardLimits } from "./api/port-forward-ws.js";
 import type { WatchLimits } from "./api/watch.js";
 import { AuditSink, type AuditLimits } from "./audit/audit-sink.js";
 import { ControlPlane } from "./control/control-plane.js";
@@ -45,6 +46,8 @@ export interface GatewayOptions {
   supervisorLimits?: { cpus: number; memoryMb: number };
   /** Bounds of watch streams (defaults: DEFAULT_WATCH_LIMITS). */
   watch?: Partial<WatchLimits>;
+  /** Bounds of forwarded connections (defaults: DEFAULT_PORT_FORWARD_LIMITS). */
+  portForward?: Partial<PortForwardLimits>;
 }
 
 export interface RunningGateway {
@@ -126,17 +129,20 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       monitor: monitor?.metrics() ?? null,
       audit: { ...audit.stats(), limits: audit.limits() },
       watch: app.watchStats(),
+      portForward: forwards.stats(),
     }),
     ...(opts.watch === undefined ? {} : { watch: opts.watch }),
     secrets: { store: secrets, delivery },
   });
   const exec = attachExec(app.server, { service, token, log });
+  const forwards = attachPortForward(app.server, { service, read, token, log, ...(opts.portForward === undefined ? {} : { limits: opts.portForward }) });
   let url: string;
   try {
     // Loopback only: the API is never exposed to other hosts or to sandboxes.
     url = await app.listen({ host, port: opts.port ?? 0 });
   } catch (err) {
     exec.close();
+    forwards.close();
     await app.close();
     await lifecycle.close();
     await control?.close();
@@ -154,6 +160,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     (closing ??= (async () => {
       log.info("gateway shutting down");
       exec.close();
+      forwards.close();
       await app.close();
       await lifecycle.close();
       await control?.close();
