@@ -118,6 +118,21 @@ describe("the relay script (run by node, as in the workload)", () => {
     expect(r.code).toBe(0);
     expect(createHash("sha256").update(r.stdout).digest("hex")).toBe(createHash("sha256").update(data).digest("hex"));
   });
+  it("a slow reader still gets every byte: the relay exits only once its stdout is flushed", async () => {
+    const data = randomBytes(4 << 20);
+    const port = await serve((s) => s.end(data));
+    const p = spawn(process.execPath, ["-e", relayScript(port)], { stdio: ["pipe", "pipe", "pipe"] });
+    // A reader that lags: the relay's last bytes are still queued for stdout when its socket closes.
+    const out: Buffer[] = [];
+    p.stdout.on("data", (b: Buffer) => {
+      out.push(b);
+      p.stdout.pause();
+      setTimeout(() => p.stdout.resume(), 5);
+    });
+    const code = await new Promise<number | null>((r) => p.on("close", r));
+    expect(code).toBe(0);
+    expect(createHash("sha256").update(Buffer.concat(out)).digest("hex")).toBe(createHash("sha256").update(data).digest("hex"));
+  });
   it("a port nothing listens on: exit 1 naming the error", async () => {
     const r = await runRelay(await closedPort(), Buffer.alloc(0));
     expect(r.code).toBe(1);

@@ -27,9 +27,10 @@ export function relayScript(port: number): string {
   return [
     `const s=require("net").connect(${port},"127.0.0.1");`,
     `s.on("connect",()=>process.stderr.write(${JSON.stringify(RELAY_CONNECTED)}));`,
-    `s.on("error",(e)=>{process.stderr.write(${JSON.stringify(RELAY_FAILED)}+(e.code||e.message)+"\\n");process.exit(1)});`,
-    // Pipes to stdout are written synchronously on Linux: nothing is pending at exit.
-    `s.on("close",()=>process.exit(0));`,
+    `s.on("error",(e)=>process.stderr.write(${JSON.stringify(RELAY_FAILED)}+(e.code||e.message)+"\\n",()=>process.exit(1)));`,
+    // A full pipe queues writes: exit only once everything written to stdout is out
+    // (callbacks run in order), or a slow reader loses the connection's last bytes.
+    `s.on("close",(hadError)=>{if(!hadError)process.stdout.write("",()=>process.exit(0))});`,
     // The gateway went away (its end of the exec closed): nothing left to relay to.
     `process.stdout.on("error",()=>process.exit(0));`,
     `process.stdin.pipe(s);`,
