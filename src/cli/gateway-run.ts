@@ -7,8 +7,15 @@ import { StartupError } from "../gateway/startup.js";
 import { DockerDriver } from "../driver/docker/docker-driver.js";
 import { CliError, EXIT } from "./errors.js";
 import { roleIds } from "../driver/docker/host-ids.js";
+import { portForwardLimitsFromEnv } from "../gateway/api/port-forward-ws.js";
 
 export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number } }): Promise<void> {
+  let portForward: ReturnType<typeof portForwardLimitsFromEnv>;
+  try {
+    portForward = portForwardLimitsFromEnv(process.env);
+  } catch (err) {
+    throw new CliError((err as Error).message, EXIT.usage);
+  }
   const log = createLogger({ level: opts.logLevel });
   let driver: DockerDriver;
   try {
@@ -30,6 +37,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; port: number
       log,
       port: opts.port,
       resolvers: opts.resolvers,
+      portForward,
       supervisorLimits: { cpus: driver.supervisorResources.cpus, memoryMb: driver.supervisorResources.memoryMb },
       service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000, boundaryDeadlineMs: opts.boundaryDeadlineS * 1000 },
       ...(opts.audit === undefined

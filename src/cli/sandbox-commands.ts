@@ -5,6 +5,7 @@ import { PAGE, PROCESS_LIMITS as L, SEQ, WAIT, decimalArg, intArg, secondsArg } 
 import { GatewayClient } from "./client.js";
 import { execCommands } from "./exec-commands.js";
 import { statsCommand } from "./stats-commands.js";
+import { portForwardCommand } from "./port-forward-command.js";
 import { boundaryLine, readPolicyFile } from "./policy-commands.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
 import { printJson, short, table, when } from "./format.js";
@@ -242,6 +243,7 @@ export function sandboxCommands(global: () => Common): Command {
   sandbox.commands.find((c) => c.name() === "delete")?.alias("rm");
   execCommands(sandbox, global);
   statsCommand(sandbox, global);
+  portForwardCommand(sandbox, global);
 
   sandbox
     .command("events")

@@ -9,6 +9,7 @@ import { Store } from "../store/store.js";
 import { VERSION } from "../version.js";
 import { buildApi } from "./api/api.js";
 import { attachExec } from "./api/exec-ws.js";
+import { attachPortForward, type PortForwardLimits } from "./api/port-forward-ws.js";
 import type { WatchLimits } from "./api/watch.js";
 import { AuditSink, type AuditLimits } from "./audit/audit-sink.js";
 import { createGatewayMetrics } from "./metrics/gateway-metrics.js";
@@ -47,6 +48,8 @@ export interface GatewayOptions {
   supervisorLimits?: { cpus: number; memoryMb: number };
   /** Bounds of watch streams (defaults: DEFAULT_WATCH_LIMITS). */
   watch?: Partial<WatchLimits>;
+  /** Bounds of forwarded connections (defaults: DEFAULT_PORT_FORWARD_LIMITS). */
+  portForward?: Partial<PortForwardLimits>;
 }
 
 export interface RunningGateway {
@@ -130,6 +133,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       monitor: monitor?.metrics() ?? null,
       audit: { ...audit.stats(), limits: audit.limits() },
       watch: app.watchStats(),
+      portForward: forwards.stats(),
     }),
     ...(opts.watch === undefined ? {} : { watch: opts.watch }),
     secrets: { store: secrets, delivery },
@@ -137,12 +141,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     stats: new SandboxStats({ store, read, driver }),
   });
   const exec = attachExec(app.server, { service, token, log });
+  const forwards = attachPortForward(app.server, { service, read, token, log, ...(opts.portForward === undefined ? {} : { limits: opts.portForward }) });
   let url: string;
   try {
     // Loopback only: the API is never exposed to other hosts or to sandboxes.
     url = await app.listen({ host, port: opts.port ?? 0 });
   } catch (err) {
     exec.close();
+    forwards.close();
     await app.close();
     await lifecycle.close();
     await control?.close();
@@ -160,6 +166,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     (closing ??= (async () => {
       log.info("gateway shutting down");
       exec.close();
+      forwards.close();
       await app.close();
       await lifecycle.close();
       await control?.close();

@@ -8,6 +8,7 @@ import { pino } from "pino";
 import type { ComputeDriver } from "../../src/driver/contract.js";
 import { startGateway, type RunningGateway } from "../../src/gateway/gateway.js";
 import { ensureToken, resolveHome, type HomePaths } from "../../src/gateway/home.js";
+import type { PortForwardLimits } from "../../src/gateway/api/port-forward-ws.js";
 import type { WatchLimits } from "../../src/gateway/api/watch.js";
 import type { AuditLimits } from "../../src/gateway/audit/audit-sink.js";
 import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
@@ -34,6 +35,7 @@ export async function startTestGateway(
     /** The gateway's --resolver list (canonical addr:port); absent: the containers' own resolver. */
     resolvers?: string[];
     hostAddressIntervalMs?: number;
+    portForward?: Partial<PortForwardLimits>;
     /** Every log line of the gateway, from debug up (tests that check what it logs). */
     logSink?: (line: string) => void;
   } = {},
@@ -43,6 +45,7 @@ export async function startTestGateway(
   const gw = await startGateway({ home, driver, log, port: 0, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs, supervisorPort: opts.supervisorPort, watch: opts.watch, audit: opts.audit,
     ...(opts.resolvers === undefined ? {} : { resolvers: opts.resolvers }),
     ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddressIntervalMs: opts.hostAddressIntervalMs }),
+    ...(opts.portForward === undefined ? {} : { portForward: opts.portForward }),
   });
   const token = ensureToken(home);
   return {

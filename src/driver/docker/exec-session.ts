@@ -38,7 +38,18 @@ export async function startExec(engine: EngineClient, containerId: string, opts:
       (b) => stdout.write(b),
       (b) => stderr.write(b),
     );
-    socket.on("data", (chunk: Buffer) => demux.push(chunk));
+    // Backpressure: a reader that stops reading stops the exec's socket, so Docker's
+    // output waits in the kernel, not in these PassThroughs.
+    const full = (): boolean => stdout.writableNeedDrain || stderr.writableNeedDrain;
+    const resume = (): void => {
+      if (!full()) socket.resume();
+    };
+    stdout.on("drain", resume);
+    stderr.on("drain", resume);
+    socket.on("data", (chunk: Buffer) => {
+      demux.push(chunk);
+      if (full()) socket.pause();
+    });
     socket.on("end", () => {
       demux.end();
       stdout.end();

@@ -16,6 +16,7 @@ import type { ExecSession } from "../../driver/contract.js";
 import { ExecQuery, checkExecArgv, formatZodError } from "./schemas.js";
 import { ApiError } from "../errors.js";
 import { tokenMatches } from "./auth.js";
+import { PORT_FORWARD_ROUTE } from "./port-forward-ws.js";
 import type { SandboxService } from "../sandboxes/service.js";
 
 export const STDIN = 0;
@@ -49,6 +50,7 @@ export function attachExec(server: Server, ctx: { service: SandboxService; token
     socket.on("error", (err) => ctx.log.debug({ err: err.message }, "exec socket error before the upgrade"));
     void (async () => {
       const m = ROUTE.exec(req.url ?? "");
+      if (!m && PORT_FORWARD_ROUTE.test(req.url ?? "")) return; // port-forward-ws.ts answers it
       if (!m) return refuse(socket, new ApiError("not_found", `no route for upgrade ${req.url ?? ""}`));
       if (!tokenMatches(req.headers.authorization, ctx.token)) return refuse(socket, new ApiError("unauthorized", "missing or wrong bearer token"));
       const url = new URL(req.url ?? "", "http://gateway");
