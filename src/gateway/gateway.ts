@@ -10,6 +10,7 @@ import { VERSION } from "../version.js";
 import { buildApi } from "./api/api.js";
 import { attachExec } from "./api/exec-ws.js";
 import type { WatchLimits } from "./api/watch.js";
+import type { LogLimits } from "./api/logs-routes.js";
 import { AuditSink, type AuditLimits } from "./audit/audit-sink.js";
 import { ControlPlane } from "./control/control-plane.js";
 import { SecretStore, ensureSecretsKey } from "./secrets/secret-store.js";
@@ -45,6 +46,8 @@ export interface GatewayOptions {
   supervisorLimits?: { cpus: number; memoryMb: number };
   /** Bounds of watch streams (defaults: DEFAULT_WATCH_LIMITS). */
   watch?: Partial<WatchLimits>;
+  /** Bounds of log streams (defaults: DEFAULT_LOG_LIMITS). */
+  logs?: Partial<LogLimits>;
 }
 
 export interface RunningGateway {
@@ -126,9 +129,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       monitor: monitor?.metrics() ?? null,
       audit: { ...audit.stats(), limits: audit.limits() },
       watch: app.watchStats(),
+      logs: app.logStats(),
     }),
     ...(opts.watch === undefined ? {} : { watch: opts.watch }),
     secrets: { store: secrets, delivery },
+    logs: { driver, ...(opts.logs === undefined ? {} : { limits: opts.logs }) },
   });
   const exec = attachExec(app.server, { service, token, log });
   let url: string;
