@@ -7,6 +7,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { FrameReader, LOG_FRAME_MAX, LogFrameError, encodeLogFrame, logLineOf } from "../../src/driver/docker/log-frames.js";
 import { CONTAINER_LOG_LIMITS, DEFAULT_CONTAINER_LOG, keptBytes, logConfig } from "../../src/driver/docker/log-config.js";
+import { supervisorConfig, workloadConfig } from "../../src/driver/docker/objects.js";
 import { parseByteSize } from "../../src/util/byte-size.js";
 import { ResumeFilter } from "../../src/util/log-cursor.js";
 import { splitLine } from "../../src/util/log-line.js";
@@ -210,6 +211,17 @@ describe("the container log bound", () => {
   it("json-file, rotated at the size, so many files", () => {
     expect(logConfig(DEFAULT_CONTAINER_LOG)).toEqual({ Type: "json-file", Config: { "max-size": String(10 * 1024 * 1024), "max-file": "3" } });
     expect(keptBytes(DEFAULT_CONTAINER_LOG)).toBe(30 * 1024 * 1024);
+  });
+
+  it("is set on both containers of a sandbox, the default unless the gateway says otherwise", () => {
+    const i = { gatewayId: "gw", sandboxId: "sbx_1", name: "n", generation: 1, nonce: "x" };
+    const bound = { maxBytes: 1 << 20, files: 2 };
+    const w = (log?: typeof bound) =>
+      workloadConfig(i, { imageId: "sha256:x", command: undefined, env: {}, resources: { memoryMb: 64, cpus: 1, pids: 64 }, proxyUrl: "http://p:3128", defaultImage: true, resolvConf: "/r", uid: 2e9, workspace: null, ...(log ? { log } : {}) });
+    expect(w().HostConfig!.LogConfig).toEqual(logConfig(DEFAULT_CONTAINER_LOG));
+    expect(w(bound).HostConfig!.LogConfig).toEqual({ Type: "json-file", Config: { "max-size": "1048576", "max-file": "2" } });
+    expect(supervisorConfig(i, "sha256:s", "/l", 2e9 + 1).HostConfig!.LogConfig).toEqual(logConfig(DEFAULT_CONTAINER_LOG));
+    expect(supervisorConfig(i, "sha256:s", "/l", 2e9 + 1, undefined, bound).HostConfig!.LogConfig).toEqual(logConfig(bound));
   });
 
   it("sizes: binary units, inside the range, else one line naming the value", () => {
