@@ -156,6 +156,23 @@ describe("sandbox logs on a real daemon", () => {
     expect(gone.stderr).toBe('sandgate: no sandbox named "lg-gen"\n');
   });
 
+  it("a stop keeps the whole output: what a follow printed until the stop is what is kept, to the last line", { timeout: 300_000 }, async () => {
+    await create("lg-stop", ["sh", "-c", 'i=0; while :; do i=$((i+1)); echo "t $i"; sleep 0.01; done']);
+    await waitPhase(fx, "lg-stop", "Ready");
+    const f = follow("lg-stop");
+    await eventually(() => (numbers(f.out(), "t").length >= 50 ? true : undefined), 120_000, "50 lines");
+    expect((await fx.t.api("POST", "/v1/sandboxes/lg-stop/stop")).status).toBe(202);
+    // The follow ends on its own when the workload is stopped.
+    expect(await f.exit).toBe(0);
+    await waitPhase(fx, "lg-stop", "Stopped");
+    const kept = await logsCli("lg-stop");
+    expect(kept.code).toBe(0);
+    const n = numbers(kept.stdout, "t");
+    expect(n).toEqual(n.map((_, i) => i + 1));
+    // Killed before it was copied: nothing it wrote after the copy was lost.
+    expect(kept.stdout).toBe(f.out());
+  });
+
   it("Docker's bound holds: a flood keeps only the newest output, live and once kept; long lines come back whole", { timeout: 300_000 }, async () => {
     // 3 MB of numbered lines, then one 40,000-byte line (Docker cuts it at 16 KiB), then a marker.
     await create("lg-flood", ["sh", "-c", 'i=0; while [ $i -lt 30000 ]; do i=$((i+1)); echo "flood $i ................................................................................"; done; head -c 40000 /dev/zero | tr "\\0" x; echo; echo last; exec sleep 2147483647']);

@@ -269,6 +269,28 @@ describe("what is kept of an ended generation", () => {
     expect(nums).toEqual(nums.map((_, i) => nums[0]! + i));
   });
 
+  it("while a copy is written it holds at most two parts on disk; a copy replaces the kept one only when complete", async () => {
+    archiveBytes = 4096;
+    await keepFrom([frame(1, "older copy")]);
+    const w = archive.writer(SBX, 2, "workload");
+    const tmp = readdirSync(archive.dir(SBX)).find((f) => f.startsWith(".tmp-"))!;
+    let most = 0;
+    for (let i = 0; i < 500; i++) {
+      await w.write({ t: T(2), s: "out", l: `line ${i} ${"q".repeat(60)}` });
+      most = Math.max(most, readdirSync(join(archive.dir(SBX), tmp)).length);
+    }
+    expect(most).toBeLessThanOrEqual(2);
+    // Until commit, the kept copy is the older one.
+    const before: string[] = [];
+    await archive.read(SBX, 2, "workload", new ResumeFilter(), undefined, (l) => void before.push(l.l), new AbortController().signal);
+    expect(before).toEqual(["older copy"]);
+    await w.commit();
+    const after: string[] = [];
+    await archive.read(SBX, 2, "workload", new ResumeFilter(), undefined, (l) => void after.push(l.l), new AbortController().signal);
+    expect(after.at(-1)).toMatch(/^line 499 /);
+    expect(readdirSync(archive.dir(SBX)).filter((f) => f.startsWith(".tmp-"))).toEqual([]);
+  });
+
   it("the two newest generations are kept; a copy with a torn last line reads up to it", async () => {
     await keepFrom([frame(1, "g1")], 1);
     await keepFrom([frame(2, "g2")], 2);
