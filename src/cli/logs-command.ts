@@ -91,16 +91,25 @@ Each container keeps at most the gateway's --container-log-size × --container-l
     });
 }
 
+/** The read in progress, for the one EPIPE listener of the process. */
+let reading: AbortController | null = null;
+let pipeWatched = false;
+
 async function followLogs(global: () => Common, name: string, o: Options): Promise<number> {
   const ac = new AbortController();
   const onSigint = (): void => ac.abort();
   process.once("SIGINT", onSigint);
-  // A reader that went away (`| head`): stop quietly, as cat does.
-  const onPipe = (err: NodeJS.ErrnoException): void => {
-    if (err.code === "EPIPE") ac.abort();
-  };
-  process.stdout.on("error", onPipe);
-  process.stderr.on("error", onPipe);
+  reading = ac;
+  if (!pipeWatched) {
+    // A reader that went away (`| head`): stop quietly, as cat does. Installed once, kept:
+    // an EPIPE reported after the read ended must not crash the process either.
+    pipeWatched = true;
+    const onPipe = (err: NodeJS.ErrnoException): void => {
+      if (err.code === "EPIPE") reading?.abort();
+    };
+    process.stdout.on("error", onPipe);
+    process.stderr.on("error", onPipe);
+  }
   try {
     await readAll(global, name, o, ac.signal);
     return EXIT.ok;
@@ -109,6 +118,7 @@ async function followLogs(global: () => Common, name: string, o: Options): Promi
     throw err;
   } finally {
     process.off("SIGINT", onSigint);
+    reading = null;
   }
 }
 
