@@ -12,6 +12,11 @@ import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
 import { printJson, table } from "./format.js";
 import { DEFAULT_UID_BASE, parseUidBase } from "../driver/docker/host-ids.js";
+import { CONTAINER_LOG_LIMITS, DEFAULT_CONTAINER_LOG } from "../driver/docker/log-config.js";
+import { DEFAULT_LOG_LIMITS } from "../gateway/api/logs-routes.js";
+import { formatSize, parseByteSize } from "../util/byte-size.js";
+
+const LOG_STREAMS = { min: 1, max: 100_000 };
 
 interface Common {
   home?: string;
@@ -60,13 +65,16 @@ export function gatewayCommands(global: () => Common): Command {
     .option("--audit-max-age <duration>", "how long audit records are kept, e.g. 12h, 7d (1h-366d; env SANDGATE_AUDIT_MAX_AGE; default 7d)")
     .option("--supervisor-cpus <n>", `CPU limit of each sandbox's supervisor, a cap not a reservation (${SUPERVISOR_CPUS.min}-${SUPERVISOR_CPUS.max}; env SANDGATE_SUPERVISOR_CPUS; default ${SUPERVISOR_RESOURCES.cpus})`)
     .option("--supervisor-memory <MiB>", `memory limit of each sandbox's supervisor (${SUPERVISOR_MEMORY.min}-${SUPERVISOR_MEMORY.max}; env SANDGATE_SUPERVISOR_MEMORY; default ${SUPERVISOR_RESOURCES.memoryMb})`)
+    .option("--container-log-size <size>", `output Docker keeps per log file of each sandbox container before rotating it, e.g. 512K, 10M (${formatSize(CONTAINER_LOG_LIMITS.maxBytes.min)}-${formatSize(CONTAINER_LOG_LIMITS.maxBytes.max)}; env SANDGATE_CONTAINER_LOG_SIZE; default ${formatSize(DEFAULT_CONTAINER_LOG.maxBytes)})`)
+    .option("--container-log-files <n>", `log files kept per container, so at most size × files of output (${CONTAINER_LOG_LIMITS.files.min}-${CONTAINER_LOG_LIMITS.files.max}; env SANDGATE_CONTAINER_LOG_FILES; default ${DEFAULT_CONTAINER_LOG.files})`)
+    .option("--log-streams <n>", `log streams (sandbox logs) open at once; more are refused (${LOG_STREAMS.min}-${LOG_STREAMS.max}; env SANDGATE_LOG_STREAMS; default ${DEFAULT_LOG_LIMITS.maxStreams})`)
     .option(
       "--resolver <addr>",
       "a DNS server supervisors ask directly, IP[:port] (repeatable; env SANDGATE_RESOLVERS; default: the host's /etc/resolv.conf)",
       (v: string, prev: string[]) => [...prev, v],
       [] as string[],
     )
-    .action(async (raw: { port: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string }) => {
+    .action(async (raw: { port: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string; containerLogSize?: string; containerLogFiles?: string; logStreams?: string }) => {
       // Every setting is checked before anything starts: flag, else environment, else default.
       const env = process.env;
       const o = {
@@ -89,6 +97,11 @@ export function gatewayCommands(global: () => Common): Command {
           cpus: setting(() => fromFlagOrEnv({ name: "--supervisor-cpus", value: raw.supervisorCpus }, { name: "SANDGATE_SUPERVISOR_CPUS", value: env.SANDGATE_SUPERVISOR_CPUS }, SUPERVISOR_RESOURCES.cpus, (w, r) => parseDecimal(w, r, SUPERVISOR_CPUS))),
           memoryMb: setting(() => fromFlagOrEnv({ name: "--supervisor-memory", value: raw.supervisorMemory }, { name: "SANDGATE_SUPERVISOR_MEMORY", value: env.SANDGATE_SUPERVISOR_MEMORY }, SUPERVISOR_RESOURCES.memoryMb, (w, r) => parseInteger(w, r, SUPERVISOR_MEMORY))),
         },
+        containerLog: {
+          maxBytes: setting(() => fromFlagOrEnv({ name: "--container-log-size", value: raw.containerLogSize }, { name: "SANDGATE_CONTAINER_LOG_SIZE", value: env.SANDGATE_CONTAINER_LOG_SIZE }, DEFAULT_CONTAINER_LOG.maxBytes, (w, r) => parseByteSize(w, r, CONTAINER_LOG_LIMITS.maxBytes))),
+          files: setting(() => fromFlagOrEnv({ name: "--container-log-files", value: raw.containerLogFiles }, { name: "SANDGATE_CONTAINER_LOG_FILES", value: env.SANDGATE_CONTAINER_LOG_FILES }, DEFAULT_CONTAINER_LOG.files, (w, r) => parseInteger(w, r, CONTAINER_LOG_LIMITS.files))),
+        },
+        logStreams: setting(() => fromFlagOrEnv({ name: "--log-streams", value: raw.logStreams }, { name: "SANDGATE_LOG_STREAMS", value: env.SANDGATE_LOG_STREAMS }, DEFAULT_LOG_LIMITS.maxStreams, (w, r) => parseInteger(w, r, LOG_STREAMS))),
       };
       const paths = resolveHome(global().home);
       // Checked before anything starts, and once more in the detached child (same sources).
@@ -101,7 +114,7 @@ export function gatewayCommands(global: () => Common): Command {
       }
       if (raw.detach) return detach(paths.dir, paths.log, o);
       const { runGatewayForeground } = await import("./gateway-run.js");
-      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor });
+      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor, containerLog: o.containerLog, logStreams: o.logStreams });
     });
 
   gw.command("status")
@@ -214,11 +227,11 @@ function readable(line: string): string {
  * showing its start-up steps from the log as they come. When it exits first,
  * say so at once with the last lines it logged.
  */
-async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number } }): Promise<void> {
+async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number }; containerLog: { maxBytes: number; files: number }; logStreams: number }): Promise<void> {
   ensureHomeDir(resolveHome(homeDir));
   const out = openSync(logPath, "a");
   const from = statSync(logPath).size;
-  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb)];
+  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb), "--container-log-size", String(o.containerLog.maxBytes), "--container-log-files", String(o.containerLog.files), "--log-streams", String(o.logStreams)];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out] });
   let exited: { code: number | null; signal: string | null } | null = null;
   child.once("exit", (code, signal) => (exited = { code, signal }));

@@ -9,7 +9,7 @@ import { CliError, EXIT } from "./errors.js";
 import { roleIds } from "../driver/docker/host-ids.js";
 import { portForwardLimitsFromEnv } from "../gateway/api/port-forward-ws.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number } }): Promise<void> {
+export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; containerLog?: { maxBytes: number; files: number }; logStreams?: number }): Promise<void> {
   let portForward: ReturnType<typeof portForwardLimitsFromEnv>;
   try {
     portForward = portForwardLimitsFromEnv(process.env);
@@ -19,7 +19,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; port: number
   const log = createLogger({ level: opts.logLevel });
   let driver: DockerDriver;
   try {
-    driver = DockerDriver.fromEnv({ log, homeDir: opts.home.dir, ...(opts.uidBase === undefined ? {} : { ids: roleIds(opts.uidBase) }), ...(opts.supervisor === undefined ? {} : { supervisor: opts.supervisor }) });
+    driver = DockerDriver.fromEnv({ log, homeDir: opts.home.dir, ...(opts.uidBase === undefined ? {} : { ids: roleIds(opts.uidBase) }), ...(opts.supervisor === undefined ? {} : { supervisor: opts.supervisor }), ...(opts.containerLog === undefined ? {} : { containerLog: opts.containerLog }) });
   } catch (err) {
     throw new CliError(`cannot use the Docker daemon: ${(err as Error).message}`, EXIT.usage);
   }
@@ -43,6 +43,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; port: number
       ...(opts.audit === undefined
         ? {}
         : { audit: { ratePerSecond: opts.audit.rate, burst: Math.max(opts.audit.rate * 4, 200), audit: { perSandbox: opts.audit.keep, maxAgeMs: opts.audit.maxAgeS * 1000 } } }),
+      ...(opts.logStreams === undefined ? {} : { logs: { maxStreams: opts.logStreams } }),
       onProgress: (msg) => log.info({ step: msg }, "preparing"),
     });
   } catch (err) {

@@ -6,6 +6,7 @@ import { GatewayClient } from "./client.js";
 import { execCommands } from "./exec-commands.js";
 import { statsCommand } from "./stats-commands.js";
 import { portForwardCommand } from "./port-forward-command.js";
+import { logsCommand } from "./logs-command.js";
 import { boundaryLine, readPolicyFile } from "./policy-commands.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
 import { printJson, short, table, when } from "./format.js";
@@ -244,6 +245,7 @@ export function sandboxCommands(global: () => Common): Command {
   execCommands(sandbox, global);
   statsCommand(sandbox, global);
   portForwardCommand(sandbox, global);
+  logsCommand(sandbox, global);
 
   sandbox
     .command("events")

@@ -100,6 +100,38 @@ export interface ExecSession {
   close(): void;
 }
 
+/** One line of a container's output, as the runtime kept it. */
+export interface LogLine {
+  /** When the runtime read it from the process: canonical RFC 3339, UTC, nine fraction digits (src/util/log-time.ts). */
+  t: string;
+  s: "out" | "err";
+  /** The text without its newline; bytes that are not UTF-8 read as U+FFFD. */
+  l: string;
+  /** No newline ended it: a long line cut here (the next part continues it), or output the process never ended. */
+  p?: true;
+}
+
+export interface LogRequest {
+  sandboxId: string;
+  generation: number;
+  role: Role;
+  /** The generation's recorded runtime while its containers may be there; null: read what was kept of it. */
+  record: RuntimeRecord | null;
+  /** Keep reading as the container writes, until it stops. */
+  follow: boolean;
+  /** Only the last `tail` lines (then follow). */
+  tail?: number;
+  /** Only lines at or after this canonical time. */
+  since?: string;
+  signal: AbortSignal;
+}
+
+/** How a log read ended. */
+export type LogEnd =
+  | { kind: "end"; reason: string }
+  | { kind: "aborted" }
+  | { kind: "error"; code: "not_found" | "unavailable"; message: string };
+
 /** One armed sandbox generation, as a monitor watches it. */
 export interface Watched {
   sandboxId: string;
@@ -212,6 +244,12 @@ export interface ComputeDriver {
   stats?(record: RuntimeRecord): Promise<WorkloadStats>;
   /** Report every call to the runtime's API (the driver's and its monitor's) to `observe`; called before watch(). */
   instrument?(observe: (call: RuntimeCall) => void): void;
+  /**
+   * One container's output in order, one deliver() per line; reading waits for the
+   * promise deliver returns (backpressure). A follow survives runtime restarts without
+   * a line twice or lost. Absent: this runtime keeps no logs.
+   */
+  logs?(req: LogRequest, deliver: (line: LogLine) => void | Promise<void>): Promise<LogEnd>;
   /** Address on which supervisors can reach the gateway (after prepare); null when it has no supervisors. */
   controlAddress(): string | null;
   /** A monitor for this runtime (it owns its own connection), or null when the runtime cannot be watched. */

@@ -11,6 +11,7 @@ import { buildApi } from "./api/api.js";
 import { attachExec } from "./api/exec-ws.js";
 import { attachPortForward, type PortForwardLimits } from "./api/port-forward-ws.js";
 import type { WatchLimits } from "./api/watch.js";
+import type { LogLimits } from "./api/logs-routes.js";
 import { AuditSink, type AuditLimits } from "./audit/audit-sink.js";
 import { createGatewayMetrics } from "./metrics/gateway-metrics.js";
 import { SandboxStats } from "./stats/sandbox-stats.js";
@@ -50,6 +51,8 @@ export interface GatewayOptions {
   watch?: Partial<WatchLimits>;
   /** Bounds of forwarded connections (defaults: DEFAULT_PORT_FORWARD_LIMITS). */
   portForward?: Partial<PortForwardLimits>;
+  /** Bounds of log streams (defaults: DEFAULT_LOG_LIMITS). */
+  logs?: Partial<LogLimits>;
 }
 
 export interface RunningGateway {
@@ -134,11 +137,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       audit: { ...audit.stats(), limits: audit.limits() },
       watch: app.watchStats(),
       portForward: forwards.stats(),
+      logs: app.logStats(),
     }),
     ...(opts.watch === undefined ? {} : { watch: opts.watch }),
     secrets: { store: secrets, delivery },
     metrics,
     stats: new SandboxStats({ store, read, driver }),
+    logs: { driver, ...(opts.logs === undefined ? {} : { limits: opts.logs }) },
   });
   const exec = attachExec(app.server, { service, token, log });
   const forwards = attachPortForward(app.server, { service, read, token, log, ...(opts.portForward === undefined ? {} : { limits: opts.portForward }) });

@@ -11,6 +11,7 @@ import { DockerDriver } from "../../src/driver/docker/docker-driver.js";
 import { ensureGatewayId } from "../../src/gateway/home.js";
 import { EngineClient } from "../../src/driver/docker/engine/client.js";
 import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
+import type { ContainerLogBound } from "../../src/driver/docker/log-config.js";
 import { PrivateDockerd, type DockerdOptions } from "./dockerd.js";
 import { FaultProxy } from "./fault-proxy.js";
 import { eventually, startTestGateway, type TestGateway } from "./gateway-fixture.js";
@@ -30,7 +31,7 @@ export interface DockerFixture {
 }
 
 export async function startDockerFixture(
-  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number; originCaPem?: string; logSink?: (line: string) => void } = {},
+  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number; originCaPem?: string; logSink?: (line: string) => void; containerLog?: ContainerLogBound } = {},
 ): Promise<DockerFixture> {
   const dockerd = await PrivateDockerd.start({
     liveRestore: opts.liveRestore ?? true,
@@ -49,6 +50,7 @@ export async function startDockerFixture(
       launchRoot: join(homeDir, "launch"),
       workspaceRoot: dockerd.workspaceRoot,
       ...(opts.originCaPem === undefined ? {} : { originCaPem: opts.originCaPem }),
+      ...(opts.containerLog === undefined ? {} : { containerLog: opts.containerLog }),
       log: opts.logSink === undefined ? pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" }) : pino({ level: "debug" }, { write: opts.logSink }),
     });
   const gatewayOpts = () => ({

@@ -10,6 +10,7 @@ import { startGateway, type RunningGateway } from "../../src/gateway/gateway.js"
 import { ensureToken, resolveHome, type HomePaths } from "../../src/gateway/home.js";
 import type { PortForwardLimits } from "../../src/gateway/api/port-forward-ws.js";
 import type { WatchLimits } from "../../src/gateway/api/watch.js";
+import type { LogLimits } from "../../src/gateway/api/logs-routes.js";
 import type { AuditLimits } from "../../src/gateway/audit/audit-sink.js";
 import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
 
@@ -31,6 +32,7 @@ export async function startTestGateway(
     supervisorGraceMs?: number;
     supervisorPort?: number;
     watch?: Partial<WatchLimits>;
+    logs?: Partial<LogLimits>;
     audit?: Partial<AuditLimits>;
     /** The gateway's --resolver list (canonical addr:port); absent: the containers' own resolver. */
     resolvers?: string[];
@@ -42,7 +44,7 @@ export async function startTestGateway(
 ): Promise<TestGateway> {
   const home = resolveHome(opts.homeDir ?? mkdtempSync(join(tmpdir(), "sg-home-")));
   const log = opts.logSink === undefined ? pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" }) : pino({ level: "debug" }, { write: opts.logSink });
-  const gw = await startGateway({ home, driver, log, port: 0, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs, supervisorPort: opts.supervisorPort, watch: opts.watch, audit: opts.audit,
+  const gw = await startGateway({ home, driver, log, port: 0, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs, supervisorPort: opts.supervisorPort, watch: opts.watch, audit: opts.audit, logs: opts.logs,
     ...(opts.resolvers === undefined ? {} : { resolvers: opts.resolvers }),
     ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddressIntervalMs: opts.hostAddressIntervalMs }),
     ...(opts.portForward === undefined ? {} : { portForward: opts.portForward }),

@@ -13,6 +13,9 @@ import {
   type ExecOptions,
   type ExecSession,
   type LaunchRequest,
+  type LogEnd,
+  type LogLine,
+  type LogRequest,
   type MonitorConfig,
   type MonitorSink,
   type ReadinessReport,
@@ -52,6 +55,9 @@ import { DEFAULT_IDS } from "./rootfs.js";
 import { hostIdConflicts, type HostIdFiles, type RoleIds } from "./host-ids.js";
 import { WorkspaceDisks, type WorkspaceUsage } from "./workspace-disk.js";
 import { workloadStatsOf } from "./stats.js";
+import { DEFAULT_CONTAINER_LOG, keptBytes, type ContainerLogBound } from "./log-config.js";
+import { LogArchive } from "./log-archive.js";
+import { ContainerLogs } from "./logs.js";
 
 function readOrEmpty(path: string): string {
   try {
@@ -87,6 +93,12 @@ export interface DockerDriverOptions {
   originCaPem?: string;
   /** The supervisor container's CPU and memory limits. Default: SUPERVISOR_RESOURCES. */
   supervisor?: { cpus: number; memoryMb: number };
+  /** What Docker keeps of each container's output (log-config.ts). Default: 10 MiB × 3 files. */
+  containerLog?: ContainerLogBound;
+  /** Where the logs of ended generations are kept. Default: <dirname(launchRoot)>/logs. */
+  logRoot?: string;
+  /** How long a log read keeps retrying while Docker does not answer. Default 120 s. */
+  logReconnectWindowMs?: number;
 }
 
 /** A Docker call that must succeed; anything else is an error naming the step. */
@@ -127,6 +139,10 @@ export class DockerDriver implements ComputeDriver {
   private readonly originCaPem: string | undefined;
   /** The limits each supervisor container gets. */
   readonly supervisorResources: Resources;
+  /** What Docker keeps of each container's output. */
+  readonly containerLog: ContainerLogBound;
+  readonly logArchive: LogArchive;
+  readonly containerLogs: ContainerLogs;
   private images: EnsureImagesResult | undefined;
   private egressGateway: string | null = null;
   private egressSubnet: string | null = null;
@@ -144,9 +160,18 @@ export class DockerDriver implements ComputeDriver {
     this.cas = new SandboxCas(opts.caRoot ?? join(dirname(opts.launchRoot), "cas"));
     this.originCaPem = opts.originCaPem;
     this.supervisorResources = { ...SUPERVISOR_RESOURCES, ...opts.supervisor };
+    this.containerLog = opts.containerLog ?? DEFAULT_CONTAINER_LOG;
+    this.logArchive = new LogArchive(opts.logRoot ?? join(dirname(opts.launchRoot), "logs"), () => keptBytes(this.containerLog));
+    this.containerLogs = new ContainerLogs({
+      engine: this.engine,
+      archive: this.logArchive,
+      gatewayId: this.gatewayId,
+      log: this.log,
+      ...(opts.logReconnectWindowMs === undefined ? {} : { reconnectWindowMs: opts.logReconnectWindowMs }),
+    });
   }
 
-  static fromEnv(opts: { log: Logger; homeDir: string; env?: NodeJS.ProcessEnv; ids?: RoleIds; supervisor?: { cpus: number; memoryMb: number } }): DockerDriver {
+  static fromEnv(opts: { log: Logger; homeDir: string; env?: NodeJS.ProcessEnv; ids?: RoleIds; supervisor?: { cpus: number; memoryMb: number }; containerLog?: ContainerLogBound }): DockerDriver {
     return new DockerDriver({
       engine: EngineClient.fromEnv(opts.env ?? process.env),
       gatewayId: ensureGatewayId(opts.homeDir),
@@ -157,6 +182,7 @@ export class DockerDriver implements ComputeDriver {
       ...originCa(opts.env ?? process.env),
       ...(opts.ids === undefined ? {} : { ids: opts.ids }),
       ...(opts.supervisor === undefined ? {} : { supervisor: opts.supervisor }),
+      ...(opts.containerLog === undefined ? {} : { containerLog: opts.containerLog }),
     });
   }
 
@@ -291,7 +317,7 @@ export class DockerDriver implements ComputeDriver {
         throw new ProvisionError(`sandbox CA: ${(err as Error).message}`);
       }
       const launchDir = this.writeLaunchConfig(req, trust.ca);
-      const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir, this.ids.supervisor, this.supervisorResources));
+      const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir, this.ids.supervisor, this.supervisorResources, this.containerLog));
       const supId = this.provisionStep("create supervisor container", sup).Id;
       this.provisionStep("connect supervisor to egress network", await this.engine.connectNetwork(egressNetworkName(this.gatewayId), supId));
       this.provisionStep("start supervisor", await this.engine.startContainer(supId));
@@ -314,6 +340,7 @@ export class DockerDriver implements ComputeDriver {
         uid: this.ids.workload,
         workspace,
         trust: { dir: trust.trustDir, target: WORKLOAD_TRUST_DIR, env: TRUST_ENV },
+        log: this.containerLog,
       });
       this.provisionStep("create workload container", await this.engine.createContainer(containerName(req.sandboxId, req.generation, "workload"), config));
     } catch (err) {
@@ -392,23 +419,48 @@ export class DockerDriver implements ComputeDriver {
     return { engine: this.engine, gatewayId: this.gatewayId, probeCommand: this.probeCommand };
   }
 
-  private async listOwned(labels: Record<string, string>): Promise<{ Id: string; Labels: Record<string, string> | null }[]> {
+  private async listOwned(labels: Record<string, string>): Promise<{ Id: string; Labels: Record<string, string> | null; State: string }[]> {
     return must("list containers", await this.engine.listContainers({ all: true, filters: labelFilter({ [LABEL.gateway]: this.gatewayId, ...labels }) }));
   }
 
-  /** Remove the sandbox's containers (found by their labels, whatever step made them) that `which` selects. */
-  private async removeContainers(labels: Record<string, string>, which: (c: { Labels: Record<string, string> | null }) => boolean = () => true): Promise<void> {
-    for (const c of (await this.listOwned(labels)).filter(which)) {
+  /**
+   * Remove the sandbox's containers (found by their labels, whatever step made them) that
+   * `which` selects. `keepLogs`: each that ran is killed first (the workload first; a
+   * forced remove killed them too), its output copied into the log archive, then removed.
+   */
+  private async removeContainers(labels: Record<string, string>, which: (c: { Labels: Record<string, string> | null }) => boolean = () => true, keepLogs = false): Promise<void> {
+    const found = (await this.listOwned(labels)).filter(which);
+    if (keepLogs) await this.keepLogsOf(found);
+    for (const c of found) {
       const r = await this.engine.removeContainer(c.Id, { force: true, volumes: false });
       // 404: already gone (removed concurrently, or auto-removed); that is the goal.
       if (!(r.kind === "docker" && r.status === 404)) must(`remove container ${c.Id.slice(0, 12)}`, r);
     }
   }
 
+  /** Stop the containers that run (workload first) and copy the output of each that ran, before they are removed. */
+  private async keepLogsOf(found: { Id: string; Labels: Record<string, string> | null; State: string }[]): Promise<void> {
+    const workloadFirst = [...found].sort((a, b) => Number(b.Labels?.[LABEL.role] === "workload") - Number(a.Labels?.[LABEL.role] === "workload"));
+    for (const c of workloadFirst) {
+      if (c.State !== "running" && c.State !== "restarting") continue;
+      const r = await this.engine.killContainer(c.Id, "SIGKILL");
+      // 404: gone already; 409: not running (any more) or paused; either way the copy below is complete.
+      if (!(r.kind === "docker" && (r.status === 404 || r.status === 409))) must(`kill container ${c.Id.slice(0, 12)}`, r);
+    }
+    for (const c of workloadFirst) {
+      const role = c.Labels?.[LABEL.role];
+      const sandboxId = c.Labels?.[LABEL.sandbox];
+      const generation = Number(c.Labels?.[LABEL.generation]);
+      // A container that never started has no output.
+      if (c.State === "created" || (role !== "workload" && role !== "supervisor") || !sandboxId || !Number.isSafeInteger(generation)) continue;
+      await this.containerLogs.keep(c, sandboxId, generation, role);
+    }
+  }
+
   async stop(sandboxId: string, generation: number): Promise<void> {
     // This generation and every older one: a generation never outlives its successor.
     const upTo = (c: { Labels: Record<string, string> | null }): boolean => Number(c.Labels?.[LABEL.generation] ?? "0") <= generation;
-    await this.removeContainers({ [LABEL.sandbox]: sandboxId }, upTo);
+    await this.removeContainers({ [LABEL.sandbox]: sandboxId }, upTo, true);
     this.removeLaunchDirs(sandboxId, generation);
   }
 
@@ -435,12 +487,18 @@ export class DockerDriver implements ComputeDriver {
     }
     this.removeLaunchDirs(sandboxId);
     this.cas.remove(sandboxId);
+    this.logArchive.remove(sandboxId);
     await this.workspaces.remove(sandboxId);
   }
 
   /** Used and total bytes of the sandbox's workspace while it is mounted. */
   workspaceUsage(sandboxId: string): WorkspaceUsage | null {
     return this.workspaces.usage(sandboxId);
+  }
+
+  /** A container's output: the live container while it is there, else what was kept of it (logs.ts). */
+  logs(req: LogRequest, deliver: (line: LogLine) => void | Promise<void>): Promise<LogEnd> {
+    return this.containerLogs.read(req, deliver);
   }
 
   exec(record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession> {

@@ -7,6 +7,7 @@ import type { Resources } from "../../lifecycle/spec.js";
 import type { ContainerCreateConfig, Labels, NetworkCreateConfig, VolumeCreateConfig } from "./engine/types.js";
 import { IMAGE_NODE_PATH, IMAGE_SUPERVISOR_PATH } from "./rootfs.js";
 import { LAUNCH_CONFIG_PATH, LAUNCH_DIR } from "../../protocol/launch.js";
+import { DEFAULT_CONTAINER_LOG, logConfig, type ContainerLogBound } from "./log-config.js";
 
 export const LABEL = {
   gateway: "sandgate.gateway",
@@ -102,7 +103,7 @@ export const SUPERVISOR_RESOURCES: Resources = { memoryMb: 128, cpus: 1, pids: 1
 /** What a user may set the supervisor's limits to. */
 export const SUPERVISOR_LIMITS = { cpus: { min: 0.1, max: 64 }, memoryMb: { min: 64, max: 65_536 } } as const;
 
-export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launchDirOnHost: string, uid: number, resources: Resources = SUPERVISOR_RESOURCES): ContainerCreateConfig {
+export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launchDirOnHost: string, uid: number, resources: Resources = SUPERVISOR_RESOURCES, log: ContainerLogBound = DEFAULT_CONTAINER_LOG): ContainerCreateConfig {
   return {
     Image: imageId,
     Cmd: [IMAGE_NODE_PATH, IMAGE_SUPERVISOR_PATH],
@@ -113,6 +114,7 @@ export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launch
     StopTimeout: 5,
     HostConfig: {
       ...hardened(resources),
+      LogConfig: logConfig(log),
       NetworkMode: networkName(i.sandboxId),
       Mounts: [{ Type: "bind", Source: launchDirOnHost, Target: LAUNCH_DIR, ReadOnly: true }],
     },
@@ -150,6 +152,8 @@ export function workloadConfig(
     workspace: string | null;
     /** The sandbox CA's public trust files and the environment that points clients at them. */
     trust?: { dir: string; target: string; env: Readonly<Record<string, string>> };
+    /** What Docker keeps of its output (log-config.ts). */
+    log?: ContainerLogBound;
   },
 ): ContainerCreateConfig {
   const proxyEnv = { HTTP_PROXY: opts.proxyUrl, HTTPS_PROXY: opts.proxyUrl, http_proxy: opts.proxyUrl, https_proxy: opts.proxyUrl, NO_PROXY: "", no_proxy: "" };
@@ -164,6 +168,7 @@ export function workloadConfig(
     StopTimeout: 5,
     HostConfig: {
       ...hardened(opts.resources),
+      LogConfig: logConfig(opts.log ?? DEFAULT_CONTAINER_LOG),
       Tmpfs: {
         "/tmp": "rw,nosuid,nodev,size=64m",
         ...Object.fromEntries((opts.filesystem?.readWrite ?? []).filter((p) => p !== "/sandbox" && p !== "/tmp").map((p) => [p, "rw,nosuid,nodev,size=64m"])),

@@ -7,6 +7,8 @@ import { AuditQuery, CheckPolicyBody, EXEC_ARGV_MAX_BYTES, CreateSandboxBody, Ev
 import { PolicyTools, sinceTime } from "../sandboxes/policy-tools.js";
 import { toOcsf } from "../audit/ocsf.js";
 import { WatchHub, type WatchLimits } from "./watch.js";
+import { LogStreams, type LogLimits } from "./logs-routes.js";
+import type { ComputeDriver } from "../../driver/contract.js";
 import { registerSecretRoutes, type SecretPlaces } from "./secrets-routes.js";
 import { registerStatsRoutes } from "./stats-routes.js";
 import { registerMetricsRoute } from "./metrics-route.js";
@@ -34,6 +36,8 @@ export interface ApiContext {
   metrics?: MetricsExposition;
   /** GET /v1/sandboxes/:name/stats and GET /v1/stats. */
   stats?: SandboxStats;
+  /** Container logs through the driver (GET /v1/sandboxes/:name/logs), with their bounds. */
+  logs?: { driver: ComputeDriver; limits?: Partial<LogLimits> };
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
@@ -209,7 +213,10 @@ export function buildApi(ctx: ApiContext) {
     hub.attach(req.raw, reply.raw, { only, after });
   });
 
-  return Object.assign(app, { watchStats: () => hub.stats() });
+  const logs = ctx.logs ? new LogStreams(read, ctx.logs.driver, ctx.log, ctx.logs.limits) : null;
+  logs?.register(app);
+
+  return Object.assign(app, { watchStats: () => hub.stats(), logStats: () => logs?.stats() ?? null });
 }
 
 /** A policy (YAML text, or an object as JSON) is at most POLICY_MAX_BYTES: 413 naming its size. */

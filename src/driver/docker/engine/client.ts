@@ -147,6 +147,21 @@ export class EngineClient {
     return this.request("GET", `/containers/${seg(id)}/stats`, { ...opts, query: { stream: false } });
   }
 
+  /**
+   * GET /containers/{id}/logs as it streams: Docker's multiplexed frames, each line
+   * stamped with its time (see ../log-frames.ts). `since` is Docker's form, Unix
+   * seconds with nanoseconds ("1700000000.000000001"), inclusive. Reading waits for
+   * onChunk's promise (backpressure).
+   */
+  containerLogStream(
+    id: string,
+    q: { follow: boolean; tail?: number; since?: string; signal?: AbortSignal; onOpen?: () => void },
+    onChunk: (chunk: Buffer) => void | Promise<void>,
+  ): Promise<StreamEnd> {
+    const query = { stdout: true, stderr: true, timestamps: true, follow: q.follow, tail: q.tail ?? "all", since: q.since };
+    return this.t.byteStream(`/containers/${seg(id)}/logs`, { query, signal: q.signal, onOpen: q.onOpen }, onChunk);
+  }
+
   listContainers(list: { all?: boolean; filters?: Filters } = {}, opts: CallOptions = {}): Promise<EngineResult<ContainerSummary[]>> {
     return this.request("GET", "/containers/json", { ...opts, query: { all: list.all, filters: filtersParam(list.filters) } });
   }

@@ -308,6 +308,43 @@ export class EngineTransport {
   }
 
   /**
+   * A GET answered with a byte stream (container logs), each chunk handed to onChunk as
+   * it arrives. Reading waits for the promise onChunk returns, so a slow consumer
+   * pauses the daemon's stream instead of buffering it. Ends like jsonLines; a throw
+   * from onChunk (or its rejection) ends it as HANDLER_ERROR.
+   */
+  async byteStream(path: string, opts: StreamOptions, onChunk: (chunk: Buffer) => void | Promise<void>): Promise<StreamEnd> {
+    const pending = await this.ensureVersion(opts);
+    if (pending) return pending.kind === "transport" && pending.code === TransportCode.ABORTED ? { kind: "aborted" } : pending;
+    const guard = new CallGuard(opts.signal);
+    const ended = (f: TransportFailure): StreamEnd => (guard.cause === "caller" ? { kind: "aborted" } : f);
+    try {
+      const r = await this.open("GET", path, { versioned: true, guard, query: opts.query, headersTimeoutMs: this.timeoutMs, bodyTimeoutMs: 0 });
+      if (r.kind !== "response") return ended(r);
+      if (r.status >= 400) {
+        const e = await this.readError(r, guard);
+        return e.kind === "transport" ? ended(e) : e;
+      }
+      opts.onOpen?.();
+      try {
+        for await (const chunk of r.body as AsyncIterable<Buffer>) {
+          try {
+            await onChunk(chunk);
+          } catch (err) {
+            // Returning from inside the loop destroys the body (and its socket).
+            return guard.cause === "caller" ? { kind: "aborted" } : transport(TransportCode.HANDLER_ERROR, `onChunk threw: ${err instanceof Error ? err.message : String(err)}`);
+          }
+        }
+        return { kind: "eof" };
+      } catch (err) {
+        return ended(guard.failure(err));
+      }
+    } finally {
+      guard.dispose();
+    }
+  }
+
+  /**
    * A POST hijacked through an HTTP upgrade (Docker's exec start). Resolves with the raw
    * socket, which then belongs to the caller; the deadline covers only the upgrade (and
    * so does the latency reported).

@@ -86,6 +86,7 @@ export interface HostConfig {
   Tmpfs?: Record<string, string>;
   ExtraHosts?: string[];
   Dns?: string[];
+  LogConfig?: { Type: string; Config?: Record<string, string> };
   [key: string]: unknown;
 }
 
