@@ -31,13 +31,13 @@ export interface FollowOptions {
 
 export type FollowEnd = "deleted" | "gone" | "interrupted";
 
-interface Frame {
+export interface Frame {
   event: string;
   data: string;
 }
 
 /** The frames of an SSE body; a frame over FRAME_MAX_BYTES ends the stream with an error. */
-async function* frames(body: AsyncIterable<Uint8Array>): AsyncGenerator<Frame> {
+export async function* sseFrames(body: AsyncIterable<Uint8Array>): AsyncGenerator<Frame> {
   const decoder = new TextDecoder();
   let buf = "";
   for await (const chunk of body) {
@@ -99,7 +99,7 @@ export async function followEvents(o: FollowOptions): Promise<FollowEnd> {
     down = false;
     retryMs = RETRY_MS.first;
     try {
-      for await (const f of frames(res.body)) {
+      for await (const f of sseFrames(res.body)) {
         if (f.event === "overflow") break; // we fell behind: resume from `last`
         if (f.event === "reload") {
           const end = await catchUp(o, last, show);

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FRAME_MAX_BYTES, sseFrames } from "../../src/cli/events-follow.js";
 import { CLI_ARGS } from "../support/cli-runner.js";
 import { MemoryDriver } from "../support/memory-driver.js";
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
@@ -119,5 +120,31 @@ describe("sandbox events --follow", () => {
     expect(f.err()).toBe('sandgate: no sandbox named "nope"\n');
     const g = follow(["--home", homeDir, "sandbox", "events", "nope", "--follow", "--tail", "0"]);
     expect(await g.exit).toBe(2);
+  });
+});
+
+describe("the follower's reading of the watch stream", () => {
+  async function* chunks(...parts: string[]): AsyncGenerator<Uint8Array> {
+    for (const p of parts) yield Buffer.from(p);
+  }
+  const all = async (it: AsyncIterable<unknown>): Promise<unknown[]> => {
+    const out: unknown[] = [];
+    for await (const x of it) out.push(x);
+    return out;
+  };
+
+  it("splits frames across chunks, skips comments and frames without data", async () => {
+    expect(await all(sseFrames(chunks(": sandgate watch\n\n", "event: sandbox\nid: 3\nda", "ta: {\"a\":1}\n\nevent: overflow\ndata: {}\n\n")))).toEqual([
+      { event: "sandbox", data: '{"a":1}' },
+      { event: "overflow", data: "{}" },
+    ]);
+  });
+
+  it("a frame that never ends is refused past FRAME_MAX_BYTES, not buffered without bound", async () => {
+    const piece = "x".repeat(1 << 20);
+    const endless = (async function* () {
+      for (let i = 0; i < 64; i++) yield Buffer.from(piece);
+    })();
+    await expect(all(sseFrames(endless))).rejects.toThrow(`a watch frame is over ${FRAME_MAX_BYTES} bytes`);
   });
 });
