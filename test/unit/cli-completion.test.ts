@@ -165,8 +165,15 @@ describe("sandbox names from the gateway", () => {
 
 describe("names past the first page", () => {
   let t: TestGateway;
+  /** List requests the gateway answered (its debug request log). */
+  let listRequests = 0;
   beforeAll(async () => {
-    t = await startTestGateway(new MemoryDriver());
+    t = await startTestGateway(new MemoryDriver(), {
+      logSink: (line) => {
+        const l = JSON.parse(line) as { msg?: string; method?: string; url?: string };
+        if (l.msg === "request" && l.method === "GET" && l.url === "/v1/sandboxes") listRequests++;
+      },
+    });
     const names = [...Array.from({ length: 1200 }, (_, i) => `n-${String(i).padStart(4, "0")}`), "zz-last", "zz-more"];
     for (let i = 0; i < names.length; i += 50) {
       await Promise.all(names.slice(i, i + 50).map(async (name) => expect((await t.api("POST", "/v1/sandboxes", { name })).status).toBe(201)));
@@ -176,7 +183,10 @@ describe("names past the first page", () => {
   afterAll(() => t.close());
 
   it("start reading just before the prefix, so a name sorting after the first 1000 is found", LONG, async () => {
+    listRequests = 0;
     expect((await cli(["--home", t.home.dir, "__complete-names", "zz-"])).stdout).toBe("zz-last\nzz-more\n");
+    // One page, read from just before the prefix: not the 1000 names that sort before it.
+    expect(listRequests).toBe(1);
     expect((await cli(["--home", t.home.dir, "__complete-names", "n-115"])).stdout).toBe(Array.from({ length: 10 }, (_, i) => `n-115${i}\n`).join(""));
   });
 });
