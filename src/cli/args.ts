@@ -5,6 +5,7 @@ import { InvalidArgumentError } from "commander";
 import { PROCESS_LIMITS } from "../policy/index.js";
 import { SettingError, parseChoice, parseDecimal, parseDuration, parseInteger, type DurationRange, type IntRange } from "../util/settings.js";
 import { CliError, EXIT } from "./errors.js";
+import { parseLabelPair, type LabelPair } from "../lifecycle/labels.js";
 
 function wrap<T>(what: string, parse: (what: string, raw: string) => T): (raw: string) => T {
   return (raw) => {
@@ -20,6 +21,16 @@ function wrap<T>(what: string, parse: (what: string, raw: string) => T): (raw: s
 export const intArg = (flag: string, range: IntRange) => wrap(flag, (w, r) => parseInteger(w, r, range));
 export const decimalArg = (flag: string, range: IntRange) => wrap(flag, (w, r) => parseDecimal(w, r, range));
 export const secondsArg = (flag: string, range: DurationRange) => wrap(flag, (w, r) => parseDuration(w, r, range));
+export const choiceArg = <T extends string>(flag: string, allowed: readonly T[]) => wrap(flag, (w, r) => parseChoice(w, r, allowed));
+
+/** `--label KEY=VALUE`, repeatable: the pairs so far plus this one (checked as the gateway checks it). */
+export function labelArg(flag: string): (raw: string, acc: LabelPair[] | undefined) => LabelPair[] {
+  return (raw, acc) => {
+    const p = parseLabelPair(raw);
+    if (!p.ok) throw new InvalidArgumentError(`${flag}: ${p.error}`);
+    return [...(acc ?? []), p.pair];
+  };
+}
 
 /** Runs a settings parse outside commander (environment, files): a SettingError is a usage error. */
 export function setting<T>(parse: () => T): T {

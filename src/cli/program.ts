@@ -8,6 +8,7 @@ import { gatewayCommands } from "./gateway-commands.js";
 import { secretCommands } from "./secret-commands.js";
 import { policyCommands } from "./policy-commands.js";
 import { sandboxCommands } from "./sandbox-commands.js";
+import { completionCommands } from "./completion.js";
 
 export function buildProgram(): Command {
   const program = new Command("sandgate")
@@ -30,6 +31,7 @@ Exit codes: 0 ok, 1 failed, 2 usage or invalid input, 3 gateway not running,
   program.addCommand(policyCommands(global));
   program.addCommand(auditCommand(global));
   program.addCommand(secretCommands(global));
+  completionCommands(program, global);
   // Every usage error is one line: "sandgate: <what is wrong> (run with --help for usage)".
   const everyCommand = (c: Command): Command[] => [c, ...c.commands.flatMap(everyCommand)];
   for (const c of everyCommand(program)) {

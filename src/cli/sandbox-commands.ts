@@ -1,18 +1,22 @@
-// `sandgate sandbox ...`: create, list, get, start, stop, delete, events, watch.
+// `sandgate sandbox ...`: create, get, start, stop, delete, events, watch (list: list-commands.ts, prune: prune-command.ts, exec and connect: exec-commands.ts).
 
 import { Command, InvalidArgumentError } from "commander";
-import { PAGE, PROCESS_LIMITS as L, SEQ, WAIT, decimalArg, intArg, secondsArg } from "./args.js";
+import { PAGE, PROCESS_LIMITS as L, SEQ, WAIT, decimalArg, intArg, labelArg, secondsArg } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { execCommands } from "./exec-commands.js";
 import { statsCommand } from "./stats-commands.js";
 import { portForwardCommand } from "./port-forward-command.js";
 import { logsCommand } from "./logs-command.js";
+import { followEvents } from "./events-follow.js";
+import { listCommand } from "./list-commands.js";
+import { pruneCommand } from "./prune-command.js";
 import { boundaryLine, readPolicyFile } from "./policy-commands.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
 import { printJson, short, table, when } from "./format.js";
-import type { EventView, SandboxSummaryView, SandboxView } from "./views.js";
+import type { EventView, SandboxView } from "./views.js";
 import { waitForPhase } from "./wait.js";
 import { formatBytes, parseDiskSize } from "../lifecycle/disk-size.js";
+import { formatLabels, labelsFromPairs, type LabelPair } from "../lifecycle/labels.js";
 
 interface Common {
   home?: string;
@@ -26,23 +30,6 @@ interface Waitable extends Common {
 
 const enc = encodeURIComponent;
 
-/** Sandboxes per request of `sandbox list`: many small requests, never one unbounded one. */
-const LIST_PAGE = 100;
-const LIST_LIMIT = { min: 1, max: 1_000_000 };
-
-/** The sandboxes in name order, page by page (at most `limit` of them). */
-async function listAll(client: GatewayClient, limit = Number.POSITIVE_INFINITY): Promise<SandboxSummaryView[]> {
-  const all: SandboxSummaryView[] = [];
-  let after: string | null = "";
-  while (after !== null && all.length < limit) {
-    const q = new URLSearchParams({ view: "lean", limit: String(Math.min(LIST_PAGE, limit - all.length)) });
-    if (after) q.set("after", after);
-    const page: { sandboxes: SandboxSummaryView[]; next: string | null } = await client.request("GET", `/v1/sandboxes?${q.toString()}`);
-    all.push(...page.sandboxes);
-    after = page.next;
-  }
-  return all;
-}
 const clientFor = (o: Common): GatewayClient => new GatewayClient({ home: o.home, url: o.url });
 
 /** Checked here for a one-line usage error; the gateway parses it again. */
@@ -127,10 +114,11 @@ export function sandboxCommands(global: () => Common): Command {
       .option("--pids <n>", `process limit (${L.pids.min}-${L.pids.max})`, intArg("--pids", L.pids))
       .option("--disk <size>", "workspace (/sandbox) size, enforced by the kernel: 512M, 10G, 1GiB (default 10G)", diskSize)
       .option("-e, --env <KEY=VALUE>", "environment variable for the workload (repeatable)", envPair, {})
+      .option("--label <KEY=VALUE>", "a label to select the sandbox by (repeatable; kept by the gateway, never on containers)", labelArg("--label"))
       .option("--policy <file>", "network policy YAML (see docs/policy.md); default: deny all egress"),
     180,
   ).action(async (name: string, command: string[], _o, cmd: Command) => {
-    const o = opts<Waitable & { image?: string; memory?: number; cpus?: number; pids?: number; disk?: string; env: Record<string, string>; policy?: string }>(cmd);
+    const o = opts<Waitable & { image?: string; memory?: number; cpus?: number; pids?: number; disk?: string; env: Record<string, string>; label?: LabelPair[]; policy?: string }>(cmd);
     const client = clientFor(o);
     const resources: Record<string, number> = {};
     if (o.memory !== undefined) resources.memoryMb = o.memory;
@@ -139,6 +127,11 @@ export function sandboxCommands(global: () => Common): Command {
     const body: Record<string, unknown> = { name, env: o.env, resources };
     if (o.image) body.image = o.image;
     if (o.disk !== undefined) body.disk = o.disk;
+    if (o.label) {
+      const l = labelsFromPairs(o.label);
+      if (!l.ok) throw new CliError(`--label: ${l.error}`, EXIT.usage);
+      body.labels = l.labels;
+    }
     if (o.policy) body.policy = readPolicyFile(o.policy);
     if (command.length > 0) body.command = command;
     const s = await client.request<SandboxView>("POST", "/v1/sandboxes", body);
@@ -146,32 +139,7 @@ export function sandboxCommands(global: () => Common): Command {
     await settle(client, s, o, ["Ready", "Completed"], 0);
   });
 
-  sandbox
-    .command("list")
-    .alias("ls")
-    .description("list sandboxes, in name order")
-    .option("--limit <n>", `only the first N (${LIST_LIMIT.min}-${LIST_LIMIT.max})`, intArg("--limit", LIST_LIMIT))
-    .option("--json", "print as JSON (one array of list rows; sandbox get has the full view)")
-    .action(async (_o, cmd: Command) => {
-      const o = opts<Common & { limit?: number }>(cmd);
-      const sandboxes = await listAll(clientFor(o), o.limit);
-      if (o.json) return printJson(sandboxes);
-      if (sandboxes.length === 0) return void process.stdout.write("no sandboxes\n");
-      process.stdout.write(
-        table(
-          ["NAME", "PHASE", "GEN", "REASON", "WORKLOAD", "SUPERVISOR", "CREATED"],
-          sandboxes.map((s) => [
-            s.name,
-            s.phase,
-            String(s.generation),
-            s.reason?.code ?? "-",
-            short(s.workload ?? undefined),
-            short(s.supervisor ?? undefined),
-            when(s.createdAt),
-          ]),
-        ) + "\n",
-      );
-    });
+  listCommand(sandbox, global);
 
   sandbox
     .command("get")
@@ -193,6 +161,7 @@ export function sandboxCommands(global: () => Common): Command {
         ["command", s.spec.command ? s.spec.command.join(" ") : "(idle)"],
         ["resources", `${s.spec.resources.memoryMb} MiB, ${s.spec.resources.cpus} CPU, ${s.spec.resources.pids} pids`],
         ["disk", diskLine(s.disk)],
+        ["labels", formatLabels(s.labels)],
         ["workload", rt ? `${short(rt.workload.id)} started ${when(rt.workload.startedAt)}` : "-"],
         ["supervisor", rt ? `${short(rt.supervisor.id)} started ${when(rt.supervisor.startedAt)}` : "-"],
         ["proxy", rt?.proxyUrl ?? "-"],
@@ -242,6 +211,7 @@ export function sandboxCommands(global: () => Common): Command {
     });
   }
   sandbox.commands.find((c) => c.name() === "delete")?.alias("rm");
+  pruneCommand(sandbox, global);
   execCommands(sandbox, global);
   statsCommand(sandbox, global);
   portForwardCommand(sandbox, global);
@@ -253,10 +223,13 @@ export function sandboxCommands(global: () => Common): Command {
     .argument("<name>", "sandbox name or id")
     .option("--after <seq>", "only events after this sequence number", intArg("--after", SEQ))
     .option("--tail <n>", `only the last N events (${PAGE.min}-${PAGE.max})`, intArg("--tail", PAGE))
-    .option("--json", "print as JSON (one array)")
+    .option("-f, --follow", "then keep printing new events until the sandbox is deleted (Ctrl-C stops); survives a gateway restart")
+    .option("--json", "print as JSON (one array; with --follow one event per line)")
     .action(async (name: string, _o, cmd: Command) => {
-      const o = opts<Common & { after?: number; tail?: number }>(cmd);
+      const o = opts<Common & { after?: number; tail?: number; follow?: boolean }>(cmd);
       const client = clientFor(o);
+      // Followed by id: after a restart or a deletion the name may mean another sandbox.
+      const target = o.follow ? (await client.request<SandboxView>("GET", `/v1/sandboxes/${enc(name)}`)).id : name;
       const headers = ["SEQ", "TIME", "GEN", "KIND", "CHANGE", "DETAIL"];
       const row = (e: EventView): string[] => [
         String(e.seq),
@@ -269,19 +242,39 @@ export function sandboxCommands(global: () => Common): Command {
       // Page by cursor: the log is never read whole at once.
       const all: EventView[] = [];
       let first = true;
+      let lastPrinted = o.after ?? 0;
       for (let after = o.after ?? 0; ; ) {
         const q = o.tail ? `tail=${o.tail}${o.after ? `&after=${o.after}` : ""}` : `after=${after}&limit=1000`;
-        const page = await client.request<{ events: EventView[]; next: number | null }>("GET", `/v1/sandboxes/${enc(name)}/events?${q}`);
-        if (o.json) all.push(...page.events);
+        const page = await client.request<{ events: EventView[]; next: number | null }>("GET", `/v1/sandboxes/${enc(target)}/events?${q}`);
+        if (o.json && o.follow) page.events.forEach((e) => process.stdout.write(JSON.stringify(e) + "\n"));
+        else if (o.json) all.push(...page.events);
         else if (page.events.length > 0 || first) {
           const text = table(headers, page.events.map(row));
           process.stdout.write((first ? text : text.split("\n").slice(1).join("\n")) + "\n");
           first = false;
         }
+        lastPrinted = page.events.at(-1)?.seq ?? lastPrinted;
         if (page.next === null) break;
         after = page.next;
       }
-      if (o.json) printJson(all);
+      if (!o.follow) {
+        if (o.json) printJson(all);
+        return;
+      }
+      const ac = new AbortController();
+      process.once("SIGINT", () => ac.abort());
+      const end = await followEvents({
+        client: () => clientFor(o),
+        id: target,
+        after: lastPrinted,
+        signal: ac.signal,
+        note: (line) => process.stderr.write(line + "\n"),
+        print: async (e) => {
+          const line = o.json ? JSON.stringify(e) : table(headers, [row(e)]).split("\n")[1]!;
+          if (!process.stdout.write(line + "\n")) await new Promise((r) => process.stdout.once("drain", r));
+        },
+      });
+      if (end === "gone") process.stderr.write(`sandbox ${name} is gone (deleted)\n`);
     });
 
   sandbox

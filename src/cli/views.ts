@@ -30,12 +30,13 @@ export interface SandboxView {
   boundary: BoundaryView | null;
   /** Absent from create/list answers; null for a sandbox without a size limit. */
   disk?: { limitBytes: number; usedBytes: number | null; capacityBytes: number | null } | null;
+  labels: Record<string, string>;
   createdAt: string;
   updatedAt: string;
 }
 
 /** A row of GET /v1/sandboxes?view=lean: container ids only of the live generation, else null. */
-export interface SandboxSummaryView extends Pick<SandboxView, "id" | "name" | "phase" | "generation" | "reason" | "reasonText" | "createdAt" | "updatedAt"> {
+export interface SandboxSummaryView extends Pick<SandboxView, "id" | "name" | "phase" | "generation" | "reason" | "reasonText" | "labels" | "createdAt" | "updatedAt"> {
   workload: string | null;
   supervisor: string | null;
 }

@@ -87,6 +87,21 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE policies ADD COLUMN source TEXT;
   `,
+  // 8: a sandbox's labels (src/lifecycle/labels.ts), one row each: a list filters on them
+  // in SQL through the (key, value) index; they go with the sandbox's row
+  `
+  CREATE TABLE sandbox_labels (
+    sandbox_id  TEXT NOT NULL,
+    key         TEXT NOT NULL,
+    value       TEXT NOT NULL,
+    PRIMARY KEY (sandbox_id, key)
+  ) WITHOUT ROWID;
+  CREATE INDEX sandbox_labels_by_label ON sandbox_labels (key, value);
+  CREATE TRIGGER sandbox_labels_go_with_sandbox AFTER DELETE ON sandboxes
+  BEGIN
+    DELETE FROM sandbox_labels WHERE sandbox_id = OLD.id;
+  END;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

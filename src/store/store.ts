@@ -22,6 +22,8 @@ export interface SandboxRecord {
   runtime: RuntimeRecord | null;
   /** The generation whose containers (and any older ones) must still be removed, or null. */
   teardownOwed: number | null;
+  /** The user's labels (src/lifecycle/labels.ts); kept here only, never on Docker objects. */
+  labels: Record<string, string>;
   createdAt: string;
   updatedAt: string;
 }
@@ -35,15 +37,18 @@ export interface SandboxSummary {
   generation: number;
   /** The recorded runtime's generation and container ids, or null when there is none. */
   runtime: { generation: number; workloadId: string; supervisorId: string } | null;
+  labels: Record<string, string>;
   createdAt: string;
   updatedAt: string;
 }
 
-/** A page of sandboxes in name order: the `limit` first after the name `after`, of one phase if given. */
+/** A page of sandboxes in name order: the `limit` first after the name `after`, of one phase and carrying every label given. */
 export interface ListQuery {
   after?: string;
   limit: number;
   phase?: Phase;
+  /** key=value pairs a sandbox must all carry (AND). */
+  labels?: readonly (readonly [string, string])[];
 }
 
 export type EventKind = "phase" | "deleted" | "info";
@@ -111,6 +116,8 @@ interface SandboxRow {
   spec: string;
   runtime: string | null;
   teardown_owed: number | null;
+  /** JSON object, from LABELS_COLUMN. */
+  labels: string;
   created_at: string;
   updated_at: string;
 }
@@ -132,7 +139,10 @@ interface EventRow {
 // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- typed JSON columns
 const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
-type HeadRow = Pick<SandboxRow, "id" | "name" | "phase" | "reason" | "generation" | "created_at" | "updated_at">;
+type HeadRow = Pick<SandboxRow, "id" | "name" | "phase" | "reason" | "generation" | "labels" | "created_at" | "updated_at">;
+
+/** A sandbox row's labels as one JSON object, read through the labels' primary key (key order). */
+const LABELS_COLUMN = `(SELECT json_group_object(key, value) FROM sandbox_labels WHERE sandbox_id = sandboxes.id) AS labels`;
 
 /** The columns every reading of a sandbox row shares. */
 function rowHead(row: HeadRow) {
@@ -142,6 +152,7 @@ function rowHead(row: HeadRow) {
     phase: row.phase as Phase,
     reason: parse<ErrorReason>(row.reason),
     generation: row.generation,
+    labels: JSON.parse(row.labels) as Record<string, string>,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -224,7 +235,7 @@ export class Store {
   }
 
   /** A new sandbox at generation 1, Provisioning, with its first policy revision. */
-  createSandbox(input: { id: string; name: string; spec: SandboxSpec; policy: Policy; policySource?: string | null }): SandboxRecord {
+  createSandbox(input: { id: string; name: string; spec: SandboxSpec; policy: Policy; policySource?: string | null; labels?: Readonly<Record<string, string>> }): SandboxRecord {
     const time = this.stamp();
     let event: EventRecord | undefined;
     try {
@@ -235,6 +246,8 @@ export class Store {
              VALUES (?, ?, 'Provisioning', NULL, 1, ?, NULL, ?, ?)`,
           )
           .run(input.id, input.name, JSON.stringify(input.spec), time, time);
+        const label = this.db.prepare(`INSERT INTO sandbox_labels (sandbox_id, key, value) VALUES (?, ?, ?)`);
+        for (const [k, v] of Object.entries(input.labels ?? {})) label.run(input.id, k, v);
         this.insertPolicy(input.id, 1, input.policy, time, input.policySource ?? null);
         event = this.insertEvent({
           sandboxId: input.id,
@@ -261,20 +274,20 @@ export class Store {
 
   /** Look up by id or by name. */
   get(idOrName: string): SandboxRecord | null {
-    const row = this.db.prepare(`SELECT * FROM sandboxes WHERE id = ? OR name = ?`).get(idOrName, idOrName) as
+    const row = this.cached(`SELECT *, ${LABELS_COLUMN} FROM sandboxes WHERE id = ? OR name = ?`).get(idOrName, idOrName) as
       | SandboxRow
       | undefined;
     return row ? toSandbox(row) : null;
   }
 
   list(): SandboxRecord[] {
-    const rows = this.db.prepare(`SELECT * FROM sandboxes ORDER BY created_at, name`).all() as SandboxRow[];
+    const rows = this.db.prepare(`SELECT *, ${LABELS_COLUMN} FROM sandboxes ORDER BY created_at, name`).all() as SandboxRow[];
     return rows.map(toSandbox);
   }
 
   /** A page by name (the UNIQUE index on name serves the order and the cursor: no sort, no scan of earlier rows). */
   listPage(q: ListQuery): SandboxRecord[] {
-    return (this.page("*", q) as SandboxRow[]).map(toSandbox);
+    return (this.page(`*, ${LABELS_COLUMN}`, q) as SandboxRow[]).map(toSandbox);
   }
 
   /**
@@ -283,7 +296,7 @@ export class Store {
    * three times, which measured slower than the rest of the page together); no spec is read.
    */
   listSummaries(q: ListQuery): SandboxSummary[] {
-    const cols = `id, name, phase, reason, generation, created_at, updated_at,
+    const cols = `id, name, phase, reason, generation, created_at, updated_at, ${LABELS_COLUMN},
       json_extract(runtime, '$.generation', '$.workload.id', '$.supervisor.id') AS rt`;
     const rows = this.page(cols, q) as (HeadRow & { rt: string | null })[];
     return rows.map((r) => {
@@ -297,8 +310,10 @@ export class Store {
 
   private page(cols: string, q: ListQuery): unknown[] {
     const phase = q.phase === undefined ? "" : "AND phase = ?";
-    const params = [q.after ?? "", ...(q.phase === undefined ? [] : [q.phase]), q.limit];
-    return this.cached(`SELECT ${cols} FROM sandboxes WHERE name > ? ${phase} ORDER BY name LIMIT ?`).all(...params);
+    // Each label through the (key, value) index; one statement per number of labels (at most LABELS_MAX + 1 kinds).
+    const labels = (q.labels ?? []).map(() => "AND id IN (SELECT sandbox_id FROM sandbox_labels WHERE key = ? AND value = ?)").join(" ");
+    const params = [q.after ?? "", ...(q.phase === undefined ? [] : [q.phase]), ...(q.labels ?? []).flat(), q.limit];
+    return this.cached(`SELECT ${cols} FROM sandboxes WHERE name > ? ${phase} ${labels} ORDER BY name LIMIT ?`).all(...params);
   }
 
   /** Prepared once: compiling the statement is ~100 µs, a sizeable part of a list page. */

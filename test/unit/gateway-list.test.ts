@@ -108,7 +108,7 @@ describe("GET /v1/sandboxes in pages", () => {
     const lean = async () => ((await t.api("GET", `/v1/sandboxes?view=lean&limit=1&after=${SORTED[1]}`)).body as { sandboxes: Record<string, unknown>[] }).sandboxes[0]!;
     const full = (await t.api("GET", `/v1/sandboxes/${name}`)).body;
     const row = await lean();
-    expect(Object.keys(row).sort()).toEqual(["createdAt", "generation", "id", "name", "phase", "reason", "reasonText", "supervisor", "updatedAt", "workload"]);
+    expect(Object.keys(row).sort()).toEqual(["createdAt", "generation", "id", "labels", "name", "phase", "reason", "reasonText", "supervisor", "updatedAt", "workload"]);
     expect(row).toEqual({
       id: full.id,
       name,
@@ -116,6 +116,7 @@ describe("GET /v1/sandboxes in pages", () => {
       generation: full.generation,
       reason: null,
       reasonText: null,
+      labels: {},
       workload: full.runtime.workload.id,
       supervisor: full.runtime.supervisor.id,
       createdAt: full.createdAt,

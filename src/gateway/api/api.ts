@@ -3,7 +3,7 @@
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { AuditQuery, CheckPolicyBody, EXEC_ARGV_MAX_BYTES, CreateSandboxBody, EventsQuery, LIST_PAGE_MAX, ListQuery, ReviewPolicyBody, SetPolicyBody, SuggestQuery, WatchQuery, formatZodError } from "./schemas.js";
+import { AuditQuery, CheckPolicyBody, DeleteQuery, EXEC_ARGV_MAX_BYTES, CreateSandboxBody, EventsQuery, LIST_PAGE_MAX, ListQuery, ReviewPolicyBody, SetPolicyBody, SuggestQuery, WatchQuery, formatZodError } from "./schemas.js";
 import { PolicyTools, sinceTime } from "../sandboxes/policy-tools.js";
 import { toOcsf } from "../audit/ocsf.js";
 import { WatchHub, type WatchLimits } from "./watch.js";
@@ -118,7 +118,7 @@ export function buildApi(ctx: ApiContext) {
   // lean pages: one indexed read per page, nothing per row.
   app.get("/v1/sandboxes", async (req) => {
     const q = parse(ListQuery, req.query);
-    const page = { after: q.after, limit: q.limit ?? LIST_PAGE_MAX, phase: q.phase };
+    const page = { after: q.after, limit: q.limit ?? LIST_PAGE_MAX, phase: q.phase, labels: q.label };
     if (q.view === "lean") {
       const p = read.listSummaries(page);
       return { sandboxes: p.sandboxes.map(sandboxSummaryView), next: p.next };
@@ -175,7 +175,7 @@ export function buildApi(ctx: ApiContext) {
   }
 
   app.delete("/v1/sandboxes/:name", async (req, reply) =>
-    reply.code(202).send(sandboxView(service.request(nameParam(req), "delete"))),
+    reply.code(202).send(sandboxView(service.request(nameParam(req), "delete", parse(DeleteQuery, req.query)))),
   );
 
   // Logs are read in pages by cursor: `next` is the cursor of the following page
@@ -205,7 +205,8 @@ export function buildApi(ctx: ApiContext) {
   app.addHook("preClose", async () => hub.close());
   app.get("/v1/watch", (req, reply) => {
     const q = parse(WatchQuery, req.query);
-    const only = q.sandbox === undefined ? undefined : read.get(q.sandbox).id;
+    // By id, a deleted sandbox whose events are still in the log can be resumed to its end.
+    const only = q.sandbox === undefined ? undefined : read.watchable(q.sandbox);
     const lastId = Number(req.headers["last-event-id"]);
     const after = q.after ?? (Number.isSafeInteger(lastId) && lastId >= 0 ? lastId : undefined);
     if (!hub.canAccept()) throw new ApiError("unavailable", `too many watch streams open (${hub.size}); close one or raise the limit`);

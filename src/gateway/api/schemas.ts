@@ -5,8 +5,41 @@ import { z } from "zod";
 import { PROCESS_LIMITS } from "../../policy/index.js";
 import { PHASES } from "../../lifecycle/phases.js";
 import { checkSandboxName } from "../../lifecycle/spec.js";
+import { LABELS_MAX, checkLabels, parseLabelPair } from "../../lifecycle/labels.js";
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * `{"key": "value"}`, checked as given: z.record would silently drop a key such as
+ * "__proto__" instead of refusing it.
+ */
+const Labels = z
+  .custom<Record<string, string>>((v) => typeof v === "object" && v !== null && !Array.isArray(v), "must be an object of KEY: VALUE strings")
+  .superRefine((v, ctx) => {
+    const bad = checkLabels(v);
+    if (bad) ctx.addIssue({ code: "custom", message: bad });
+  });
+
+/** `?label=key=value`, repeatable (every one must match); at most LABELS_MAX of them. */
+const LabelSelectors = z
+  .union([z.string(), z.array(z.string())])
+  .transform((v, ctx) => {
+    const all = typeof v === "string" ? [v] : v;
+    if (all.length > LABELS_MAX) {
+      ctx.addIssue({ code: "custom", message: `${all.length} label selectors; at most ${LABELS_MAX}` });
+      return z.NEVER;
+    }
+    const pairs: (readonly [string, string])[] = [];
+    for (const raw of all) {
+      const p = parseLabelPair(raw);
+      if (!p.ok) {
+        ctx.addIssue({ code: "custom", message: `${p.error} (a selector is label=KEY=VALUE)` });
+        return z.NEVER;
+      }
+      pairs.push(p.pair);
+    }
+    return pairs;
+  });
 
 export const CreateSandboxBody = z
   .object({
@@ -28,6 +61,7 @@ export const CreateSandboxBody = z
       .optional(),
     /** Workspace size: "512M", "10G", "1GiB" or a number of bytes (default 10 GiB). */
     disk: z.union([z.string().max(64), z.number()]).optional(),
+    labels: Labels.optional(),
   })
   .strict();
 export type CreateSandboxBody = z.infer<typeof CreateSandboxBody>;
@@ -100,9 +134,13 @@ export const ListQuery = z
       })
       .optional(),
     phase: z.enum(PHASES).optional(),
+    label: LabelSelectors.optional(),
     view: z.enum(["full", "lean"]).optional(),
   })
   .strict();
+
+/** Preconditions of DELETE /v1/sandboxes/:name: `generation` the sandbox must still be at. */
+export const DeleteQuery = z.object({ generation: wholeNumber(1, Number.MAX_SAFE_INTEGER).optional() }).strict();
 
 export const WatchQuery = z.object({ sandbox: z.string().min(1).optional(), after: seq.optional() }).strict();
 

@@ -14,6 +14,7 @@ function sandboxHead(s: SandboxRecord | SandboxSummary) {
     generation: s.generation,
     reason: s.reason,
     reasonText: s.reason ? describeReason(s.reason) : null,
+    labels: s.labels,
   };
 }
 

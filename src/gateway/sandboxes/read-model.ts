@@ -44,6 +44,16 @@ export class SandboxReadModel {
     throw bad ? new ApiError("invalid_request", bad) : notFound(nameOrId);
   }
 
+  /**
+   * The id to watch: of a sandbox by name or id, or the id of a deleted one whose
+   * events are still in the log (a stream resuming after its deletion reads its last
+   * events). Throws as get() for anything else.
+   */
+  watchable(nameOrId: string): string {
+    if (ID_RE.test(nameOrId) && !this.store.get(nameOrId) && this.store.events(nameOrId, { tail: 1 }).length > 0) return nameOrId;
+    return this.get(nameOrId).id;
+  }
+
   /** By name or id, or null. */
   find(nameOrId: string): SandboxRecord | null {
     return this.store.get(nameOrId);

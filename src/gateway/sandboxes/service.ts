@@ -9,6 +9,7 @@ import type { ComputeDriver, ExecOptions, ExecSession } from "../../driver/contr
 import type { UserEvent } from "../../lifecycle/phases.js";
 import { DEFAULT_RESOURCES, checkSandboxName, type SandboxSpec } from "../../lifecycle/spec.js";
 import { DEFAULT_DISK_BYTES, checkDiskBytes, parseDiskSize } from "../../lifecycle/disk-size.js";
+import { checkLabels } from "../../lifecycle/labels.js";
 import { changedFixedSections, evaluate, type Decision, type EgressRequest } from "../../policy/index.js";
 import { DuplicateNameError, type SandboxRecord, type Store } from "../../store/store.js";
 import type { BoundaryHealth } from "../control/boundary.js";
@@ -31,6 +32,8 @@ export interface CreateInput {
   disk?: string | number;
   /** Policy as YAML text or as an object; default: deny all egress. */
   policy?: string | Record<string, unknown>;
+  /** The user's labels; kept in the store only, never on containers (src/lifecycle/labels.ts). */
+  labels?: Record<string, string>;
 }
 
 export interface ServiceOptions {
@@ -57,6 +60,14 @@ export interface ServiceDeps {
 /** Phases in which the policy may change (never while Recovering: new work waits for re-verification). */
 const POLICY_PHASES: SandboxRecord["phase"][] = ["Provisioning", "Ready", "Stopped", "Completed", "Error"];
 
+/** The labels of a create request, checked again here (the API schema checks them first): null when valid. */
+function checkLabelsInput(labels: unknown): string | null {
+  if (labels === undefined) return null;
+  if (typeof labels !== "object" || labels === null || Array.isArray(labels)) return "labels: must be an object of KEY: VALUE strings";
+  const bad = checkLabels(labels as Record<string, unknown>);
+  return bad ? `labels: ${bad}` : null;
+}
+
 const newId = (): string => `sbx_${randomBytes(8).toString("hex")}`;
 
 export class SandboxService {
@@ -67,7 +78,7 @@ export class SandboxService {
   create(input: CreateInput): SandboxRecord {
     this.#assertOpen();
     this.d.runtime.assertReady();
-    const bad = checkSandboxName(input.name);
+    const bad = checkSandboxName(input.name) ?? checkLabelsInput(input.labels);
     if (bad) throw new ApiError("invalid_request", bad);
     const policy = parsePolicyInput(input.policy);
     const fsProblem = checkFilesystemPolicy(policy);
@@ -92,7 +103,7 @@ export class SandboxService {
     if (input.command !== undefined) spec.command = input.command;
     let sandbox: SandboxRecord;
     try {
-      sandbox = this.d.store.createSandbox({ id: newId(), name: input.name, spec, policy, policySource: typeof input.policy === "string" ? input.policy : null });
+      sandbox = this.d.store.createSandbox({ id: newId(), name: input.name, spec, policy, policySource: typeof input.policy === "string" ? input.policy : null, labels: input.labels ?? {} });
     } catch (err) {
       if (err instanceof DuplicateNameError) throw new ApiError("already_exists", err.message);
       throw err;
@@ -107,9 +118,14 @@ export class SandboxService {
    * settles the generation's handle at once (monitor disarmed, session closed), so
    * the exit the runtime work then causes is never reported as a crash.
    */
-  request(nameOrId: string, intent: UserEvent): SandboxRecord {
+  request(nameOrId: string, intent: UserEvent, expect: { generation?: number } = {}): SandboxRecord {
     this.#assertOpen();
     const before = this.d.read.get(nameOrId);
+    // A precondition (e.g. `sandbox prune`: the generation it saw ended): the compare-and-set
+    // below is on this very read, so the intent applies only to what the caller saw.
+    if (expect.generation !== undefined && before.generation !== expect.generation) {
+      throw new ApiError("stale_generation", `sandbox "${before.name}" is at generation ${before.generation}, not ${expect.generation} as the request expects; nothing was done`);
+    }
     if (intent === "start") this.d.runtime.assertReady();
     const after = this.d.controller.intent(before, { type: intent }, `${intent} requested`);
     this.d.log.info({ sandboxId: after.id, name: after.name, generation: after.generation, intent }, "intent accepted");
