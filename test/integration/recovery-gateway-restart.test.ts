@@ -10,8 +10,8 @@ import { EngineClient } from "../../src/driver/docker/engine/client.js";
 import { FaultProxy } from "../support/fault-proxy.js";
 import { PrivateDockerd } from "../support/dockerd.js";
 import { eventually } from "../support/gateway-fixture.js";
+import { CLI_MAIN } from "../support/cli-build.js";
 
-const MAIN = join(import.meta.dirname, "../../src/cli/main.ts");
 
 let dockerd: PrivateDockerd;
 let proxy: FaultProxy;
@@ -20,7 +20,7 @@ let gateway: ChildProcess | undefined;
 
 function startGatewayProcess(): ChildProcess {
   rmSync(join(home, "gateway.json"), { force: true });
-  const p = spawn(process.execPath, ["--import", "tsx", MAIN, "--home", home, "gateway", "start", "--port", "0", "--log-level", "warn"], {
+  const p = spawn(process.execPath, [CLI_MAIN, "--home", home, "gateway", "start", "--port", "0", "--log-level", "warn"], {
     env: { ...process.env, DOCKER_HOST: `unix://${proxy.socketPath}`, SANDGATE_RECOVERY_DEADLINE: "60" },
     stdio: ["ignore", "ignore", "inherit"],
   });

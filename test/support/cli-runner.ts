@@ -1,14 +1,13 @@
-// Runs the real `sandgate` CLI as a child process (TypeScript source via tsx).
+// Runs the real `sandgate` CLI as a child process: the plain-JS copy of src/ that
+// test/support/global-setup.ts compiles at the start of every run.
 
 import { spawn } from "node:child_process";
-import { join } from "node:path";
-
-const MAIN = join(import.meta.dirname, "../../src/cli/main.ts");
+import { CLI_MAIN } from "./cli-build.js";
 
 /**
- * The deadline of a test that spawns the CLI: each spawn compiles and loads it (about 5 s
- * at a load of 14 on 2 cores), so a test of ten spawns passes 60 s on a busy machine
- * without being hung. Only a hang should reach this.
+ * The deadline of a test that spawns the CLI: each spawn loads it (about 0.4 s on a quiet
+ * machine, several seconds at a load of 14 on 2 cores), so a test of ten spawns can pass
+ * 60 s on a busy machine without being hung. Only a hang should reach this.
  */
 export const CLI_TEST_TIMEOUT_MS = 240_000;
 
@@ -20,7 +19,7 @@ export interface CliRun {
 
 export function cli(args: string[], env: Record<string, string | undefined> = {}, stdin?: string): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], {
+    const p = spawn(process.execPath, [CLI_MAIN, ...args], {
       env: { ...process.env, SANDGATE_URL: undefined, SANDGATE_TOKEN: undefined, ...env },
       stdio: ["pipe", "pipe", "pipe"],
     });
@@ -35,7 +34,7 @@ export function cli(args: string[], env: Record<string, string | undefined> = {}
 }
 
 /** The command line to run the CLI from a shell (e.g. inside tmux). */
-export const CLI_COMMAND = `${process.execPath} --import tsx ${MAIN}`;
+export const CLI_COMMAND = `${process.execPath} ${CLI_MAIN}`;
 
 /** The CLI as argv (for a test that drives the process itself, e.g. to send it a signal). */
-export const CLI_ARGS: readonly string[] = [process.execPath, "--import", "tsx", MAIN];
+export const CLI_ARGS: readonly string[] = [process.execPath, CLI_MAIN];

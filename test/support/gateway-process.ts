@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { EngineClient } from "../../src/driver/docker/engine/client.js";
 import { PrivateDockerd } from "./dockerd.js";
 import { eventually } from "./gateway-fixture.js";
+import { CLI_MAIN } from "./cli-build.js";
 
-const MAIN = join(import.meta.dirname, "../../src/cli/main.ts");
 
 export interface GatewayProcess {
   readonly home: string;
@@ -29,7 +29,7 @@ export function gatewayProcess(home: string): GatewayProcess {
     },
     start(socketPath, extraArgs = [], env = {}) {
       rmSync(join(home, "gateway.json"), { force: true });
-      child = spawn(process.execPath, ["--import", "tsx", MAIN, "--home", home, "gateway", "start", "--port", "0", "--log-level", "warn", ...extraArgs], {
+      child = spawn(process.execPath, [CLI_MAIN, "--home", home, "gateway", "start", "--port", "0", "--log-level", "warn", ...extraArgs], {
         env: { ...process.env, DOCKER_HOST: `unix://${socketPath}`, ...env },
         stdio: ["ignore", "ignore", "inherit"],
       });

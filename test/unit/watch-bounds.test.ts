@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryDriver } from "../support/memory-driver.js";
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
+import { CLI_MAIN } from "../support/cli-build.js";
 
 let t: TestGateway | undefined;
 afterEach(async () => {
@@ -142,7 +143,7 @@ describe("watch streams are bounded", () => {
   it("a CLI watch that falls behind is told so, reconnects after its last event and prints each event exactly once", async () => {
     t = await startTestGateway(new MemoryDriver(), { watch: { maxBufferedBytes: 16 * 1024 } });
     const id = await stoppedSandbox("resume");
-    const cli = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "../../src/cli/main.ts"), "--home", t.home.dir, "sandbox", "watch", "resume", "--json"], {
+    const cli = spawn(process.execPath, [CLI_MAIN, "--home", t.home.dir, "sandbox", "watch", "resume", "--json"], {
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
