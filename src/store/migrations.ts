@@ -87,6 +87,12 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE policies ADD COLUMN source TEXT;
   `,
+  // 8: when the current generation's --ttl runs out, and the last exec, connect or egress
+  // seen (written coalesced, for --idle-stop), so both survive a gateway restart
+  `
+  ALTER TABLE sandboxes ADD COLUMN ttl_deadline TEXT;
+  ALTER TABLE sandboxes ADD COLUMN last_active TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
