@@ -12,6 +12,7 @@ import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
 import { printJson, table } from "./format.js";
 import { DEFAULT_UID_BASE, parseUidBase } from "../driver/docker/host-ids.js";
+import { DEFAULT_DETACHED_EXECS, DETACHED_EXECS_RANGE } from "../gateway/sandboxes/detached-execs.js";
 
 interface Common {
   home?: string;
@@ -60,13 +61,14 @@ export function gatewayCommands(global: () => Common): Command {
     .option("--audit-max-age <duration>", "how long audit records are kept, e.g. 12h, 7d (1h-366d; env SANDGATE_AUDIT_MAX_AGE; default 7d)")
     .option("--supervisor-cpus <n>", `CPU limit of each sandbox's supervisor, a cap not a reservation (${SUPERVISOR_CPUS.min}-${SUPERVISOR_CPUS.max}; env SANDGATE_SUPERVISOR_CPUS; default ${SUPERVISOR_RESOURCES.cpus})`)
     .option("--supervisor-memory <MiB>", `memory limit of each sandbox's supervisor (${SUPERVISOR_MEMORY.min}-${SUPERVISOR_MEMORY.max}; env SANDGATE_SUPERVISOR_MEMORY; default ${SUPERVISOR_RESOURCES.memoryMb})`)
+    .option("--detached-execs <n>", `detached execs (exec --detach) kept per sandbox; when every one is running, another is refused (${DETACHED_EXECS_RANGE.min}-${DETACHED_EXECS_RANGE.max}; env SANDGATE_DETACHED_EXECS; default ${DEFAULT_DETACHED_EXECS})`)
     .option(
       "--resolver <addr>",
       "a DNS server supervisors ask directly, IP[:port] (repeatable; env SANDGATE_RESOLVERS; default: the host's /etc/resolv.conf)",
       (v: string, prev: string[]) => [...prev, v],
       [] as string[],
     )
-    .action(async (raw: { port: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string }) => {
+    .action(async (raw: { port: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string; detachedExecs?: string }) => {
       // Every setting is checked before anything starts: flag, else environment, else default.
       const env = process.env;
       const o = {
@@ -79,6 +81,7 @@ export function gatewayCommands(global: () => Common): Command {
           fromFlagOrEnv({ name: "--boundary-deadline", value: raw.boundaryDeadline }, { name: "SANDGATE_BOUNDARY_DEADLINE", value: env.SANDGATE_BOUNDARY_DEADLINE }, 30, (w, r) => parseDuration(w, r, DEADLINE)),
         ),
         uidBase: resolveUidBase(raw.uidBase),
+        detachedExecs: setting(() => fromFlagOrEnv({ name: "--detached-execs", value: raw.detachedExecs }, { name: "SANDGATE_DETACHED_EXECS", value: env.SANDGATE_DETACHED_EXECS }, DEFAULT_DETACHED_EXECS, (w, r) => parseInteger(w, r, DETACHED_EXECS_RANGE))),
         resolver: raw.resolver,
         audit: {
           rate: setting(() => fromFlagOrEnv({ name: "--audit-rate", value: raw.auditRate }, { name: "SANDGATE_AUDIT_RATE", value: env.SANDGATE_AUDIT_RATE }, 50, (w, r) => parseInteger(w, r, AUDIT_RATE))),
@@ -101,7 +104,7 @@ export function gatewayCommands(global: () => Common): Command {
       }
       if (raw.detach) return detach(paths.dir, paths.log, o);
       const { runGatewayForeground } = await import("./gateway-run.js");
-      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor });
+      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor, detachedExecs: o.detachedExecs });
     });
 
   gw.command("status")
@@ -214,11 +217,11 @@ function readable(line: string): string {
  * showing its start-up steps from the log as they come. When it exits first,
  * say so at once with the last lines it logged.
  */
-async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number } }): Promise<void> {
+async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number }; detachedExecs: number }): Promise<void> {
   ensureHomeDir(resolveHome(homeDir));
   const out = openSync(logPath, "a");
   const from = statSync(logPath).size;
-  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb)];
+  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb), "--detached-execs", String(o.detachedExecs)];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out] });
   let exited: { code: number | null; signal: string | null } | null = null;
   child.once("exit", (code, signal) => (exited = { code, signal }));

@@ -8,7 +8,7 @@ import { DockerDriver } from "../driver/docker/docker-driver.js";
 import { CliError, EXIT } from "./errors.js";
 import { roleIds } from "../driver/docker/host-ids.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number } }): Promise<void> {
+export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; detachedExecs?: number }): Promise<void> {
   const log = createLogger({ level: opts.logLevel });
   let driver: DockerDriver;
   try {
@@ -31,7 +31,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; port: number
       port: opts.port,
       resolvers: opts.resolvers,
       supervisorLimits: { cpus: driver.supervisorResources.cpus, memoryMb: driver.supervisorResources.memoryMb },
-      service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000, boundaryDeadlineMs: opts.boundaryDeadlineS * 1000 },
+      service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000, boundaryDeadlineMs: opts.boundaryDeadlineS * 1000, ...(opts.detachedExecs === undefined ? {} : { detachedExecs: opts.detachedExecs }) },
       ...(opts.audit === undefined
         ? {}
         : { audit: { ratePerSecond: opts.audit.rate, burst: Math.max(opts.audit.rate * 4, 200), audit: { perSandbox: opts.audit.keep, maxAgeMs: opts.audit.maxAgeS * 1000 } } }),

@@ -105,7 +105,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const { service, read, runtime, monitor } = lifecycle;
   const audit = new AuditSink(store, log.child({ component: "audit" }), opts.audit);
   const delivery = new SecretDelivery(store, control?.boundary ?? null);
-  control?.boundary.onAudit((id, generation, event) => audit.accept(id, generation, event));
+  control?.boundary.onAudit((id, generation, event) => {
+    // Egress is activity for --idle-stop, whether or not the audit rate limit keeps the record.
+    lifecycle.activity.touch(id);
+    audit.accept(id, generation, event);
+  });
 
   await runtime.prepare(opts.onProgress);
   const app: ReturnType<typeof buildApi> = buildApi({
@@ -126,11 +130,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       monitor: monitor?.metrics() ?? null,
       audit: { ...audit.stats(), limits: audit.limits() },
       watch: app.watchStats(),
+      execs: { detachedHeld: lifecycle.execs.detached.size, detachedPerSandbox: lifecycle.execs.detached.max, timeoutTimers: lifecycle.execs.timers },
     }),
     ...(opts.watch === undefined ? {} : { watch: opts.watch }),
     secrets: { store: secrets, delivery },
+    execs: lifecycle.execs,
   });
-  const exec = attachExec(app.server, { service, token, log });
+  const exec = attachExec(app.server, { execs: lifecycle.execs, token, log });
   let url: string;
   try {
     // Loopback only: the API is never exposed to other hosts or to sandboxes.

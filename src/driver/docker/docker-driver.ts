@@ -307,6 +307,7 @@ export class DockerDriver implements ComputeDriver {
         resolvConf: this.resolvConfPath,
         filesystem: req.policy.policy.filesystem,
         user: req.policy.policy.process.user,
+        ...(req.spec.workdir === undefined ? {} : { workdir: req.spec.workdir }),
         uid: this.ids.workload,
         workspace,
         trust: { dir: trust.trustDir, target: WORKLOAD_TRUST_DIR, env: TRUST_ENV },
@@ -440,7 +441,12 @@ export class DockerDriver implements ComputeDriver {
   }
 
   exec(record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession> {
-    return startExec(this.engine, record.workload.id, opts);
+    return startExec(this.engine, record.workload.id, opts, record.workload.pid);
+  }
+
+  /** Workloads run as this uid and gid unless their policy names a user (objects.ts: workloadConfig). */
+  get workloadUser(): string {
+    return `${this.ids.workload}:${this.ids.workload}`;
   }
 
   /** One monitor for all of this gateway's sandboxes, on a Docker connection of its own. */
