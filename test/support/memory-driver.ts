@@ -127,12 +127,16 @@ export class MemoryDriver implements ComputeDriver {
       this.sleeping++;
       let ended = false;
       let end!: (code: number) => void;
-      exitCode = new Promise<number>((resolve) => (end = resolve)).then((code) => {
+      const finished = new Promise<number>((resolve) => (end = resolve)).then((code) => {
         ended = true;
         this.sleeping--;
         stdout.end();
         return code;
       });
+      // As Docker's: a session closed while its process runs ends without an exit code
+      // (the "process" runs on until a signal ends it).
+      exitCode = Promise.race([finished, new Promise<number>((_, reject) => stdout.once("close", () => reject(new Error("exec did not report an exit code"))))]);
+      exitCode.catch(() => undefined);
       const numbers: Record<ExecSignal, number> = { HUP: 1, INT: 2, QUIT: 3, KILL: 9, TERM: 15 };
       signal = async (sig) => {
         if (ended) return "gone";

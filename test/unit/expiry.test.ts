@@ -192,7 +192,8 @@ describe("ExpirySweeper", () => {
 
   it("keeps one timer for all sandboxes, set for the earliest deadline", () => {
     const r = rig();
-    for (const [i, ttl] of [300, 100, 200, 50].entries()) r.create(`many-${i}`, { ttlSeconds: ttl });
+    // The earliest first: a later launch must not push the one timer past it.
+    for (const [i, ttl] of [50, 300, 100, 200].entries()) r.create(`many-${i}`, { ttlSeconds: ttl });
     r.create("none", {});
     expect(r.sweeper.timers).toBe(1);
     expect(r.clock.timers.size).toBe(1);
