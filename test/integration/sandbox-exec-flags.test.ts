@@ -215,6 +215,29 @@ describe("a short --ttl and --idle-stop", () => {
   }, 180_000);
 });
 
+describe("egress is activity", () => {
+  it("a workload making requests (denied ones too) stays Ready well past its --idle-stop", async () => {
+    // Its main process asks the proxy for a host the policy does not allow, every second.
+    const loop = `const u = new URL(process.env.http_proxy);
+      setInterval(() => require("http").get({ host: u.hostname, port: u.port, path: "http://blocked.example/", headers: { host: "blocked.example" } }, (r) => r.resume()).on("error", () => {}), 1000);`;
+    const created = await fx.t.api("POST", "/v1/sandboxes", { name: "fl-busy", idleStop: 10, command: ["node", "-e", loop] });
+    expect(created.status).toBe(201);
+    await waitPhase(fx, "fl-busy", "Ready", { ms: 120_000 });
+    const events = (await fx.t.api("GET", "/v1/sandboxes/fl-busy/events")).body.events as { newPhase: string | null; time: string }[];
+    const readyAt = Date.parse(events.find((e) => e.newPhase === "Ready")!.time);
+    // Wait until its egress records span three times its idle stop after Ready (no exec meanwhile).
+    await eventually(async () => {
+      const { audit } = (await fx.t.api("GET", "/v1/sandboxes/fl-busy/audit?tail=1")).body as { audit: { time: string }[] };
+      const last = audit.at(-1);
+      const now = (await getSandbox(fx, "fl-busy")).body;
+      if (now.phase !== "Ready") throw new Error(`fl-busy left Ready while its workload made egress (${audit.length} records): ${JSON.stringify(now.reason)}`);
+      return last && Date.parse(last.time) - readyAt >= 30_000 ? true : undefined;
+    }, 180_000, "30 s of egress records after Ready");
+    expect((await getSandbox(fx, "fl-busy")).body.phase).toBe("Ready");
+    await fx.t.api("DELETE", "/v1/sandboxes/fl-busy");
+  }, 300_000);
+});
+
 describe("sandbox restart", () => {
   it("a new generation with new containers, the workspace kept", async () => {
     await cliExec(fx, NAME, ["sh", "-c", "echo kept > /sandbox/restart-note"]);
