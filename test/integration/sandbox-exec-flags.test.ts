@@ -6,7 +6,7 @@
 // new generation with the workspace kept.
 
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -195,6 +195,7 @@ describe("a short --ttl and --idle-stop", () => {
     expect(s.reason).toMatchObject({ code: "TtlExpired" });
     const ps = await docker(fx, "ps", "-a", "--filter", `label=sandgate.sandbox=${s.id}`, "--format", "{{.ID}}");
     expect(ps.stdout).toBe("");
+    expect(existsSync(join(fx.dockerd.workspaceRoot, `${s.id}.img`))).toBe(true);
     const shown = await cli(["sandbox", "get", "fl-ttl"], fx.cliEnv);
     expect(shown.stdout).toMatch(/^reason\s+TtlExpired: its TTL of 20s ran out at /m);
     await fx.t.api("DELETE", "/v1/sandboxes/fl-ttl");
