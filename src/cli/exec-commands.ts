@@ -7,6 +7,7 @@ import WebSocket from "ws";
 import { checkExecArgv } from "../gateway/api/schemas.js";
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
+import { addExecFlags, execRequest, execStatusCommand, forwardSignals, runDetached, signalNumber, type ExecFlags } from "./exec-options.js";
 
 const STDIN = 0;
 const STDOUT = 1;
@@ -23,6 +24,8 @@ interface SessionOptions {
   tty: boolean;
   /** Forward our stdin to the process. */
   stdin: boolean;
+  /** More query pairs: env, workdir, user, timeout (exec-options.ts). */
+  query?: [string, string][];
 }
 
 function runSession(client: GatewayClient, o: SessionOptions): Promise<number> {
@@ -36,6 +39,7 @@ function runSession(client: GatewayClient, o: SessionOptions): Promise<number> {
   const q = new URLSearchParams();
   for (const c of o.cmd) q.append("cmd", c);
   q.set("tty", o.tty ? "1" : "0");
+  for (const [k, v] of o.query ?? []) q.append(k, v);
   if (o.tty && process.stdout.isTTY) {
     q.set("cols", String(process.stdout.columns));
     q.set("rows", String(process.stdout.rows));
@@ -46,7 +50,9 @@ function runSession(client: GatewayClient, o: SessionOptions): Promise<number> {
   return new Promise<number>((resolve, reject) => {
     let exit: number | undefined;
     let restoreTty = (): void => undefined;
+    let unforward = (): void => undefined;
     const finish = (fn: () => void): void => {
+      unforward();
       restoreTty();
       process.stdin.pause();
       fn();
@@ -76,6 +82,14 @@ function runSession(client: GatewayClient, o: SessionOptions): Promise<number> {
       );
     });
     ws.on("open", () => {
+      // Signals go to the command; with a terminal, Ctrl-C is a byte it sends like any key.
+      unforward = forwardSignals(
+        (sig) => ws.send(JSON.stringify({ type: "signal", signal: sig })),
+        (code) => {
+          exit = code;
+          ws.close();
+        },
+      );
       if (o.tty && process.stdin.isTTY) {
         process.stdin.setRawMode(true);
         restoreTty = () => process.stdin.setRawMode(false);
@@ -101,9 +115,15 @@ function runSession(client: GatewayClient, o: SessionOptions): Promise<number> {
         else if (data[0] === STDERR) process.stderr.write(data.subarray(1));
         return;
       }
-      const msg = JSON.parse(data.toString()) as { type: string; code?: number; message?: string };
+      const msg = JSON.parse(data.toString()) as { type: string; code?: number; message?: string; signal?: string };
       if (msg.type === "exit") exit = msg.code;
       else if (msg.type === "error") process.stderr.write(`sandgate: ${msg.message ?? "exec error"}\n`);
+      else if (msg.type === "signal-failed") {
+        // The command could not be told: stop waiting for it, as a shell's job would have ended.
+        process.stderr.write(`sandgate: SIG${msg.signal ?? "?"} was not delivered: ${msg.message ?? "unknown error"}; the command may still run\n`);
+        exit = 128 + signalNumber(msg.signal ?? "");
+        ws.close();
+      }
     });
     ws.on("close", () => {
       if (exit !== undefined) {
@@ -116,19 +136,24 @@ function runSession(client: GatewayClient, o: SessionOptions): Promise<number> {
 }
 
 export function execCommands(sandbox: Command, global: () => Common): void {
-  sandbox
-    .command("exec")
-    .description("run a command in a Ready sandbox; exits with the command's exit code")
-    .argument("<name>", "sandbox name or id")
-    .argument("<command...>", "the command and its arguments (put -- before it)")
-    .option("-i, --interactive", "forward a terminal's keystrokes as stdin (piped stdin is always forwarded)")
-    .option("-t, --tty", "allocate a terminal")
-    .addHelpText("after", "\nExamples:\n  sandgate sandbox exec demo -- ls -la /sandbox\n  echo hi | sandgate sandbox exec demo -- cat")
-    .action(async (name: string, cmd: string[], o: { interactive?: boolean; tty?: boolean }) => {
+  addExecFlags(
+    sandbox
+      .command("exec")
+      .description("run a command in a Ready sandbox; exits with the command's exit code (Ctrl-C goes to the command: 130)")
+      .argument("<name>", "sandbox name or id")
+      .argument("<command...>", "the command and its arguments (put -- before it)")
+      .option("-i, --interactive", "forward a terminal's keystrokes as stdin (piped stdin is always forwarded)")
+      .option("-t, --tty", "allocate a terminal"),
+  )
+    .addHelpText("after", "\nExamples:\n  sandgate sandbox exec demo -- ls -la /sandbox\n  echo hi | sandgate sandbox exec demo -- cat\n  sandgate sandbox exec demo -e MODE=ci -w /sandbox/app --timeout 10m -- make test")
+    .action(async (name: string, cmd: string[], o: ExecFlags & { interactive?: boolean; tty?: boolean }) => {
       const client = new GatewayClient(global());
+      if (o.detach) return runDetached(client, name, cmd, o);
+      const { query } = execRequest(o);
       const forwardStdin = !process.stdin.isTTY || !!o.interactive;
-      process.exitCode = await runSession(client, { name, cmd, tty: !!o.tty, stdin: forwardStdin });
+      process.exitCode = await runSession(client, { name, cmd, tty: !!o.tty, stdin: forwardStdin, query });
     });
+  execStatusCommand(sandbox, global);
 
   sandbox
     .command("connect")

@@ -9,7 +9,7 @@ import { CliError, EXIT } from "./errors.js";
 import { roleIds } from "../driver/docker/host-ids.js";
 import { portForwardLimitsFromEnv } from "../gateway/api/port-forward-ws.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; containerLog?: { maxBytes: number; files: number }; logStreams?: number }): Promise<void> {
+export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; containerLog?: { maxBytes: number; files: number }; logStreams?: number; detachedExecs?: number }): Promise<void> {
   let portForward: ReturnType<typeof portForwardLimitsFromEnv>;
   try {
     portForward = portForwardLimitsFromEnv(process.env);
@@ -39,7 +39,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; port: number
       resolvers: opts.resolvers,
       portForward,
       supervisorLimits: { cpus: driver.supervisorResources.cpus, memoryMb: driver.supervisorResources.memoryMb },
-      service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000, boundaryDeadlineMs: opts.boundaryDeadlineS * 1000 },
+      service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000, boundaryDeadlineMs: opts.boundaryDeadlineS * 1000, ...(opts.detachedExecs === undefined ? {} : { detachedExecs: opts.detachedExecs }) },
       ...(opts.audit === undefined
         ? {}
         : { audit: { ratePerSecond: opts.audit.rate, burst: Math.max(opts.audit.rate * 4, 200), audit: { perSandbox: opts.audit.keep, maxAgeMs: opts.audit.maxAgeS * 1000 } } }),

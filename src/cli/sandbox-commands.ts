@@ -17,6 +17,9 @@ import type { EventView, SandboxView } from "./views.js";
 import { waitForPhase } from "./wait.js";
 import { formatBytes, parseDiskSize } from "../lifecycle/disk-size.js";
 import { formatLabels, labelsFromPairs, type LabelPair } from "../lifecycle/labels.js";
+import { envPairArg } from "./env-file.js";
+import { addCreateTimeFlags, createTimeBody, expiryRows, type CreateTimeFlags } from "./create-options.js";
+import { restartCommand } from "./restart-command.js";
 
 interface Common {
   home?: string;
@@ -45,11 +48,6 @@ function diskLine(d: SandboxView["disk"]): string {
   return `${used} of ${formatBytes(d.limitBytes)}`;
 }
 
-function envPair(v: string, acc: Record<string, string>): Record<string, string> {
-  const i = v.indexOf("=");
-  if (i <= 0) throw new InvalidArgumentError(`expected KEY=VALUE, got ${JSON.stringify(v)}`);
-  return { ...acc, [v.slice(0, i)]: v.slice(i + 1) };
-}
 
 function waitOptions(cmd: Command, defaultTimeoutS: number): Command {
   return cmd
@@ -103,7 +101,7 @@ export function sandboxCommands(global: () => Common): Command {
   const opts = <T extends Common>(cmd: Command): T => ({ ...global(), ...cmd.opts<T>() });
 
   waitOptions(
-    sandbox
+    addCreateTimeFlags(sandbox
       .command("create")
       .description("create a sandbox and wait until it is Ready")
       .argument("<name>", "sandbox name: 1-63 lowercase letters, digits and '-'")
@@ -113,18 +111,19 @@ export function sandboxCommands(global: () => Common): Command {
       .option("--cpus <n>", `CPU limit in cores (${L.cpus.min}-${L.cpus.max})`, decimalArg("--cpus", L.cpus))
       .option("--pids <n>", `process limit (${L.pids.min}-${L.pids.max})`, intArg("--pids", L.pids))
       .option("--disk <size>", "workspace (/sandbox) size, enforced by the kernel: 512M, 10G, 1GiB (default 10G)", diskSize)
-      .option("-e, --env <KEY=VALUE>", "environment variable for the workload (repeatable)", envPair, {})
+      .option("-e, --env <KEY=VALUE>", "environment variable for the workload (repeatable; wins over --env-file)", envPairArg, {})
       .option("--label <KEY=VALUE>", "a label to select the sandbox by (repeatable; kept by the gateway, never on containers)", labelArg("--label"))
-      .option("--policy <file>", "network policy YAML (see docs/policy.md); default: deny all egress"),
+      .option("--policy <file>", "network policy YAML (see docs/policy.md); default: deny all egress")),
     180,
   ).action(async (name: string, command: string[], _o, cmd: Command) => {
-    const o = opts<Waitable & { image?: string; memory?: number; cpus?: number; pids?: number; disk?: string; env: Record<string, string>; label?: LabelPair[]; policy?: string }>(cmd);
+    const o = opts<Waitable & { image?: string; memory?: number; cpus?: number; pids?: number; disk?: string; env: Record<string, string>; label?: LabelPair[]; policy?: string } & CreateTimeFlags>(cmd);
     const client = clientFor(o);
+    const time = createTimeBody(o);
     const resources: Record<string, number> = {};
     if (o.memory !== undefined) resources.memoryMb = o.memory;
     if (o.cpus !== undefined) resources.cpus = o.cpus;
     if (o.pids !== undefined) resources.pids = o.pids;
-    const body: Record<string, unknown> = { name, env: o.env, resources };
+    const body: Record<string, unknown> = { name, env: time.env, resources, ...time.fields };
     if (o.image) body.image = o.image;
     if (o.disk !== undefined) body.disk = o.disk;
     if (o.label) {
@@ -162,6 +161,7 @@ export function sandboxCommands(global: () => Common): Command {
         ["resources", `${s.spec.resources.memoryMb} MiB, ${s.spec.resources.cpus} CPU, ${s.spec.resources.pids} pids`],
         ["disk", diskLine(s.disk)],
         ["labels", formatLabels(s.labels)],
+        ...expiryRows(s),
         ["workload", rt ? `${short(rt.workload.id)} started ${when(rt.workload.startedAt)}` : "-"],
         ["supervisor", rt ? `${short(rt.supervisor.id)} started ${when(rt.supervisor.startedAt)}` : "-"],
         ["proxy", rt?.proxyUrl ?? "-"],
@@ -212,6 +212,7 @@ export function sandboxCommands(global: () => Common): Command {
   }
   sandbox.commands.find((c) => c.name() === "delete")?.alias("rm");
   pruneCommand(sandbox, global);
+  restartCommand(sandbox, global);
   execCommands(sandbox, global);
   statsCommand(sandbox, global);
   portForwardCommand(sandbox, global);

@@ -25,12 +25,14 @@ export interface SandboxView {
   generation: number;
   reason: { code: string; exitCode?: number; detail?: string } | null;
   reasonText: string | null;
-  spec: { image?: string; command?: string[]; env: Record<string, string>; resources: { memoryMb: number; cpus: number; pids: number } };
+  spec: { image?: string; command?: string[]; env: Record<string, string>; resources: { memoryMb: number; cpus: number; pids: number }; workdir?: string; ttlSeconds?: number; idleStopSeconds?: number };
   runtime: { generation: number; nonce: string; workload: ContainerIdentityView; supervisor: ContainerIdentityView; proxyUrl: string } | null;
   boundary: BoundaryView | null;
   /** Absent from create/list answers; null for a sandbox without a size limit. */
   disk?: { limitBytes: number; usedBytes: number | null; capacityBytes: number | null } | null;
   labels: Record<string, string>;
+  /** Only in `sandbox get`: what --ttl and --idle-stop look at. */
+  expiry?: { ttlDeadline: string | null; lastActivityAt: string | null; openSessions: number };
   createdAt: string;
   updatedAt: string;
 }

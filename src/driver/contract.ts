@@ -83,9 +83,15 @@ export interface ExecOptions {
   tty: boolean;
   env?: Record<string, string>;
   cwd?: string;
+  /** "uid" or "uid:gid" to run as; undefined: the workload's own user (the gateway allows no other). */
+  user?: string;
   /** Initial terminal size for tty sessions. */
   size?: { cols: number; rows: number };
 }
+
+/** Signals an exec's process may be sent (as a terminal sends them to its foreground job). */
+export const EXEC_SIGNALS = ["INT", "TERM", "HUP", "QUIT", "KILL"] as const;
+export type ExecSignal = (typeof EXEC_SIGNALS)[number];
 
 export interface ExecSession {
   /** Write stdin; end() sends EOF to the process. */
@@ -98,6 +104,11 @@ export interface ExecSession {
   exitCode: Promise<number>;
   /** Tear the session down (the process may keep running in the container). */
   close(): void;
+  /**
+   * Send a signal to the process and its process group: "sent", or "gone" when it has
+   * already ended. Absent when the runtime cannot signal an exec.
+   */
+  signal?(sig: ExecSignal): Promise<"sent" | "gone">;
 }
 
 /** One line of a container's output, as the runtime kept it. */
@@ -250,6 +261,8 @@ export interface ComputeDriver {
    * a line twice or lost. Absent: this runtime keeps no logs.
    */
   logs?(req: LogRequest, deliver: (line: LogLine) => void | Promise<void>): Promise<LogEnd>;
+  /** The user ("uid:gid") a workload runs as when its policy names none; undefined when the runtime does not say. */
+  readonly workloadUser?: string;
   /** Address on which supervisors can reach the gateway (after prepare); null when it has no supervisors. */
   controlAddress(): string | null;
   /** A monitor for this runtime (it owns its own connection), or null when the runtime cannot be watched. */

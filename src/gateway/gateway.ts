@@ -115,7 +115,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const { service, read, runtime, monitor } = lifecycle;
   const audit = new AuditSink(store, log.child({ component: "audit" }), opts.audit);
   const delivery = new SecretDelivery(store, control?.boundary ?? null);
-  control?.boundary.onAudit((id, generation, event) => audit.accept(id, generation, event));
+  control?.boundary.onAudit((id, generation, event) => {
+    // Egress is activity for --idle-stop, whether or not the audit rate limit keeps the record.
+    lifecycle.activity.touch(id);
+    audit.accept(id, generation, event);
+  });
 
   await runtime.prepare(opts.onProgress);
   const app: ReturnType<typeof buildApi> = buildApi({
@@ -138,14 +142,16 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       watch: app.watchStats(),
       portForward: forwards.stats(),
       logs: app.logStats(),
+      execs: { detachedHeld: lifecycle.execs.detached.size, detachedPerSandbox: lifecycle.execs.detached.max, timeoutTimers: lifecycle.execs.timers },
     }),
     ...(opts.watch === undefined ? {} : { watch: opts.watch }),
     secrets: { store: secrets, delivery },
     metrics,
     stats: new SandboxStats({ store, read, driver }),
     logs: { driver, ...(opts.logs === undefined ? {} : { limits: opts.logs }) },
+    execs: lifecycle.execs,
   });
-  const exec = attachExec(app.server, { service, token, log });
+  const exec = attachExec(app.server, { execs: lifecycle.execs, token, log });
   const forwards = attachPortForward(app.server, { service, read, token, log, ...(opts.portForward === undefined ? {} : { limits: opts.portForward }) });
   let url: string;
   try {

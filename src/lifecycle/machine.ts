@@ -2,12 +2,13 @@
 // happen to a sandbox. Pure: it computes the next state, callers persist it with
 // a compare-and-set on (id, generation, phase) so that two writers never both win.
 
-import type { ErrorReason, EventType, LifecycleEvent, Phase, UserEvent } from "./phases.js";
+import type { EventType, LifecycleEvent, Phase, SandboxReason, UserEvent } from "./phases.js";
 
 export interface LifecycleState {
   phase: Phase;
   generation: number;
-  reason: ErrorReason | null;
+  /** Error: why it failed; Stopping and Stopped: why the gateway stopped it on its own (else null). */
+  reason: SandboxReason | null;
 }
 
 export type Transition =
@@ -56,7 +57,7 @@ function nextPhase(state: LifecycleState, event: LifecycleEvent): LifecycleState
       // A new generation of the same sandbox: same id, name and workspace.
       return { phase: "Provisioning", generation: state.generation + 1, reason: null };
     case "stop":
-      return { ...keep, phase: "Stopping" };
+      return { ...keep, phase: "Stopping", reason: event.reason ?? null };
     case "delete":
       return { ...keep, phase: "Deleting" };
     case "ready":
@@ -71,7 +72,8 @@ function nextPhase(state: LifecycleState, event: LifecycleEvent): LifecycleState
     case "completed":
       return { ...keep, phase: "Completed" };
     case "stopped":
-      return { ...keep, phase: "Stopped" };
+      // Stopped says why the stop was made (a TTL, idle time), as Stopping did.
+      return { ...keep, phase: "Stopped", reason: state.reason };
     case "deleted":
       return { ...keep, phase: "Deleting" };
   }

@@ -29,8 +29,18 @@ export type ErrorReason =
   | { code: "RuntimeUnavailable"; detail: string };
 export type ErrorCode = ErrorReason["code"];
 
+/**
+ * Why the gateway stopped a sandbox on its own (carried by Stopping and Stopped): its
+ * --ttl ran out, or it was idle (no exec, connect or egress) for its --idle-stop.
+ */
+export type StopReason = { code: "TtlExpired"; detail: string } | { code: "IdleTimeout"; detail: string };
+export type StopCode = StopReason["code"];
+
+/** What a sandbox's `reason` can hold: why it is in Error, or why the gateway stopped it. */
+export type SandboxReason = ErrorReason | StopReason;
+
 /** One line a human can read, e.g. `SupervisorExited (exit code 137)`. */
-export function describeReason(reason: ErrorReason): string {
+export function describeReason(reason: SandboxReason): string {
   const code = "exitCode" in reason ? `${reason.code} (exit code ${reason.exitCode})` : reason.code;
   return reason.detail ? `${code}: ${reason.detail}` : code;
 }
@@ -42,7 +52,7 @@ export function describeReason(reason: ErrorReason): string {
  */
 export type LifecycleEvent =
   | { type: "start" }
-  | { type: "stop" }
+  | { type: "stop"; reason?: StopReason }
   | { type: "delete" }
   | { type: "ready" }
   | { type: "provisionFailed"; detail: string }

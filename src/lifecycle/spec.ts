@@ -21,6 +21,12 @@ export interface SandboxSpec {
    * for sandboxes created before workspaces had a size: they keep their unlimited volume.
    */
   diskBytes?: number;
+  /** The workload's working directory (absolute), and exec's default; undefined: /sandbox. */
+  workdir?: string;
+  /** Each generation is stopped this long after its launch (reason TtlExpired). */
+  ttlSeconds?: number;
+  /** Stopped after no exec, connect or egress for this long (reason IdleTimeout). */
+  idleStopSeconds?: number;
 }
 
 export const DEFAULT_RESOURCES: Resources = { memoryMb: 512, cpus: 1, pids: 256 };

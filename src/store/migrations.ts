@@ -102,6 +102,12 @@ const MIGRATIONS: readonly string[] = [
     DELETE FROM sandbox_labels WHERE sandbox_id = OLD.id;
   END;
   `,
+  // 9: when the current generation's --ttl runs out, and the last exec, connect or egress
+  // seen (written coalesced, for --idle-stop), so both survive a gateway restart
+  `
+  ALTER TABLE sandboxes ADD COLUMN ttl_deadline TEXT;
+  ALTER TABLE sandboxes ADD COLUMN last_active TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -7,7 +7,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type { RuntimeRecord } from "../driver/contract.js";
 import type { LifecycleState } from "../lifecycle/machine.js";
-import type { ErrorReason, Phase } from "../lifecycle/phases.js";
+import type { Phase, SandboxReason } from "../lifecycle/phases.js";
 import type { SandboxSpec } from "../lifecycle/spec.js";
 import { policyHash, serializePolicy, type Policy } from "../policy/index.js";
 import { migrate } from "./migrations.js";
@@ -16,7 +16,7 @@ export interface SandboxRecord {
   id: string;
   name: string;
   phase: Phase;
-  reason: ErrorReason | null;
+  reason: SandboxReason | null;
   generation: number;
   spec: SandboxSpec;
   runtime: RuntimeRecord | null;
@@ -33,7 +33,7 @@ export interface SandboxSummary {
   id: string;
   name: string;
   phase: Phase;
-  reason: ErrorReason | null;
+  reason: SandboxReason | null;
   generation: number;
   /** The recorded runtime's generation and container ids, or null when there is none. */
   runtime: { generation: number; workloadId: string; supervisorId: string } | null;
@@ -61,7 +61,7 @@ export interface EventRecord {
   kind: EventKind;
   oldPhase: Phase | null;
   newPhase: Phase | null;
-  reason: ErrorReason | null;
+  reason: SandboxReason | null;
   message: string | null;
   data: unknown;
   time: string;
@@ -150,7 +150,7 @@ function rowHead(row: HeadRow) {
     id: row.id,
     name: row.name,
     phase: row.phase as Phase,
-    reason: parse<ErrorReason>(row.reason),
+    reason: parse<SandboxReason>(row.reason),
     generation: row.generation,
     labels: JSON.parse(row.labels) as Record<string, string>,
     createdAt: row.created_at,
@@ -176,7 +176,7 @@ function toEvent(row: EventRow): EventRecord {
     kind: row.kind as EventKind,
     oldPhase: row.old_phase as Phase | null,
     newPhase: row.new_phase as Phase | null,
-    reason: parse<ErrorReason>(row.reason),
+    reason: parse<SandboxReason>(row.reason),
     message: row.message,
     data: parse<unknown>(row.data),
     time: row.time,

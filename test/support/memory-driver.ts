@@ -8,6 +8,7 @@ import {
   type ComputeDriver,
   type ExecOptions,
   type ExecSession,
+  type ExecSignal,
   type LaunchRequest,
   type ReadinessReport,
   type Role,
@@ -98,17 +99,66 @@ export class MemoryDriver implements ComputeDriver {
     this.workspaces.delete(sandboxId);
   }
 
+  /** The user workloads run as when their policy names none. */
+  workloadUser = "2000000000:2000000000";
+  /** Every exec's options, in order (what the gateway asked for). */
+  readonly execOptions: ExecOptions[] = [];
+  /** Signals sent to `sleep` commands, in order. */
+  readonly signals: ExecSignal[] = [];
+  /** `sleep` commands running now. */
+  sleeping = 0;
+  /** When false, signal() is absent: a runtime that cannot signal. */
+  canSignal = true;
+
   /**
    * Echoes the command line on stdout and exits 0; `cat` copies stdin to stdout
    * (with backpressure) until stdin ends, then exits 0; `sink` reads stdin to nowhere
-   * and runs until the session is closed (a process that outlives its stdin).
+   * and runs until the session is closed (a process that outlives its stdin);
+   * `sg-env` prints its working directory, user and environment (`cwd=`, `user=`,
+   * then KEY=VALUE lines, sorted); `exit N` exits N; `sleep` prints "sleeping" and
+   * runs until a signal (exit 128 + its number; `sleep ignore-term` ignores TERM,
+   * `sleep ignore-all` every signal but KILL).
    */
   async exec(_record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession> {
+    this.execOptions.push(opts);
     const stdin = new PassThrough();
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     let exitCode: Promise<number>;
-    if (opts.cmd[0] === "cat") {
+    let signal: ((sig: ExecSignal) => Promise<"sent" | "gone">) | undefined;
+    if (opts.cmd[0] === "sleep") {
+      stdin.resume();
+      this.sleeping++;
+      let ended = false;
+      let end!: (code: number) => void;
+      const finished = new Promise<number>((resolve) => (end = resolve)).then((code) => {
+        ended = true;
+        this.sleeping--;
+        stdout.end();
+        return code;
+      });
+      // As Docker's: a session closed while its process runs ends without an exit code
+      // (the "process" runs on until a signal ends it).
+      exitCode = Promise.race([finished, new Promise<number>((_, reject) => stdout.once("close", () => reject(new Error("exec did not report an exit code"))))]);
+      exitCode.catch(() => undefined);
+      const numbers: Record<ExecSignal, number> = { HUP: 1, INT: 2, QUIT: 3, KILL: 9, TERM: 15 };
+      signal = async (sig) => {
+        if (ended) return "gone";
+        this.signals.push(sig);
+        const ignored = sig !== "KILL" && (opts.cmd[1] === "ignore-all" || (sig === "TERM" && opts.cmd[1] === "ignore-term"));
+        if (!ignored) end(128 + numbers[sig]);
+        return "sent";
+      };
+      stdout.write("sleeping\n");
+      // The session closed: the "process" keeps running until signalled, as in a container.
+    } else if (opts.cmd[0] === "exit") {
+      stdout.end();
+      exitCode = Promise.resolve(Number(opts.cmd[1] ?? 0));
+    } else if (opts.cmd[0] === "sg-env") {
+      const env = Object.entries(opts.env ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}\n`);
+      stdout.end(`cwd=${opts.cwd ?? "(default)"}\nuser=${opts.user ?? "(default)"}\n${env.join("")}`);
+      exitCode = Promise.resolve(0);
+    } else if (opts.cmd[0] === "cat") {
       stdin.pipe(stdout);
       exitCode = new Promise((resolve) => stdout.once("end", () => resolve(0)));
     } else if (opts.cmd[0] === "sink") {
@@ -132,6 +182,7 @@ export class MemoryDriver implements ComputeDriver {
         stdin.destroy();
         stdout.destroy();
       },
+      ...(signal && this.canSignal ? { signal } : {}),
     };
   }
 

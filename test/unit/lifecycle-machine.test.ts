@@ -154,6 +154,26 @@ describe("messages and reasons", () => {
     expect(t.ok && t.next.reason).toEqual({ code: "SupervisorExited", exitCode: 7 });
   });
 
+  it("a stop the gateway made on its own carries its reason through Stopping into Stopped; start clears it", () => {
+    const reason = { code: "TtlExpired", detail: "its TTL of 1h ran out at 2026-12-01T11:00:00.000Z" } as const;
+    for (const from of ["Provisioning", "Ready", "Recovering"] as const) {
+      const stopping = transition(at(from), { type: "stop", reason }, 3);
+      expect(stopping.ok && stopping.next).toEqual({ phase: "Stopping", generation: 3, reason });
+      if (!stopping.ok) return;
+      const stopped = transition(stopping.next, { type: "stopped" }, 3);
+      expect(stopped.ok && stopped.next).toEqual({ phase: "Stopped", generation: 3, reason });
+      if (!stopped.ok) return;
+      const started = transition(stopped.next, { type: "start" }, 3);
+      expect(started.ok && started.next).toEqual({ phase: "Provisioning", generation: 4, reason: null });
+    }
+    // A user's stop carries none, and a stop of an Error sandbox drops the failure's reason.
+    const user = transition(at("Error"), { type: "stop" }, 3);
+    expect(user.ok && user.next).toEqual({ phase: "Stopping", generation: 3, reason: null });
+    const idle = { code: "IdleTimeout", detail: "no exec, connect or egress for 30m" } as const;
+    const deleting = transition({ phase: "Stopping", generation: 3, reason: idle }, { type: "delete" }, 3);
+    expect(deleting.ok && deleting.next.reason).toBeNull();
+  });
+
   it("start from Error clears the reason and keeps nothing of the old generation", () => {
     const t = transition(at("Error"), { type: "start" }, 3);
     expect(t.ok && t.next).toEqual({ phase: "Provisioning", generation: 4, reason: null });

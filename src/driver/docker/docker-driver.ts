@@ -337,6 +337,7 @@ export class DockerDriver implements ComputeDriver {
         resolvConf: this.resolvConfPath,
         filesystem: req.policy.policy.filesystem,
         user: req.policy.policy.process.user,
+        ...(req.spec.workdir === undefined ? {} : { workdir: req.spec.workdir }),
         uid: this.ids.workload,
         workspace,
         trust: { dir: trust.trustDir, target: WORKLOAD_TRUST_DIR, env: TRUST_ENV },
@@ -502,7 +503,12 @@ export class DockerDriver implements ComputeDriver {
   }
 
   exec(record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession> {
-    return startExec(this.engine, record.workload.id, opts);
+    return startExec(this.engine, record.workload.id, opts, record.workload.pid);
+  }
+
+  /** Workloads run as this uid and gid unless their policy names a user (objects.ts: workloadConfig). */
+  get workloadUser(): string {
+    return `${this.ids.workload}:${this.ids.workload}`;
   }
 
   /** The recorded workload instance's resource use: one stats sample (by its id, so never a replacement's). */

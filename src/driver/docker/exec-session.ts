@@ -2,16 +2,21 @@
 // (demultiplexed unless tty), and the exit code once the output is drained.
 
 import { PassThrough, Writable } from "node:stream";
-import type { ExecOptions, ExecSession } from "../contract.js";
+import type { ExecOptions, ExecSession, ExecSignal } from "../contract.js";
 import type { EngineClient } from "./engine/client.js";
 import { describe } from "./engine/result.js";
 import { createDemuxer } from "./engine/demux.js";
+import { hostProc, identifyExecProcess, signalExecProcess, type ExecProcess, type ProcReader } from "./exec-signal.js";
 
 export class ExecError extends Error {
   override readonly name = "ExecError";
 }
 
-export async function startExec(engine: EngineClient, containerId: string, opts: ExecOptions): Promise<ExecSession> {
+/**
+ * `workloadPid` is the host pid of the container's init: signals go only to a process in
+ * its pid namespace (exec-signal.ts).
+ */
+export async function startExec(engine: EngineClient, containerId: string, opts: ExecOptions, workloadPid?: number, proc: ProcReader = hostProc): Promise<ExecSession> {
   const created = await engine.execCreate(containerId, {
     Cmd: opts.cmd,
     Tty: opts.tty,
@@ -20,6 +25,7 @@ export async function startExec(engine: EngineClient, containerId: string, opts:
     AttachStderr: true,
     Env: opts.env ? Object.entries(opts.env).map(([k, v]) => `${k}=${v}`) : undefined,
     WorkingDir: opts.cwd,
+    User: opts.user,
   });
   if (created.kind !== "ok") throw new ExecError(`exec create failed: ${describe(created)}`);
   const execId = created.body.Id;
@@ -97,11 +103,30 @@ export async function startExec(engine: EngineClient, containerId: string, opts:
   // A caller that never awaits exitCode must not cause an unhandled rejection.
   exitCode.catch(() => undefined);
 
+  // Identified at the first signal (an inspect per exec only for the few that get one).
+  let identified: ExecProcess | undefined;
+  const signal = async (sig: ExecSignal): Promise<"sent" | "gone"> => {
+    if (identified === undefined) {
+      if (workloadPid === undefined) throw new ExecError("cannot signal the command: the workload's pid is not known");
+      const r = await engine.execInspect(execId);
+      if (r.kind !== "ok") throw new ExecError(`cannot signal the command: exec inspect failed: ${describe(r)}`);
+      if (!r.body.Running || !r.body.Pid) return "gone";
+      const id = identifyExecProcess(r.body.Pid, workloadPid, proc);
+      if (!id.ok) {
+        if (id.gone) return "gone";
+        throw new ExecError(`cannot signal the command: ${id.why}`);
+      }
+      identified = id.process;
+    }
+    return signalExecProcess(identified, sig, proc);
+  };
+
   return {
     stdin,
     stdout,
     stderr,
     exitCode,
+    signal,
     resize: async (cols, rows) => {
       const r = await engine.execResize(execId, rows, cols);
       if (r.kind !== "ok") throw new ExecError(`resize failed: ${describe(r)}`);

@@ -146,6 +146,8 @@ export function workloadConfig(
     /** The policy's fixed sections: readWrite paths become tmpfs mounts; user overrides the default uid. */
     filesystem?: { readWrite: readonly string[] };
     user?: string;
+    /** The working directory (absolute); default /sandbox, the workspace. */
+    workdir?: string;
     /** The workload's uid and gid unless the policy names a user (host-ids.ts). */
     uid: number;
     /** Host directory bind-mounted as /sandbox (a size-limited workspace); null: the sandbox's named volume. */
@@ -163,7 +165,7 @@ export function workloadConfig(
     Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
     // A non-root user always: the image's USER is not trusted to be one.
     User: opts.user ?? `${opts.uid}:${opts.uid}`,
-    WorkingDir: "/sandbox",
+    WorkingDir: opts.workdir ?? "/sandbox",
     Labels: containerLabels(i, "workload"),
     StopTimeout: 5,
     HostConfig: {

@@ -20,6 +20,8 @@ import { ApiError, BODY_MAX_BYTES, POLICY_MAX_BYTES, tooLarge } from "../errors.
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
 import type { SandboxService } from "../sandboxes/service.js";
 import { eventView, sandboxSummaryView, sandboxView } from "./views.js";
+import { registerExecRoutes } from "./exec-routes.js";
+import type { ExecService } from "../sandboxes/exec-service.js";
 
 export interface ApiContext {
   /** Writes: intents and policy changes. */
@@ -38,6 +40,8 @@ export interface ApiContext {
   stats?: SandboxStats;
   /** Container logs through the driver (GET /v1/sandboxes/:name/logs), with their bounds. */
   logs?: { driver: ComputeDriver; limits?: Partial<LogLimits> };
+  /** Detached execs and their status. */
+  execs?: ExecService;
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
@@ -136,7 +140,7 @@ export function buildApi(ctx: ApiContext) {
 
   app.get("/v1/sandboxes/:name", async (req) => {
     const s = read.get(nameParam(req));
-    return sandboxView(s, read.boundaryOf(s.id), read.diskOf(s));
+    return { ...sandboxView(s, read.boundaryOf(s.id), read.diskOf(s)), expiry: read.expiryOf(s) };
   });
 
   app.get("/v1/sandboxes/:name/policy", async (req) => {
@@ -199,6 +203,7 @@ export function buildApi(ctx: ApiContext) {
   if (ctx.secrets) registerSecretRoutes(app, ctx.secrets.store, ctx.secrets.delivery);
   if (ctx.stats) registerStatsRoutes(app, ctx.stats);
   if (ctx.metrics) registerMetricsRoute(app, ctx.metrics);
+  if (ctx.execs) registerExecRoutes(app, ctx.execs);
 
   // Watch streams are hijacked from fastify: the hub ends them on close.
   const hub = new WatchHub(read, ctx.watch);

@@ -4,20 +4,24 @@
 //
 // Frames, server → client: binary [1, ...stdout] or [2, ...stderr]; text
 //   {"type":"exit","code":N} then close, or {"type":"error","message":...}.
-// Frames, client → server: binary [0, ...stdin]; text {"type":"eof"} or
-//   {"type":"resize","cols":C,"rows":R}.
+// Frames, client → server: binary [0, ...stdin]; text {"type":"eof"},
+//   {"type":"resize","cols":C,"rows":R} or {"type":"signal","signal":"INT"} (INT, TERM,
+//   HUP, QUIT, KILL: sent to the command's process group; the exit frame follows when
+//   it ends, e.g. code 130 for INT). A signal that cannot be delivered answers
+//   {"type":"signal-failed","signal":S,"message":...}.
 
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { WebSocketServer, type WebSocket } from "ws";
 import { z } from "zod";
-import type { ExecSession } from "../../driver/contract.js";
-import { ExecQuery, checkExecArgv, formatZodError } from "./schemas.js";
+import { EXEC_SIGNALS, type ExecSession } from "../../driver/contract.js";
+import { formatZodError } from "./schemas.js";
+import { ExecQueryFull, execOptions } from "./exec-options.js";
 import { ApiError } from "../errors.js";
 import { tokenMatches } from "./auth.js";
 import { PORT_FORWARD_ROUTE } from "./port-forward-ws.js";
-import type { SandboxService } from "../sandboxes/service.js";
+import type { ExecService } from "../sandboxes/exec-service.js";
 
 export const STDIN = 0;
 export const STDOUT = 1;
@@ -26,6 +30,7 @@ export const STDERR = 2;
 const ControlFrame = z.discriminatedUnion("type", [
   z.object({ type: z.literal("eof") }),
   z.object({ type: z.literal("resize"), cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) }),
+  z.object({ type: z.literal("signal"), signal: z.enum(EXEC_SIGNALS) }),
 ]);
 
 const ROUTE = /^\/v1\/sandboxes\/([^/?]+)\/exec(?:\?|$)/;
@@ -40,7 +45,7 @@ function refuse(socket: Duplex, err: ApiError): void {
 /** Output bytes a slow client may have outstanding before the process's output is paused. */
 export const EXEC_OUTPUT_HIGH_WATER = 1 << 20;
 
-export function attachExec(server: Server, ctx: { service: SandboxService; token: string; log: Logger }): { close(): void } {
+export function attachExec(server: Server, ctx: { execs: ExecService; token: string; log: Logger }): { close(): void } {
   // maxPayload: stdin frames are relayed as they come; nothing needs more than this.
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1 << 20, perMessageDeflate: false });
   const live = new Set<WebSocket>();
@@ -59,19 +64,20 @@ export function attachExec(server: Server, ctx: { service: SandboxService; token
         const all = url.searchParams.getAll(key);
         raw[key] = key === "cmd" ? all : all[0]!;
       }
-      const q = ExecQuery.safeParse(raw);
+      // env is the one repeated key besides cmd: every value is a KEY=VALUE pair.
+      if (typeof raw.env === "string") raw.env = url.searchParams.getAll("env");
+      const q = ExecQueryFull.safeParse(raw);
       if (!q.success) return refuse(socket, new ApiError("invalid_request", formatZodError(q.error)));
       const cmd = typeof q.data.cmd === "string" ? [q.data.cmd] : (q.data.cmd ?? []);
       const tty = q.data.tty === "1";
-      if (cmd.length === 0) return refuse(socket, new ApiError("invalid_request", "cmd: at least one argument is required"));
-      const over = checkExecArgv(cmd);
-      if (over) return refuse(socket, new ApiError("invalid_request", over));
       let session: ExecSession;
       try {
-        session = await ctx.service.exec(decodeURIComponent(m[1]!), {
-          cmd,
+        const { env, workdir, user, timeout } = q.data;
+        const options = execOptions({ cmd, ...(env === undefined ? {} : { env: typeof env === "string" ? [env] : env }), ...(workdir === undefined ? {} : { workdir }), ...(user === undefined ? {} : { user }), ...(timeout === undefined ? {} : { timeout }) });
+        session = await ctx.execs.start(decodeURIComponent(m[1]!), {
+          ...options,
           tty,
-          size: q.data.cols && q.data.rows ? { cols: q.data.cols, rows: q.data.rows } : undefined,
+          ...(q.data.cols && q.data.rows ? { size: { cols: q.data.cols, rows: q.data.rows } } : {}),
         });
       } catch (err) {
         if (err instanceof ApiError) return refuse(socket, err);
@@ -159,8 +165,14 @@ function relay(ws: WebSocket, session: ExecSession, log: Logger): void {
     if (parsed.type === "eof") {
       session.stdin.end();
       resume(); // later stdin frames are dropped; control frames and the close must still be read
-    }
-    else session.resize(parsed.cols, parsed.rows).catch((err: unknown) => log.debug({ err }, "resize failed"));
+    } else if (parsed.type === "signal") {
+      const sig = parsed.signal;
+      const failed = (why: string): void => {
+        if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ type: "signal-failed", signal: sig, message: why }));
+      };
+      if (!session.signal) failed("this runtime cannot signal an exec's command");
+      else session.signal(sig).catch((err: unknown) => failed((err as Error).message));
+    } else session.resize(parsed.cols, parsed.rows).catch((err: unknown) => log.debug({ err }, "resize failed"));
   });
   ws.on("close", () => session.close());
 

@@ -62,6 +62,10 @@ export const CreateSandboxBody = z
     /** Workspace size: "512M", "10G", "1GiB" or a number of bytes (default 10 GiB). */
     disk: z.union([z.string().max(64), z.number()]).optional(),
     labels: Labels.optional(),
+    /** The workload's working directory; --ttl and --idle-stop as seconds or "30m", "2h" (create-options.ts). */
+    workdir: z.string().max(8192).optional(),
+    ttl: z.union([z.string().max(64), z.number()]).optional(),
+    idleStop: z.union([z.string().max(64), z.number()]).optional(),
   })
   .strict();
 export type CreateSandboxBody = z.infer<typeof CreateSandboxBody>;

@@ -5,10 +5,15 @@
 
 import type { Logger } from "pino";
 import type { ComputeDriver, RuntimeMonitor } from "../../driver/contract.js";
+import { LIVE_PHASES, describeReason } from "../../lifecycle/phases.js";
 import type { Store } from "../../store/store.js";
 import { KeyedSerial } from "../../util/keyed-serial.js";
 import type { ControlPlane } from "../control/control-plane.js";
+import { ActivityTracker } from "./activity.js";
 import { LifecycleController } from "./controller.js";
+import { DetachedExecs } from "./detached-execs.js";
+import { ExecService } from "./exec-service.js";
+import { ExpirySweeper } from "./expiry-sweeper.js";
 import { Generations } from "./generations.js";
 import { SandboxReadModel } from "./read-model.js";
 import { boundaryFailure, recoverySink } from "./recovery.js";
@@ -18,6 +23,10 @@ import { LifecycleTasks } from "./tasks.js";
 
 export interface Lifecycle {
   service: SandboxService;
+  /** Exec as users ask for it: user, environment, timeout, detached commands. */
+  execs: ExecService;
+  /** Exec, connect and egress seen, for --idle-stop. */
+  activity: ActivityTracker;
   read: SandboxReadModel;
   runtime: RuntimeGate;
   monitor: RuntimeMonitor | null;
@@ -33,11 +42,12 @@ export interface Lifecycle {
 
 export function createLifecycle(d: { store: Store; driver: ComputeDriver; control: ControlPlane | null; log: Logger; options?: ServiceOptions }): Lifecycle {
   const { store, driver, control, log } = d;
+  const activity = new ActivityTracker();
   const generations = new Generations(control?.boundary ?? null, log);
   const controller = new LifecycleController(store, log);
   const serial = new KeyedSerial();
   const runtime = new RuntimeGate(driver, control, log);
-  const read = new SandboxReadModel(store, control, driver);
+  const read = new SandboxReadModel(store, control, driver, activity);
   const monitor = driver.watch(recoverySink({ store, controller, control, serial, log, reconnected: () => tasks.kickTeardowns() }), {
     recoveryDeadlineMs: d.options?.recoveryDeadlineMs,
     boundaryDeadlineMs: d.options?.boundaryDeadlineMs,
@@ -47,6 +57,7 @@ export function createLifecycle(d: { store: Store; driver: ComputeDriver; contro
   // an Error or Completed generation then owes (and gets) its teardown.
   const unsubscribe = store.onEvent((e) => {
     if (e.kind !== "phase" && e.kind !== "deleted") return;
+    if (e.kind === "deleted") execs.detached.forget(e.sandboxId);
     try {
       generations.settle(e.sandboxId, e.generation, e.newPhase);
       if (e.newPhase === "Error" || e.newPhase === "Completed") tasks.teardown(e.sandboxId, e.generation);
@@ -65,8 +76,28 @@ export function createLifecycle(d: { store: Store; driver: ComputeDriver; contro
     if (problem !== null) monitor?.boundaryLost(s.id, s.generation, problem);
   });
   const service = new SandboxService({ store, driver, control, controller, generations, tasks, runtime, read, log });
+  const execs: ExecService = new ExecService({ service, read, store, driver, activity, log, detached: new DetachedExecs(d.options?.detachedExecs) });
+  // --ttl and --idle-stop: a stop with its reason, through the same intent path as a user's stop.
+  const sweeper = new ExpirySweeper({
+    store,
+    activity,
+    log,
+    expire: (id, generation, reason) => {
+      const s = store.get(id);
+      if (!s || s.generation !== generation || !LIVE_PHASES.includes(s.phase)) return false;
+      try {
+        tasks.stop(controller.intent(s, { type: "stop", reason }, `stopped by the gateway: ${describeReason(reason)}`));
+        return true;
+      } catch (err) {
+        log.info({ sandboxId: id, generation, err: (err as Error).message }, "expiry stop lost a race; looking again later");
+        return false;
+      }
+    },
+  });
   return {
     service,
+    execs,
+    activity,
     read,
     runtime,
     monitor,
@@ -74,13 +105,18 @@ export function createLifecycle(d: { store: Store; driver: ComputeDriver; contro
       const s = store.get(id);
       return generations.expectedLaunch(id, s && { phase: s.phase, generation: s.generation });
     },
-    resume: () => tasks.resume(),
+    resume: () => {
+      tasks.resume();
+      sweeper.start();
+    },
     idle: () => serial.idle(),
     pending: () => {
       const m = monitor?.pending() ?? { checks: 0, timers: 0 };
-      return { tasks: serial.size, checks: m.checks, timers: m.timers + generations.timers() };
+      return { tasks: serial.size, checks: m.checks, timers: m.timers + generations.timers() + sweeper.timers + execs.timers };
     },
     close: async () => {
+      sweeper.close();
+      execs.close();
       service.close();
       tasks.close();
       await monitor?.close();

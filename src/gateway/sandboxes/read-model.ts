@@ -7,6 +7,8 @@ import type { BoundaryHealth } from "../control/boundary.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import { ID_RE, checkSandboxName } from "../../lifecycle/spec.js";
 import { ApiError, notFound } from "../errors.js";
+import { expiryColumns } from "../../store/expiry-store.js";
+import type { ActivityTracker } from "./activity.js";
 
 export interface DiskView {
   limitBytes: number;
@@ -14,6 +16,16 @@ export interface DiskView {
   usedBytes: number | null;
   /** What the filesystem holds at most (the limit less its own metadata); null when not mounted. */
   capacityBytes: number | null;
+}
+
+/** What --ttl and --idle-stop look at, for `sandbox get`. */
+export interface ExpiryView {
+  /** When the current generation's TTL runs out, or null. */
+  ttlDeadline: string | null;
+  /** The last exec, connect or egress seen (or the launch), or null when none is known. */
+  lastActivityAt: string | null;
+  /** Exec and connect sessions open now. */
+  openSessions: number;
 }
 
 export interface Page<T> {
@@ -34,6 +46,7 @@ export class SandboxReadModel {
     private readonly store: Store,
     private readonly control: ControlPlane | null,
     private readonly driver: ComputeDriver | null = null,
+    private readonly activity: ActivityTracker | null = null,
   ) {}
 
   /** By name or id; throws 404, or 400 for what can be neither (naming the rule). */
@@ -102,6 +115,17 @@ export class SandboxReadModel {
     if (s.spec.diskBytes === undefined) return null;
     const usage = this.driver?.workspaceUsage?.(s.id) ?? null;
     return { limitBytes: s.spec.diskBytes, usedBytes: usage?.usedBytes ?? null, capacityBytes: usage?.capacityBytes ?? null };
+  }
+
+  /** The TTL deadline and activity; the activity in memory is newer than the store's (written coalesced). */
+  expiryOf(s: SandboxRecord): ExpiryView {
+    const cols = expiryColumns(this.store.db, s.id);
+    const seen = this.activity?.lastActive(s.id);
+    return {
+      ttlDeadline: cols?.ttlDeadline ?? null,
+      lastActivityAt: seen === undefined ? (cols?.lastActive ?? null) : new Date(seen).toISOString(),
+      openSessions: this.activity?.openSessions(s.id) ?? 0,
+    };
   }
 
   boundaryOf(sandboxId: string): BoundaryHealth | null {

@@ -18,11 +18,12 @@ import { ApiError } from "../errors.js";
 import type { LifecycleController } from "./controller.js";
 import type { Generations } from "./generations.js";
 import { checkFilesystemPolicy, parsePolicyInput } from "./policy-input.js";
+import { timeSpec, type CreateTimeOptions } from "./create-options.js";
 import type { SandboxReadModel } from "./read-model.js";
 import type { RuntimeGate } from "./runtime-gate.js";
 import { activePolicy, type LifecycleTasks } from "./tasks.js";
 
-export interface CreateInput {
+export interface CreateInput extends CreateTimeOptions {
   name: string;
   image?: string;
   command?: string[];
@@ -43,6 +44,8 @@ export interface ServiceOptions {
   recoveryDeadlineMs?: number;
   /** How long it may stay Recovering after its boundary was reported unhealthy (Docker answering). Default 30 s. */
   boundaryDeadlineMs?: number;
+  /** Detached execs kept per sandbox (DetachedExecs). Default 32. */
+  detachedExecs?: number;
 }
 
 export interface ServiceDeps {
@@ -98,6 +101,7 @@ export class SandboxService {
       // Explicit resources win over the policy's process limits, which win over the defaults.
       resources: { ...DEFAULT_RESOURCES, ...policy.process.limits, ...input.resources },
       diskBytes,
+      ...timeSpec(input),
     };
     if (input.image !== undefined) spec.image = input.image;
     if (input.command !== undefined) spec.command = input.command;

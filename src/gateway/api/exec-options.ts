@@ -1,0 +1,74 @@
+// What an exec request may carry beyond its command, in the WebSocket's query
+// (`env=K=V` repeated, `workdir`, `user`, `timeout`) and in the body of a detached
+// exec (POST /v1/sandboxes/:name/execs), checked in one place into an ExecRequest.
+
+import { z } from "zod";
+import { EXEC_TIMEOUT_RANGE, checkExecEnv, checkWorkdir, parseEnvPair } from "../../lifecycle/process-input.js";
+import { SettingError, parseDuration } from "../../util/settings.js";
+import { ApiError } from "../errors.js";
+import type { ExecRequest } from "../sandboxes/exec-service.js";
+import { checkExecArgv } from "./schemas.js";
+
+const one = (max: number) => z.string().max(max);
+
+/** The exec WebSocket's query (GET /v1/sandboxes/:name/exec). */
+export const ExecQueryFull = z
+  .object({
+    cmd: z.union([z.string(), z.array(z.string())]).optional(),
+    tty: z.enum(["0", "1"]).optional(),
+    cols: z.coerce.number().int().min(1).max(1000).optional(),
+    rows: z.coerce.number().int().min(1).max(1000).optional(),
+    env: z.union([z.string(), z.array(z.string())]).optional(),
+    workdir: one(8192).optional(),
+    user: one(64).optional(),
+    timeout: one(64).optional(),
+  })
+  .strict();
+
+/** POST /v1/sandboxes/:name/execs: a detached command. */
+export const DetachedExecBody = z
+  .object({
+    cmd: z.array(z.string()).min(1),
+    env: z.record(z.string(), z.string()).optional(),
+    workdir: one(8192).optional(),
+    user: one(64).optional(),
+    timeout: z.union([one(64), z.number()]).optional(),
+  })
+  .strict();
+
+/** The command's options, checked: a 400 naming the first problem. */
+export function execOptions(o: { cmd: string[]; env?: Record<string, string> | string[]; workdir?: string; user?: string; timeout?: string | number }): Omit<ExecRequest, "tty" | "size"> {
+  if (o.cmd.length === 0) throw new ApiError("invalid_request", "cmd: at least one argument is required");
+  const over = checkExecArgv(o.cmd);
+  if (over) throw new ApiError("invalid_request", over);
+  const req: Omit<ExecRequest, "tty" | "size"> = { cmd: o.cmd };
+  if (o.env !== undefined) {
+    // No prototype: a variable named __proto__ is a variable like any other.
+    let env = Object.create(null) as Record<string, string>;
+    if (Array.isArray(o.env)) {
+      for (const pair of o.env) {
+        const p = parseEnvPair(pair);
+        if (!p.ok) throw new ApiError("invalid_request", `env: ${p.error}`);
+        env[p.name] = p.value;
+      }
+    } else env = o.env;
+    const bad = checkExecEnv(env);
+    if (bad) throw new ApiError("invalid_request", `env: ${bad}`);
+    req.env = env;
+  }
+  if (o.workdir !== undefined) {
+    const bad = checkWorkdir(o.workdir);
+    if (bad) throw new ApiError("invalid_request", `workdir: ${bad}`);
+    req.workdir = o.workdir;
+  }
+  if (o.user !== undefined) req.user = o.user;
+  if (o.timeout !== undefined) {
+    try {
+      req.timeoutSeconds = parseDuration("timeout", o.timeout, EXEC_TIMEOUT_RANGE);
+    } catch (err) {
+      if (err instanceof SettingError) throw new ApiError("invalid_request", err.message);
+      throw err;
+    }
+  }
+  return req;
+}
