@@ -34,9 +34,20 @@ export async function startExec(engine: EngineClient, containerId: string, opts:
     stderr.end();
     if (opts.size) void engine.execResize(execId, opts.size.rows, opts.size.cols);
   } else {
+    // Backpressure: a full stdout or stderr pauses the socket (and so the process),
+    // instead of buffering a fast producer's output without bound.
+    const flow = (): void => {
+      if (!stdout.writableNeedDrain && !stderr.writableNeedDrain) socket.resume();
+    };
+    stdout.on("drain", flow);
+    stderr.on("drain", flow);
     const demux = createDemuxer(
-      (b) => stdout.write(b),
-      (b) => stderr.write(b),
+      (b) => {
+        if (!stdout.write(b)) socket.pause();
+      },
+      (b) => {
+        if (!stderr.write(b)) socket.pause();
+      },
     );
     socket.on("data", (chunk: Buffer) => demux.push(chunk));
     socket.on("end", () => {
