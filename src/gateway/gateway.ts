@@ -17,6 +17,8 @@ import { SecretDelivery, secretValuesFrom } from "./secrets/secret-delivery.js";
 import { ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
 import { StartupError, assertPortFree, isAddrInUse, portInUse } from "./startup.js";
 import { createLifecycle, type Lifecycle } from "./sandboxes/lifecycle.js";
+import { FileTransfers } from "./files/transfers.js";
+import type { FilesLimits } from "./files/limits.js";
 import type { SandboxReadModel } from "./sandboxes/read-model.js";
 import type { SandboxService, ServiceOptions } from "./sandboxes/service.js";
 
@@ -45,6 +47,8 @@ export interface GatewayOptions {
   supervisorLimits?: { cpus: number; memoryMb: number };
   /** Bounds of watch streams (defaults: DEFAULT_WATCH_LIMITS). */
   watch?: Partial<WatchLimits>;
+  /** Bounds of file transfers, `sandbox cp` (defaults: DEFAULT_FILES_LIMITS). */
+  files?: Partial<FilesLimits>;
 }
 
 export interface RunningGateway {
@@ -108,6 +112,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   control?.boundary.onAudit((id, generation, event) => audit.accept(id, generation, event));
 
   await runtime.prepare(opts.onProgress);
+  const files = new FileTransfers({ get: (n) => read.get(n), exec: (n, o) => service.exec(n, o), log: log.child({ component: "files" }), ...(opts.files === undefined ? {} : { limits: opts.files }) });
   const app: ReturnType<typeof buildApi> = buildApi({
     service,
     read,
@@ -126,9 +131,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       monitor: monitor?.metrics() ?? null,
       audit: { ...audit.stats(), limits: audit.limits() },
       watch: app.watchStats(),
+      files: files.stats(),
     }),
     ...(opts.watch === undefined ? {} : { watch: opts.watch }),
     secrets: { store: secrets, delivery },
+    files,
   });
   const exec = attachExec(app.server, { service, token, log });
   let url: string;

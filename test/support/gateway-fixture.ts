@@ -11,6 +11,7 @@ import { ensureToken, resolveHome, type HomePaths } from "../../src/gateway/home
 import type { WatchLimits } from "../../src/gateway/api/watch.js";
 import type { AuditLimits } from "../../src/gateway/audit/audit-sink.js";
 import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
+import type { FilesLimits } from "../../src/gateway/files/limits.js";
 
 export interface TestGateway {
   home: HomePaths;
@@ -36,6 +37,8 @@ export async function startTestGateway(
     hostAddressIntervalMs?: number;
     /** Every log line of the gateway, from debug up (tests that check what it logs). */
     logSink?: (line: string) => void;
+    /** Bounds of file transfers (`sandbox cp`). */
+    files?: Partial<FilesLimits>;
   } = {},
 ): Promise<TestGateway> {
   const home = resolveHome(opts.homeDir ?? mkdtempSync(join(tmpdir(), "sg-home-")));
@@ -43,6 +46,7 @@ export async function startTestGateway(
   const gw = await startGateway({ home, driver, log, port: 0, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs, supervisorPort: opts.supervisorPort, watch: opts.watch, audit: opts.audit,
     ...(opts.resolvers === undefined ? {} : { resolvers: opts.resolvers }),
     ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddressIntervalMs: opts.hostAddressIntervalMs }),
+    ...(opts.files === undefined ? {} : { files: opts.files }),
   });
   const token = ensureToken(home);
   return {

@@ -8,6 +8,8 @@ import { PolicyTools, sinceTime } from "../sandboxes/policy-tools.js";
 import { toOcsf } from "../audit/ocsf.js";
 import { WatchHub, type WatchLimits } from "./watch.js";
 import { registerSecretRoutes, type SecretPlaces } from "./secrets-routes.js";
+import { registerFileRoutes } from "./files-routes.js";
+import type { FileTransfers } from "../files/transfers.js";
 import type { SecretStore } from "../secrets/secret-store.js";
 import { tokenMatches } from "./auth.js";
 import { ApiError, BODY_MAX_BYTES, POLICY_MAX_BYTES, tooLarge } from "../errors.js";
@@ -26,6 +28,8 @@ export interface ApiContext {
   watch?: Partial<WatchLimits>;
   /** Secrets for the supervisors to inject; `usedBy` names the sandboxes whose policy binds one. */
   secrets?: { store: SecretStore; delivery: SecretPlaces };
+  /** `sandbox cp`: files in and out of Ready sandboxes. */
+  files?: FileTransfers;
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
@@ -185,6 +189,7 @@ export function buildApi(ctx: ApiContext) {
   });
 
   if (ctx.secrets) registerSecretRoutes(app, ctx.secrets.store, ctx.secrets.delivery);
+  if (ctx.files) registerFileRoutes(app, ctx.files);
 
   // Watch streams are hijacked from fastify: the hub ends them on close.
   const hub = new WatchHub(read, ctx.watch);
