@@ -4,6 +4,7 @@ import { Command, InvalidArgumentError } from "commander";
 import { PAGE, PROCESS_LIMITS as L, SEQ, WAIT, decimalArg, intArg, secondsArg } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { execCommands } from "./exec-commands.js";
+import { cpCommand } from "./cp-command.js";
 import { boundaryLine, readPolicyFile } from "./policy-commands.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
 import { printJson, short, table, when } from "./format.js";
@@ -240,6 +241,7 @@ export function sandboxCommands(global: () => Common): Command {
   }
   sandbox.commands.find((c) => c.name() === "delete")?.alias("rm");
   execCommands(sandbox, global);
+  cpCommand(sandbox, global);
 
   sandbox
     .command("events")
