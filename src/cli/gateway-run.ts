@@ -7,8 +7,9 @@ import { StartupError } from "../gateway/startup.js";
 import { DockerDriver } from "../driver/docker/docker-driver.js";
 import { CliError, EXIT } from "./errors.js";
 import { roleIds } from "../driver/docker/host-ids.js";
+import type { FilesLimits } from "../gateway/files/limits.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number } }): Promise<void> {
+export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; files?: FilesLimits }): Promise<void> {
   const log = createLogger({ level: opts.logLevel });
   let driver: DockerDriver;
   try {
@@ -35,6 +36,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; port: number
       ...(opts.audit === undefined
         ? {}
         : { audit: { ratePerSecond: opts.audit.rate, burst: Math.max(opts.audit.rate * 4, 200), audit: { perSandbox: opts.audit.keep, maxAgeMs: opts.audit.maxAgeS * 1000 } } }),
+      ...(opts.files === undefined ? {} : { files: opts.files }),
       onProgress: (msg) => log.info({ step: msg }, "preparing"),
     });
   } catch (err) {

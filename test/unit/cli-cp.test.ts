@@ -240,6 +240,26 @@ describe("mistakes: one line, the documented exit code", () => {
     }
   });
 
+  it("a bad SANDGATE_CP_* setting stops `gateway start` before anything starts (exit 2, one line)", async () => {
+    const home = mkdtempSync(join(tmpdir(), "sg-cp-home-"));
+    try {
+      const r = await new Promise<Ran>((resolve, reject) => {
+        const p = spawn(CLI_ARGS[0]!, [...CLI_ARGS.slice(1), "--home", home, "gateway", "start", "--port", "0"], {
+          env: { ...process.env, SANDGATE_CP_MAX_BYTES: "lots", DOCKER_HOST: `unix://${join(home, "no-docker.sock")}` },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let err = "";
+        p.stderr.on("data", (c: Buffer) => (err += c.toString()));
+        p.on("error", reject);
+        p.on("close", (code) => resolve({ code, stdout: Buffer.alloc(0), stderr: err }));
+      });
+      expect([r.code, oneLine(r)]).toEqual([2, 'sandgate: SANDGATE_CP_MAX_BYTES must be a size such as 512M or 16G (binary units K, M, G, T) from 1048576 to 17592186044416 bytes; got "lots"']);
+      expect(readdirSync(home)).toEqual([]);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
   it("has --help", async () => {
     const r = await sg(["sandbox", "cp", "--help"]);
     expect(r.code).toBe(0);
