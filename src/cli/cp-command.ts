@@ -9,11 +9,11 @@ import { basename, dirname, resolve } from "node:path";
 import { Command } from "commander";
 import { RESULT_TRAILER, TAR_MEDIA_TYPE, type FileStatView, type TransferResultView } from "../files/api.js";
 import { CopyRefused } from "../files/members.js";
-import { WORKSPACE, baseOf, checkSandboxPath, parentOf } from "../files/sandbox-path.js";
+import { WORKSPACE, baseOf, checkSandboxPath, parentOf, shownPath } from "../files/sandbox-path.js";
 import { TarFormatError, toBytes } from "../files/tar-format.js";
 import { formatBytes } from "../lifecycle/disk-size.js";
 import { GatewayClient } from "./client.js";
-import { packLocal, unpackLocal, type Progress } from "./cp-local.js";
+import { errnoText, packLocal, unpackLocal, type Progress } from "./cp-local.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
 import { printJson } from "./format.js";
 
@@ -103,6 +103,12 @@ function progressLine(enabled: boolean, label: string): { progress: Progress; st
 function cliError(err: unknown): Error {
   if (err instanceof CopyRefused) return new CliError(err.message, EXIT.failed);
   if (err instanceof TarFormatError) return new CliError(`not a valid tar stream: ${err.message}`, EXIT.failed);
+  // A local file the copy reads or writes: one line, the path shortened.
+  const e = err as NodeJS.ErrnoException;
+  if (typeof e.code === "string" && /^E[A-Z]+$/.test(e.code) && e.syscall !== undefined) {
+    const path = e.path === undefined ? "" : `: ${shownPath(e.path)}`;
+    return new CliError(`${e.syscall} failed, ${errnoText(e.code)} (${e.code})${path}`, e.code === "ENOENT" ? EXIT.notFound : EXIT.failed);
+  }
   return err instanceof Error ? err : new Error(String(err));
 }
 

@@ -26,6 +26,28 @@ export function localPath(root: string, rel: string): Buffer {
 
 const code = (err: unknown): string | undefined => (err as NodeJS.ErrnoException).code;
 
+const ERRNO: Record<string, string> = {
+  ENAMETOOLONG: "the path is too long for this system",
+  ENOSPC: "no space left on the device",
+  EDQUOT: "over the disk quota",
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  EROFS: "a read-only file system",
+  EEXIST: "it appeared while being written",
+  ELOOP: "a symbolic link is in the way",
+};
+
+/** What an errno means, in a few words. */
+export const errnoText = (c: string): string => ERRNO[c] ?? "the file system refused";
+
+/** A local file system error as one line naming the member and the destination (never a stack or a 4 KiB path). */
+export function local(err: unknown, rel: string, root: string): unknown {
+  const c = code(err);
+  if (c === undefined || err instanceof CopyRefused) return err;
+  const what = rel === "" ? JSON.stringify(root) : `${nameText(rel)} under ${JSON.stringify(root)}`;
+  return new CopyRefused("invalid_request", `cannot write ${what}: ${errnoText(c)} (${c})`);
+}
+
 async function lstatOrNull(p: Buffer | string): Promise<Stats | null> {
   try {
     return await lstat(p);
@@ -138,7 +160,11 @@ const DEFAULT_GUARD: GuardLimits = { maxEntries: 100_000_000, maxBytes: Number.M
 export async function unpackLocal(source: AsyncIterable<Buffer>, opts: UnpackOptions): Promise<UnpackStats> {
   const guard = new MemberGuard({ limits: { ...DEFAULT_GUARD, ...opts.limits }, root: { rename: opts.rename } });
   const stats: UnpackStats = { entries: 0, bytes: 0, skipped: 0, rootType: null };
-  const checkedDirs = new Set<string>();
+  /**
+   * Directories of the current branch already checked (or made) as real directories, shallowest
+   * first: a stream is depth-first, so a member's parents are mostly these. Bounded by the depth.
+   */
+  const checked: string[] = [];
   /** Directories created or entered, whose mode and time are set once the stream has left them. */
   const pending: { rel: string; mode: number; mtime: number }[] = [];
   const settle = async (rel: string | null): Promise<void> => {
@@ -153,17 +179,20 @@ export async function unpackLocal(source: AsyncIterable<Buffer>, opts: UnpackOpt
   };
   /** Every parent of rel must be a real directory under root (created if missing), never a symlink. */
   const parents = async (rel: string, what: string): Promise<void> => {
-    const segs = rel.split("/");
-    for (let i = 1; i < segs.length; i++) {
-      const prefix = segs.slice(0, i).join("/");
-      if (checkedDirs.has(prefix)) continue;
+    const parent = rel.includes("/") ? rel.slice(0, rel.lastIndexOf("/")) : "";
+    while (checked.length > 0 && !(parent === checked.at(-1) || parent.startsWith(`${checked.at(-1)!}/`))) checked.pop();
+    let at = checked.length > 0 ? checked.at(-1)!.length + 1 : 0;
+    while (at < parent.length + 1 && parent !== "") {
+      const slash = parent.indexOf("/", at);
+      const prefix = slash === -1 ? parent : parent.slice(0, slash);
       const p = localPath(opts.root, prefix);
       const st = await lstatOrNull(p);
       if (st === null) await mkdir(p, { mode: 0o755 });
       else if (!st.isDirectory()) {
         throw new CopyRefused("invalid_request", `${what} ${nameText(rel)} would be written through ${nameText(prefix)}, which is ${st.isSymbolicLink() ? "a symbolic link" : "not a directory"}; nothing is written through a symlink`);
       }
-      checkedDirs.add(prefix);
+      checked.push(prefix);
+      at = prefix.length + 1;
     }
   };
   let first = true;
@@ -179,45 +208,53 @@ export async function unpackLocal(source: AsyncIterable<Buffer>, opts: UnpackOpt
       continue;
     }
     const h = v.header;
-    await settle(h.name);
-    await parents(h.name, "member");
-    const target = localPath(opts.root, h.name);
-    const existing = await lstatOrNull(target);
-    if (h.type === "directory") {
-      if (existing && !existing.isDirectory()) throw new CopyRefused("invalid_request", `cannot replace ${nameText(h.name)} (${existing.isSymbolicLink() ? "a symbolic link" : "a file"}) with a directory`);
-      if (!existing) await mkdir(target, { mode: 0o700 });
-      else await chmod(target, (existing.mode & 0o7777) | 0o700);
-      checkedDirs.add(h.name);
-      pending.push({ rel: h.name, mode: h.mode, mtime: h.mtime });
-    } else {
-      if (existing?.isDirectory()) throw new CopyRefused("invalid_request", `cannot replace the directory ${nameText(h.name)} with a ${h.type === "file" ? "file" : h.type === "symlink" ? "symbolic link" : "hard link"}`);
-      if (existing) await unlink(target);
-      if (h.type === "symlink") await symlink(Buffer.from(h.linkname, "latin1"), target);
-      else if (h.type === "hardlink") {
-        await parents(h.linkname, "hard link target");
-        const src = localPath(opts.root, h.linkname);
-        const st = await lstatOrNull(src);
-        if (!st?.isFile()) throw new CopyRefused("invalid_request", `hard link ${nameText(h.name)} names ${nameText(h.linkname)}, which is not a file under the destination`);
-        await link(src, target);
+    try {
+      await settle(h.name);
+      await parents(h.name, "member");
+      const target = localPath(opts.root, h.name);
+      const existing = await lstatOrNull(target);
+      if (h.type === "directory") {
+        if (existing && !existing.isDirectory()) throw new CopyRefused("invalid_request", `cannot replace ${nameText(h.name)} (${existing.isSymbolicLink() ? "a symbolic link" : "a file"}) with a directory`);
+        if (!existing) await mkdir(target, { mode: 0o700 });
+        else await chmod(target, (existing.mode & 0o7777) | 0o700);
+        checked.push(h.name);
+        pending.push({ rel: h.name, mode: h.mode, mtime: h.mtime });
       } else {
-        // A new file, never an existing one or one a symlink points at.
-        const fh: FileHandle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-        try {
-          for await (const chunk of e.data) {
-            await fh.write(chunk);
-            stats.bytes += chunk.length;
-            if (opts.progress) opts.progress.bytes += chunk.length;
+        if (existing?.isDirectory()) throw new CopyRefused("invalid_request", `cannot replace the directory ${nameText(h.name)} with a ${h.type === "file" ? "file" : h.type === "symlink" ? "symbolic link" : "hard link"}`);
+        if (existing) await unlink(target);
+        if (h.type === "symlink") await symlink(Buffer.from(h.linkname, "latin1"), target);
+        else if (h.type === "hardlink") {
+          await parents(h.linkname, "hard link target");
+          const src = localPath(opts.root, h.linkname);
+          const st = await lstatOrNull(src);
+          if (!st?.isFile()) throw new CopyRefused("invalid_request", `hard link ${nameText(h.name)} names ${nameText(h.linkname)}, which is not a file under the destination`);
+          await link(src, target);
+        } else {
+          // A new file, never an existing one or one a symlink points at.
+          const fh: FileHandle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+          try {
+            for await (const chunk of e.data) {
+              await fh.write(chunk);
+              stats.bytes += chunk.length;
+              if (opts.progress) opts.progress.bytes += chunk.length;
+            }
+            await fh.chmod(h.mode);
+            await fh.utimes(h.mtime, h.mtime);
+          } finally {
+            await fh.close();
           }
-          await fh.chmod(h.mode);
-          await fh.utimes(h.mtime, h.mtime);
-        } finally {
-          await fh.close();
         }
       }
+    } catch (err) {
+      throw local(err, h.name, opts.root);
     }
     stats.entries++;
   }
-  await settle(null);
+  try {
+    await settle(null);
+  } catch (err) {
+    throw local(err, "", opts.root);
+  }
   if (first) throw new CopyRefused("invalid_request", "the archive is empty");
   return stats;
 }

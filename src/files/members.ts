@@ -46,7 +46,7 @@ export interface GuardLimits {
   maxEntries: number;
   /** Bytes of the tar stream per transfer (data and headers). */
   maxBytes: number;
-  /** Bytes of symlink names remembered per transfer (to refuse members written through them). */
+  /** Bytes of symlinks (name and target) remembered per transfer (to refuse members written through them, and to write them last). */
   symlinkMemoryBytes: number;
 }
 
@@ -112,7 +112,7 @@ export class MemberGuard {
           throw new CopyRefused("invalid_request", `symbolic link ${nameText(h.name)} has an empty or over-long target`);
         }
         this.throughSymlink(name, h.name);
-        this.remember(name);
+        this.remember(name, h.linkname);
         return { action: "copy", header: { ...h, name, mode: 0o777, size: 0 } };
       }
       case "hardlink": {
@@ -164,8 +164,9 @@ export class MemberGuard {
     }
   }
 
-  private remember(name: string): void {
-    this.symlinkBytes += name.length + 64; // the name and the Set's own overhead, roughly
+  /** Remembers a symlink's name (and counts its target too: a stream that defers symlinks holds both). */
+  private remember(name: string, target: string): void {
+    this.symlinkBytes += name.length + target.length + 64; // and the tables' own overhead, roughly
     const L = this.opts.limits;
     if (this.symlinkBytes > L.symlinkMemoryBytes) {
       throw new CopyRefused("too_large", `too many symbolic links in one transfer (their names pass ${L.symlinkMemoryBytes} bytes${this.limitName("symlinkMemoryBytes")})`);

@@ -15,6 +15,12 @@ export interface SanitizeOptions extends GuardOptions {
    * read-only one). Bounded by the depth of the tree.
    */
   deferDirModes?: boolean;
+  /**
+   * Symlinks are written after every other member (the guard already remembers
+   * them, within its memory bound): no member of the stream can be written through
+   * one, and a stream refused part-way leaves none behind.
+   */
+  deferSymlinks?: boolean;
 }
 
 export interface SanitizeStats {
@@ -24,6 +30,8 @@ export interface SanitizeStats {
   dataBytes: number;
   /** Bytes of the incoming stream read so far. */
   streamBytes: number;
+  /** Members passed on whole so far (deferred symlinks count once they are). */
+  written: number;
 }
 
 /** Counts the stream's bytes and refuses it past `max`. */
@@ -38,9 +46,10 @@ async function* counted(source: AsyncIterable<Buffer>, stats: SanitizeStats, max
 const OWNER_RWX = 0o700;
 
 export function sanitizeTar(source: AsyncIterable<Buffer>, opts: SanitizeOptions): { stream: AsyncGenerator<Buffer>; stats: SanitizeStats } {
-  const stats: SanitizeStats = { entries: 0, skipped: 0, dataBytes: 0, streamBytes: 0 };
+  const stats: SanitizeStats = { entries: 0, skipped: 0, dataBytes: 0, streamBytes: 0, written: 0 };
   const guard = new MemberGuard(opts);
   const open: TarHeader[] = []; // directories written with OWNER_RWX, deepest last
+  const symlinks: TarHeader[] = [];
   const leave = function* (name: string | null): Generator<Buffer> {
     while (open.length > 0) {
       const top = open.at(-1)!;
@@ -56,6 +65,10 @@ export function sanitizeTar(source: AsyncIterable<Buffer>, opts: SanitizeOptions
       stats.skipped = guard.skipped;
       if (v.action === "skip") continue;
       let h = v.header;
+      if (opts.deferSymlinks && h.type === "symlink") {
+        symlinks.push(h);
+        continue;
+      }
       if (opts.deferDirModes) {
         yield* leave(h.name);
         if (h.type === "directory" && (h.mode & OWNER_RWX) !== OWNER_RWX) {
@@ -67,8 +80,13 @@ export function sanitizeTar(source: AsyncIterable<Buffer>, opts: SanitizeOptions
       for await (const piece of e.data) yield piece;
       yield padding(h.size);
       stats.dataBytes = guard.dataBytes;
+      stats.written++;
     }
     yield* leave(null);
+    for (const h of symlinks) {
+      yield encodeHeader(h);
+      stats.written++;
+    }
     yield END_OF_ARCHIVE;
   }
   return { stream: run(), stats };

@@ -185,7 +185,7 @@ describe("into a sandbox", () => {
   it("a hostile tar on stdin is refused with its member named", async () => {
     mkdirSync(ws("stdin2"), { recursive: true });
     const r = await sg(["sandbox", "cp", "-", `${NAME}:/sandbox/stdin2`], archive([{ name: "l", type: "2", linkname: "/etc" }, { name: "l/x", data: "x" }]));
-    expect([r.code, oneLine(r)]).toEqual([2, 'sandgate: member "l/x" goes through the symbolic link "l" of the same archive; a member is never written through a symlink; the 1 member before it was written']);
+    expect([r.code, oneLine(r)]).toEqual([2, 'sandgate: member "l/x" goes through the symbolic link "l" of the same archive; a member is never written through a symlink']);
   });
 });
 

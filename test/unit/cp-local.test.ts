@@ -4,8 +4,8 @@
 // through), and never follows a symlink, one the stream made or one already on
 // disk. And packing a local tree: modes, symlinks as symlinks, odd names, special
 // files skipped.
-import { execFile } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFile, execFileSync } from "node:child_process";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -21,7 +21,8 @@ let n = 0;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "sg-cp-local-"));
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// rm -rf: node's rmSync recurses, and the deep trees here are 2000 levels.
+afterAll(() => execFileSync("rm", ["-rf", dir]));
 
 /** A fresh destination directory, and an "outside" directory beside it that nothing may touch. */
 function fresh(): { dest: string; outside: string } {
@@ -126,6 +127,25 @@ describe("unpackLocal: a hostile stream stays under the destination", () => {
     const { dest } = fresh();
     await expect(unpackLocal(chunks(archive([{ name: "d/", type: "5" }])), { root: dest, rename: "f", fileOnly: true })).rejects.toThrow(/^cannot copy a directory onto the file/);
     await expect(unpackLocal(chunks(archive([])), { root: dest, rename: "f" })).rejects.toThrow("the archive is empty");
+  });
+
+  it("a deep tree (1500 levels) and a return to a shallower branch afterwards", async () => {
+    const { dest } = fresh();
+    const deep = Array.from({ length: 1500 }, () => "a").join("/");
+    const members: CraftMember[] = [{ name: "top/", type: "5" }];
+    for (let i = 1; i <= 1500; i++) members.push({ name: `top/${deep.slice(0, 2 * i - 1)}/`, type: "5", gnuLong: true, magic: "gnu" });
+    members.push({ name: `top/${deep}/leaf`, data: "leaf", gnuLong: true, magic: "gnu" }, { name: "top/b/c", data: "c" });
+    const s = await unpackLocal(chunks(archive(members), 65536), { root: dest, rename: "top" });
+    expect(s.entries).toBe(1503);
+    expect(readFileSync(join(dest, "top", "b", "c"), "utf8")).toBe("c");
+    expect(readFileSync(Buffer.from(`${dest}/top/${deep}/leaf`), "utf8")).toBe("leaf");
+  });
+
+  it("a name the local system cannot hold (past PATH_MAX with the destination) is one clear line", async () => {
+    const { dest } = fresh();
+    const deep = Array.from({ length: 2040 }, () => "a").join("/");
+    const members: CraftMember[] = [{ name: "top/", type: "5" }, { name: `top/${deep}/f`, data: "x", gnuLong: true, magic: "gnu" }];
+    expect(await refused(members, { dest })).toMatch(/^cannot write "top\/a\/a.*…" under ".*": the path is too long for this system \(ENAMETOOLONG\)$/);
   });
 
   it("names that are not UTF-8, or hold a newline, arrive byte for byte", async () => {

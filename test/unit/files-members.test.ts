@@ -270,6 +270,20 @@ describe("sanitizeTar", () => {
     ]);
   });
 
+  it("with deferSymlinks writes every symlink after the other members; a refused stream has written none", async () => {
+    const { got, stats } = await sanitized(
+      [{ name: "a", type: "2", linkname: "/etc" }, { name: "d/", type: "5" }, { name: "d/l", type: "2", linkname: "../x" }, { name: "d/f", data: "1" }],
+      { deferSymlinks: true },
+    );
+    expect(got.map((e) => e.name)).toEqual(["d/", "d/f", "a", "d/l"]);
+    expect(stats.written).toBe(4);
+    const s = sanitizeTar(chunks(archive([{ name: "a", type: "2", linkname: "/etc" }, { name: "f", data: "1" }, { name: "../bad", data: "x" }])), { limits: LIMITS, deferSymlinks: true });
+    const out: Buffer[] = [];
+    await expect((async () => { for await (const c of s.stream) out.push(c); })()).rejects.toThrow(/"\.\.\/bad" contains/);
+    expect(Buffer.concat(out).includes(Buffer.from("/etc"))).toBe(false);
+    expect(s.stats.written).toBe(1);
+  });
+
   it("a download keeps one root and renames it", async () => {
     const { got } = await sanitized([{ name: "real/", type: "5" }, { name: "real/x", data: "x" }], { root: { rename: "asked" } });
     expect(got.map((e) => e.name)).toEqual(["asked/", "asked/x"]);

@@ -181,5 +181,7 @@ describe("explainExit", () => {
     expect(f.message).toBe('path "/sandbox/x" resolves to "/etc [31mred", outside /sandbox: a symlink may not lead out of the workspace');
     const long = explainExit(1, { ...ctx, stderr: "x".repeat(10_000) });
     expect(long.message.length).toBeLessThan(400);
+    const path = explainExit(1, { ...ctx, stderr: `tar: deep/${"a/".repeat(2000)}b/b: File name too long\n` });
+    expect(path.message).toBe(`tar in sandbox "s" failed (exit 1): tar: deep/${"a/".repeat(17)}a…${"a/".repeat(13)}b/b: File name too long`);
   });
 });

@@ -88,12 +88,14 @@ export type ScriptFailure =
   | { code: "not_allowed"; message: string }
   | { code: "internal"; message: string };
 
-/** Text from the workload for a message: one line, printable, at most `max` characters. */
+/** Text from the workload for a message: one line, printable, long words cut in the middle, at most `max` characters. */
 export function oneLine(text: string, max = 300): string {
   const flat = text
     .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ")
     .replace(/\s+/g, " ")
-    .trim();
+    .trim()
+    // A path of thousands of characters keeps its ends: "tar: deep/a/a/a…/b/b: File name too long".
+    .replace(/\S{81,}/g, (w) => `${w.slice(0, 40)}…${w.slice(-30)}`);
   return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 }
 

@@ -192,42 +192,54 @@ export class FileTransfers {
   private async start(s: SandboxRecord, script: string, args: string[], ctx: { path: string; shown: string; op: "download" | "upload" | "stat" }): Promise<Started> {
     const idleMs = this.limits.idleTimeoutMs;
     const session = await this.d.exec(s.id, { cmd: scriptArgv(script, WORKSPACE, [ctx.path, ...args]), tty: false });
-    let err = Buffer.alloc(0);
+    // The first and the last CAPTURE_BYTES/2 of stderr: a tool's last words are usually the reason.
+    const half = CAPTURE_BYTES / 2;
+    let head = Buffer.alloc(0);
+    let tail = Buffer.alloc(0);
+    let dropped = false;
     session.stderr.on("data", (c: Buffer) => {
-      if (err.length < CAPTURE_BYTES) err = Buffer.concat([err, c.subarray(0, CAPTURE_BYTES - err.length)]);
+      if (head.length < half) {
+        const take = c.subarray(0, half - head.length);
+        head = Buffer.concat([head, take]);
+        c = c.subarray(take.length);
+      }
+      if (c.length === 0) return;
+      const all = Buffer.concat([tail, c]);
+      if (all.length > half) dropped = true;
+      tail = all.length > half ? Buffer.from(all.subarray(all.length - half)) : all;
     });
     session.stderr.on("error", () => undefined);
     session.stdout.on("error", () => undefined);
     session.stdin.on("error", () => undefined);
-    const stderr = (): string => err.toString("utf8");
+    const stderr = (): string => `${head.toString("utf8")}${dropped ? " … " : ""}${tail.toString("utf8")}`;
     const exit = (): Promise<number> => timeout(session.exitCode, idleMs, `from the sandbox (waiting for its tar to exit)`, () => session.close());
     const it = session.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-    let head = Buffer.alloc(0);
+    let first = Buffer.alloc(0);
     try {
-      while (head.length < MARKER.length && MARKER.startsWith(head.toString("latin1"))) {
+      while (first.length < MARKER.length && MARKER.startsWith(first.toString("latin1"))) {
         const r = await timeout(it.next(), idleMs, "from the sandbox", () => session.close());
         if (r.done) break;
-        head = Buffer.concat([head, r.value]);
+        first = Buffer.concat([first, r.value]);
       }
-      if (!head.subarray(0, MARKER.length).equals(Buffer.from(MARKER))) {
+      if (!first.subarray(0, MARKER.length).equals(Buffer.from(MARKER))) {
         // Ended (or said something else) before its checks passed: drain it, bounded, and say why.
-        let seen = head.length;
+        let seen = first.length;
         while (seen < FAILURE_DRAIN_BYTES) {
           const r = await timeout(it.next(), idleMs, "from the sandbox", () => session.close());
           if (r.done) break;
-          if (head.length < CAPTURE_BYTES) head = Buffer.concat([head, r.value.subarray(0, CAPTURE_BYTES - head.length)]);
+          if (first.length < CAPTURE_BYTES) first = Buffer.concat([first, r.value.subarray(0, CAPTURE_BYTES - first.length)]);
           seen += r.value.length;
         }
         session.close();
         const code = seen >= FAILURE_DRAIN_BYTES ? -1 : await exit();
-        const f = code === 0 ? { code: "internal" as const, message: `unexpected answer from sandbox "${s.name}": ${JSON.stringify(oneLine(head.toString("utf8"), 100))}` } : explainExit(code, { sandbox: s.name, path: ctx.path, shown: ctx.shown, stderr: stderr(), stdout: head.toString("utf8"), op: ctx.op });
+        const f = code === 0 ? { code: "internal" as const, message: `unexpected answer from sandbox "${s.name}": ${JSON.stringify(oneLine(first.toString("utf8"), 100))}` } : explainExit(code, { sandbox: s.name, path: ctx.path, shown: ctx.shown, stderr: stderr(), stdout: first.toString("utf8"), op: ctx.op });
         throw new ApiError(f.code, f.message);
       }
     } catch (e) {
       session.close();
       throw e;
     }
-    const rest = head.subarray(MARKER.length);
+    const rest = first.subarray(MARKER.length);
     const stdout = (async function* () {
       if (rest.length > 0) yield rest;
       for (;;) {
@@ -327,7 +339,7 @@ export class FileTransfers {
     const release = this.slots.acquire(s);
     const idleMs = this.limits.idleTimeoutMs;
     let run: Started | undefined;
-    let stats: SanitizeStats = { entries: 0, skipped: 0, dataBytes: 0, streamBytes: 0 };
+    let stats: SanitizeStats = { entries: 0, skipped: 0, dataBytes: 0, streamBytes: 0, written: 0 };
     let ok = false;
     try {
       if (kind.kind === "file") {
@@ -336,7 +348,7 @@ export class FileTransfers {
         stats = { ...stats, entries: 1 };
       } else {
         run = await this.start(s, UPLOAD_TAR, [], { ...p, op: "upload" });
-        const clean = sanitizeTar(idle(body, idleMs, "from the client"), { limits: this.limits, deferDirModes: true, names: this.guardNames() });
+        const clean = sanitizeTar(idle(body, idleMs, "from the client"), { limits: this.limits, deferDirModes: true, deferSymlinks: true, names: this.guardNames() });
         stats = clean.stats;
         await pump(clean.stream, run.stdin, idleMs);
       }
@@ -386,7 +398,7 @@ async function* exactly(source: AsyncIterable<Buffer>, size: number, stats: Sani
 }
 
 function toApiError(e: unknown, stats: SanitizeStats, partial = false): unknown {
-  const n = stats.entries - stats.skipped;
+  const n = stats.written;
   const written = partial && n > 0 ? `; the ${n} member${n === 1 ? "" : "s"} before it ${n === 1 ? "was" : "were"} written` : "";
   if (e instanceof CopyRefused) return new ApiError(e.code, `${e.message}${written}`);
   if (e instanceof TarFormatError) return new ApiError("invalid_request", `not a valid tar stream: ${e.message}${written}`);
