@@ -20,6 +20,8 @@ export class LocalExecDriver extends MemoryDriver {
   private readonly bin: string;
   /** Set: a download answers with these bytes (after the marker) instead of running tar. */
   hostileDownload: Buffer | ((argv: string[]) => AsyncIterable<Buffer>) | undefined;
+  /** The exit code a hostile download's "tar" reports (default 0). */
+  hostileExitCode = 0;
   /** Every exec's argv, mapped. */
   readonly argvs: string[][] = [];
 
@@ -51,8 +53,9 @@ export class LocalExecDriver extends MemoryDriver {
         else yield* body(argv);
       })());
       const stderr = new PassThrough();
-      stderr.end();
-      return { stdin: new PassThrough(), stdout, stderr, resize: async () => {}, exitCode: new Promise((r) => stdout.once("end", () => r(0))), close: () => stdout.destroy() };
+      stderr.end(this.hostileExitCode === 0 ? "" : "tar: ./secret: Permission denied\n");
+      const code = this.hostileExitCode;
+      return { stdin: new PassThrough(), stdout, stderr, resize: async () => {}, exitCode: new Promise((r) => stdout.once("end", () => r(code))), close: () => stdout.destroy() };
     }
     const child = spawn(join(this.bin, argv[0]!), argv.slice(1), { env: { PATH: this.bin }, stdio: ["pipe", "pipe", "pipe"] });
     child.stdin.on("error", () => undefined);

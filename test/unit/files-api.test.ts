@@ -241,6 +241,17 @@ describe("hostile tar streams from the workload", () => {
     await expect(members(r.body)).rejects.toThrow(/ended/);
   });
 
+  it("a tar that exits non-zero after a whole archive (a file it could not read): the copy never looks complete", async () => {
+    driver.hostileExitCode = 1;
+    try {
+      const r = await hostile(archive([{ name: "proj/", type: "5" }, { name: "proj/readable", data: "x" }]));
+      expect(r.result.error).toEqual({ code: "internal", message: 'tar in sandbox "files" failed (exit 1): tar: ./secret: Permission denied' });
+      await expect(members(r.body)).rejects.toThrow(/end-of-archive marker/);
+    } finally {
+      driver.hostileExitCode = 0;
+    }
+  });
+
   it("device nodes and FIFOs are skipped and counted; set-id bits dropped", async () => {
     const r = await hostile(archive([{ name: "proj/", type: "5" }, { name: "proj/dev", type: "3" }, { name: "proj/p", type: "6" }, { name: "proj/suid", data: "x", mode: 0o4755 }]));
     expect(r.result).toEqual({ ok: true, path: "/sandbox/proj", entries: 2, skipped: 2, bytes: 1 });
