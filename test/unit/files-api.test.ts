@@ -4,7 +4,7 @@
 // trailer, every refusal as a one-line error with its status, hostile tar streams
 // from the "workload" and from the client, limits: bytes, members, concurrency,
 // idleness. The real container is test/integration/sandbox-cp.test.ts.
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -41,7 +41,10 @@ beforeAll(async () => {
   t = await startTestGateway(driver, { files: LIMITS });
   expect((await t.api("POST", "/v1/sandboxes", { name: NAME })).status).toBe(201);
   await eventually(async () => ((await t.api("GET", `/v1/sandboxes/${NAME}`)).body.phase === "Ready" ? true : undefined));
-  symlinkSync("/etc", ws("evil"));
+  // The escapes lead to a decoy beside the workspace (the "workload" here runs as root on this
+  // host: nothing may point a write at the host's own files, even with a guard removed).
+  mkdirSync(join(dir, "decoy"));
+  symlinkSync(join(dir, "decoy"), ws("evil"));
   symlinkSync("/proc/self/root", ws("link"));
   // What tests that do not upload read, and where uploads land: each test passes alone.
   mkdirSync(ws("in"));
@@ -131,16 +134,19 @@ describe("refusals before anything moves", () => {
 
   it("a symlink out of the workspace, for a download and an upload, names where it leads", async () => {
     const execs = driver.argvs.length;
+    const decoy = join(dir, "decoy");
     const a = await get("/sandbox/evil");
-    expect([a.status, a.json.error.message]).toEqual([400, 'path "/sandbox/evil" resolves to "/etc", outside /sandbox: a symlink may not lead out of the workspace']);
+    expect([a.status, a.json.error.message]).toEqual([400, `path "/sandbox/evil" resolves to ${JSON.stringify(decoy)}, outside /sandbox: a symlink may not lead out of the workspace`]);
     const b = await get("/sandbox/link/etc/passwd");
     expect(b.json.error.message).toBe('path "/sandbox/link/etc/passwd" resolves to "/etc/passwd", outside /sandbox: a symlink may not lead out of the workspace');
     const c = await putTar("/sandbox/evil", archive([{ name: "sg-never", data: "x" }]));
-    expect([c.status, c.json.error.message]).toEqual([400, 'path "/sandbox/evil" resolves to "/etc", outside /sandbox: a symlink may not lead out of the workspace']);
+    expect([c.status, c.json.error.message]).toEqual([400, `path "/sandbox/evil" resolves to ${JSON.stringify(decoy)}, outside /sandbox: a symlink may not lead out of the workspace`]);
     const d = await putFile("/sandbox/evil/sg-never", Buffer.from("x"));
     expect(d.status).toBe(400);
-    expect(existsSync("/etc/sg-never")).toBe(false);
-    expect(driver.argvs.length - execs).toBe(4);
+    const e = await putTar(`/sandbox/link${decoy}`, archive([{ name: "sg-never", data: "x" }]));
+    expect(e.status).toBe(400);
+    expect(readdirSync(decoy)).toEqual([]);
+    expect(driver.argvs.length - execs).toBe(5);
   });
 
   it("missing query, bad mode, wrong content type, mode with a tar, no Content-Length for one file", async () => {
