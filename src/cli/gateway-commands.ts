@@ -5,6 +5,7 @@ import { openSync, readFileSync, statSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { DEFAULT_PORT, ensureHomeDir, inspectAddress, readAddress, resolveHome } from "../gateway/home.js";
 import { commandLine } from "../gateway/startup.js";
+import { filesLimitsFromEnv } from "../gateway/files/limits.js";
 import { fromFlagOrEnv, parseDecimal, parseDuration, parseInteger } from "../util/settings.js";
 import { SUPERVISOR_RESOURCES } from "../driver/docker/objects.js";
 import { AUDIT_AGE, AUDIT_KEEP, AUDIT_RATE, DEADLINE, LOG_LEVELS, PORT, SUPERVISOR_CPUS, SUPERVISOR_MEMORY, WAIT, intArg, logLevel, secondsArg, setting } from "./args.js";
@@ -96,6 +97,8 @@ export function gatewayCommands(global: () => Common): Command {
           keep: setting(() => fromFlagOrEnv({ name: "--audit-keep", value: raw.auditKeep }, { name: "SANDGATE_AUDIT_KEEP", value: env.SANDGATE_AUDIT_KEEP }, 10_000, (w, r) => parseInteger(w, r, AUDIT_KEEP))),
           maxAgeS: setting(() => fromFlagOrEnv({ name: "--audit-max-age", value: raw.auditMaxAge }, { name: "SANDGATE_AUDIT_MAX_AGE", value: env.SANDGATE_AUDIT_MAX_AGE }, 7 * 86_400, (w, r) => parseDuration(w, r, AUDIT_AGE))),
         },
+        // Environment only (SANDGATE_CP_*): the bounds of `sandbox cp`; a detached gateway inherits them.
+        files: setting(() => filesLimitsFromEnv(env)),
         supervisor: {
           cpus: setting(() => fromFlagOrEnv({ name: "--supervisor-cpus", value: raw.supervisorCpus }, { name: "SANDGATE_SUPERVISOR_CPUS", value: env.SANDGATE_SUPERVISOR_CPUS }, SUPERVISOR_RESOURCES.cpus, (w, r) => parseDecimal(w, r, SUPERVISOR_CPUS))),
           memoryMb: setting(() => fromFlagOrEnv({ name: "--supervisor-memory", value: raw.supervisorMemory }, { name: "SANDGATE_SUPERVISOR_MEMORY", value: env.SANDGATE_SUPERVISOR_MEMORY }, SUPERVISOR_RESOURCES.memoryMb, (w, r) => parseInteger(w, r, SUPERVISOR_MEMORY))),
@@ -117,7 +120,7 @@ export function gatewayCommands(global: () => Common): Command {
       }
       if (raw.detach) return detach(paths.dir, paths.log, o);
       const { runGatewayForeground } = await import("./gateway-run.js");
-      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor, containerLog: o.containerLog, logStreams: o.logStreams, detachedExecs: o.detachedExecs });
+      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor, containerLog: o.containerLog, logStreams: o.logStreams, detachedExecs: o.detachedExecs, files: o.files });
     });
 
   gw.command("status")

@@ -10,6 +10,7 @@ import { logsCommand } from "./logs-command.js";
 import { followEvents } from "./events-follow.js";
 import { listCommand } from "./list-commands.js";
 import { pruneCommand } from "./prune-command.js";
+import { cpCommand } from "./cp-command.js";
 import { boundaryLine, readPolicyFile } from "./policy-commands.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
 import { printJson, short, table, when } from "./format.js";
@@ -217,6 +218,7 @@ export function sandboxCommands(global: () => Common): Command {
   statsCommand(sandbox, global);
   portForwardCommand(sandbox, global);
   logsCommand(sandbox, global);
+  cpCommand(sandbox, global);
 
   sandbox
     .command("events")

@@ -21,6 +21,8 @@ import { SecretDelivery, secretValuesFrom } from "./secrets/secret-delivery.js";
 import { ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
 import { StartupError, assertPortFree, isAddrInUse, portInUse } from "./startup.js";
 import { createLifecycle, type Lifecycle } from "./sandboxes/lifecycle.js";
+import { FileTransfers } from "./files/transfers.js";
+import type { FilesLimits } from "./files/limits.js";
 import type { SandboxReadModel } from "./sandboxes/read-model.js";
 import type { SandboxService, ServiceOptions } from "./sandboxes/service.js";
 
@@ -53,6 +55,8 @@ export interface GatewayOptions {
   portForward?: Partial<PortForwardLimits>;
   /** Bounds of log streams (defaults: DEFAULT_LOG_LIMITS). */
   logs?: Partial<LogLimits>;
+  /** Bounds of file transfers, `sandbox cp` (defaults: DEFAULT_FILES_LIMITS). */
+  files?: Partial<FilesLimits>;
 }
 
 export interface RunningGateway {
@@ -122,6 +126,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
 
   await runtime.prepare(opts.onProgress);
+  const files = new FileTransfers({ get: (n) => read.get(n), exec: (n, o) => service.exec(n, o), log: log.child({ component: "files" }), ...(opts.files === undefined ? {} : { limits: opts.files }) });
   const app: ReturnType<typeof buildApi> = buildApi({
     service,
     read,
@@ -143,6 +148,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       portForward: forwards.stats(),
       logs: app.logStats(),
       execs: { detachedHeld: lifecycle.execs.detached.size, detachedPerSandbox: lifecycle.execs.detached.max, timeoutTimers: lifecycle.execs.timers },
+      files: files.stats(),
     }),
     ...(opts.watch === undefined ? {} : { watch: opts.watch }),
     secrets: { store: secrets, delivery },
@@ -150,6 +156,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     stats: new SandboxStats({ store, read, driver }),
     logs: { driver, ...(opts.logs === undefined ? {} : { limits: opts.logs }) },
     execs: lifecycle.execs,
+    files,
   });
   const exec = attachExec(app.server, { execs: lifecycle.execs, token, log });
   const forwards = attachPortForward(app.server, { service, read, token, log, ...(opts.portForward === undefined ? {} : { limits: opts.portForward }) });

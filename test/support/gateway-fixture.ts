@@ -13,6 +13,7 @@ import type { WatchLimits } from "../../src/gateway/api/watch.js";
 import type { LogLimits } from "../../src/gateway/api/logs-routes.js";
 import type { AuditLimits } from "../../src/gateway/audit/audit-sink.js";
 import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
+import type { FilesLimits } from "../../src/gateway/files/limits.js";
 
 export interface TestGateway {
   home: HomePaths;
@@ -40,6 +41,8 @@ export async function startTestGateway(
     portForward?: Partial<PortForwardLimits>;
     /** Every log line of the gateway, from debug up (tests that check what it logs). */
     logSink?: (line: string) => void;
+    /** Bounds of file transfers (`sandbox cp`). */
+    files?: Partial<FilesLimits>;
   } = {},
 ): Promise<TestGateway> {
   const home = resolveHome(opts.homeDir ?? mkdtempSync(join(tmpdir(), "sg-home-")));
@@ -48,6 +51,7 @@ export async function startTestGateway(
     ...(opts.resolvers === undefined ? {} : { resolvers: opts.resolvers }),
     ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddressIntervalMs: opts.hostAddressIntervalMs }),
     ...(opts.portForward === undefined ? {} : { portForward: opts.portForward }),
+    ...(opts.files === undefined ? {} : { files: opts.files }),
   });
   const token = ensureToken(home);
   return {

@@ -14,6 +14,8 @@ import { registerStatsRoutes } from "./stats-routes.js";
 import { registerMetricsRoute } from "./metrics-route.js";
 import type { MetricsExposition } from "../metrics/contract.js";
 import type { SandboxStats } from "../stats/sandbox-stats.js";
+import { registerFileRoutes } from "./files-routes.js";
+import type { FileTransfers } from "../files/transfers.js";
 import type { SecretStore } from "../secrets/secret-store.js";
 import { tokenMatches } from "./auth.js";
 import { ApiError, BODY_MAX_BYTES, POLICY_MAX_BYTES, tooLarge } from "../errors.js";
@@ -42,6 +44,8 @@ export interface ApiContext {
   logs?: { driver: ComputeDriver; limits?: Partial<LogLimits> };
   /** Detached execs and their status. */
   execs?: ExecService;
+  /** `sandbox cp`: files in and out of Ready sandboxes. */
+  files?: FileTransfers;
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
@@ -204,6 +208,7 @@ export function buildApi(ctx: ApiContext) {
   if (ctx.stats) registerStatsRoutes(app, ctx.stats);
   if (ctx.metrics) registerMetricsRoute(app, ctx.metrics);
   if (ctx.execs) registerExecRoutes(app, ctx.execs);
+  if (ctx.files) registerFileRoutes(app, ctx.files);
 
   // Watch streams are hijacked from fastify: the hub ends them on close.
   const hub = new WatchHub(read, ctx.watch);
