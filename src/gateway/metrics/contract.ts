@@ -4,14 +4,14 @@
 // templates, decisions): never a sandbox's name or id, so the series stay bounded.
 
 import type { RuntimeCall } from "../../driver/contract.js";
-import type { ErrorCode, Phase } from "../../lifecycle/phases.js";
+import type { ErrorCode, Phase, StopCode } from "../../lifecycle/phases.js";
 
 /** A phase, or "Deleted" once the sandbox's record is gone. */
 export type PhaseOrDeleted = Phase | "Deleted";
 
 export interface GatewayMetrics {
   /** A committed lifecycle transition; `from` null when the sandbox was created. */
-  transition(from: Phase | null, to: PhaseOrDeleted, reason: ErrorCode | null): void;
+  transition(from: Phase | null, to: PhaseOrDeleted, reason: ErrorCode | StopCode | null): void;
   /** A sandbox left Recovering for `to`, after `seconds` in it (over gateway restarts). */
   recovery(to: PhaseOrDeleted, seconds: number): void;
   /** One call to the runtime's API, as the driver reports it. */

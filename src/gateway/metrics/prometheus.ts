@@ -5,7 +5,7 @@
 
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { RuntimeCall } from "../../driver/contract.js";
-import type { ErrorCode, Phase } from "../../lifecycle/phases.js";
+import type { ErrorCode, Phase, StopCode } from "../../lifecycle/phases.js";
 import { VERSION } from "../../version.js";
 import type { GatewayMetrics, MetricSources, MetricsExposition, PhaseOrDeleted } from "./contract.js";
 
@@ -38,7 +38,7 @@ export class PrometheusMetrics implements GatewayMetrics, MetricsExposition {
         for (const [phase, n] of Object.entries(sources.sandboxesByPhase())) this.set({ phase }, n);
       },
     });
-    this.#transitions = new Counter({ name: "sandgate_lifecycle_transitions_total", help: "Lifecycle transitions committed by this gateway process, by from/to phase and Error reason (from none: created; to Deleted: record removed)", labelNames: ["from", "to", "reason"], registers });
+    this.#transitions = new Counter({ name: "sandgate_lifecycle_transitions_total", help: "Lifecycle transitions committed by this gateway process, by from/to phase and reason (an Error reason, or TtlExpired/IdleTimeout for a stop the gateway made; from none: created; to Deleted: record removed)", labelNames: ["from", "to", "reason"], registers });
     this.#recoveries = new Histogram({ name: "sandgate_recovery_duration_seconds", help: "Time sandboxes spent Recovering, observed when they left it, by the phase they went to (Ready: recovered; Error: failed closed)", labelNames: ["outcome"], buckets: RECOVERY_BUCKETS, registers });
     this.#calls = new Histogram({ name: "sandgate_docker_api_call_duration_seconds", help: "Docker Engine API calls of the driver and the monitor, by route template (a stream: time to open it)", labelNames: ["endpoint"], buckets: LATENCY_BUCKETS, registers });
     this.#callErrors = new Counter({ name: "sandgate_docker_api_call_errors_total", help: "Docker Engine API calls that failed, by route template and kind (http_4xx, http_5xx, timeout, aborted, transport)", labelNames: ["endpoint", "error"], registers });
@@ -99,7 +99,7 @@ export class PrometheusMetrics implements GatewayMetrics, MetricsExposition {
     return this.#registry.metrics();
   }
 
-  transition(from: Phase | null, to: PhaseOrDeleted, reason: ErrorCode | null): void {
+  transition(from: Phase | null, to: PhaseOrDeleted, reason: ErrorCode | StopCode | null): void {
     this.#transitions.inc({ from: from ?? "none", to, reason: reason ?? "none" });
   }
 
