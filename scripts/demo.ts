@@ -2,9 +2,9 @@
 // and the default embedded state (SQLite). Every step is a real `sandgate` CLI
 // call, printed before it runs. Cleans up everything at the end.
 
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EngineClient } from "../src/driver/docker/engine/client.js";
@@ -37,6 +37,28 @@ function sandgate(args: string[], opts: { input?: string; allowFail?: boolean; q
   }
   if (r.status !== 0 && !opts.allowFail) throw new Error(`sandgate ${args.join(" ")} exited ${r.status}`);
   return r.stdout;
+}
+
+/** A long-running `sandgate` (port-forward): resolves with the process and its first line of output. */
+function sandgateBackground(args: string[]): Promise<{ line: string; stop(): Promise<number | null> }> {
+  process.stdout.write(`$ sandgate ${args.join(" ")} &\n`);
+  const p = spawn(process.execPath, [BIN, ...args], {
+    env: { ...process.env, SANDGATE_HOME: home, DOCKER_HOST: dockerd!.dockerHost },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const exited = new Promise<number | null>((resolve) => p.on("close", (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    let out = "";
+    p.stdout.on("data", (b: Buffer) => {
+      out += b.toString("utf8");
+      const nl = out.indexOf("\n");
+      if (nl < 0) return;
+      p.stdout.removeAllListeners("data");
+      p.stdout.resume();
+      resolve({ line: out.slice(0, nl), stop: () => (p.kill("SIGINT"), exited) });
+    });
+    void exited.then((code) => reject(new Error(`sandgate ${args.join(" ")} exited ${code} before printing anything`)));
+  });
 }
 
 /** A node one-liner run in the workload: an HTTP request through the supervisor's proxy ($HTTP_PROXY). */
@@ -145,13 +167,37 @@ network:
   sandgate(["secret", "list"]);
 
   step("Create a sandbox: workload + companion supervisor, Ready only on evidence (incl. an authenticated control session)");
-  sandgate(["sandbox", "create", "demo", "--policy", policy, "-e", "API_TOKEN=sandgate:secret:api-token"]);
+  // The workload's main process: says hello on stdout, then waits (the agent would work here).
+  sandgate(["sandbox", "create", "demo", "--policy", policy, "-e", "API_TOKEN=sandgate:secret:api-token", "--", "sh", "-c", "echo 'agent: started'; echo 'agent: nothing to do yet' >&2; while :; do sleep 3600; done"]);
   sandgate(["sandbox", "list"]);
   sandgate(["sandbox", "get", "demo"]);
 
   step("Run commands in it (exit codes, stdin and the workspace are real)");
   sandgate(["sandbox", "exec", "demo", "--", "sh", "-c", "id; echo 'written before the daemon restart' > /sandbox/note.txt"]);
   sandgate(["sandbox", "exec", "demo", "--", "cat"], { input: "piped through stdin\n" });
+
+  step("The workload's output (stdout and stderr kept apart), files in and out, and a server inside reached from the host");
+  sandgate(["sandbox", "logs", "demo", "--timestamps"]);
+  const local = join(home, "hello.txt");
+  writeFileSync(local, "a file from the host\n");
+  sandgate(["sandbox", "cp", local, "demo:/sandbox/"]);
+  sandgate(["sandbox", "exec", "demo", "--", "sh", "-c", "ls -l /sandbox/hello.txt; cat /sandbox/hello.txt"]);
+  sandgate(["sandbox", "cp", "demo:/sandbox/note.txt", join(home, "note-copy.txt")]);
+  process.stdout.write(`(copied out: ${JSON.stringify(readFileSync(join(home, "note-copy.txt"), "utf8"))})\n`);
+  sandgate(["sandbox", "exec", "demo", "--detach", "--", "node", "-e", `require("http").createServer((q,r)=>r.end("hello from a server inside the sandbox\\n")).listen(8080,"127.0.0.1")`]);
+  const forward = await sandgateBackground(["sandbox", "port-forward", "demo", "0:8080"]);
+  process.stdout.write(`${forward.line}\n`);
+  const localPort = /:(\d+) ->/.exec(forward.line)?.[1];
+  if (localPort === undefined) throw new Error(`port-forward printed ${JSON.stringify(forward.line)}`);
+  // The server needs a moment to listen: retry while the forward answers 503 (closed port).
+  let body = "";
+  for (let i = 0; i < 50 && body === ""; i++) {
+    body = await fetch(`http://127.0.0.1:${localPort}/`).then((r) => (r.ok ? r.text() : ""), () => "");
+    if (body === "") await new Promise((r) => setTimeout(r, 200));
+  }
+  process.stdout.write(`(from the host) GET http://127.0.0.1:${localPort}/ -> ${body}`);
+  if (body === "") throw new Error("the forwarded server never answered");
+  process.stdout.write(`port-forward ended with exit ${await forward.stop()} on Ctrl-C\n`);
 
   step("Egress goes through the supervisor's proxy, by policy");
   sandgate(["sandbox", "exec", "demo", "--", "node", "-e", VIA_PROXY("http://demo-origin:8080/")]);
@@ -198,7 +244,8 @@ network:
   process.stdout.write(`same containers as before the restart: ${same ? "yes" : "NO"}\n`);
   if (!same) throw new Error("containers changed across a live-restore daemon restart");
 
-  step("Still Ready, still enforcing, workspace intact");
+  step("Still Ready, still enforcing, workspace intact, its output still readable");
+  sandgate(["sandbox", "logs", "demo"]);
   sandgate(["sandbox", "exec", "demo", "--", "cat", "/sandbox/note.txt"]);
   sandgate(["sandbox", "exec", "demo", "--", "node", "-e", VIA_PROXY("http://demo-origin:8080/")]);
   sandgate(["sandbox", "exec", "demo", "--", "node", "-e", VIA_PROXY("http://example.com/")]);
