@@ -60,13 +60,13 @@ const segment = fc.oneof(
   fc.string({ unit: "binary", maxLength: 40 }).map(encodeURIComponent),
 );
 const route = fc.oneof(
-  fc.constantFrom("/v1/status", "/v1/sandboxes", "/v1/watch", "/v1/", "/", "/v2/sandboxes", "/v1/sandboxes/"),
+  fc.constantFrom("/v1/status", "/v1/sandboxes", "/v1/watch", "/v1/stats", "/metrics", "/v1/", "/", "/v2/sandboxes", "/v1/sandboxes/"),
   segment.map((n) => `/v1/sandboxes/${n}`),
-  fc.tuple(segment, fc.constantFrom("start", "stop", "events", "audit", "policy", "policy/check", "exec", "x")).map(([n, a]) => `/v1/sandboxes/${n}/${a}`),
+  fc.tuple(segment, fc.constantFrom("start", "stop", "events", "audit", "policy", "policy/check", "exec", "execs", "execs/x", "logs", "stats", "files", "files/stat", "port-forward", "x")).map(([n, a]) => `/v1/sandboxes/${n}/${a}`),
 );
 const query = fc.oneof(
   fc.constant(""),
-  fc.dictionary(fc.constantFrom("after", "before", "limit", "tail", "decision", "sandbox", "cmd", "tty", "x", "__proto__"), fc.oneof(fc.integer().map(String), fc.string({ maxLength: 30 }), fc.constantFrom("-1", "1e309", "NaN", "0x10", "")), { maxKeys: 4 }).map(
+  fc.dictionary(fc.constantFrom("after", "before", "limit", "tail", "decision", "sandbox", "cmd", "tty", "since", "stream", "generation", "path", "mode", "port", "label", "phase", "env", "workdir", "user", "timeout", "x", "__proto__"), fc.oneof(fc.integer().map(String), fc.string({ maxLength: 30 }), fc.constantFrom("-1", "1e309", "NaN", "0x10", "")), { maxKeys: 4 }).map(
     (d) => "?" + new URLSearchParams(d).toString(),
   ),
   fc.string({ maxLength: 60 }).map((s) => `?${s}`),
@@ -77,6 +77,9 @@ const jsonBody = fc.oneof(
   fc.record({ name: fc.oneof(fc.constant("fz"), fc.string({ maxLength: 70 })), image: fc.string(), command: fc.array(fc.string()), env: fc.dictionary(fc.string(), fc.string()), policy: fc.oneof(fc.string(), fc.jsonValue()), resources: fc.jsonValue() }, { requiredKeys: [] }),
   fc.record({ policy: fc.oneof(fc.string({ maxLength: 200 }), fc.jsonValue()), wait: fc.oneof(fc.integer(), fc.double(), fc.string()) }, { requiredKeys: [] }),
   fc.record({ url: fc.oneof(fc.webUrl(), fc.string()), method: fc.string({ maxLength: 10 }) }, { requiredKeys: [] }),
+  // create's newer fields and a detached exec
+  fc.record({ name: fc.constant("fz"), labels: fc.oneof(fc.dictionary(fc.string({ maxLength: 140 }), fc.string({ maxLength: 260 })), fc.jsonValue()), ttl: fc.oneof(fc.string({ maxLength: 20 }), fc.double()), idleStop: fc.oneof(fc.string({ maxLength: 20 }), fc.integer()), workdir: fc.string({ maxLength: 40 }) }, { requiredKeys: [] }),
+  fc.record({ cmd: fc.oneof(fc.array(fc.string({ maxLength: 20 }), { maxLength: 4 }), fc.jsonValue()), env: fc.jsonValue(), workdir: fc.string({ maxLength: 40 }), user: fc.string({ maxLength: 20 }), timeout: fc.oneof(fc.string({ maxLength: 10 }), fc.integer()) }, { requiredKeys: [] }),
 );
 const body = fc.oneof(
   fc.constant(undefined),
@@ -97,8 +100,9 @@ describe("fuzz: HTTP API", () => {
         const sendsBody = b !== undefined && m !== "GET" && m !== "HEAD";
         const res = await fetch(t.url + path + q, { method: m, headers, body: sendsBody ? b.text : undefined, signal: AbortSignal.timeout(10_000) }).catch((err: unknown) => err as Error);
         if (res instanceof Error) throw new Error(`${m} ${path}${q}: no answer (${res.message})`);
-        const isWatch = res.headers.get("content-type")?.startsWith("text/event-stream") ?? false;
-        // A watch stream never ends by itself: its headers are the answer.
+        const type = res.headers.get("content-type") ?? "";
+        const isWatch = res.status < 400 && (type.startsWith("text/event-stream") || type.startsWith("application/x-ndjson"));
+        // A watch or a followed log never ends by itself: its headers are the answer.
         const text = isWatch ? (await res.body?.cancel(), "") : await res.text().catch(() => "");
         expect(res.status >= 500 && res.status !== 503, `${m} ${path}${q} → ${res.status} ${text.slice(0, 200)}`).toBe(false);
         if (res.status >= 400 && !isWatch) {
