@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure this machine has what the Docker integration tests and the demo need:
 # dockerd (Debian's docker.io, which brings containerd and runc), busybox-static,
-# tmux, iproute2, and the clients of the client test image (test/support/client-image.ts):
+# tmux, zsh and fish (completion tests), iproute2, and the clients of the client test image (test/support/client-image.ts):
 # curl, git (its https remote helper) and Debian's python3.11 with the stdlib urllib and
 # ssl need; and the reference proxies the proxy and https benchmarks compare the
 # supervisor with (bench/proxy.ts, bench/https.ts): Debian's tinyproxy, squid and
@@ -21,6 +21,9 @@ if ! static_busybox; then
   need+=(busybox-static)
 fi
 have tmux || need+=(tmux)
+# The shells `sandgate completion zsh|fish` is tested in (test/unit/cli-completion.test.ts).
+have zsh || need+=(zsh)
+have fish || need+=(fish)
 have ip || need+=(iproute2)
 # Fixed paths, not PATH: the image copies these files (a pyenv python3 on PATH does not count).
 [ -x /usr/bin/curl ] || need+=(curl)
@@ -34,7 +37,7 @@ proxies=()
 [ -d /usr/share/squid-langpack/templates ] || proxies+=(squid-langpack)
 
 if [ ${#need[@]} -eq 0 ] && [ ${#proxies[@]} -eq 0 ]; then
-  echo "ensure-docker: dockerd, busybox (static), tmux, ip, curl, git, python3.11, tinyproxy and squid are present; nothing to install"
+  echo "ensure-docker: dockerd, busybox (static), tmux, zsh, fish, ip, curl, git, python3.11, tinyproxy and squid are present; nothing to install"
   exit 0
 fi
 
@@ -46,6 +49,8 @@ fi
 
 echo "ensure-docker: installing ${all[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# fish brings man-db: skip its index rebuild (a minute of CPU on 2 cores, of no use here).
+echo "man-db man-db/auto-update boolean false" | debconf-set-selections 2>/dev/null || true
 log=$(mktemp /tmp/ensure-docker.XXXXXX.log)
 if ! apt-get update -qq >"$log" 2>&1; then
   echo "ensure-docker: apt-get update failed; last lines of $log:" >&2

@@ -110,8 +110,9 @@ ${choices}
 
 ${namearg}
 
+# The command so far is "cmd", never "path": zsh, which runs this function, ties "path" to PATH.
 _sandgate() {
-  local cur=\${COMP_WORDS[COMP_CWORD]} path= pos=0 skip=0 opt= i w
+  local cur=\${COMP_WORDS[COMP_CWORD]} cmd= pos=0 skip=0 opt= i w
   local -a globals=()
   COMPREPLY=()
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -120,37 +121,37 @@ _sandgate() {
       # bash splits --opt=value at '=' (COMP_WORDBREAKS): the value follows it.
       [[ $w == = ]] && continue
       skip=0
-      [[ -z $path && ( $opt == --home || $opt == --url ) ]] && globals+=("$opt" "$w")
+      [[ -z $cmd && ( $opt == --home || $opt == --url ) ]] && globals+=("$opt" "$w")
       continue
     fi
     case $w in
       --) return 0 ;;
-      --home=*|--url=*) [[ -z $path ]] && globals+=("$w"); continue ;;
+      --home=*|--url=*) [[ -z $cmd ]] && globals+=("$w"); continue ;;
       -*)
-        _sandgate_valopts "$path"
+        _sandgate_valopts "$cmd"
         if [[ $w != *=* && $REPLY == *" $w "* ]]; then skip=1; opt=$w; fi
         continue ;;
     esac
-    _sandgate_sub "$path" "$w"
-    if [[ -n $REPLY ]]; then path=\${path:+$path }$REPLY; pos=0; else pos=$((pos + 1)); fi
+    _sandgate_sub "$cmd" "$w"
+    if [[ -n $REPLY ]]; then cmd=\${cmd:+$cmd }$REPLY; pos=0; else pos=$((pos + 1)); fi
   done
   [[ $cur == = ]] && cur=
   if ((skip)); then
-    _sandgate_choices "$path" "$opt"
+    _sandgate_choices "$cmd" "$opt"
     [[ -n $REPLY ]] && COMPREPLY=($(compgen -W "$REPLY" -- "$cur"))
     return 0
   fi
   if [[ $cur == -* ]]; then
-    _sandgate_opts "$path"
+    _sandgate_opts "$cmd"
     COMPREPLY=($(compgen -W "$REPLY" -- "$cur"))
     return 0
   fi
-  _sandgate_words "$path"
+  _sandgate_words "$cmd"
   if [[ -n $REPLY ]]; then
     COMPREPLY=($(compgen -W "$REPLY" -- "$cur"))
     return 0
   fi
-  _sandgate_namearg "$path"
+  _sandgate_namearg "$cmd"
   if [[ $REPLY == "$pos" ]]; then
     COMPREPLY=($(compgen -W "$(command sandgate "\${globals[@]}" __complete-names "$cur" 2>/dev/null)" -- "$cur"))
   fi

@@ -3,8 +3,8 @@
 // running gateway (real gateway on the in-memory driver test double) through the
 // hidden `__complete-names`, which is silent and exits 0 when there is no gateway.
 
-import { execFile, execFileSync } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -18,17 +18,13 @@ import { startTestGateway, type TestGateway } from "../support/gateway-fixture.j
 
 const run = promisify(execFile);
 const LONG = { timeout: 240_000 };
-const has = (bin: string): boolean => {
-  try {
-    execFileSync("sh", ["-c", `command -v ${bin}`], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 let dir: string;
 let bashScript: string;
+let zshScript: string;
+let fishScript: string;
+/** An empty directory: where a shell falls back to file names, it finds none. */
+let emptyCwd: string;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "sg-completion-"));
   // `sandgate` on PATH, as the scripts call it back.
@@ -38,6 +34,15 @@ beforeAll(async () => {
   expect(r.code, r.stderr).toBe(0);
   bashScript = join(dir, "sandgate.bash");
   writeFileSync(bashScript, r.stdout);
+  for (const shell of ["zsh", "fish"] as const) {
+    const s = await cli(["completion", shell]);
+    expect(s.code, s.stderr).toBe(0);
+    writeFileSync(join(dir, `sandgate.${shell}`), s.stdout);
+  }
+  zshScript = join(dir, "sandgate.zsh");
+  fishScript = join(dir, "sandgate.fish");
+  emptyCwd = join(dir, "empty");
+  mkdirSync(emptyCwd);
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -50,6 +55,49 @@ async function complete(words: string[], env: Record<string, string> = {}): Prom
   return stdout.split("\n").filter(Boolean);
 }
 
+/** The environment a shell completes in: our `sandgate` first on PATH, no gateway of the developer's. */
+function shellEnv(env: Record<string, string>): Record<string, string> {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k, v]) => v !== undefined && !["SANDGATE_URL", "SANDGATE_TOKEN", "SANDGATE_HOME"].includes(k))) as Record<string, string>;
+  return { ...base, PATH: `${dir}:${process.env.PATH ?? ""}`, HOME: dir, ...env };
+}
+
+const shq = (w: string): string => `'${w.replace(/'/g, `'\\''`)}'`;
+const fishq = (w: string): string => `'${w.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+const END = "\x1e";
+
+/**
+ * What each shell offers for each command line (the last word is the one completed), all
+ * from one process of that shell. bash: the function as `complete -F` calls it. zsh: the
+ * function run as zsh's bash emulation runs it (bashcompinit's compgen calls it under
+ * `emulate -L sh`), then matched against the word as zsh's own matcher does (that compgen
+ * leaves the prefix to it). fish: its own completion engine (`complete -C`), without the
+ * descriptions.
+ */
+async function completeIn(shell: "bash" | "zsh" | "fish", lines: string[][], env: Record<string, string> = {}): Promise<string[][]> {
+  const file = join(dir, `probe-${shell}-${process.hrtime.bigint()}`);
+  let script: string;
+  let argv: string[];
+  if (shell === "fish") {
+    script = [`source ${fishq(fishScript)}`, ...lines.map((w) => `complete -C ${fishq(["sandgate", ...w].join(" "))}; echo ${END}`)].join("\n");
+    argv = ["--no-config", file];
+  } else {
+    const show = shell === "bash" ? `printf '%s\\n' "\${COMPREPLY[@]}"` : "print -rl -- \${(M)COMPREPLY:#\${(b)\${@[-1]}}*}";
+    const run = shell === "bash" ? "_sandgate" : "sg_run";
+    script = [
+      `source ${shq(shell === "bash" ? bashScript : zshScript)}`,
+      "sg_run() { emulate -L sh; setopt kshglob noshglob braceexpand; _sandgate; }",
+      `sg_probe() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); ${run}; ${show}; printf '${END}\\n'; }`,
+      ...lines.map((w) => `sg_probe sandgate ${w.map(shq).join(" ")}`),
+    ].join("\n");
+    argv = shell === "zsh" ? ["-f", file] : [file];
+  }
+  writeFileSync(file, script + "\n");
+  const { stdout } = await run(shell, argv, { env: shellEnv(env), cwd: emptyCwd, timeout: 120_000 });
+  const out = stdout.split(`${END}\n`).slice(0, -1).map((block) => block.split("\n").filter(Boolean).map((l) => l.split("\t")[0]!));
+  expect(out.length, `${shell} answered every line`).toBe(lines.length);
+  return out;
+}
+
 describe("the scripts", () => {
   it("bash: parses (bash -n), is registered for sandgate", async () => {
     await run("bash", ["-n", bashScript]);
@@ -57,16 +105,15 @@ describe("the scripts", () => {
     expect(stdout.trim()).toBe("complete -o default -F _sandgate sandgate");
   });
 
-  it.skipIf(!has("zsh"))("zsh: parses (zsh -n)", LONG, async () => {
-    const r = await cli(["completion", "zsh"]);
-    writeFileSync(join(dir, "_sandgate"), r.stdout);
-    await run("zsh", ["-n", join(dir, "_sandgate")]);
+  it("zsh: parses (zsh -n)", LONG, async () => {
+    await run("zsh", ["-n", zshScript]);
+    // Sourced, it registers sandgate with zsh's completion system (through bashcompinit).
+    const { stdout } = await run("zsh", ["-f", "-c", 'source "$1"; print -r -- $_comps[sandgate]', "zsh", zshScript], { env: shellEnv({}), cwd: emptyCwd });
+    expect(stdout.trim()).toBe("_bash_complete -o default -F _sandgate");
   });
 
-  it.skipIf(!has("fish"))("fish: parses (fish --no-execute)", LONG, async () => {
-    const r = await cli(["completion", "fish"]);
-    writeFileSync(join(dir, "sandgate.fish"), r.stdout);
-    await run("fish", ["--no-execute", join(dir, "sandgate.fish")]);
+  it("fish: parses (fish --no-execute)", LONG, async () => {
+    await run("fish", ["--no-execute", fishScript]);
   });
 
   it("an unknown shell is exit 2 naming the choices", LONG, async () => {
@@ -188,5 +235,60 @@ describe("names past the first page", () => {
     // One page, read from just before the prefix: not the 1000 names that sort before it.
     expect(listRequests).toBe(1);
     expect((await cli(["--home", t.home.dir, "__complete-names", "n-115"])).stdout).toBe(Array.from({ length: 10 }, (_, i) => `n-115${i}\n`).join(""));
+  });
+});
+
+describe("zsh and fish offer what bash offers", () => {
+  const program = buildProgram();
+  const paths = (c: Command, path: string[] = []): string[][] => [path, ...c.commands.filter((s) => !(s as unknown as { _hidden: boolean })._hidden).flatMap((s) => paths(s, [...path, s.name()]))];
+  /** Command lines whose last word is being completed: every command's words and options, choices, values, `--`. */
+  const probes: string[][] = [
+    ...paths(program).flatMap((p) => [[...p, ""], [...p, "-"]]),
+    ["sandbox", "list", "--phase", "R"],
+    ["sandbox", "ls", "--format", ""],
+    ["sandbox", "ls", "--label", "a=b", "--fo"],
+    ["sandbox", "create", "--image", "list", "--no-w"],
+    ["sandbox", "exec", "x", "--", "--"],
+    ["sandbox", "l"],
+    ["po"],
+    ["policy", "s"],
+  ];
+  const sorted = (r: string[][]): string[][] => r.map((c) => [...c].sort());
+
+  it("zsh and fish: the same candidates as bash for every command's words and options, choices and values", LONG, async () => {
+    const want = sorted(await completeIn("bash", probes));
+    // The probes mean something: bash offers subcommands, options and choices among them.
+    expect(want.filter((c) => c.length > 0).length).toBeGreaterThan(probes.length / 2);
+    for (const shell of ["zsh", "fish"] as const) {
+      const got = sorted(await completeIn(shell, probes));
+      probes.forEach((words, i) => expect(got[i], `${shell}: sandgate ${words.join(" ")}`).toEqual(want[i]));
+    }
+  });
+
+  describe("sandbox names from the gateway", () => {
+    let t: TestGateway;
+    beforeAll(async () => {
+      t = await startTestGateway(new MemoryDriver());
+      for (const name of ["shl-alpha", "shl-beta", "other"]) expect((await t.api("POST", "/v1/sandboxes", { name })).status).toBe(201);
+      await t.gw.idle();
+    });
+    afterAll(() => t.close());
+
+    for (const shell of ["zsh", "fish"] as const) {
+      it(`${shell}: where a command takes an existing sandbox, from the gateway the line names`, LONG, async () => {
+        const home = ["--home", t.home.dir];
+        const got = sorted(
+          await completeIn(shell, [
+            [...home, "sandbox", "get", "shl-"],
+            [...home, "policy", "get", "shl-b"],
+            // Not where a new name is wanted, and not past the name's position.
+            [...home, "sandbox", "create", "shl-"],
+            [...home, "sandbox", "get", "other", "shl-"],
+          ]),
+        );
+        expect(got).toEqual([["shl-alpha", "shl-beta"], ["shl-beta"], [], []]);
+        expect(await completeIn(shell, [["sandbox", "delete", "o"]], { SANDGATE_HOME: t.home.dir })).toEqual([["other"]]);
+      });
+    }
   });
 });
