@@ -14,8 +14,14 @@ import type { PrivateDockerd } from "../support/dockerd.js";
 import { eventually } from "../support/gateway-fixture.js";
 import { startGatewayRig, type GatewayProcess, type GatewayRig } from "../support/gateway-process.js";
 
-const SEED = Number(process.env.CRASH_SEED ?? 4242);
-const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 40);
+function wholeEnv(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined) return fallback;
+  if (!/^[0-9]{1,9}$/.test(raw)) throw new Error(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
+  return Number(raw);
+}
+const SEED = wholeEnv("CRASH_SEED", 4242);
+const ROUNDS = wholeEnv("CRASH_ROUNDS", 40);
 const NAMES = ["c1", "c2", "c3"];
 const SETTLED = new Set(["Ready", "Stopped", "Error", "Completed"]);
 
