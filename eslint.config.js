@@ -3,7 +3,7 @@
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", "bench/results/", ".cache/", "bin/", "reports/", ".stryker-tmp/"] },
+  { ignores: ["dist/", "node_modules/", "bench/results/", ".cache/", ".test-build/", "bin/", "reports/", ".stryker-tmp/"] },
   ...tseslint.configs.strictTypeChecked,
   {
     languageOptions: {
