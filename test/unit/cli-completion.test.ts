@@ -161,7 +161,8 @@ describe("what bash completes comes from the commander program", () => {
     expect(await complete(["sandbox", "list", "--phase", "=", "St"])).toEqual(["Stopping", "Stopped"]);
     expect(await complete(["sandbox", "ls", "--format", ""])).toEqual(["table", "json", "yaml", "wide"]);
     expect(await complete(["sandbox", "ls", "--label", "a=b", "--fo"])).toEqual(["--format"]);
-    expect(await complete(["completion", ""])).toEqual([]);
+    expect(await complete(["completion", ""])).toEqual(["bash", "zsh", "fish"]);
+    expect(await complete(["completion", "z"])).toEqual(["zsh"]);
     // A value that happens to be a command's name is still a value.
     expect(await complete(["sandbox", "create", "--image", "list", "--no-w"])).toEqual(["--no-wait"]);
     // After -- comes the sandbox's own command line: nothing of ours.
