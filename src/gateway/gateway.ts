@@ -126,7 +126,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
 
   await runtime.prepare(opts.onProgress);
-  const files = new FileTransfers({ get: (n) => read.get(n), exec: (n, o) => service.exec(n, o), log: log.child({ component: "files" }), ...(opts.files === undefined ? {} : { limits: opts.files }) });
+  // Through the exec service: a transfer is a session --idle-stop waits for.
+  const files = new FileTransfers({ get: (n) => read.get(n), exec: (n, cmd) => lifecycle.execs.start(n, { cmd, tty: false }), log: log.child({ component: "files" }), ...(opts.files === undefined ? {} : { limits: opts.files }) });
   const app: ReturnType<typeof buildApi> = buildApi({
     service,
     read,
@@ -159,7 +160,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     files,
   });
   const exec = attachExec(app.server, { execs: lifecycle.execs, token, log });
-  const forwards = attachPortForward(app.server, { service, read, token, log, ...(opts.portForward === undefined ? {} : { limits: opts.portForward }) });
+  const forwards = attachPortForward(app.server, { execs: lifecycle.execs, read, token, log, ...(opts.portForward === undefined ? {} : { limits: opts.portForward }) });
   let url: string;
   try {
     // Loopback only: the API is never exposed to other hosts or to sandboxes.

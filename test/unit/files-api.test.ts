@@ -116,6 +116,14 @@ describe("upload and download", () => {
     expect(missing).toEqual({ status: 404, body: { error: { code: "not_found", message: `no such file or directory in sandbox "${NAME}": "/sandbox/nope"` } } });
   });
 
+  it("a transfer is activity (--idle-stop counts it as a session)", async () => {
+    const t0 = Date.now();
+    expect((await stat("/sandbox/base/notes.txt")).status).toBe(200);
+    const { expiry } = (await t.api("GET", `/v1/sandboxes/${NAME}`)).body as { expiry: { lastActivityAt: string | null; openSessions: number } };
+    expect(Date.parse(expiry.lastActivityAt ?? "")).toBeGreaterThanOrEqual(t0);
+    expect(expiry.openSessions).toBe(0);
+  });
+
   it("the gateway's status shows transfers and their limits", async () => {
     const s = await t.api("GET", "/v1/status");
     expect(s.body.files).toEqual({ active: 0, limits: { maxBytes: LIMITS.maxBytes, maxEntries: 50, symlinkMemoryBytes: 16 * 1024 * 1024, concurrent: 2, perSandbox: 1, idleTimeoutMs: 1500 } });

@@ -222,6 +222,18 @@ describe("the port-forward API", () => {
     await eventually(async () => ((await g.api("GET", "/v1/status")).body.portForward.open === 0 ? true : undefined), 30_000, "slot released");
   });
 
+  it("an open forwarded connection is a session (--idle-stop waits for it) until it closes", async () => {
+    const g = await gateway();
+    await ready(g, "pf-idle");
+    const sessions = async (): Promise<number> => (await g.api("GET", "/v1/sandboxes/pf-idle")).body.expiry.openSessions as number;
+    expect(await sessions()).toBe(0);
+    const c = opened(await open(g, "pf-idle", String(await serve(echo))));
+    expect(await sessions()).toBe(1);
+    c.ws.close();
+    await c.closed;
+    await eventually(async () => ((await sessions()) === 0 ? true : undefined), 30_000, "the session ended with the connection");
+  });
+
   it("8 MiB from the workload's server arrive intact, and 8 MiB to it", async () => {
     const g = await gateway();
     await ready(g, "big");

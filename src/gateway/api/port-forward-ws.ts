@@ -18,7 +18,7 @@ import type { ExecSession } from "../../driver/contract.js";
 import { parseInteger } from "../../util/settings.js";
 import { ApiError } from "../errors.js";
 import { tokenMatches } from "./auth.js";
-import type { SandboxService } from "../sandboxes/service.js";
+import type { ExecService } from "../sandboxes/exec-service.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
 import { EXEC_NOT_STARTED, RELAY_BINARY, RELAY_CONNECTED, RELAY_FAILED, parsePortQuery, relayCommand } from "./port-forward-relay.js";
 
@@ -68,7 +68,7 @@ export interface PortForwardStats {
 
 export function attachPortForward(
   server: Server,
-  ctx: { service: SandboxService; read: SandboxReadModel; token: string; log: Logger; limits?: Partial<PortForwardLimits> },
+  ctx: { execs: Pick<ExecService, "start">; read: SandboxReadModel; token: string; log: Logger; limits?: Partial<PortForwardLimits> },
 ): { close(): void; stats(): PortForwardStats } {
   const limits: PortForwardLimits = { ...DEFAULT_PORT_FORWARD_LIMITS, ...ctx.limits };
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.bufferBytes, perMessageDeflate: false });
@@ -118,7 +118,8 @@ export function attachPortForward(
       total++;
       let session: ExecSession | undefined;
       try {
-        session = await ctx.service.exec(id, { cmd: relayCommand(p.port), tty: false });
+        // Through the exec service: an open forwarded connection is a session --idle-stop waits for.
+        session = await ctx.execs.start(id, { cmd: relayCommand(p.port), tty: false });
         sessions.add(session);
         const failure = await handshake(session, p.port, name, limits.connectTimeoutMs);
         if (failure) throw failure;

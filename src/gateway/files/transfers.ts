@@ -10,7 +10,7 @@
 
 import type { Writable } from "node:stream";
 import type { Logger } from "pino";
-import type { ExecOptions, ExecSession } from "../../driver/contract.js";
+import type { ExecSession } from "../../driver/contract.js";
 import type { FileStatView, TransferCounts } from "../../files/api.js";
 import { CopyRefused } from "../../files/members.js";
 import { sanitizeTar, type SanitizeStats } from "../../files/sanitize.js";
@@ -24,8 +24,8 @@ import { DOWNLOAD, MARKER, STAT, UPLOAD_FILE, UPLOAD_TAR, explainExit, oneLine, 
 export interface FileTransferDeps {
   /** The sandbox by name or id (throws 404/400). */
   get(nameOrId: string): SandboxRecord;
-  /** An exec in the sandbox's workload (the service's: it refuses a sandbox that is not Ready). */
-  exec(nameOrId: string, opts: ExecOptions): Promise<ExecSession>;
+  /** A command in the sandbox's workload, as its own user, no tty (the exec service's: it refuses a sandbox that is not Ready, and counts the transfer as a session). */
+  exec(nameOrId: string, cmd: string[]): Promise<ExecSession>;
   log: Logger;
   limits?: Partial<FilesLimits>;
 }
@@ -191,7 +191,7 @@ export class FileTransfers {
   /** Runs one program and waits for its marker; a program that ends before it is an ApiError saying why. */
   private async start(s: SandboxRecord, script: string, args: string[], ctx: { path: string; shown: string; op: "download" | "upload" | "stat" }): Promise<Started> {
     const idleMs = this.limits.idleTimeoutMs;
-    const session = await this.d.exec(s.id, { cmd: scriptArgv(script, WORKSPACE, [ctx.path, ...args]), tty: false });
+    const session = await this.d.exec(s.id, scriptArgv(script, WORKSPACE, [ctx.path, ...args]));
     // The first and the last CAPTURE_BYTES/2 of stderr: a tool's last words are usually the reason.
     const half = CAPTURE_BYTES / 2;
     let head = Buffer.alloc(0);
