@@ -1,9 +1,11 @@
 // monitor-scale: the cost of watching N idle Ready sandboxes, read from /proc of
 // a gateway running as its own process: RSS, CPU over an idle window, its
-// connections to the Docker socket, and its sessions with supervisors.
+// connections to the Docker socket, and its sessions with supervisors; and at each
+// N, how fast the list answers and how long recovery takes after a Docker daemon
+// restart (live-restore), so the curve from 50 upward shows how each cost grows.
 
 import { freemem } from "node:os";
-import { PrivateDockerd } from "../test/support/dockerd.js";
+import { PrivateDockerd, pingSocket } from "../test/support/dockerd.js";
 import { cpuSeconds, remoteTcpConnections, rssBytes, startGatewayProcess, unixConnectionsTo, type GatewayProcess } from "./gateway-process.js";
 import { Cleanup, machine, mapLimit, parseList, parseNumber, printTable, progress, sleep, stats, writeResult, type BenchOptions, type Stats } from "./lib.js";
 
@@ -23,6 +25,92 @@ interface Level {
   sessions: number | null;
   /** Sessions the endpoint has accepted since it started (from /v1/status). */
   sessionsAccepted: number | null;
+  /** `GET /v1/sandboxes?limit=100` (one page, full rows) and the whole list read page by page, ms. */
+  listPageMs: Stats | null;
+  listAllMs: Stats | null;
+  /** After a daemon restart: from its API answering again to every sandbox Ready (first one, last one), ms. */
+  recovery: { apiDownMs: number; firstBackMs: number; allBackMs: number; lost: number } | null;
+}
+
+const LIST_PAGE_REPS = 30;
+const LIST_ALL_REPS = 5;
+
+async function timed(f: () => Promise<void>): Promise<number> {
+  const t0 = performance.now();
+  await f();
+  return performance.now() - t0;
+}
+
+/** The list as a client sees it: one page, then every page in name order. */
+async function measureList(gw: GatewayProcess, n: number): Promise<{ page: Stats; all: Stats }> {
+  const page: number[] = [];
+  for (let i = 0; i < LIST_PAGE_REPS; i++) {
+    page.push(
+      await timed(async () => {
+        const r = await gw.api("GET", "/v1/sandboxes?limit=100");
+        if (r.status !== 200) throw new Error(`list: ${r.status}`);
+      }),
+    );
+  }
+  const all: number[] = [];
+  for (let i = 0; i < LIST_ALL_REPS; i++) {
+    let seen = 0;
+    all.push(
+      await timed(async () => {
+        let after: string | null = "";
+        while (after !== null) {
+          const r = await gw.api("GET", `/v1/sandboxes?limit=100${after ? `&after=${after}` : ""}`);
+          if (r.status !== 200) throw new Error(`list: ${r.status}`);
+          seen += (r.body.sandboxes as unknown[]).length;
+          after = r.body.next as string | null;
+        }
+      }),
+    );
+    if (seen !== n) throw new Error(`the paged list had ${seen} sandboxes, expected ${n}`);
+  }
+  return { page: stats(page), all: stats(all) };
+}
+
+/** Phase counts from /v1/status (one cheap call: no list while the gateway recovers). */
+async function phaseCounts(gw: GatewayProcess): Promise<Record<string, number>> {
+  return ((await gw.api("GET", "/v1/status")).body?.sandboxes ?? {}) as Record<string, number>;
+}
+
+/**
+ * Restarts the daemon (SIGTERM, live-restore: the containers keep running) and waits
+ * for every sandbox to be Ready again; the times come from the gateway's own events.
+ */
+async function measureRecovery(gw: GatewayProcess, dockerd: PrivateDockerd, n: number): Promise<NonNullable<Level["recovery"]>> {
+  const tStop = Date.now();
+  await dockerd.stop("SIGTERM");
+  const poll = (async () => {
+    for (;;) {
+      if (await pingSocket(dockerd.socketPath, 500)) return Date.now();
+      await sleep(10);
+    }
+  })();
+  await dockerd.startAgain();
+  const tApi = await poll;
+  const deadline = Date.now() + 300_000;
+  for (;;) {
+    const c = await phaseCounts(gw);
+    if ((c.Ready ?? 0) === n) break;
+    if ((c.Error ?? 0) + (c.Completed ?? 0) > 0) throw new Error(`a sandbox failed during recovery: ${JSON.stringify(c)}`);
+    if (Date.now() > deadline) throw new Error(`not all ${n} Ready 300 s after the restart: ${JSON.stringify(c)}`);
+    progress(`monitor-scale: N=${n}, recovering: ${c.Ready ?? 0}/${n} Ready`);
+    await sleep(200);
+  }
+  const back: number[] = [];
+  let lost = 0;
+  await mapLimit(Array.from({ length: n }, (_, i) => `s${i}`), 8, async (name) => {
+    const r = await gw.api("GET", `/v1/sandboxes/${name}/events?limit=1000`);
+    const evs = (r.body.events as { kind: string; oldPhase: string | null; newPhase: string | null; time: string }[]).filter((e) => e.kind === "phase" && Date.parse(e.time) >= tStop);
+    if (evs.some((e) => e.newPhase === "Recovering")) lost++;
+    const b = evs.filter((e) => e.oldPhase === "Recovering" && e.newPhase === "Ready").at(-1);
+    if (b) back.push(Date.parse(b.time));
+  });
+  if (back.length !== lost) throw new Error(`${lost} sandboxes went Recovering but ${back.length} came back`);
+  return { apiDownMs: tApi - tStop, firstBackMs: back.length ? Math.min(...back) - tApi : 0, allBackMs: back.length ? Math.max(...back) - tApi : 0, lost };
 }
 
 async function createUpTo(gw: GatewayProcess, from: number, to: number, deadline: number): Promise<number> {
@@ -79,13 +167,18 @@ async function measure(gw: GatewayProcess, socketPath: string, n: number, window
     remoteTcp: remoteTcpConnections(gw.pid),
     sessions: port === null ? null : remoteTcpConnections(gw.pid, port),
     sessionsAccepted: typeof status.body?.supervisorEndpoint?.accepted === "number" ? (status.body.supervisorEndpoint.accepted as number) : null,
+    listPageMs: null,
+    listAllMs: null,
+    recovery: null,
   };
 }
 
 export async function run(o: BenchOptions): Promise<void> {
-  const ns = parseList(o.flags.n, o.quick ? [2, 4] : [50, 100, 200]).sort((a, b) => a - b);
+  const ns = parseList(o.flags.n, o.quick ? [2, 4] : [50, 100, 200, 300, 400, 500]).sort((a, b) => a - b);
   const windowS = parseNumber(o.flags.window, o.quick ? 3 : 60);
-  const setupMinutes = parseNumber(o.flags["setup-minutes"], 25);
+  const setupMinutes = parseNumber(o.flags["setup-minutes"], 60);
+  // --restart=0: no daemon restart per level (the idle figures only).
+  const restart = parseNumber(o.flags.restart, 1) !== 0;
   const m = machine();
   const cleanup = new Cleanup();
   const levels: Level[] = [];
@@ -109,7 +202,15 @@ export async function run(o: BenchOptions): Promise<void> {
         progress(`monitor-scale: ${stoppedEarly}`);
       }
       have = made;
-      if (made > (levels.at(-1)?.n ?? 0)) levels.push(await measure(gw, dockerd.socketPath, made, windowS));
+      if (made > (levels.at(-1)?.n ?? 0)) {
+        const level = await measure(gw, dockerd.socketPath, made, windowS);
+        const list = await measureList(gw, made);
+        level.listPageMs = list.page;
+        level.listAllMs = list.all;
+        // A smoke run restarts the daemon once, at its largest N.
+        if (restart && (!o.quick || n === ns.at(-1))) level.recovery = await measureRecovery(gw, dockerd, made);
+        levels.push(level);
+      }
       if (stoppedEarly) break;
     }
     const setupS = (Date.now() - setupStart) / 1000;
@@ -139,6 +240,16 @@ export async function run(o: BenchOptions): Promise<void> {
       "accepted",
       "all non-loopback TCP",
     ], rows);
+    printTable(`monitor-scale: list and recovery at each N (list: ${LIST_PAGE_REPS} single pages and ${LIST_ALL_REPS} whole lists; recovery: daemon SIGTERM and start, live-restore)`, [
+      "N",
+      "list page p50 ms",
+      "p95",
+      "whole list p50 ms",
+      "recovery: API down ms",
+      "first Ready ms",
+      "all Ready ms",
+      "recovered",
+    ], levels.filter((l) => l.n > 0).map((l) => [l.n, l.listPageMs?.median ?? null, l.listPageMs?.p95 ?? null, l.listAllMs?.median ?? null, l.recovery?.apiDownMs ?? "n/a", l.recovery?.firstBackMs ?? "n/a", l.recovery?.allBackMs ?? "n/a", l.recovery?.lost ?? "n/a"]));
     const top = levels.at(-1)!;
     // The N=0 reading still holds the startup image import's heap, which GC returns
     // later: the slope between the smallest and largest N measured is the honest figure.
