@@ -94,6 +94,8 @@ export class ControlSession {
   readonly #policy: LockdownPolicyHolder;
   readonly #proxyListening: () => boolean;
   readonly #revoke: () => number;
+  /** Connections closed since the held revision was applied (for the ack of a re-push). */
+  #closedByRevision: { revision: number; closed: number } | undefined;
   readonly #log: Logger;
   readonly #pin: string;
 
@@ -386,8 +388,13 @@ export class ControlSession {
     const wasLocked = this.#policy.lockdownReason() !== null;
     this.#policy.unlock();
     // What the new revision does not allow is closed before the ack says it is enforced.
-    const closed = this.#revoke();
+    const closedNow = this.#revoke();
     const enforced = this.#policy.held()?.revision ?? m.revision;
+    // A re-push of the revision already held (a new session: the first ack may have been
+    // lost with the old one) reports what applying that revision closed, not just now.
+    let closed = closedNow;
+    if (applied) this.#closedByRevision = { revision: m.revision, closed: closedNow };
+    else if (this.#closedByRevision?.revision === enforced) closed = this.#closedByRevision.closed += closedNow;
     this.#log.info("policy pushed", { sandboxId: this.#o.sandboxId, revision: m.revision, applied, enforcedRevision: enforced, lockdownLifted: wasLocked, connectionsClosed: closed });
     this.#send({ type: "ack", revision: enforced, applied, closed });
     this.#sendHeartbeat();

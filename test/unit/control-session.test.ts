@@ -157,6 +157,8 @@ async function startSupervisorSide(
     heartbeatRefreshMs?: number;
     /** Overrides what the session reports of the proxy (default: the real proxy's state). */
     proxyListening?: () => boolean;
+    /** What the session calls to close connections a new revision no longer allows (default: none closed). */
+    revoke?: () => number;
   },
 ): Promise<SupervisorSide> {
   const policy = new LockdownPolicyHolder(o.initial);
@@ -191,6 +193,7 @@ async function startSupervisorSide(
     backoffMaxMs: 200,
     connectTimeoutMs: 2000,
     ...(o.secrets === undefined ? {} : { secrets: o.secrets }),
+    ...(o.revoke === undefined ? {} : { revoke: o.revoke }),
   });
   cleanups.push(async () => {
     await session.stop();
@@ -288,6 +291,40 @@ describe("control session: handshake, push, ack, heartbeats", () => {
     expect(gw.boundary.setDesired("sb-hot", 1, allowOrigin(["/a/**"]), 1)).toBe(false);
     const never = await gw.boundary.waitForRevision("sb-hot", 5, 200);
     expect(never.reached).toBe(false);
+  });
+});
+
+describe("control session: the closed count of a revision", () => {
+  it("a re-push of the revision the supervisor holds (a new session) reports what applying it closed, not 0", async () => {
+    const gw = await startGatewaySide();
+    const token = await launch(gw, "sb-rp", 1, "n-rp", { policy: allowOrigin(["/a/**"]), revision: 1 });
+    let toClose = 0;
+    const sup = await startSupervisorSide(gw, {
+      sandboxId: "sb-rp",
+      generation: 1,
+      token,
+      graceMs: 60_000,
+      revoke: () => {
+        const n = toClose;
+        toClose = 0;
+        return n;
+      },
+    });
+    await healthy(gw, "sb-rp");
+    // Revision 2 no longer allows two open connections: closed when it is applied.
+    toClose = 2;
+    expect(gw.boundary.setDesired("sb-rp", 1, allowOrigin(["/b/**"]), 2)).toBe(true);
+    expect(await gw.boundary.waitForRevision("sb-rp", 2, 30_000)).toMatchObject({ reached: true, connectionsClosed: 2 });
+    // The session ends and a new one begins; the gateway pushes revision 2 again, which closes nothing new.
+    const pushes = (): number => sup.logs.filter((l) => l.msg === "policy pushed" && l.fields?.revision === 2).length;
+    await gw.stop();
+    await gw.restart();
+    await waitFor("revision 2 pushed again over a new session", () => (pushes() >= 2 ? true : undefined));
+    const again = await waitFor("the re-push's ack at the gateway", async () => {
+      const w = await gw.boundary.waitForRevision("sb-rp", 2, 1000);
+      return w.reached && w.connectionsClosed !== null ? w : undefined;
+    });
+    expect(again.connectionsClosed).toBe(2);
   });
 });
 
