@@ -81,9 +81,7 @@ async function apiError(res: IncomingMessage): Promise<CliError> {
 function progressLine(enabled: boolean, label: string): { progress: Progress; stop(): void } {
   const progress: Progress = { bytes: 0 };
   if (!enabled) return { progress, stop: () => undefined };
-  let shown = false;
   const draw = (): void => {
-    shown = true;
     process.stderr.write(`\r${label} ${formatBytes(progress.bytes)}\u001b[K`);
   };
   const timer = setInterval(draw, 200);
@@ -92,10 +90,9 @@ function progressLine(enabled: boolean, label: string): { progress: Progress; st
     progress,
     stop() {
       clearInterval(timer);
-      if (shown) {
-        draw();
-        process.stderr.write("\n");
-      }
+      // Always the final count, also when the copy ended before the first tick.
+      draw();
+      process.stderr.write("\n");
     },
   };
 }

@@ -146,6 +146,9 @@ describe("out of a sandbox", () => {
     const r = await sg(["sandbox", "cp", "--progress", `${NAME}:/sandbox/big.bin`, scratch()]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/copying from cp:\/sandbox\/big.bin: 8 MiB/);
+    // The final count is printed also when the copy ends before the first redraw.
+    const small = await sg(["sandbox", "cp", "--progress", `${NAME}:/sandbox/one.txt`, scratch()]);
+    expect(small.stderr.split("\r").at(-1)).toBe("copying from cp:/sandbox/one.txt: 3 B\u001b[K\n");
   });
 });
 

@@ -48,6 +48,7 @@ export class ExecService {
   readonly #timers = new Set<NodeJS.Timeout>();
   /** Sessions of detached commands still running. */
   readonly #sessions = new Set<ExecSession>();
+  #closed = false;
 
   constructor(private readonly d: ExecServiceDeps) {
     this.detached = d.detached ?? new DetachedExecs();
@@ -96,6 +97,8 @@ export class ExecService {
     session.exitCode.then(
       (code) => entry.exited(code, session.timedOut(), Date.now()),
       (err: unknown) => {
+        // Closing ends the sessions; the store may be closed right after, so ask it nothing.
+        if (this.#closed) return entry.lost("the gateway stopped following it", Date.now());
         const now = this.d.store.get(s.id);
         const left = !now || now.generation !== s.generation || now.phase !== "Ready" ? `; the sandbox is ${now ? `${now.phase} at generation ${now.generation}` : "gone"}` : "";
         entry.lost(`its end was not seen: ${message(err)}${left}`, Date.now());
@@ -123,6 +126,7 @@ export class ExecService {
   }
 
   close(): void {
+    this.#closed = true;
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();
     // The commands keep running in the sandbox; the gateway stops following them.
