@@ -161,11 +161,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
   const exec = attachExec(app.server, { execs: lifecycle.execs, token, log });
   const forwards = attachPortForward(app.server, { execs: lifecycle.execs, read, token, log, ...(opts.portForward === undefined ? {} : { limits: opts.portForward }) });
-  let url: string;
-  try {
-    // Loopback only: the API is never exposed to other hosts or to sandboxes.
-    url = await app.listen({ host, port: opts.port ?? 0 });
-  } catch (err) {
+  // In this order: no new sessions or requests, then the work they started, then the store.
+  const closeParts = async (): Promise<void> => {
     exec.close();
     forwards.close();
     await app.close();
@@ -174,6 +171,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     audit.close();
     await driver.close();
     store.close();
+  };
+  let url: string;
+  try {
+    // Loopback only: the API is never exposed to other hosts or to sandboxes.
+    url = await app.listen({ host, port: opts.port ?? 0 });
+  } catch (err) {
+    await closeParts();
     throw isAddrInUse(err) ? portInUse("the API", host, opts.port ?? 0) : err;
   }
   writeAddress(home, { url, pid: process.pid, startedAt: startedAt.toISOString(), version: VERSION });
@@ -184,14 +188,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const close = (): Promise<void> =>
     (closing ??= (async () => {
       log.info("gateway shutting down");
-      exec.close();
-      forwards.close();
-      await app.close();
-      await lifecycle.close();
-      await control?.close();
-      audit.close();
-      await driver.close();
-      store.close();
+      await closeParts();
       if (readAddress(home)?.pid === process.pid) rmSync(home.address, { force: true });
       log.info("gateway stopped");
     })());
