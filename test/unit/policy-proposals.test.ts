@@ -10,6 +10,7 @@ import { ACTIVE, TIGHTER } from "../support/review-policies.js";
 import { Store, StaleRevisionError } from "../../src/store/store.js";
 import { decideProposal, insertProposal, listProposals, pruneDecided } from "../../src/store/proposals-store.js";
 import { defaultPolicy } from "../../src/policy/index.js";
+import { egressTotals } from "../../src/store/aggregates.js";
 import { APPROVER_HEADER, approverMatches } from "../../src/gateway/api/proposals-routes.js";
 
 /** ACTIVE plus a rule for pypi.org. */
@@ -83,6 +84,9 @@ describe("propose, review, approve", () => {
     expect(shown.body.diff.changes).toEqual([{ kind: "rule added", name: "pypi", lines: ["+ https pypi.org:443"] }]);
     expect(shown.body.replay.newlyAllowed).toEqual([{ request: "https pypi.org:443", count: 4, lastSeen: at(2), because: "rule pypi" }]);
     expect(shown.body.replay.newlyDenied).toEqual([]);
+    // The proposal's own audit record is not traffic: not replayed, not counted as egress.
+    expect(shown.body.replay.window).toMatchObject({ records: 2, requests: 14, from: at(1), to: at(2) });
+    expect(egressTotals(t.gw.store, s.id, 1)).toMatchObject({ allowed: 10, denied: 4, since: at(1) });
 
     const ok = await t.api("POST", `${base("pa")}/${p.id}/approve`, { by: "cli:alice" }, undefined, approver());
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
@@ -294,13 +298,14 @@ describe("who may decide", () => {
     expect(t.approverToken).not.toBe(t.token);
     const before = snapshot();
     for (const verb of ["approve", "reject"]) {
-      for (const headers of [{}, { [APPROVER_HEADER]: "wrong" }, { [APPROVER_HEADER]: t.token }, { authorization: `Bearer ${t.approverToken}` }]) {
+      const attempts: Record<string, string>[] = [{}, { [APPROVER_HEADER]: "wrong" }, { [APPROVER_HEADER]: t.token }, { [APPROVER_HEADER]: t.approverToken.slice(0, -1) }];
+      for (const headers of attempts) {
         const r = await t.api("POST", `${base("pw")}/${p.id}/${verb}`, {}, undefined, headers);
         expect(r.status, `${verb} ${JSON.stringify(headers)}`).toBe(403);
         expect(r.body.error.code).toBe("forbidden");
         expect(r.body.error.message).toMatch(/the API token alone cannot approve or reject/);
       }
-      // The approver token without the API token is not enough either.
+      // The approver token in the API token's place is not enough either.
       const alone = await t.api("POST", `${base("pw")}/${p.id}/${verb}`, {}, t.approverToken, approver());
       expect(alone.status).toBe(401);
     }
