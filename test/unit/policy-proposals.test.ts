@@ -114,6 +114,14 @@ describe("propose, review, approve", () => {
     expect((await t.api("GET", "/v1/sandboxes/pa/audit?decision=deny")).body.audit).toHaveLength(1);
   });
 
+  it("a proposal's audit record is not egress: sandbox stats count from the first egress record after it", async () => {
+    const s = await sandbox("pe");
+    await propose("pe", WIDER);
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    t.gw.store.appendAudit([{ sandboxId: s.id, generation: 1, time: later, decision: "allow", count: 2, event: { type: "egress", time: later, decision: "allow", host: "api.example.com", port: 443, protocol: "https", bytesOut: 10, bytesIn: 20 } }]);
+    expect(egressTotals(t.gw.store, s.id, 1)).toEqual({ bytesOut: 10, bytesIn: 20, allowed: 2, denied: 0, wouldDeny: 0, dropped: 0, since: later });
+  });
+
   it("reject: the policy stays; the decision and its reason are recorded; a decided proposal is never decided again", async () => {
     await sandbox("pr");
     const p = await propose("pr", TIGHTER);
@@ -270,11 +278,15 @@ describe("bounds", () => {
     expect(full.body.error.message).toBe(`sandbox "pb" has ${PENDING} pending policy proposals, the limit (gateway start --proposals-pending); a person approves or rejects one first (sandgate policy proposals pb)`);
     expect(snapshot()).toBe(before);
 
+    const states = async () => (await t.api("GET", base("pb"))).body.proposals.map((p: { id: string; state: string }) => [p.id, p.state]);
     for (const id of ids) expect((await t.api("POST", `${base("pb")}/${id}/reject`, {}, undefined, approver())).status).toBe(200);
+    // The oldest decided one went at once; the two most recently decided stay.
+    expect(await states()).toEqual([[ids[1], "rejected"], [ids[2], "rejected"]]);
     ids.push((await propose("pb", WIDER)).id);
-    const states = (await t.api("GET", base("pb"))).body.proposals.map((p: { id: string; state: string }) => [p.id, p.state]);
-    // The oldest decided one went; the two most recently decided stay, and the new pending one.
-    expect(states).toEqual([[ids[1], "rejected"], [ids[2], "rejected"], [ids[3], "pending"]]);
+    expect(await states()).toEqual([[ids[1], "rejected"], [ids[2], "rejected"], [ids[3], "pending"]]);
+    // An approval is a decision too.
+    expect((await t.api("POST", `${base("pb")}/${ids[3]}/approve`, {}, undefined, approver())).status).toBe(200);
+    expect(await states()).toEqual([[ids[2], "rejected"], [ids[3], "approved"]]);
   });
 
   it("pending proposals against an older revision make room: a new proposal supersedes them", async () => {
