@@ -51,8 +51,9 @@ export class GatewayClient {
     return { authorization: `Bearer ${this.token}` };
   }
 
-  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const res = await this.raw(method, path, body);
+  /** `headers`: sent besides the token's (the approver token of `policy approve`). */
+  async request<T>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<T> {
+    const res = await this.raw(method, path, body, undefined, headers);
     const text = await res.text();
     let json: unknown;
     try {
@@ -71,9 +72,9 @@ export class GatewayClient {
   }
 
   /** A fetch against the gateway with auth; connection failures become "not running". */
-  async raw(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
+  async raw(method: string, path: string, body?: unknown, signal?: AbortSignal, extra?: Record<string, string>): Promise<Response> {
     if (!this.url) throw this.notRunning();
-    const headers: Record<string, string> = this.authHeader();
+    const headers: Record<string, string> = { ...extra, ...this.authHeader() };
     if (body !== undefined) headers["content-type"] = "application/json";
     try {
       return await fetch(this.url + path, {

@@ -8,7 +8,7 @@ export const EXIT = {
   notFound: 4,
   conflict: 5, // not allowed in the current phase, or the name is taken
   timeout: 6,
-  unauthorized: 7,
+  unauthorized: 7, // bad token, or a token without the capability (policy approve without the approver token)
   denied: 8, // `policy check`: the policy denies the request
 } as const;
 
@@ -26,10 +26,12 @@ const BY_API_CODE: Record<string, number> = {
   invalid_request: EXIT.usage,
   too_large: EXIT.usage,
   unauthorized: EXIT.unauthorized,
+  forbidden: EXIT.unauthorized,
   not_found: EXIT.notFound,
   already_exists: EXIT.conflict,
   not_allowed: EXIT.conflict,
   stale_generation: EXIT.conflict,
+  stale_revision: EXIT.conflict,
 };
 
 export function exitCodeForApi(code: string): number {

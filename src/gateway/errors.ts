@@ -4,10 +4,12 @@ export type ApiErrorCode =
   | "invalid_request"
   | "too_large"
   | "unauthorized"
+  | "forbidden"
   | "not_found"
   | "already_exists"
   | "not_allowed"
   | "stale_generation"
+  | "stale_revision"
   | "unavailable"
   | "internal";
 
@@ -15,10 +17,14 @@ const STATUS: Record<ApiErrorCode, number> = {
   invalid_request: 400,
   too_large: 413,
   unauthorized: 401,
+  // The token is right but does not carry this capability (approving a policy proposal).
+  forbidden: 403,
   not_found: 404,
   already_exists: 409,
   not_allowed: 409,
   stale_generation: 409,
+  // The policy changed since what the request was based on (a proposal's base revision).
+  stale_revision: 409,
   unavailable: 503,
   internal: 500,
 };

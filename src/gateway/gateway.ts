@@ -18,13 +18,15 @@ import { SandboxStats } from "./stats/sandbox-stats.js";
 import { ControlPlane } from "./control/control-plane.js";
 import { SecretStore, ensureSecretsKey } from "./secrets/secret-store.js";
 import { SecretDelivery, secretValuesFrom } from "./secrets/secret-delivery.js";
-import { ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
+import { ensureApproverToken, ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
 import { StartupError, assertPortFree, isAddrInUse, portInUse } from "./startup.js";
 import { createLifecycle, type Lifecycle } from "./sandboxes/lifecycle.js";
 import { FileTransfers } from "./files/transfers.js";
 import type { FilesLimits } from "./files/limits.js";
 import type { SandboxReadModel } from "./sandboxes/read-model.js";
 import type { SandboxService, ServiceOptions } from "./sandboxes/service.js";
+import { PolicyProposals, type ProposalLimits } from "./sandboxes/policy-proposals.js";
+import { PolicyTools } from "./sandboxes/policy-tools.js";
 
 export interface GatewayOptions {
   home: HomePaths;
@@ -57,6 +59,8 @@ export interface GatewayOptions {
   logs?: Partial<LogLimits>;
   /** Bounds of file transfers, `sandbox cp` (defaults: DEFAULT_FILES_LIMITS). */
   files?: Partial<FilesLimits>;
+  /** Bounds of policy proposals per sandbox (defaults: DEFAULT_PROPOSAL_LIMITS). */
+  proposals?: Partial<ProposalLimits>;
 }
 
 export interface RunningGateway {
@@ -95,6 +99,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   await assertPortFree("the API", host, opts.port ?? 0);
   ensureHomeDir(home);
   const token = ensureToken(home);
+  const approverToken = ensureApproverToken(home);
   const startedAt = new Date();
   const store = openStore(home.db);
   const secrets = new SecretStore(store, ensureSecretsKey(home.dir));
@@ -127,6 +132,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
 
   await runtime.prepare(opts.onProgress);
   // Through the exec service: a transfer is a session --idle-stop waits for.
+  const proposals = new PolicyProposals({ store, read, service, tools: new PolicyTools(read), log: log.child({ component: "proposals" }), ...(opts.proposals === undefined ? {} : { limits: opts.proposals }) });
   const files = new FileTransfers({ get: (n) => read.get(n), exec: (n, cmd) => lifecycle.execs.start(n, { cmd, tty: false }), log: log.child({ component: "files" }), ...(opts.files === undefined ? {} : { limits: opts.files }) });
   const app: ReturnType<typeof buildApi> = buildApi({
     service,
@@ -150,6 +156,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       logs: app.logStats(),
       execs: { detachedHeld: lifecycle.execs.detached.size, detachedPerSandbox: lifecycle.execs.detached.max, timeoutTimers: lifecycle.execs.timers },
       files: files.stats(),
+      proposals: { limits: proposals.limits },
     }),
     ...(opts.watch === undefined ? {} : { watch: opts.watch }),
     secrets: { store: secrets, delivery },
@@ -158,6 +165,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     logs: { driver, ...(opts.logs === undefined ? {} : { limits: opts.logs }) },
     execs: lifecycle.execs,
     files,
+    proposals: { proposals, approverToken },
   });
   const exec = attachExec(app.server, { execs: lifecycle.execs, token, log });
   const forwards = attachPortForward(app.server, { execs: lifecycle.execs, read, token, log, ...(opts.portForward === undefined ? {} : { limits: opts.portForward }) });

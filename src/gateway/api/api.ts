@@ -24,6 +24,8 @@ import type { SandboxService } from "../sandboxes/service.js";
 import { eventView, sandboxSummaryView, sandboxView } from "./views.js";
 import { registerExecRoutes } from "./exec-routes.js";
 import type { ExecService } from "../sandboxes/exec-service.js";
+import { registerProposalRoutes } from "./proposals-routes.js";
+import type { PolicyProposals } from "../sandboxes/policy-proposals.js";
 
 export interface ApiContext {
   /** Writes: intents and policy changes. */
@@ -46,6 +48,8 @@ export interface ApiContext {
   execs?: ExecService;
   /** `sandbox cp`: files in and out of Ready sandboxes. */
   files?: FileTransfers;
+  /** Policy proposals; deciding one needs `approverToken` too (null: none can be decided). */
+  proposals?: { proposals: PolicyProposals; approverToken: string | null };
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
@@ -209,6 +213,7 @@ export function buildApi(ctx: ApiContext) {
   if (ctx.metrics) registerMetricsRoute(app, ctx.metrics);
   if (ctx.execs) registerExecRoutes(app, ctx.execs);
   if (ctx.files) registerFileRoutes(app, ctx.files);
+  if (ctx.proposals) registerProposalRoutes(app, { ...ctx.proposals, service, read });
 
   // Watch streams are hijacked from fastify: the hub ends them on close.
   const hub = new WatchHub(read, ctx.watch);

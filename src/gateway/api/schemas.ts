@@ -93,8 +93,11 @@ const page = z.coerce.number().int().min(1).max(10_000);
 /** A window of a log: after/before a sequence number, a page size, or the last N. */
 export const EventsQuery = z.object({ after: seq.optional(), before: seq.optional(), limit: page.optional(), tail: page.optional() }).strict();
 
-/** The decisions an audit record can carry; `dropped` marks records the rate limit dropped. */
-export const AUDIT_DECISIONS = ["allow", "deny", "would_deny", "dropped"] as const;
+/**
+ * The decisions an audit record can carry; `dropped` marks records the rate limit dropped,
+ * `policy` a policy proposal or its decision (src/gateway/sandboxes/policy-proposals.ts).
+ */
+export const AUDIT_DECISIONS = ["allow", "deny", "would_deny", "dropped", "policy"] as const;
 
 /** A window of the audit trail; `since` an RFC 3339 time; `format=ocsf` gives OCSF-shaped records. */
 export const AuditQuery = z

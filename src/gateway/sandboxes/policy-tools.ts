@@ -69,7 +69,8 @@ export class PolicyTools {
 
   private window(sandboxId: string, since: string | undefined): { decisions: RecordedDecision[]; window: AuditWindow } {
     const cut = sinceTime(since);
-    const rows = this.read.audit(sandboxId, { tail: MAX_REPLAY_RECORDS }).filter((r) => cut === undefined || r.time >= cut);
+    // Policy proposals' records (decision "policy") are not traffic.
+    const rows = this.read.audit(sandboxId, { tail: MAX_REPLAY_RECORDS }).filter((r) => r.decision !== "policy" && (cut === undefined || r.time >= cut));
     const truncated = rows.length === MAX_REPLAY_RECORDS && (cut === undefined || (rows[0]?.time ?? "") > cut);
     const decisions = recordedDecisions(rows);
     return {
