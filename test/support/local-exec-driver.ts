@@ -49,6 +49,7 @@ export class LocalExecDriver extends MemoryDriver {
 
   override async exec(_record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession> {
     this.execs++;
+    this.execOptions.push(opts);
     const argv = opts.cmd.map((a, i) => (i >= 4 || this.processOptions ? this.map(a) : a));
     this.argvs.push(argv);
     if (this.hostileDownload && argv[2] === DOWNLOAD) {
