@@ -4,10 +4,13 @@
 // the log iterator (records in order, tail, follow to the end, a loop that breaks
 // closes its stream, a reader that does not read holds the gateway back).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Sandgate, SandgateError, type LogRecord, type Sandbox } from "../../src/sdk/index.js";
+import { RECORD_MAX_BYTES, readLogs } from "../../src/sdk/logs.js";
+import { Transport } from "../../src/sdk/transport.js";
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 import { LocalExecDriver } from "../support/local-exec-driver.js";
 import { LogsDriver } from "../support/logs-driver.js";
@@ -197,5 +200,32 @@ describe("logs", () => {
     await eventually(() => (driver.open === 0 ? true : undefined), 10_000, "the read to end with the reader");
     driver.generated.clear();
     await slow[Symbol.asyncDispose]();
+  });
+});
+
+describe("a gateway that sends more than a record", () => {
+  it("a log line without an end is refused at RECORD_MAX_BYTES (bad_response), not held", async () => {
+    const srv = createServer((req, res) => {
+      res.writeHead(200, { "content-type": "application/x-ndjson" });
+      const chunk = "x".repeat(64 * 1024);
+      let sent = 0;
+      const pump = (): void => {
+        while (sent < 4 * 1024 * 1024) {
+          sent += chunk.length;
+          if (!res.write(chunk)) return void res.once("drain", pump);
+        }
+        res.end();
+      };
+      pump();
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    try {
+      const t = new Transport({ url: `http://127.0.0.1:${(srv.address() as { port: number }).port}`, token: "t", env: {} });
+      const err = await failure(readLogs(() => t, "x").next());
+      expect([err.code, err.message]).toEqual(["bad_response", `a log record is over ${RECORD_MAX_BYTES} bytes`]);
+    } finally {
+      srv.closeAllConnections();
+      await new Promise((r) => srv.close(r));
+    }
   });
 });

@@ -380,17 +380,27 @@ describe("watch", () => {
     await created[Symbol.asyncDispose]();
   });
 
-  it("disposing the client ends its open watches (quietly) and leaves no stream", async () => {
+  it("disposing the client ends its open watches (quietly) and exec sessions (connection_lost), and leaves no stream", async () => {
     const c = await Sandgate.connect({ home: t.home.dir, env: {} });
+    await using sb = await c.sandboxes.create({ name: "sdk-drop" }, { dispose: "delete" });
+    let started!: () => void;
+    const sleeping = new Promise<void>((r) => (started = r));
+    const closed = driver.closedExecs;
+    const running = failure(sb.exec(["sleep"], { onStdout: () => started() }));
+    await sleeping;
     const ended = (async () => {
       const seen: unknown[] = [];
       for await (const e of c.watch()) seen.push(e);
       return seen.length;
     })();
     await eventually(async () => ((await status()).watch.streams === 1 ? true : undefined), 10_000, "watching");
-    expect(c.openStreams).toBe(1);
+    expect(c.openStreams).toBe(2);
     await c[Symbol.asyncDispose]();
     expect(await ended).toBe(0);
+    const dropped = await running;
+    expect([dropped.code, dropped.message]).toEqual(["connection_lost", "the exec session was closed: the client was disposed"]);
+    await eventually(() => (driver.closedExecs > closed ? true : undefined), 10_000, "the exec session closed at the gateway");
+    expect(c.openStreams).toBe(0);
     await eventually(async () => ((await status()).watch.streams === 0 ? true : undefined), 10_000, "the watch stream closed");
   });
 });
