@@ -93,6 +93,7 @@ export class ExecSession {
     });
     // A caller that awaits only `exit` later must not see an unhandled rejection meanwhile.
     this.exit.catch(() => undefined);
+    if (!t.url) throw t.notRunning();
     const url = `${t.url.replace(/^http/, "ws")}/v1/sandboxes/${encodeURIComponent(sandbox)}/exec?${execQuery(req).toString()}`;
     this.#ws = new WebSocket(url, { headers: t.authHeader(), perMessageDeflate: false });
     const ws = this.#ws;

@@ -53,6 +53,21 @@ function parseResult(text: string | undefined): TransferResultView | undefined {
   }
 }
 
+/**
+ * The stream, checked to give exactly `size` bytes (the Content-Length sent): more, or
+ * an end short of it, fails the write (the file is replaced only once complete, so it
+ * stays as it was).
+ */
+async function* exactly(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array> {
+  let n = 0;
+  for await (const c of source) {
+    n += c.length;
+    if (n > size) throw new SandgateError(`the stream gave more than its size of ${size} bytes`, "invalid_request");
+    yield c;
+  }
+  if (n !== size) throw new SandgateError(`the stream ended after ${n} of its size of ${size} bytes`, "invalid_request");
+}
+
 export interface ReadOptions {
   /** The most bytes `read` holds (default READ_MAX_BYTES): a larger file is `too_large`, and nothing more is read. */
   maxBytes?: number;
@@ -108,7 +123,7 @@ export class SandboxFiles {
     } else {
       if (!Number.isSafeInteger(data.size) || data.size < 0) throw new SandgateError(`size: expected a whole number of bytes, got ${String(data.size)}`, "invalid_request");
       size = data.size;
-      body = data.stream;
+      body = exactly(data.stream, size);
     }
     const res = await this.t.stream("PUT", `${this.#base}?path=${encodeURIComponent(p)}&mode=${mode.toString(8).padStart(3, "0")}`, {
       headers: { "content-type": FILE_MEDIA_TYPE, "content-length": String(size) },

@@ -63,6 +63,14 @@ describe("files", () => {
     for await (const c of sb.files.readStream("/sandbox/streamed")) pieces.push(c);
     expect(Buffer.concat(pieces).equals(Buffer.concat(parts))).toBe(true);
 
+    // A stream that gives more or less than its size fails the write; the file stays as it was.
+    const stream = (n: number) => (async function* () { yield Buffer.alloc(n, 0x7a); })();
+    const more = await failure(sb.files.write("/sandbox/hello.txt", { stream: stream(11), size: 10 }));
+    expect([more.code, more.message]).toEqual(["invalid_request", "the stream gave more than its size of 10 bytes"]);
+    const less = await failure(sb.files.write("/sandbox/hello.txt", { stream: stream(9), size: 10 }));
+    expect([less.code, less.message]).toEqual(["invalid_request", "the stream ended after 9 of its size of 10 bytes"]);
+    expect(readFileSync(ws("hello.txt"), "utf8")).toBe("hello\n");
+
     // Replaced only once complete.
     await sb.files.write("/sandbox/hello.txt", "");
     expect((await sb.files.read("/sandbox/hello.txt")).length).toBe(0);

@@ -13,6 +13,8 @@ import type { eventView, sandboxSummaryView, sandboxView } from "../../src/gatew
 import type { CreateSandboxBody } from "../../src/gateway/api/schemas.js";
 import type { EXEC_SIGNALS as DRIVER_SIGNALS } from "../../src/driver/contract.js";
 import { EXEC_SIGNALS, Sandgate, SandgateError, type ApiErrorCode, type CreateSandboxInput, type EventView, type SandboxSummaryView, type SandboxView } from "../../src/sdk/index.js";
+import { exec } from "../../src/sdk/exec.js";
+import { Transport } from "../../src/sdk/transport.js";
 import { CLI_TEST_TIMEOUT_MS, cli } from "../support/cli-runner.js";
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 import { MemoryDriver } from "../support/memory-driver.js";
@@ -103,6 +105,10 @@ describe("connect finds the gateway as the CLI does", () => {
     expect(refused.code).toBe("not_running");
     expect(refused.message).toMatch(new RegExp(`^the gateway is not running at http://127\\.0\\.0\\.1:${port}: ECONNREFUSED; start it with`));
     await sameAsCli(refused, ["--home", stale, "gateway", "status"]);
+
+    // The exec session, given no address, says the same before it dials anything.
+    const noUrl = await failure(exec(new Transport({ home: empty, token: "t", env: {} }), "x", ["true"]));
+    expect([noUrl.code, noUrl.message]).toEqual([noAddress.code, noAddress.message]);
 
     writeFileSync(join(stale, "gateway.json"), "{not json");
     const malformed = await failure(Sandgate.connect({ home: stale, env: {} }));
