@@ -166,8 +166,9 @@ export class SandboxFiles {
     const ac = new AbortController();
     const stop = (): void => ac.abort();
     o.signal?.addEventListener("abort", stop, { once: true });
-    const res = await this.#download(p, ac.signal);
+    let res: IncomingMessage | undefined;
     try {
+      res = await this.#download(p, ac.signal);
       let seen = false;
       for await (const m of this.#tar(res)) {
         if (seen) throw new SandgateError(`${p} is not a single file`, "bad_response");
@@ -180,7 +181,7 @@ export class SandboxFiles {
     } finally {
       o.signal?.removeEventListener("abort", stop);
       ac.abort();
-      res.destroy();
+      res?.destroy();
     }
   }
 
@@ -196,9 +197,10 @@ export class SandboxFiles {
     const ac = new AbortController();
     const stop = (): void => ac.abort();
     o.signal?.addEventListener("abort", stop, { once: true });
-    const res = await this.#download(p, ac.signal);
     const out: FileEntry[] = [];
+    let res: IncomingMessage | undefined;
     try {
+      res = await this.#download(p, ac.signal);
       let root: string | null = null;
       for await (const m of this.#tar(res)) {
         const name = Buffer.from(m.header.name, "latin1").toString("utf8").replace(/\/+$/, "");
@@ -216,7 +218,7 @@ export class SandboxFiles {
     } finally {
       o.signal?.removeEventListener("abort", stop);
       ac.abort();
-      res.destroy();
+      res?.destroy();
     }
     return out;
   }
