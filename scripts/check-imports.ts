@@ -9,6 +9,8 @@
 //      src/protocol, src/policy and src/util.
 //   5. Nothing imports the CLI but the CLI; nothing outside src/gateway imports the
 //      gateway, except the CLI (which starts it) and the Docker driver's home lookup.
+//   6. The SDK (src/sdk, what a program imports) imports only itself, the pure
+//      modules, src/files and the gateway's home lookup: never the CLI or the gateway.
 // Prints every violation and exits 1 if there is one.
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -82,6 +84,7 @@ export const RULES: Rule[] = [
   { name: "contracts import no implementation", from: (m) => m === "src/driver/contract.ts" || under("protocol")(m), allowed: under("lifecycle", "policy", "protocol") },
   { name: "pure modules stay pure", from: under("lifecycle", "policy", "util"), allowed: under("lifecycle", "policy", "util") },
   { name: "the supervisor is self-contained", from: under("supervisor"), allowed: under("supervisor", "protocol", "policy", "util") },
+  { name: "the SDK stands alone", from: under("sdk"), allowed: (d) => under("sdk", "files", "lifecycle", "policy", "util")(d) || d === "src/gateway/home.ts" },
   { name: "only the CLI imports the CLI", from: (m) => !under("cli")(m), allowed: (d) => !under("cli")(d) },
   {
     name: "the gateway is imported only by itself and the CLI",

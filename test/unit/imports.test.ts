@@ -29,6 +29,11 @@ describe("layering rules", () => {
         "src/supervisor/proxy.ts": ["src/gateway/control/boundary.ts"],
         "src/gateway/control/boundary.ts": [],
         "src/protocol/wire.ts": ["src/util/missing.ts"],
+        "src/sdk/exec.ts": ["src/cli/exec-options.ts", "src/gateway/api/exec-ws.ts", "src/gateway/home.ts", "src/files/api.ts"],
+        "src/cli/exec-options.ts": [],
+        "src/gateway/api/exec-ws.ts": [],
+        "src/gateway/home.ts": [],
+        "src/files/api.ts": [],
       }),
     );
     expect(found).toEqual([
@@ -39,6 +44,10 @@ describe("layering rules", () => {
       "the gateway is imported only by itself and the CLI: src/supervisor/proxy.ts imports src/gateway/control/boundary.ts",
       "src/protocol/wire.ts imports src/util/missing.ts, which does not exist",
       "contracts import no implementation: src/protocol/wire.ts imports src/util/missing.ts",
+      "the SDK stands alone: src/sdk/exec.ts imports src/cli/exec-options.ts",
+      "only the CLI imports the CLI: src/sdk/exec.ts imports src/cli/exec-options.ts",
+      "the SDK stands alone: src/sdk/exec.ts imports src/gateway/api/exec-ws.ts",
+      "the gateway is imported only by itself and the CLI: src/sdk/exec.ts imports src/gateway/api/exec-ws.ts",
     ]);
   });
 });
