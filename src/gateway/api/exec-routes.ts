@@ -6,8 +6,8 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
 import { EXEC_ID_RE } from "../sandboxes/detached-execs.js";
 import type { ExecService } from "../sandboxes/exec-service.js";
-import { DetachedExecBody, execOptions } from "./exec-options.js";
-import { formatZodError } from "./schemas.js";
+import { execOptions } from "./exec-options.js";
+import { DetachedExecBody, formatZodError } from "./schemas.js";
 
 type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 /** The part of a fastify instance these routes need. */

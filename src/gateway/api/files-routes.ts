@@ -10,14 +10,7 @@ import { z } from "zod";
 import { FILE_MEDIA_TYPE, RESULT_TRAILER, TAR_MEDIA_TYPE, asciiJson, type TransferResultView } from "../../files/api.js";
 import { ApiError } from "../errors.js";
 import type { FileTransfers, UploadBody } from "../files/transfers.js";
-import { formatZodError } from "./schemas.js";
-
-const FilesQuery = z
-  .object({
-    path: z.string({ error: "required, an absolute path inside /sandbox" }).max(16_384),
-    mode: z.string().regex(/^0?[0-7]{3}$/, "expected octal permissions from 000 to 777, such as 644 or 0755").optional(),
-  })
-  .strict();
+import { FilesQuery, formatZodError } from "./schemas.js";
 
 function query(raw: unknown): z.infer<typeof FilesQuery> {
   const r = FilesQuery.safeParse(raw ?? {});

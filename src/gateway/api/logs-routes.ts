@@ -14,13 +14,12 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import { z } from "zod";
 import type { ComputeDriver, LogEnd, LogLine, Role } from "../../driver/contract.js";
 import { canonicalTime } from "../../util/log-time.js";
 import { splitLine } from "../../util/log-line.js";
 import { ApiError } from "../errors.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
-import { formatZodError } from "./schemas.js";
+import { LogsQuery, formatZodError } from "./schemas.js";
 
 export interface LogLimits {
   /** Log streams open at once; one more is refused with 503. Default 64. */
@@ -32,25 +31,6 @@ export interface LogLimits {
 }
 
 export const DEFAULT_LOG_LIMITS: LogLimits = { maxStreams: 64, maxLineBytes: 16 * 1024, heartbeatMs: 15_000 };
-export const LOG_TAIL_MAX = 1_000_000;
-
-const flag = z.enum(["0", "1", "true", "false"]);
-
-export const LogsQuery = z
-  .object({
-    follow: flag.optional(),
-    tail: z
-      .string()
-      .regex(/^\d{1,7}$/, `must be a whole number from 0 to ${LOG_TAIL_MAX}`)
-      .transform(Number)
-      .refine((n) => n <= LOG_TAIL_MAX, `must be a whole number from 0 to ${LOG_TAIL_MAX}`)
-      .optional(),
-    since: z.string().max(64).optional(),
-    stream: z.enum(["workload", "supervisor"]).optional(),
-    generation: z.string().regex(/^(\d{1,9}|previous)$/, 'must be a generation number or "previous"').optional(),
-  })
-  .strict();
-
 /** The part of a fastify instance these routes need. */
 interface Routes {
   get(path: string, handler: (req: FastifyRequest, reply: FastifyReply) => FastifyReply): unknown;

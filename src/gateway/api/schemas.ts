@@ -159,12 +159,80 @@ export function checkExecArgv(cmd: readonly string[]): string | null {
   return `cmd: the command line is ${bytes} bytes in ${cmd.length} arguments; the limit is ${EXEC_ARGV_MAX_BYTES} bytes and ${EXEC_ARGV_MAX_ARGS} arguments`;
 }
 
-export const ExecQuery = z
+/** The exec WebSocket's query (GET /v1/sandboxes/:name/exec); exec-options.ts checks the values. */
+export const ExecQueryFull = z
   .object({
     cmd: z.union([z.string(), z.array(z.string())]).optional(),
     tty: z.enum(["0", "1"]).optional(),
     cols: z.coerce.number().int().min(1).max(1000).optional(),
     rows: z.coerce.number().int().min(1).max(1000).optional(),
+    env: z.union([z.string(), z.array(z.string())]).optional(),
+    workdir: z.string().max(8192).optional(),
+    user: z.string().max(64).optional(),
+    timeout: z.string().max(64).optional(),
+  })
+  .strict();
+
+/** POST /v1/sandboxes/:name/execs: a detached command. */
+export const DetachedExecBody = z
+  .object({
+    cmd: z.array(z.string()).min(1),
+    env: z.record(z.string(), z.string()).optional(),
+    workdir: z.string().max(8192).optional(),
+    user: z.string().max(64).optional(),
+    timeout: z.union([z.string().max(64), z.number()]).optional(),
+  })
+  .strict();
+
+/** The port-forward WebSocket's query; port-forward-relay.ts parsePortQuery checks it (its own message names the value). */
+export const PortForwardQuery = z.object({ port: z.string().regex(/^\d{1,5}$/).describe("a TCP port from 1 to 65535 inside the workload") }).strict();
+
+/** Rows per page of GET /v1/stats at most, and without `limit`: each row is a runtime sample. */
+export const STATS_PAGE_MAX = 100;
+
+export const StatsQuery = z.object({ limit: wholeNumber(1, STATS_PAGE_MAX).optional(), after: ListQuery.shape.after }).strict();
+
+/** Largest secret value accepted. */
+export const MAX_SECRET_BYTES = 64 * 1024;
+/** Longest wait for the supervisors' acks, in seconds. */
+export const MAX_SECRET_WAIT_S = 300;
+
+export const SetSecretBody = z
+  .object({
+    /** The value as text (UTF-8)... */
+    value: z.string().min(1).max(MAX_SECRET_BYTES).optional(),
+    /** ...or as base64, for binary values. */
+    valueBase64: z.string().min(1).max(Math.ceil(MAX_SECRET_BYTES / 3) * 4).optional(),
+    /** Seconds to wait for every running sandbox that uses it to acknowledge the new value. */
+    wait: z.number({ error: `wait: expected seconds 0-${String(MAX_SECRET_WAIT_S)}` }).min(0, { error: `wait: expected seconds 0-${String(MAX_SECRET_WAIT_S)}` }).max(MAX_SECRET_WAIT_S, { error: `wait: expected seconds 0-${String(MAX_SECRET_WAIT_S)}` }).optional(),
+  })
+  .strict()
+  .refine((b) => (b.value === undefined) !== (b.valueBase64 === undefined), { error: "give exactly one of value and valueBase64" });
+
+export const LOG_TAIL_MAX = 1_000_000;
+
+const flag = z.enum(["0", "1", "true", "false"]);
+
+export const LogsQuery = z
+  .object({
+    follow: flag.optional(),
+    tail: z
+      .string()
+      .regex(/^\d{1,7}$/, `must be a whole number from 0 to ${LOG_TAIL_MAX}`)
+      .transform(Number)
+      .refine((n) => n <= LOG_TAIL_MAX, `must be a whole number from 0 to ${LOG_TAIL_MAX}`)
+      .optional(),
+    since: z.string().max(64).optional(),
+    stream: z.enum(["workload", "supervisor"]).optional(),
+    generation: z.string().regex(/^(\d{1,9}|previous)$/, 'must be a generation number or "previous"').optional(),
+  })
+  .strict();
+
+/** `sandbox cp`: the remote path, and a single-file upload's mode. */
+export const FilesQuery = z
+  .object({
+    path: z.string({ error: "required, an absolute path inside /sandbox" }).max(16_384),
+    mode: z.string().regex(/^0?[0-7]{3}$/, "expected octal permissions from 000 to 777, such as 644 or 0755").optional(),
   })
   .strict();
 

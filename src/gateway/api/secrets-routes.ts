@@ -3,26 +3,10 @@
 // supervisors whose policy references it; a change reaches them at once (optionally waited for).
 
 import type { FastifyRequest } from "fastify";
-import { z } from "zod";
-import { MAX_SECRET_BYTES, checkSecretName, type SecretStore } from "../secrets/secret-store.js";
+import { checkSecretName, type SecretStore } from "../secrets/secret-store.js";
 import { ApiError } from "../errors.js";
-import { formatZodError } from "./schemas.js";
+import { MAX_SECRET_BYTES, SetSecretBody, formatZodError } from "./schemas.js";
 import type { BoundIn, Delivery } from "../secrets/secret-delivery.js";
-
-/** Longest wait for the supervisors' acks, in seconds. */
-export const MAX_SECRET_WAIT_S = 300;
-
-export const SetSecretBody = z
-  .object({
-    /** The value as text (UTF-8)... */
-    value: z.string().min(1).max(MAX_SECRET_BYTES).optional(),
-    /** ...or as base64, for binary values. */
-    valueBase64: z.string().min(1).max(Math.ceil(MAX_SECRET_BYTES / 3) * 4).optional(),
-    /** Seconds to wait for every running sandbox that uses it to acknowledge the new value. */
-    wait: z.number({ error: `wait: expected seconds 0-${String(MAX_SECRET_WAIT_S)}` }).min(0, { error: `wait: expected seconds 0-${String(MAX_SECRET_WAIT_S)}` }).max(MAX_SECRET_WAIT_S, { error: `wait: expected seconds 0-${String(MAX_SECRET_WAIT_S)}` }).optional(),
-  })
-  .strict()
-  .refine((b) => (b.value === undefined) !== (b.valueBase64 === undefined), { error: "give exactly one of value and valueBase64" });
 
 const nameOf = (req: FastifyRequest): string => {
   const name = (req.params as { name: string }).name;

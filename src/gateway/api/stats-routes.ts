@@ -2,15 +2,9 @@
 // Ready ones, in name order: `{"stats": [...], "next": NAME|null}`).
 
 import type { FastifyRequest } from "fastify";
-import { z } from "zod";
 import { ApiError } from "../errors.js";
 import type { SandboxStats } from "../stats/sandbox-stats.js";
-import { ListQuery, formatZodError, wholeNumber } from "./schemas.js";
-
-/** Rows per page at most, and without `limit`: each row is a runtime sample. */
-export const STATS_PAGE_MAX = 100;
-
-export const StatsQuery = z.object({ limit: wholeNumber(1, STATS_PAGE_MAX).optional(), after: ListQuery.shape.after }).strict();
+import { STATS_PAGE_MAX, StatsQuery, formatZodError } from "./schemas.js";
 
 type Handler = (req: FastifyRequest) => Promise<unknown>;
 /** The part of a fastify instance these routes need. */

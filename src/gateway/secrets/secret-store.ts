@@ -11,11 +11,12 @@ import { join } from "node:path";
 import type { Store } from "../../store/store.js";
 
 import { checkSecretName } from "../../policy/index.js";
+import { MAX_SECRET_BYTES } from "../api/schemas.js";
 
 export { checkSecretName, SECRET_NAME_RULE } from "../../policy/index.js";
 export const SECRETS_KEY_FILE = "secrets.key";
-/** Largest secret value accepted. */
-export const MAX_SECRET_BYTES = 64 * 1024;
+/** Largest secret value accepted: the API's limit (api/schemas.ts). */
+export { MAX_SECRET_BYTES };
 
 export interface SecretInfo {
   name: string;
