@@ -292,7 +292,7 @@ export const AuditRecordView = z
     sandboxId: z.string(),
     generation: z.number().int(),
     time: Time,
-    decision: z.enum(AUDIT_DECISIONS),
+    decision: z.string().describe(`one of ${AUDIT_DECISIONS.join(", ")} (dropped: records the rate limit dropped, counted)`),
     count: z.number().int().min(1),
     event: z.record(z.string(), z.unknown()).describe("the supervisor's record: destination, rule, reason, bytes each way (docs/policy.md)"),
   })
@@ -301,6 +301,7 @@ export const AuditRecordView = z
 export const OcsfEvent = z
   .looseObject({ class_uid: z.number().int(), category_uid: z.number().int(), activity_id: z.number().int(), type_uid: z.number().int(), time: z.number(), count: z.number().int(), metadata: z.looseObject({ version: z.string() }) })
   .describe("An OCSF 1.3 event: HTTP Activity (4002) or Network Activity (4001); sandbox, generation and rule under `unmapped`.");
+export type OcsfEvent = z.infer<typeof OcsfEvent>;
 
 export const AuditPage = z.union([
   z.strictObject({ audit: z.array(AuditRecordView), next: seqCursor }),
@@ -403,6 +404,8 @@ export { FileStatView };
 // ---- the gateway ----
 
 const loose = z.looseObject({});
+/** An object of counters whose fields are the runtime's own (ComputeDriver's monitor). */
+const counters = z.custom<object>((v) => typeof v === "object" && v !== null && !Array.isArray(v), "expected an object").meta({ type: "object" });
 export const StatusView = z
   .strictObject({
     version: z.string(),
@@ -412,9 +415,9 @@ export const StatusView = z
     driver: z.string(),
     supervisorLimits: z.strictObject({ cpus: z.number(), memoryMb: z.number() }).optional(),
     runtime: z.strictObject({ ready: z.boolean(), problem: nullableString }),
-    supervisorEndpoint: z.looseObject({ url: z.string() }).nullable(),
+    supervisorEndpoint: z.looseObject({ url: nullableString }).nullable().describe("where supervisors reach the gateway, and its session counters; null where the runtime has no supervisors"),
     sandboxes: z.record(z.string(), count).describe("sandboxes by phase"),
-    monitor: loose.nullable().describe("the runtime monitor's counters"),
+    monitor: counters.nullable().describe("the runtime monitor's counters"),
     audit: loose.describe("the audit trail's counters and limits"),
     watch: z.strictObject({ streams: count, overflows: count }),
     portForward: z.strictObject({ open: count, refusedAtLimit: count }),

@@ -18,7 +18,8 @@ const Labels = z
   .superRefine((v, ctx) => {
     const bad = checkLabels(v);
     if (bad) ctx.addIssue({ code: "custom", message: bad });
-  });
+  })
+  .meta({ type: "object", additionalProperties: { type: "string" }, description: "labels: at most 64 KEY: VALUE strings (README, `--label`)" });
 
 /** `?label=key=value`, repeatable (every one must match); at most LABELS_MAX of them. */
 const LabelSelectors = z
@@ -39,18 +40,19 @@ const LabelSelectors = z
       pairs.push(p.pair);
     }
     return pairs;
-  });
+  })
+  .describe("KEY=VALUE, repeatable: every one must match");
 
 export const CreateSandboxBody = z
   .object({
-    name: z.string(),
+    name: z.string().describe("1-63 characters: lowercase letters, digits and '-', starting and ending with a letter or digit"),
     image: z.string().min(1).max(512).optional(),
     command: z.array(z.string().min(1)).min(1).max(256).optional(),
     env: z
       .record(z.string().regex(ENV_NAME, "environment variable names are letters, digits and '_'"), z.string().max(32_768))
       .optional(),
     // Its size is checked in bytes by the route (413, POLICY_MAX_BYTES).
-    policy: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+    policy: z.union([z.string(), z.record(z.string(), z.unknown())]).optional().describe("a policy (docs/policy.md) as YAML text or as an object; at most 1 MiB"),
     resources: z
       .object({
         memoryMb: z.number().int().min(PROCESS_LIMITS.memoryMb.min).max(PROCESS_LIMITS.memoryMb.max).optional(),
@@ -60,12 +62,12 @@ export const CreateSandboxBody = z
       .strict()
       .optional(),
     /** Workspace size: "512M", "10G", "1GiB" or a number of bytes (default 10 GiB). */
-    disk: z.union([z.string().max(64), z.number()]).optional(),
+    disk: z.union([z.string().max(64), z.number()]).optional().describe('the workspace size: "512M", "10G", "1GiB" or bytes; 16 MiB-16 TiB, default 10G'),
     labels: Labels.optional(),
     /** The workload's working directory; --ttl and --idle-stop as seconds or "30m", "2h" (create-options.ts). */
-    workdir: z.string().max(8192).optional(),
-    ttl: z.union([z.string().max(64), z.number()]).optional(),
-    idleStop: z.union([z.string().max(64), z.number()]).optional(),
+    workdir: z.string().max(8192).optional().describe("the workload's working directory (absolute; default /sandbox)"),
+    ttl: z.union([z.string().max(64), z.number()]).optional().describe('stop each run this long after it began: seconds, or "90s", "30m", "8h", "7d"'),
+    idleStop: z.union([z.string().max(64), z.number()]).optional().describe("stop after no exec, connect or egress for this long (as ttl)"),
   })
   .strict();
 export type CreateSandboxBody = z.infer<typeof CreateSandboxBody>;
@@ -74,7 +76,7 @@ export const SetPolicyBody = z
   .object({
     policy: z.union([z.string(), z.record(z.string(), z.unknown())]),
     /** Seconds to wait for the supervisor to acknowledge the revision as enforced. */
-    wait: z.number().min(0).max(600).optional(),
+    wait: z.number().min(0).max(600).optional().describe("seconds to wait for the supervisor to enforce it"),
   })
   .strict();
 
@@ -83,7 +85,7 @@ export const ReviewPolicyBody = z
   .object({ policy: z.union([z.string().max(1 << 20), z.record(z.string(), z.unknown())]), since: z.string().max(64).optional() })
   .strict();
 
-export const SuggestQuery = z.object({ since: z.string().max(64).optional() }).strict();
+export const SuggestQuery = z.object({ since: z.string().max(64).optional().describe("an RFC 3339 time: only audit records from then on") }).strict();
 
 export const CheckPolicyBody = z.object({ url: z.string().min(1).max(8192), method: z.string().regex(/^[A-Za-z]+$/).optional() }).strict();
 
@@ -104,7 +106,7 @@ export const AuditQuery = z
     limit: page.optional(),
     tail: page.optional(),
     decision: z.enum(AUDIT_DECISIONS).optional(),
-    since: z.string().max(64).optional(),
+    since: z.string().max(64).optional().describe("an RFC 3339 time"),
     format: z.enum(["ocsf"]).optional(),
   })
   .strict();
@@ -129,14 +131,15 @@ export const LIST_PAGE_MAX = 1000;
  */
 export const ListQuery = z
   .object({
-    limit: wholeNumber(1, LIST_PAGE_MAX).optional(),
+    limit: wholeNumber(1, LIST_PAGE_MAX).optional().describe(`sandboxes per page, 1-${LIST_PAGE_MAX} (default ${LIST_PAGE_MAX})`),
     after: z
       .string()
       .superRefine((v, ctx) => {
         const bad = checkSandboxName(v);
         if (bad) ctx.addIssue({ code: "custom", message: `the cursor is the \`next\` of a page, a sandbox name: ${bad}` });
       })
-      .optional(),
+      .optional()
+      .describe("the previous page's `next`"),
     phase: z.enum(PHASES).optional(),
     label: LabelSelectors.optional(),
     view: z.enum(["full", "lean"]).optional(),
@@ -144,9 +147,9 @@ export const ListQuery = z
   .strict();
 
 /** Preconditions of DELETE /v1/sandboxes/:name: `generation` the sandbox must still be at. */
-export const DeleteQuery = z.object({ generation: wholeNumber(1, Number.MAX_SAFE_INTEGER).optional() }).strict();
+export const DeleteQuery = z.object({ generation: wholeNumber(1, Number.MAX_SAFE_INTEGER).optional().describe("only if the sandbox is still at this generation") }).strict();
 
-export const WatchQuery = z.object({ sandbox: z.string().min(1).optional(), after: seq.optional() }).strict();
+export const WatchQuery = z.object({ sandbox: z.string().min(1).optional().describe("only this sandbox (name or id)"), after: seq.optional().describe("resume after this event sequence number") }).strict();
 
 /** An exec's command line: at most this many arguments and bytes (UTF-8, all arguments together). */
 export const EXEC_ARGV_MAX_ARGS = 256;

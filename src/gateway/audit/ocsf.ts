@@ -6,6 +6,7 @@
 
 import type { AuditRecord } from "../../store/store.js";
 import { VERSION } from "../../version.js";
+import type { OcsfEvent } from "../api/responses.js";
 
 export const OCSF_VERSION = "1.3.0";
 
@@ -28,7 +29,8 @@ const OUTCOME = {
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
 const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
 /** Leaves out the keys whose value is undefined (OCSF omits what it does not know). */
-const defined = <T extends Record<string, unknown>>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+type Defined<T> = { [K in keyof T as undefined extends T[K] ? never : K]: T[K] } & { [K in keyof T as undefined extends T[K] ? K : never]?: Exclude<T[K], undefined> };
+const defined = <T extends Record<string, unknown>>(o: T): Defined<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Defined<T>;
 
 export interface OcsfContext {
   /** The sandbox's name, when known (its id is always in the record). */
@@ -36,7 +38,7 @@ export interface OcsfContext {
 }
 
 /** One audit record as an OCSF event (a plain JSON object: one line of the trail). */
-export function toOcsf(r: AuditRecord, ctx: OcsfContext = {}): Record<string, unknown> {
+export function toOcsf(r: AuditRecord, ctx: OcsfContext = {}): OcsfEvent {
   const e = r.event;
   const time = Date.parse(r.time);
   const metadata = { version: OCSF_VERSION, uid: String(r.seq), product: { name: "Sandgate", vendor_name: "Sandgate", version: VERSION }, log_name: "egress" };
