@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { VERSION } from "../../version.js";
 import { API_ERRORS, SCHEMA_COMPONENTS, type ApiErrorCode } from "./responses.js";
-import { routeList, TAGS, type RouteContract, type Tag } from "./routes.js";
+import { COMMON_ERRORS, routeList, TAGS, type RouteContract, type Tag } from "./routes.js";
 
 type Json = Record<string, unknown>;
 
@@ -37,8 +37,6 @@ const TAG_TEXT: Record<Tag, string> = {
   stats: "What Ready sandboxes use now",
 };
 
-/** Error statuses every route may answer: a malformed request, a missing or wrong token, a failure of the gateway's own. */
-const COMMON_ERRORS = [400, 401, 500] as const;
 const ERROR_NAMES: Record<number, string> = { 400: "BadRequest", 401: "Unauthorized", 404: "NotFound", 409: "Conflict", 413: "TooLarge", 500: "Internal", 503: "Unavailable" };
 const ERROR_TEXT: Record<number, string> = {
   400: "Invalid input: the message names the value and what is allowed.",

@@ -73,8 +73,10 @@ export interface UpgradeResponse {
 }
 export type ResponseContract = JsonResponse | StreamResponse | UpgradeResponse;
 
-/** Error statuses a route may answer besides those every route may (400, 401, 500); the body is an ApiError. */
+/** Error statuses a route may answer besides those every route may (COMMON_ERRORS); the body is an ApiError. */
 export type ErrorStatus = 404 | 409 | 413 | 503;
+/** Error statuses every route may answer: a malformed request, a missing or wrong token, a failure of the gateway's own. */
+export const COMMON_ERRORS = [400, 401, 500] as const;
 
 export interface RouteContract {
   method: HttpMethod;
