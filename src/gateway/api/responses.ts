@@ -57,8 +57,8 @@ export const SandboxSpecView = z.strictObject({
   resources: z.strictObject({ memoryMb: z.number(), cpus: z.number(), pids: z.number().int() }),
   diskBytes: count.optional().describe("the workspace's size; absent only for sandboxes created before workspaces had one"),
   workdir: z.string().optional(),
-  ttlSeconds: count.optional(),
-  idleStopSeconds: count.optional(),
+  ttlSeconds: z.number().min(0).optional().describe("each generation is stopped this long after its launch (reason TtlExpired)"),
+  idleStopSeconds: z.number().min(0).optional().describe("stopped after no exec, connect or egress for this long (reason IdleTimeout)"),
 });
 
 const ContainerIdentityView = z.strictObject({ id: z.string(), name: z.string(), imageId: z.string(), startedAt: z.string(), pid: z.number().int() });
@@ -293,7 +293,7 @@ export const AuditRecordView = z
     generation: z.number().int(),
     time: Time,
     decision: z.string().describe(`one of ${AUDIT_DECISIONS.join(", ")} (dropped: records the rate limit dropped, counted)`),
-    count: z.number().int().min(1),
+    count,
     event: z.record(z.string(), z.unknown()).describe("the supervisor's record: destination, rule, reason, bytes each way (docs/policy.md)"),
   })
   .describe("One egress decision (repeats aggregated into `count`).");
