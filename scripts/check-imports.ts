@@ -2,7 +2,9 @@
 // rules, checked on every module under src/.
 //   1. No import cycle, type-only imports included.
 //   2. Contracts import no implementation: src/driver/contract.ts and src/protocol/
-//      import only pure vocabulary (src/lifecycle, src/policy) and each other.
+//      import only pure vocabulary (src/lifecycle, src/policy) and each other; the API's
+//      contracts (its request and response schemas, route table and OpenAPI document,
+//      src/files/api.ts) import only that vocabulary, src/util, src/version.ts and each other.
 //   3. Pure modules stay pure: src/lifecycle, src/policy and src/util import
 //      nothing of the gateway, drivers, store, CLI or supervisor.
 //   4. The supervisor (bundled alone into its image) imports only src/supervisor,
@@ -80,8 +82,12 @@ interface Rule {
 
 const under = (...dirs: string[]) => (p: string): boolean => dirs.some((d) => p.startsWith(`src/${d}/`) || p === `src/${d}.ts`);
 
+/** The API's contracts: what the OpenAPI document is generated from. */
+export const API_CONTRACTS = ["src/gateway/api/schemas.ts", "src/gateway/api/responses.ts", "src/gateway/api/routes.ts", "src/gateway/api/openapi.ts", "src/files/api.ts", "src/version.ts"];
+
 export const RULES: Rule[] = [
   { name: "contracts import no implementation", from: (m) => m === "src/driver/contract.ts" || under("protocol")(m), allowed: under("lifecycle", "policy", "protocol") },
+  { name: "API contracts import no implementation", from: (m) => API_CONTRACTS.includes(m), allowed: (d) => under("lifecycle", "policy", "util")(d) || API_CONTRACTS.includes(d) },
   { name: "pure modules stay pure", from: under("lifecycle", "policy", "util"), allowed: under("lifecycle", "policy", "util") },
   { name: "the supervisor is self-contained", from: under("supervisor"), allowed: under("supervisor", "protocol", "policy", "util") },
   { name: "the SDK stands alone", from: under("sdk"), allowed: (d) => under("sdk", "files", "lifecycle", "policy", "util")(d) || d === "src/gateway/home.ts" },

@@ -69,6 +69,8 @@ export interface RunningGateway {
   read: SandboxReadModel;
   store: Store;
   monitor: RuntimeMonitor | null;
+  /** The HTTP routes the API serves (method, fastify path), as fastify registered them. */
+  routes(): readonly { method: string; url: string }[];
   /** Resolves when no lifecycle work is queued or running. */
   idle(): Promise<void>;
   /** Work still pending (leak checks after close): lifecycle tasks, monitor checks and timers, handle timers. */
@@ -206,6 +208,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     read,
     store,
     monitor,
+    routes: () => app.registeredRoutes(),
     idle: () => lifecycle.idle(),
     pending: () => lifecycle.pending(),
     close,

@@ -5,8 +5,9 @@
 
 import type Database from "better-sqlite3";
 
-export const PROPOSAL_STATES = ["pending", "approved", "rejected", "superseded"] as const;
-export type ProposalState = (typeof PROPOSAL_STATES)[number];
+import type { ProposalState } from "../policy/proposals.js";
+
+export { PROPOSAL_STATES, type ProposalState } from "../policy/proposals.js";
 
 export interface ProposalRecord {
   id: string;

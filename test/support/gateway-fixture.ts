@@ -15,6 +15,7 @@ import type { AuditLimits } from "../../src/gateway/audit/audit-sink.js";
 import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
 import type { FilesLimits } from "../../src/gateway/files/limits.js";
 import type { ProposalLimits } from "../../src/gateway/sandboxes/policy-proposals.js";
+import { checkAnswer } from "./openapi-check.js";
 
 export interface TestGateway {
   home: HomePaths;
@@ -23,7 +24,11 @@ export interface TestGateway {
   /** The approver token (deciding policy proposals): <home>/approver-token. */
   approverToken: string;
   gw: RunningGateway;
-  /** fetch against the API with the right token; JSON in, { status, body } out. */
+  /**
+   * fetch against the API with the right token; JSON in, { status, body } out. Every answer
+   * is checked against the OpenAPI contract (openapi-check.ts): an undocumented status or a
+   * body its schema refuses throws, so the test fails naming the route and the field.
+   */
   api(method: string, path: string, body?: unknown, token?: string, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
   close(opts?: { keepHome?: boolean }): Promise<void>;
 }
@@ -74,7 +79,10 @@ export async function startTestGateway(
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await res.text();
-      return { status: res.status, body: text ? JSON.parse(text) : undefined };
+      const answer = text ? JSON.parse(text) : undefined;
+      const problem = checkAnswer(method, path, res.status, res.headers.get("content-type"), answer);
+      if (problem !== null) throw new Error(`the answer to ${method} ${path} is not as the OpenAPI document says: ${problem}`);
+      return { status: res.status, body: answer };
     },
     async close(o = {}) {
       await gw.close();

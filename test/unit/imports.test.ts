@@ -50,4 +50,25 @@ describe("layering rules", () => {
       "the gateway is imported only by itself and the CLI: src/sdk/exec.ts imports src/gateway/api/exec-ws.ts",
     ]);
   });
+
+  it("the API's contracts (the OpenAPI document's sources) import only vocabulary and each other", () => {
+    const found = violations(
+      g({
+        "src/gateway/api/routes.ts": ["src/gateway/api/schemas.ts", "src/gateway/api/responses.ts", "src/files/api.ts", "src/lifecycle/spec.ts"],
+        "src/gateway/api/schemas.ts": ["src/policy/index.ts", "src/lifecycle/spec.ts"],
+        "src/gateway/api/responses.ts": ["src/gateway/errors.ts"],
+        "src/gateway/api/openapi.ts": ["src/gateway/api/routes.ts", "src/version.ts", "src/gateway/api/register.ts"],
+        "src/gateway/api/register.ts": ["src/gateway/api/routes.ts"],
+        "src/gateway/errors.ts": [],
+        "src/files/api.ts": [],
+        "src/version.ts": [],
+        "src/policy/index.ts": [],
+        "src/lifecycle/spec.ts": [],
+      }),
+    );
+    expect(found).toEqual([
+      "API contracts import no implementation: src/gateway/api/responses.ts imports src/gateway/errors.ts",
+      "API contracts import no implementation: src/gateway/api/openapi.ts imports src/gateway/api/register.ts",
+    ]);
+  });
 });

@@ -12,45 +12,15 @@
 //   POST /v1/sandboxes/:name/policy/proposals/:id/reject    {by?, reason?} (approver token)
 
 import { timingSafeEqual } from "node:crypto";
-import type { FastifyReply, FastifyRequest } from "fastify";
-import { z } from "zod";
-import { PROPOSAL_STATES } from "../../store/proposals-store.js";
+import type { FastifyRequest } from "fastify";
 import { ApiError, POLICY_MAX_BYTES, tooLarge } from "../errors.js";
-import { BY_MAX, REASON_MAX, type PolicyProposals } from "../sandboxes/policy-proposals.js";
+import type { PolicyProposals } from "../sandboxes/policy-proposals.js";
 import type { SandboxService } from "../sandboxes/service.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
-import { formatZodError } from "./schemas.js";
+import { route, type RouteTarget } from "./register.js";
 
 /** The header that carries the approver token. */
 export const APPROVER_HEADER = "x-sandgate-approver";
-
-const ProposeBody = z
-  .object({
-    policy: z.union([z.string(), z.record(z.string(), z.unknown())]),
-    reason: z.string().max(REASON_MAX * 4).optional(),
-    /** Who proposes: free text, shown to the person deciding ("mcp", "cli:alice"); default "api". */
-    by: z.string().max(BY_MAX * 4).optional(),
-  })
-  .strict();
-
-const ApproveBody = z
-  .object({
-    by: z.string().max(BY_MAX * 4).optional(),
-    /** Seconds to wait for the supervisor to acknowledge the new revision as enforced (as PUT policy). */
-    wait: z.number().min(0).max(600).optional(),
-  })
-  .strict();
-
-const RejectBody = z.object({ by: z.string().max(BY_MAX * 4).optional(), reason: z.string().max(REASON_MAX * 4).optional() }).strict();
-
-const ListQuery = z.object({ state: z.enum(PROPOSAL_STATES).optional() }).strict();
-const ShowQuery = z.object({ since: z.string().max(64).optional() }).strict();
-
-function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
-  const r = schema.safeParse(value ?? {});
-  if (!r.success) throw new ApiError("invalid_request", formatZodError(r.error));
-  return r.data;
-}
 
 /** Constant-time: the header carries exactly the approver token. */
 export function approverMatches(header: string | string[] | undefined, token: string | null): boolean {
@@ -58,13 +28,6 @@ export function approverMatches(header: string | string[] | undefined, token: st
   const given = Buffer.from(header);
   const want = Buffer.from(token);
   return given.length === want.length && timingSafeEqual(given, want);
-}
-
-type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-/** The part of a fastify instance these routes need. */
-interface Routes {
-  post(path: string, handler: Handler): unknown;
-  get(path: string, handler: Handler): unknown;
 }
 
 export interface ProposalRouteDeps {
@@ -77,19 +40,17 @@ export interface ProposalRouteDeps {
 
 const params = (req: FastifyRequest): { name: string; id: string } => req.params as { name: string; id: string };
 
-export function registerProposalRoutes(app: Routes, d: ProposalRouteDeps): void {
-  const base = "/v1/sandboxes/:name/policy/proposals";
-
-  app.post(base, async (req, reply) => {
-    const body = parse(ProposeBody, req.body);
+export function registerProposalRoutes(app: RouteTarget, d: ProposalRouteDeps): void {
+  route(app, "proposePolicy", async (req, reply, input) => {
+    const body = input.body();
     const bytes = Buffer.byteLength(typeof body.policy === "string" ? body.policy : JSON.stringify(body.policy));
     if (bytes > POLICY_MAX_BYTES) throw tooLarge("policy", bytes, "1 MiB");
     return reply.code(201).send(d.proposals.propose(params(req).name, body.policy, { by: body.by, reason: body.reason }));
   });
 
-  app.get(base, async (req) => ({ proposals: d.proposals.list(params(req).name, parse(ListQuery, req.query).state) }));
+  route(app, "listProposals", async (req, _reply, input) => ({ proposals: d.proposals.list(params(req).name, input.query().state) }));
 
-  app.get(`${base}/:id`, async (req) => d.proposals.show(params(req).name, params(req).id, parse(ShowQuery, req.query).since));
+  route(app, "getProposal", async (req, _reply, input) => d.proposals.show(params(req).name, params(req).id, input.query().since));
 
   // Deciding needs the approver token as well as the API token.
   const approver = (req: FastifyRequest): void => {
@@ -100,9 +61,9 @@ export function registerProposalRoutes(app: Routes, d: ProposalRouteDeps): void 
     );
   };
 
-  app.post(`${base}/:id/approve`, async (req) => {
+  route(app, "approveProposal", async (req, _reply, input) => {
     approver(req);
-    const body = parse(ApproveBody, req.body);
+    const body = input.body();
     const { name, id } = params(req);
     const r = d.proposals.approve(name, id, body.by);
     const s = d.read.get(name);
@@ -111,9 +72,9 @@ export function registerProposalRoutes(app: Routes, d: ProposalRouteDeps): void 
     return { ...r, enforced: w.enforced, connectionsClosed: w.connectionsClosed, boundary: w.boundary };
   });
 
-  app.post(`${base}/:id/reject`, async (req) => {
+  route(app, "rejectProposal", async (req, _reply, input) => {
     approver(req);
-    const body = parse(RejectBody, req.body);
+    const body = input.body();
     const { name, id } = params(req);
     return d.proposals.reject(name, id, body.by, body.reason);
   });

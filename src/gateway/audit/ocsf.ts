@@ -8,6 +8,7 @@
 
 import type { AuditRecord } from "../../store/store.js";
 import { VERSION } from "../../version.js";
+import type { OcsfEvent } from "../api/responses.js";
 
 export const OCSF_VERSION = "1.3.0";
 
@@ -35,7 +36,8 @@ const OUTCOME = {
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
 const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
 /** Leaves out the keys whose value is undefined (OCSF omits what it does not know). */
-const defined = <T extends Record<string, unknown>>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+type Defined<T> = { [K in keyof T as undefined extends T[K] ? never : K]: T[K] } & { [K in keyof T as undefined extends T[K] ? K : never]?: Exclude<T[K], undefined> };
+const defined = <T extends Record<string, unknown>>(o: T): Defined<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Defined<T>;
 
 export interface OcsfContext {
   /** The sandbox's name, when known (its id is always in the record). */
@@ -43,7 +45,7 @@ export interface OcsfContext {
 }
 
 /** One audit record as an OCSF event (a plain JSON object: one line of the trail). */
-export function toOcsf(r: AuditRecord, ctx: OcsfContext = {}): Record<string, unknown> {
+export function toOcsf(r: AuditRecord, ctx: OcsfContext = {}): OcsfEvent {
   const e = r.event;
   const time = Date.parse(r.time);
   const metadata = { version: OCSF_VERSION, uid: String(r.seq), product: { name: "Sandgate", vendor_name: "Sandgate", version: VERSION }, log_name: "egress" };
@@ -123,7 +125,7 @@ export function toOcsf(r: AuditRecord, ctx: OcsfContext = {}): Record<string, un
 }
 
 /** A policy proposal's record (proposed, approved, rejected, superseded) as an API Activity. */
-function proposalEvent(r: AuditRecord, base: Record<string, unknown>, sandbox: Record<string, unknown>): Record<string, unknown> {
+function proposalEvent(r: AuditRecord, base: { category_uid: number; time: number; count: number; metadata: OcsfEvent["metadata"] }, sandbox: Record<string, unknown>): OcsfEvent {
   const e = r.event;
   const action = str(e.action) ?? "?";
   const [activityId, activityName] = PROPOSAL_ACTIVITY[action] ?? [99, "Other"];

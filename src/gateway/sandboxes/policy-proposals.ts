@@ -43,10 +43,9 @@ export const DEFAULT_PROPOSAL_LIMITS: ProposalLimits = { pending: 16, kept: 50 }
 export const PROPOSALS_PENDING_RANGE = { min: 1, max: 1000 } as const;
 export const PROPOSALS_KEPT_RANGE = { min: 0, max: 10_000 } as const;
 
-/** Who proposed or decided: a short free text the client gives ("mcp", "cli:alice"). */
-export const BY_MAX = 64;
-/** A proposal's reason, or a rejection's. */
-export const REASON_MAX = 1000;
+import { BY_MAX, REASON_MAX } from "../../policy/proposals.js";
+
+export { BY_MAX, REASON_MAX };
 
 /**
  * Characters a person's terminal would act on instead of showing: C0 controls but tab and

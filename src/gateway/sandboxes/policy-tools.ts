@@ -12,6 +12,10 @@ import type { AuditRecord } from "../../store/store.js";
 import { ApiError } from "../errors.js";
 import { checkFilesystemPolicy, parsePolicyInput } from "./policy-input.js";
 import type { SandboxReadModel } from "./read-model.js";
+import type { AuditWindow } from "../api/responses.js";
+
+/** The API's shapes (api/responses.ts), named here for the code that builds them. */
+export type { AuditWindow };
 
 /** At most this many audit records are read for one replay or suggestion (newest first). */
 export const MAX_REPLAY_RECORDS = 10_000;
@@ -36,17 +40,6 @@ export function recordedDecisions(records: readonly AuditRecord[]): RecordedDeci
     out.push({ host, port: e.port, protocol: protocol as Protocol, decision, count: r.count, time: r.time, ...(method ? { method } : {}), ...(path ? { path } : {}), ...(reason ? { reason } : {}) });
   }
   return out;
-}
-
-export interface AuditWindow {
-  /** Records read (after `since`), of at most MAX_REPLAY_RECORDS. */
-  records: number;
-  /** Requests they stand for (repeats counted). */
-  requests: number;
-  from: string | null;
-  to: string | null;
-  /** True when older records exist that were not read. */
-  truncated: boolean;
 }
 
 /** An RFC 3339 time from a user, as the ISO form records are stored in; a clear 400 otherwise. */
