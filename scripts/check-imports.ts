@@ -13,6 +13,8 @@
 //      gateway, except the CLI (which starts it) and the Docker driver's home lookup.
 //   6. The SDK (src/sdk, what a program imports) imports only itself, the pure
 //      modules, src/files and the gateway's home lookup: never the CLI or the gateway.
+//   7. The MCP server (src/mcp) imports only itself, the SDK and the pure modules: it
+//      reaches the gateway as a client, never through the gateway's or the CLI's code.
 // Prints every violation and exits 1 if there is one.
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -91,6 +93,7 @@ export const RULES: Rule[] = [
   { name: "pure modules stay pure", from: under("lifecycle", "policy", "util"), allowed: under("lifecycle", "policy", "util") },
   { name: "the supervisor is self-contained", from: under("supervisor"), allowed: under("supervisor", "protocol", "policy", "util") },
   { name: "the SDK stands alone", from: under("sdk"), allowed: (d) => under("sdk", "files", "lifecycle", "policy", "util")(d) || d === "src/gateway/home.ts" },
+  { name: "the MCP server is a client of the SDK", from: under("mcp"), allowed: under("mcp", "sdk", "lifecycle", "policy", "util", "version") },
   { name: "only the CLI imports the CLI", from: (m) => !under("cli")(m), allowed: (d) => !under("cli")(d) },
   {
     name: "the gateway is imported only by itself and the CLI",

@@ -11,6 +11,7 @@ import { addProposalCommands } from "./policy-proposals.js";
 import { GatewayClient } from "./client.js";
 import { sandboxCommands } from "./sandbox-commands.js";
 import { completionCommands } from "./completion.js";
+import { mcpCommand } from "./mcp-command.js";
 
 export function buildProgram(): Command {
   const program = new Command("sandgate")
@@ -36,6 +37,7 @@ Exit codes: 0 ok, 1 failed, 2 usage or invalid input, 3 gateway not running,
   program.addCommand(policy);
   program.addCommand(auditCommand(global));
   program.addCommand(secretCommands(global));
+  mcpCommand(program, global);
   completionCommands(program, global);
   // Every usage error is one line: "sandgate: <what is wrong> (run with --help for usage)".
   const everyCommand = (c: Command): Command[] => [c, ...c.commands.flatMap(everyCommand)];

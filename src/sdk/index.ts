@@ -9,7 +9,7 @@ export { SandgateError, EXIT, type ApiErrorCode, type ClientErrorCode, type Sand
 export { EXEC_SIGNALS, STDIN_FRAME_BYTES, STDIN_HIGH_WATER, type ExecOptions, type ExecSignal } from "./exec.js";
 export { SandboxFiles, READ_MAX_BYTES, LIST_MAX_ENTRIES, type ReadOptions, type ListOptions as FileListOptions } from "./files.js";
 export { RESUME_WINDOW_MS, type LogsOptions } from "./logs.js";
-export { SandboxPolicy, POLICY_WAIT_DEFAULT_S, POLICY_WAIT_MAX_S, type PolicyCheck } from "./policy.js";
+export { SandboxPolicy, POLICY_WAIT_DEFAULT_S, POLICY_WAIT_MAX_S, type PolicyCheck, type ProposalView, type ProposeOptions } from "./policy.js";
 export type { WatchOptions } from "./watch.js";
 export type { ConnectOptions } from "./transport.js";
 export type { TransferCounts } from "../files/api.js";

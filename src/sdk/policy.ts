@@ -23,6 +23,30 @@ export interface PolicyCheck {
   decision: { allow: boolean; rule?: string; reason?: string };
 }
 
+/** A policy proposal (POST/GET /v1/sandboxes/:name/policy/proposals): a change only a person can approve. */
+export interface ProposalView {
+  id: string;
+  sandbox: string;
+  state: "pending" | "approved" | "rejected" | "superseded";
+  stale: boolean;
+  baseRevision: number;
+  revision: number | null;
+  proposedBy: string;
+  reason: string | null;
+  createdAt: string;
+  decidedAt: string | null;
+  decidedBy: string | null;
+  decisionNote: string | null;
+  hash: string;
+}
+
+export interface ProposeOptions {
+  /** Why, for the person who decides (one line, at most 1000 characters). */
+  reason?: string;
+  /** Who proposes, as the event log records it (default "sdk"). */
+  by?: string;
+}
+
 export class SandboxPolicy {
   constructor(
     private readonly t: Transport,
@@ -59,6 +83,23 @@ export class SandboxPolicy {
       throw new SandgateError(`revision ${r.revision} is stored but the supervisor did not acknowledge it within ${wait} s (${boundaryLine(r.boundary)})`, "timeout");
     }
     return r;
+  }
+
+  /**
+   * Proposes a new revision for a person to approve (`sandgate policy approve`): nothing
+   * changes until then. Checked now as `set` checks it (`invalid_request`). The SDK
+   * cannot approve: that needs the approver token, which it never reads.
+   */
+  propose(policy: string | Record<string, unknown>, o: ProposeOptions = {}): Promise<ProposalView> {
+    const body: Record<string, unknown> = { policy, by: o.by ?? "sdk" };
+    if (o.reason !== undefined) body.reason = o.reason;
+    return this.t.request<ProposalView>("POST", `${this.#base}/proposals`, body);
+  }
+
+  /** The sandbox's proposals, in the order the gateway lists them; `state` filters. */
+  async proposals(o: { state?: ProposalView["state"] } = {}): Promise<ProposalView[]> {
+    const q = o.state === undefined ? "" : `?state=${encodeURIComponent(o.state)}`;
+    return (await this.t.request<{ proposals: ProposalView[] }>("GET", `${this.#base}/proposals${q}`)).proposals;
   }
 
   /** What the active revision decides for a request to `url` (a dry run; nothing is sent). */
