@@ -16,27 +16,13 @@ import { printJson, table, when } from "./format.js";
 import { boundaryLine, readPolicyFile } from "./policy-commands.js";
 import { diffText, replayText } from "./policy-tools.js";
 import type { BoundaryView } from "./views.js";
+import type { ProposalView } from "../sdk/index.js";
 
 const enc = encodeURIComponent;
 const STATES = ["pending", "approved", "rejected", "superseded"] as const;
 /** The header the gateway reads the approver token from (src/gateway/api/proposals-routes.ts). */
 const APPROVER_HEADER = "x-sandgate-approver";
 
-export interface ProposalView {
-  id: string;
-  sandbox: string;
-  state: string;
-  stale: boolean;
-  baseRevision: number;
-  revision: number | null;
-  proposedBy: string;
-  reason: string | null;
-  createdAt: string;
-  decidedAt: string | null;
-  decidedBy: string | null;
-  decisionNote: string | null;
-  hash: string;
-}
 
 interface ProposalDetail extends ProposalView {
   policy: string | Record<string, unknown>;

@@ -9,6 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
 import type { ApiErrorCode as GatewayApiErrorCode } from "../../src/gateway/errors.js";
+import type { ProposalView as GatewayProposalView } from "../../src/gateway/api/responses.js";
+import type { ProposalView as SdkProposalView } from "../../src/sdk/index.js";
 import type { eventView, sandboxSummaryView, sandboxView } from "../../src/gateway/api/views.js";
 import type { CreateSandboxBody } from "../../src/gateway/api/schemas.js";
 import type { EXEC_SIGNALS as DRIVER_SIGNALS } from "../../src/driver/contract.js";
@@ -67,6 +69,7 @@ describe("the SDK's types are the gateway's", () => {
     expectTypeOf<ReturnType<typeof sandboxSummaryView>>().toExtend<SandboxSummaryView>();
     expectTypeOf<ReturnType<typeof eventView>>().toExtend<EventView>();
     expectTypeOf<CreateSandboxInput>().toExtend<CreateSandboxBody>();
+    expectTypeOf<SdkProposalView>().toEqualTypeOf<GatewayProposalView>();
     expect(EXEC_SIGNALS).toEqual(["INT", "TERM", "HUP", "QUIT", "KILL"]);
   });
 });

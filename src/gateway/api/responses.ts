@@ -306,6 +306,7 @@ export const ProposalView = z.strictObject({
   decisionNote: nullableString.describe("why it was rejected or superseded"),
   hash: z.string(),
 });
+export type ProposalView = z.infer<typeof ProposalView>;
 export const ProposalList = z.strictObject({ proposals: z.array(ProposalView) });
 export const ProposalDetail = ProposalView.extend({
   policy: z.union([z.string(), z.record(z.string(), z.unknown())]).describe("the policy as proposed: YAML text, or an object"),

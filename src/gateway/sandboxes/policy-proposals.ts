@@ -25,6 +25,7 @@ import {
 import { StaleRevisionError, type InfoWriter, type SandboxRecord, type Store } from "../../store/store.js";
 import { policyHash } from "../../policy/index.js";
 import { ApiError } from "../errors.js";
+import type { ProposalView } from "../api/responses.js";
 import type { AuditWindow, PolicyTools } from "./policy-tools.js";
 import type { SandboxReadModel } from "./read-model.js";
 import type { SandboxService } from "./service.js";
@@ -83,24 +84,7 @@ function checkShowable(input: string | Record<string, unknown>): void {
   if (UNSHOWABLE.test(text)) throw new ApiError("invalid_request", `invalid policy: a proposal is read by a person, so its text may hold no control or bidirectional characters; found ${where(text, UNSHOWABLE)}`);
 }
 
-export interface ProposalView {
-  id: string;
-  sandbox: string;
-  state: ProposalState;
-  /** Pending, but the active revision is no longer its base: approving it would be refused. */
-  stale: boolean;
-  baseRevision: number;
-  /** The revision its approval made. */
-  revision: number | null;
-  proposedBy: string;
-  reason: string | null;
-  createdAt: string;
-  decidedAt: string | null;
-  decidedBy: string | null;
-  /** Why it was rejected or superseded. */
-  decisionNote: string | null;
-  hash: string;
-}
+export type { ProposalView };
 
 /** One proposal with what it would change now: its text, the diff against the active policy, and the recorded traffic replayed under it. */
 export interface ProposalDetail extends ProposalView {
