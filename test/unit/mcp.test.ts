@@ -12,9 +12,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EXEC_OUTPUT_MAX_BYTES, FILES_WRITE_MAX_CHARS } from "../../src/mcp/limits.js";
+import { EXEC_OUTPUT_MAX_BYTES, FILES_WRITE_MAX_CHARS, LOGS_MAX_CHARS } from "../../src/mcp/limits.js";
 import { TOOL_NAMES } from "../../src/mcp/server.js";
-import { CLI_ARGS, CLI_TEST_TIMEOUT_MS } from "../support/cli-runner.js";
+import { MCP_MESSAGE_MAX_BYTES } from "../../src/cli/mcp-command.js";
+import { CLI_ARGS, CLI_TEST_TIMEOUT_MS, cli } from "../support/cli-runner.js";
 import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 import { LocalExecDriver } from "../support/local-exec-driver.js";
 import { LogsDriver } from "../support/logs-driver.js";
@@ -162,6 +163,15 @@ describe("sandgate mcp", () => {
     expect(stderr()).not.toMatch(/TypeError|ReferenceError|unhandled/i);
   }, CLI_TEST_TIMEOUT_MS);
 
+  it("files_read refuses a file past maxBytes (too_large) rather than cut it; at maxBytes it is read whole", async () => {
+    await call(client, "sandbox_create", { name: "big" });
+    await call(client, "files_write", { sandbox: "big", path: "f", content: "x".repeat(100) });
+    const over = await call(client, "files_read", { sandbox: "big", path: "f", maxBytes: 99 });
+    expect([over.isError, text(over)]).toEqual([true, expect.stringMatching(/100 bytes; the limit is 99 .*\(code: too_large\)$/)]);
+    expect((await call(client, "files_read", { sandbox: "big", path: "f", maxBytes: 100 })).structuredContent).toMatchObject({ bytes: 100 });
+    await call(client, "sandbox_delete", { name: "big" });
+  }, CLI_TEST_TIMEOUT_MS);
+
   it("never reads the approver token: it is a FIFO no one writes, and the server still answers", async () => {
     expect(statSync(t.home.approverToken).isFIFO()).toBe(true);
     expect((await call(client, "sandbox_list", {})).isError).toBeFalsy();
@@ -198,7 +208,32 @@ describe("sandgate mcp logs_read", () => {
     expect(r.isError, text(r)).toBeFalsy();
     expect(text(r)).toBe("err  two\nout  three");
     expect(r.structuredContent).toMatchObject({ lines: [{ stream: "err", text: "two" }, { stream: "out", text: "three" }], droppedLines: 0 });
+    // Past LOGS_MAX_CHARS of text the oldest lines are dropped and counted (lines of
+    // 16 KiB: the gateway sends a longer line as several partial records).
+    const width = 16 * 1024;
+    const n = LOGS_MAX_CHARS / width + 6;
+    const line = (i: number): string => `${i}:`.padEnd(width, "x");
+    driver.append(1, Array.from({ length: n }, (_, i) => ({ t: T(4), s: "out" as const, l: line(i) })));
+    const cut = await call(client, "logs_read", { sandbox: "lg", tail: n });
+    const sc = cut.structuredContent as { droppedLines: number; lines: { text: string }[] };
+    expect([sc.droppedLines, sc.lines.length, sc.lines[0]?.text, sc.lines.at(-1)?.text]).toEqual([6, n - 6, line(6), line(n - 1)]);
+    expect(text(cut).split("\n")[0]).toBe(`(6 older lines dropped past ${LOGS_MAX_CHARS} characters)`);
     const missing = await call(client, "logs_read", { sandbox: "nope" });
     expect([missing.isError, text(missing)]).toEqual([true, expect.stringMatching(/\(code: not_found\)$/)]);
+  }, CLI_TEST_TIMEOUT_MS);
+});
+
+describe("sandgate mcp message bound", () => {
+  it("a message past MCP_MESSAGE_MAX_BYTES ends the session with a line on stderr; nothing after it is answered", async () => {
+    const home = mkdtempSync(join(tmpdir(), "sg-mcp-bound-"));
+    try {
+      const init = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } });
+      // Under the SDK's own default bound (10 MiB), so only ours refuses it.
+      const r = await cli(["mcp", "--home", home], {}, `${"x".repeat(MCP_MESSAGE_MAX_BYTES + 1024)}\n${init}\n`);
+      expect(r.stderr).toContain(`exceeded maximum size of ${MCP_MESSAGE_MAX_BYTES} bytes`);
+      expect(r.stdout).toBe("");
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   }, CLI_TEST_TIMEOUT_MS);
 });
