@@ -30,18 +30,20 @@ function walk(dir: string): string[] {
   });
 }
 
-const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g;
+// `import … from "./x"`, `export … from "./x"`, a bare `import "./x"` (for its side
+// effects: a dependency all the same) and `import("./x")`.
+const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*["'](\.{1,2}\/[^"']+)["']|(?:^|\n)\s*import\s*["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g;
+
+/** The relative specifiers a module's text imports, in order. */
+export function importsOf(text: string): string[] {
+  return [...text.matchAll(IMPORT)].map((m) => (m[1] ?? m[2] ?? m[3])!);
+}
 
 /** Module → the modules it imports (repo-relative paths, .ts). */
 export function importGraph(files: string[]): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const file of files) {
-    const text = readFileSync(file, "utf8");
-    const deps: string[] = [];
-    for (const m of text.matchAll(IMPORT)) {
-      const spec = m[1] ?? m[2]!;
-      deps.push(relative(ROOT, resolve(dirname(file), spec.replace(/\.js$/, ".ts"))));
-    }
+    const deps = importsOf(readFileSync(file, "utf8")).map((spec) => relative(ROOT, resolve(dirname(file), spec.replace(/\.js$/, ".ts"))));
     graph.set(relative(ROOT, file), deps);
   }
   return graph;

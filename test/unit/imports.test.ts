@@ -1,9 +1,27 @@
 // The architecture's import rules (scripts/check-imports.ts) on synthetic graphs,
 // and on the real tree.
 import { describe, expect, it } from "vitest";
-import { findCycles, violations } from "../../scripts/check-imports.js";
+import { findCycles, importsOf, violations } from "../../scripts/check-imports.js";
 
 const g = (edges: Record<string, string[]>): Map<string, string[]> => new Map(Object.entries(edges));
+
+describe("importsOf", () => {
+  it("sees every form of a relative import, and no package or string that only looks like one", () => {
+    const text = [
+      'import { a } from "./a.js";',
+      'import type { B } from "../b.js";',
+      "import {\n  c,\n  d,\n} from './c.js';",
+      'import "./side-effect.js";',
+      'export * from "./e.js";',
+      'export { f } from "./f.js";',
+      'const g = await import("./g.js");',
+      'import { z } from "zod";',
+      'import "node:fs";',
+      'const s = "import ./not.js";',
+    ].join("\n");
+    expect(importsOf(text)).toEqual(["./a.js", "../b.js", "./c.js", "./side-effect.js", "./e.js", "./f.js", "./g.js"]);
+  });
+});
 
 describe("findCycles", () => {
   it("finds a two-module cycle and a longer one, once each", () => {
