@@ -16,6 +16,7 @@ import { GatewayClient } from "./client.js";
 import { errnoText, packLocal, unpackLocal, type Progress } from "./cp-local.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
 import { printJson } from "./format.js";
+import { drained } from "../util/drained.js";
 
 interface Common {
   home?: string;
@@ -192,7 +193,7 @@ async function download(client: GatewayClient, src: RemoteSpec, dest: string, o:
         const chunk = c as Buffer;
         bytes += chunk.length;
         show.progress.bytes = bytes;
-        if (!process.stdout.write(chunk)) await new Promise<void>((r) => process.stdout.once("drain", r));
+        if (!process.stdout.write(chunk)) await drained(process.stdout);
       }
       const f = failure();
       if (f) throw f;
@@ -293,7 +294,7 @@ async function upload(client: GatewayClient, src: string, dst: RemoteSpec, o: Cp
         try {
           for await (const c of source) {
             if (answered || req.destroyed) return;
-            if (!req.write(c)) await new Promise<void>((r) => { req.once("drain", r); req.once("close", r); });
+            if (!req.write(c)) await drained(req);
           }
           req.end();
         } catch (err) {

@@ -22,6 +22,7 @@ import { formatLabels, labelsFromPairs, type LabelPair } from "../lifecycle/labe
 import { envPairArg } from "./env-file.js";
 import { addCreateTimeFlags, createTimeBody, expiryRows, type CreateTimeFlags } from "./create-options.js";
 import { restartCommand } from "./restart-command.js";
+import { drained } from "../util/drained.js";
 
 interface Common {
   home?: string;
@@ -275,7 +276,7 @@ export function sandboxCommands(global: () => Common): Command {
         note: (line) => process.stderr.write(line + "\n"),
         print: async (e) => {
           const line = o.json ? JSON.stringify(e) : table(headers, [row(e)]).split("\n")[1]!;
-          if (!process.stdout.write(line + "\n")) await new Promise((r) => process.stdout.once("drain", r));
+          if (!process.stdout.write(line + "\n")) await drained(process.stdout);
         },
       });
       if (end === "gone") process.stderr.write(`sandbox ${name} is gone (deleted)\n`);
@@ -312,7 +313,7 @@ async function watchStream(client: GatewayClient, name: string | undefined, json
     for await (const { event, sandbox } of events) {
       // Respect the reader of our output: a slow one slows this stream (the gateway
       // then cuts it off and we resume), our memory does not grow.
-      if (!printWatched(event, sandbox, json)) await new Promise((r) => process.stdout.once("drain", r));
+      if (!printWatched(event, sandbox, json)) await drained(process.stdout);
     }
   } catch (err) {
     throw cliErrorOf(err);

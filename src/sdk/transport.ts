@@ -8,6 +8,7 @@ import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders 
 import { request as httpsRequest } from "node:https";
 import { inspectAddress, resolveHome, type HomePaths } from "../gateway/home.js";
 import { EXIT, SandgateError, fromApiBody } from "./errors.js";
+import { drained } from "../util/drained.js";
 
 /** Connection errors that mean nothing listens at the address (as opposed to a gateway that cut the request). */
 const NO_LISTENER = new Set(["ECONNREFUSED", "ENOENT", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT"]);
@@ -151,7 +152,7 @@ export class Transport {
         try {
           for await (const c of body) {
             if (answered || req.destroyed) return;
-            if (!req.write(c)) await new Promise<void>((r) => { req.once("drain", r); req.once("close", r); });
+            if (!req.write(c)) await drained(req);
           }
           req.end();
         } catch (err) {

@@ -63,6 +63,12 @@ describe("files", () => {
     for await (const c of sb.files.readStream("/sandbox/streamed")) pieces.push(c);
     expect(Buffer.concat(pieces).equals(Buffer.concat(parts))).toBe(true);
 
+    // A long upload: every 64 KiB chunk waits out backpressure, and the waits leave no
+    // listeners piling up on the request (the setup file fails on a leak warning).
+    const chunk = Buffer.alloc(64 * 1024, 7);
+    await sb.files.write("/sandbox/long", { stream: (async function* () { for (let i = 0; i < 64; i++) yield chunk; })(), size: 64 * chunk.length });
+    expect(statSync(ws("long")).size).toBe(64 * chunk.length);
+
     // A stream that gives more or less than its size fails the write; the file stays as it was.
     const stream = (n: number) => (async function* () { yield Buffer.alloc(n, 0x7a); })();
     const more = await failure(sb.files.write("/sandbox/hello.txt", { stream: stream(11), size: 10 }));
