@@ -30,7 +30,8 @@ interface AuditView {
     activity?: string;
     bytesOut?: number;
     bytesIn?: number;
-    /** decision "policy": a policy proposal and what happened to it. */
+    /** decision "policy": a policy set directly ("policy_set"), or a proposal and what happened to it ("policy_proposal"). */
+    type?: string;
     action?: string;
     proposal?: string;
     by?: string;
@@ -66,7 +67,7 @@ function since(v: string): string {
 const target = (a: AuditView): string => {
   const e = a.event;
   if (a.decision === "dropped") return "(records dropped by the gateway's rate limit)";
-  if (a.decision === "policy") return `policy proposal ${e.proposal ?? "?"} ${e.action ?? "?"}${e.revision === undefined ? "" : ` (revision ${e.revision})`}`;
+  if (a.decision === "policy") return `${e.type === "policy_set" ? "policy" : `policy proposal ${e.proposal ?? "?"}`} ${e.action ?? "?"}${e.revision === undefined ? "" : ` (revision ${e.revision})`}`;
   const what = `${e.method ?? (e.protocol ?? "").toUpperCase()} ${e.host ?? "?"}:${e.port ?? "?"}${e.path ?? ""}`;
   return e.activity === "close" ? `${what} (closed)` : what;
 };

@@ -99,6 +99,10 @@ describe("propose, review, approve from the CLI", () => {
     expect(audit.code, audit.stderr).toBe(0);
     expect(audit.stdout).toMatch(new RegExp(`policy +1 +policy proposal ${pid} proposed +- +by cli:\\S+: pip needs pypi.org\\n`));
     expect(audit.stdout).toMatch(new RegExp(`policy +1 +policy proposal ${pid} approved \\(revision 2\\) +- +by cli:\\S+: pip needs pypi.org\\n`));
+    // A direct policy set is a record of its own.
+    const set = await run("policy", "set", "cp1", "--policy", join(dir, "tighter.yaml"));
+    expect(set.code, set.stderr).toBe(0);
+    expect((await run("audit", "cp1", "--decision", "policy")).stdout).toMatch(/policy +1 +policy set \(revision 3\) +- +by api\n$/);
   });
 
   it("reject --reason; --json of each verb; approve --wait when no supervisor acknowledges: exit 6, the revision stored", async () => {

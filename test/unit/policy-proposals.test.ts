@@ -171,7 +171,11 @@ describe("a stale base: compare-and-set on the revision", () => {
     const shown = await t.api("GET", `${base("ps")}/${p.id}`);
     expect(shown.body).toMatchObject({ state: "superseded", decidedBy: "gateway", decisionNote: "the policy changed since: proposed against revision 1, the active revision is 2", stale: false });
     const audit = await t.api("GET", "/v1/sandboxes/ps/audit?decision=policy");
-    expect(audit.body.audit.map((x: { event: { action: string } }) => x.event.action)).toEqual(["proposed", "superseded"]);
+    // The direct set between them is a record of its own, with the revision it made.
+    expect(audit.body.audit.map((x: { event: { action: string } }) => x.event.action)).toEqual(["proposed", "set", "superseded"]);
+    expect(audit.body.audit[1].event).toMatchObject({ type: "policy_set", by: "api", revision: 2, hash: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
+    const ocsf = await t.api("GET", "/v1/sandboxes/ps/audit?decision=policy&format=ocsf");
+    expect(ocsf.body.audit[1]).toMatchObject({ class_uid: 6003, activity_name: "Update", message: "policy set by api: revision 2", api: { operation: "policy.set" }, resources: [{ uid: "2", type: "policy_revision" }] });
   });
 
   it("two proposals on the same revision, approved at once: exactly one wins, the other is superseded (no lost update)", async () => {

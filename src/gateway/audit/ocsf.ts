@@ -19,7 +19,7 @@ const CATEGORY_APPLICATION = 6;
 const CLASS_API_ACTIVITY = 6003;
 
 /** API Activity activity_id per proposal action: a proposal creates, an approval updates the policy. */
-const PROPOSAL_ACTIVITY: Record<string, [number, string]> = { proposed: [1, "Create"], approved: [3, "Update"], rejected: [99, "Other"], superseded: [99, "Other"] };
+const PROPOSAL_ACTIVITY: Record<string, [number, string]> = { proposed: [1, "Create"], approved: [3, "Update"], rejected: [99, "Other"], superseded: [99, "Other"], set: [3, "Update"] };
 
 /** Network Activity activity_id. */
 const NET = { open: 1, close: 2, refuse: 5, other: 99 } as const;
@@ -124,13 +124,14 @@ export function toOcsf(r: AuditRecord, ctx: OcsfContext = {}): OcsfEvent {
   });
 }
 
-/** A policy proposal's record (proposed, approved, rejected, superseded) as an API Activity. */
+/** A policy record as an API Activity: a proposal's (proposed, approved, rejected, superseded) or a direct set. */
 function proposalEvent(r: AuditRecord, base: { category_uid: number; time: number; count: number; metadata: OcsfEvent["metadata"] }, sandbox: Record<string, unknown>): OcsfEvent {
   const e = r.event;
   const action = str(e.action) ?? "?";
   const [activityId, activityName] = PROPOSAL_ACTIVITY[action] ?? [99, "Other"];
   const by = str(e.by);
   const failed = action === "rejected" || action === "superseded";
+  const direct = str(e.type) === "policy_set";
   return defined({
     ...base,
     class_uid: CLASS_API_ACTIVITY,
@@ -141,11 +142,11 @@ function proposalEvent(r: AuditRecord, base: { category_uid: number; time: numbe
     severity: action === "approved" ? "Low" : "Informational",
     status: failed ? "Failure" : "Success",
     status_id: failed ? 2 : 1,
-    message: `policy proposal ${str(e.proposal) ?? "?"} ${action}${by === undefined ? "" : ` by ${by}`}${num(e.revision) === undefined ? "" : `: revision ${num(e.revision)}`}`,
+    message: `${direct ? "policy" : `policy proposal ${str(e.proposal) ?? "?"}`} ${action}${by === undefined ? "" : ` by ${by}`}${num(e.revision) === undefined ? "" : `: revision ${num(e.revision)}`}`,
     status_detail: str(e.note) ?? str(e.reason),
     actor: by === undefined ? undefined : { user: { name: by } },
-    api: { operation: `policy.proposal.${action}`, service: { name: "sandgate" } },
-    resources: [defined({ uid: str(e.proposal), type: "policy_proposal" })],
+    api: { operation: direct ? "policy.set" : `policy.proposal.${action}`, service: { name: "sandgate" } },
+    resources: [direct ? defined({ uid: num(e.revision) === undefined ? undefined : String(num(e.revision)), type: "policy_revision" }) : defined({ uid: str(e.proposal), type: "policy_proposal" })],
     unmapped: defined({ ...sandbox, decision: r.decision, action, base_revision: num(e.baseRevision), reason: str(e.reason), hash: str(e.hash) }),
   });
 }

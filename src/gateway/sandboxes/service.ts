@@ -10,7 +10,7 @@ import type { UserEvent } from "../../lifecycle/phases.js";
 import { DEFAULT_RESOURCES, checkSandboxName, type SandboxSpec } from "../../lifecycle/spec.js";
 import { DEFAULT_DISK_BYTES, checkDiskBytes, parseDiskSize } from "../../lifecycle/disk-size.js";
 import { checkLabels } from "../../lifecycle/labels.js";
-import { changedFixedSections, evaluate, type Decision, type EgressRequest, type Policy } from "../../policy/index.js";
+import { changedFixedSections, evaluate, policyHash, type Decision, type EgressRequest, type Policy } from "../../policy/index.js";
 import { DuplicateNameError, type InfoWriter, type SandboxRecord, type Store } from "../../store/store.js";
 import type { BoundaryHealth } from "../control/boundary.js";
 import type { ControlPlane } from "../control/control-plane.js";
@@ -175,7 +175,15 @@ export class SandboxService {
       );
     }
     const { policy: next } = this.checkPolicyChange(s.id, input);
-    const revision = this.d.store.addPolicy(s, next, typeof input === "string" ? input : null, opts);
+    // A direct set (not an approval, which records its own) is a record in the audit
+    // trail, committed with the revision: every policy change is accounted for.
+    const within =
+      opts.within ??
+      ((revision: number): void => {
+        const time = new Date().toISOString();
+        this.d.store.appendAudit([{ sandboxId: s.id, generation: s.generation, time, decision: "policy", count: 1, event: { type: "policy_set", action: "set", by: "api", revision, hash: policyHash(next), time } }]);
+      });
+    const revision = this.d.store.addPolicy(s, next, typeof input === "string" ? input : null, { ...opts, within });
     const live = s.phase === "Provisioning" || s.phase === "Ready";
     const pushed = live && (this.d.generations.get(s.id, s.generation)?.desire(next, revision) ?? false);
     this.d.log.info({ sandboxId: s.id, revision, pushed }, "policy revision accepted");
