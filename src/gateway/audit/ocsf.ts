@@ -18,7 +18,7 @@ const CLASS_HTTP_ACTIVITY = 4002;
 const CATEGORY_APPLICATION = 6;
 const CLASS_API_ACTIVITY = 6003;
 
-/** API Activity activity_id per proposal action: a proposal creates, an approval updates the policy. */
+/** API Activity activity_id per policy action: a proposal creates; an approval or a direct set updates the policy. */
 const PROPOSAL_ACTIVITY: Record<string, [number, string]> = { proposed: [1, "Create"], approved: [3, "Update"], rejected: [99, "Other"], superseded: [99, "Other"], set: [3, "Update"] };
 
 /** Network Activity activity_id. */
