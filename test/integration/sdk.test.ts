@@ -3,16 +3,15 @@
 // (and a symlink out of /sandbox refused), logs as the workload writes them, a policy
 // revision enforced by the real supervisor (`wait`), `await using` stopping the
 // sandbox, and docs/sdk.md's complete example run as written.
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Sandgate, SandgateError, type Sandbox } from "../../src/sdk/index.js";
 import { CLI_BUILD_DIR, PROJECT_ROOT } from "../support/cli-build.js";
-import { docExample } from "../support/doc-example.js";
+import { runNode } from "../support/cli-runner.js";
+import { docExample, exampleModule } from "../support/doc-example.js";
 import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
 
 let fx: DockerFixture;
@@ -131,18 +130,10 @@ describe("await using", () => {
 describe("docs/sdk.md", () => {
   it("the complete example runs as written on Docker and prints what the page says", async () => {
     const example = docExample(readFileSync(join(PROJECT_ROOT, "docs", "sdk.md"), "utf8"), "agent-loop");
-    const js = ts.transpileModule(example.code, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } }).outputText;
+    const js = exampleModule(example.code);
     const file = join(dir, "example.mjs");
     writeFileSync(file, js.replace('from "sandgate/sdk"', `from ${JSON.stringify(pathToFileURL(join(CLI_BUILD_DIR, "sdk", "index.js")).href)}`));
-    const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const p = spawn(process.execPath, [file], { cwd: dir, env: { ...process.env, ...fx.cliEnv, SANDGATE_URL: undefined, SANDGATE_TOKEN: undefined }, stdio: ["ignore", "pipe", "pipe"] });
-      let stdout = "";
-      let stderr = "";
-      p.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
-      p.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
-      p.on("error", reject);
-      p.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
+    const r = await runNode([file], { cwd: dir, env: { ...process.env, ...fx.cliEnv, SANDGATE_URL: undefined, SANDGATE_TOKEN: undefined } });
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(example.prints);

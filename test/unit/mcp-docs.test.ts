@@ -2,16 +2,14 @@
 // its MCP client spawning `sandgate mcp` (the test build) against a live gateway on the
 // local-exec TEST DOUBLE (real busybox programs, /sandbox a temp dir); it must print what
 // the page says and leave no sandbox behind.
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROJECT_ROOT } from "../support/cli-build.js";
-import { CLI_ARGS, CLI_TEST_TIMEOUT_MS } from "../support/cli-runner.js";
-import { docExample } from "../support/doc-example.js";
+import { CLI_ARGS, CLI_TEST_TIMEOUT_MS, runNode } from "../support/cli-runner.js";
+import { docExample, exampleModule } from "../support/doc-example.js";
 import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 import { LocalExecDriver } from "../support/local-exec-driver.js";
 
@@ -36,7 +34,7 @@ describe("docs/mcp.md", () => {
   });
 
   it("runs as written: it prints what the page says, and its sandbox is gone when it ends", async () => {
-    let js = ts.transpileModule(example.code, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } }).outputText;
+    let js = exampleModule(example.code);
     for (const m of ["client/index.js", "client/stdio.js"]) {
       const spec = `"@modelcontextprotocol/sdk/${m}"`;
       expect(js).toContain(spec);
@@ -48,15 +46,7 @@ describe("docs/mcp.md", () => {
     js = js.replace(launch, JSON.stringify({ command: CLI_ARGS[0], args: [...CLI_ARGS.slice(1), "mcp", "--home", t.home.dir] }));
     const file = join(dir, "example.mjs");
     writeFileSync(file, js);
-    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const p = spawn(process.execPath, [file], { cwd: dir, env: { PATH: process.env.PATH ?? "" }, stdio: ["ignore", "pipe", "pipe"] });
-      let stdout = "";
-      let stderr = "";
-      p.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
-      p.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
-      p.on("error", reject);
-      p.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
+    const run = await runNode([file], { cwd: dir, env: { PATH: process.env.PATH ?? "" } });
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(example.prints);

@@ -4,7 +4,6 @@
 // print what the page says it prints and leave no sandbox behind. And the SDK's
 // Symbol.asyncDispose: where a realm has none, TypeScript's `await using` fails
 // without it and disposes with it.
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,7 +13,8 @@ import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { polyfillDisposal } from "../../src/sdk/polyfill.js";
 import { CLI_BUILD_DIR, PROJECT_ROOT } from "../support/cli-build.js";
-import { docExample } from "../support/doc-example.js";
+import { runNode } from "../support/cli-runner.js";
+import { docExample, exampleModule } from "../support/doc-example.js";
 import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 import { LocalExecDriver } from "../support/local-exec-driver.js";
 
@@ -58,22 +58,14 @@ describe("docs/sdk.md", () => {
   }, 120_000);
 
   it("runs as written: it prints what the page says, and its sandbox is gone when it ends", async () => {
-    const js = ts.transpileModule(example.code, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } }).outputText;
+    const js = exampleModule(example.code);
     // TypeScript's own `await using` helpers, not esbuild's.
     expect(js).toContain("__addDisposableResource");
     const sdk = pathToFileURL(join(CLI_BUILD_DIR, "sdk", "index.js")).href;
     expect(js).toContain(`from "${SDK_IMPORT}"`);
     const file = join(dir, "example.mjs");
     writeFileSync(file, js.replace(`from "${SDK_IMPORT}"`, `from ${JSON.stringify(sdk)}`));
-    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const p = spawn(process.execPath, [file], { cwd: dir, env: { ...process.env, SANDGATE_HOME: t.home.dir, SANDGATE_URL: undefined, SANDGATE_TOKEN: undefined }, stdio: ["ignore", "pipe", "pipe"] });
-      let stdout = "";
-      let stderr = "";
-      p.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
-      p.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
-      p.on("error", reject);
-      p.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
+    const run = await runNode([file], { cwd: dir, env: { ...process.env, SANDGATE_HOME: t.home.dir, SANDGATE_URL: undefined, SANDGATE_TOKEN: undefined } });
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(example.prints);
