@@ -4,6 +4,7 @@
 // sandbox (a trigger); the caller bounds them (pending per sandbox, decided ones kept).
 
 import type Database from "better-sqlite3";
+import { stmt } from "./statements.js";
 
 import type { ProposalState } from "../policy/proposals.js";
 
@@ -61,14 +62,6 @@ const toRecord = (r: Row): ProposalRecord => ({
   revision: r.revision,
 });
 
-const statements = new WeakMap<Database.Database, Map<string, Database.Statement>>();
-function stmt(db: Database.Database, sql: string): Database.Statement {
-  let m = statements.get(db);
-  if (!m) statements.set(db, (m = new Map<string, Database.Statement>()));
-  let s = m.get(sql);
-  if (!s) m.set(sql, (s = db.prepare(sql)));
-  return s;
-}
 
 /** A new pending proposal; false when its sandbox is gone (nothing written). */
 export function insertProposal(db: Database.Database, p: Pick<ProposalRecord, "id" | "sandboxId" | "input" | "hash" | "baseRevision" | "proposedBy" | "reason" | "createdAt">): boolean {
