@@ -8,21 +8,13 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Sandgate, SandgateError, type LogRecord, type Sandbox } from "../../src/sdk/index.js";
+import { Sandgate, type LogRecord, type Sandbox } from "../../src/sdk/index.js";
 import { RECORD_MAX_BYTES, readLogs } from "../../src/sdk/logs.js";
 import { Transport } from "../../src/sdk/transport.js";
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 import { LocalExecDriver } from "../support/local-exec-driver.js";
 import { LogsDriver } from "../support/logs-driver.js";
-
-async function failure(p: Promise<unknown>): Promise<SandgateError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(SandgateError);
-  return err as SandgateError;
-}
+import { failure } from "../support/sdk-failure.js";
 
 describe("files", () => {
   let dir: string;

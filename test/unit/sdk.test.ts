@@ -20,6 +20,7 @@ import { Transport } from "../../src/sdk/transport.js";
 import { CLI_TEST_TIMEOUT_MS, cli } from "../support/cli-runner.js";
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 import { MemoryDriver } from "../support/memory-driver.js";
+import { failure } from "../support/sdk-failure.js";
 
 let t: TestGateway;
 let driver: MemoryDriver;
@@ -41,16 +42,6 @@ afterAll(async () => {
   await t.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-/** The SandgateError `p` rejects with. */
-async function failure(p: Promise<unknown>): Promise<SandgateError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(SandgateError);
-  return err as SandgateError;
-}
 
 /** The same failure through the CLI: its one line is the SDK's message, its exit code the SDK's exitCode. */
 async function sameAsCli(err: SandgateError, args: string[], env: Record<string, string | undefined> = {}): Promise<void> {
