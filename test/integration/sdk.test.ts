@@ -38,7 +38,18 @@ afterAll(async () => {
 async function run(cmd: string[], o: Parameters<Sandbox["exec"]>[1] = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = "";
   let stderr = "";
-  const code = await sb.exec(cmd, { ...o, onStdout: (c) => void (stdout += c.toString()), onStderr: (c) => void (stderr += c.toString()) });
+  // The caller's callbacks too (the AbortSignal test aborts from its onStdout).
+  const code = await sb.exec(cmd, {
+    ...o,
+    onStdout: (c) => {
+      stdout += c.toString();
+      return o.onStdout?.(c);
+    },
+    onStderr: (c) => {
+      stderr += c.toString();
+      return o.onStderr?.(c);
+    },
+  });
   return { code, stdout, stderr };
 }
 
