@@ -109,15 +109,15 @@ export function addProposalCommands(policy: Command, client: () => GatewayClient
 
   policy
     .command("proposals")
-    .description("list a sandbox's policy proposals; with an ID (or --diff, every pending one): its diff against the active policy and a replay of the recorded traffic under it")
+    .description("list a sandbox's policy proposals, each pending one with its diff against the active policy and a replay of the recorded traffic under it; with an ID, that one")
     .argument("<name>", "sandbox name or id")
     .argument("[id]", "one proposal (pp_...)")
-    .option("--diff", "show the diff and the replay of every pending proposal")
+    .option("--brief", "the table only, without the diffs and replays")
     .addOption(new Option("--state <state>", "only proposals in this state").choices(STATES).argParser(choiceArg("--state", STATES)))
     .option("--since <time>", "replay only traffic recorded at or after this RFC 3339 time")
-    .option("--json", "print as JSON")
-    .addHelpText("after", "\nE.g. sandgate policy proposals demo pp_3f2a9c0e51d27b84")
-    .action(async (name: string, id: string | undefined, o: { diff?: boolean; state?: string; since?: string; json?: boolean }) => {
+    .option("--json", "print as JSON (the list; with an ID, the proposal with its diff and replay)")
+    .addHelpText("after", "\nE.g. sandgate policy proposals demo\n     sandgate policy proposals demo pp_3f2a9c0e51d27b84")
+    .action(async (name: string, id: string | undefined, o: { brief?: boolean; state?: string; since?: string; json?: boolean }) => {
       const c = client();
       const path = `/v1/sandboxes/${enc(name)}/policy/proposals`;
       const q = o.since === undefined ? "" : `?since=${enc(o.since)}`;
@@ -126,20 +126,17 @@ export function addProposalCommands(policy: Command, client: () => GatewayClient
         if (o.json) return printJson(p);
         return void process.stdout.write(detailText(p));
       }
-      const state = o.diff && o.state === undefined ? "pending" : o.state;
-      const list = await c.request<{ proposals: ProposalView[] }>("GET", `${path}${state === undefined ? "" : `?state=${state}`}`);
-      if (o.diff) {
-        const details: ProposalDetail[] = [];
-        for (const p of list.proposals) details.push(await c.request<ProposalDetail>("GET", `${path}/${enc(p.id)}${q}`));
-        if (o.json) return printJson(details);
-        if (details.length === 0) return void process.stdout.write(`no ${state === undefined ? "" : `${state} `}policy proposals\n`);
-        return void process.stdout.write(details.map(detailText).join("\n"));
-      }
+      const list = await c.request<{ proposals: ProposalView[] }>("GET", `${path}${o.state === undefined ? "" : `?state=${o.state}`}`);
       if (o.json) return printJson(list.proposals);
-      if (list.proposals.length === 0) return void process.stdout.write(`no ${state === undefined ? "" : `${state} `}policy proposals\n`);
+      if (list.proposals.length === 0) return void process.stdout.write(`no ${o.state === undefined ? "" : `${o.state} `}policy proposals\n`);
       const now = Date.now();
       const rows = list.proposals.map((p) => [p.id, stateText(p), age(p.createdAt, now), printable(p.proposedBy), p.reason === null ? "-" : cut(printable(p.reason), 60)]);
       process.stdout.write(table(["ID", "STATE", "AGE", "BY", "REASON"], rows) + "\n");
+      if (o.brief) return;
+      // What a person needs to decide: each pending one's diff and replay, in turn.
+      for (const p of list.proposals.filter((x) => x.state === "pending")) {
+        process.stdout.write("\n" + detailText(await c.request<ProposalDetail>("GET", `${path}/${enc(p.id)}${q}`)));
+      }
     });
 
   policy

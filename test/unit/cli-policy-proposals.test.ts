@@ -64,9 +64,9 @@ describe("propose, review, approve from the CLI", () => {
     const pid = m![1]!;
     expect(p.stderr).toBe(`review it with: sandgate policy proposals cp1 ${pid}; a person decides with: sandgate policy approve|reject cp1 ${pid}\n`);
 
-    const list = await run("policy", "proposals", "cp1");
-    expect(list.code, list.stderr).toBe(0);
-    const lines = list.stdout.trimEnd().split("\n");
+    const brief = await run("policy", "proposals", "cp1", "--brief");
+    expect(brief.code, brief.stderr).toBe(0);
+    const lines = brief.stdout.trimEnd().split("\n");
     expect(lines[0]).toMatch(/^ID +STATE +AGE +BY +REASON$/);
     expect(lines[1]).toMatch(new RegExp(`^${pid} +pending +\\d+[smhd] +cli:\\S+ +pip needs pypi.org$`));
     expect(lines).toHaveLength(2);
@@ -78,9 +78,12 @@ describe("propose, review, approve from the CLI", () => {
     expect(shown.stdout).toContain("diff:\nagainst revision 1:\nrule added: pypi\n  + https pypi.org:443\n");
     expect(shown.stdout).toContain("replay of the recorded traffic under it:\naudit window: 4 requests in 1 records, 2026-12-01T02:00:00.000Z to 2026-12-01T02:00:00.000Z\n");
     expect(shown.stdout).toMatch(/newly allowed: \nCOUNT +LAST SEEN +REQUEST +BECAUSE\n4 +2026-12-01T02:00:00.000Z +https pypi.org:443 +rule pypi\n/);
-    // --diff: every pending one, the same text.
-    const all = await run("policy", "proposals", "cp1", "--diff");
-    expect(all.stdout).toBe(shown.stdout);
+    // Without --brief: the table, then each pending one's diff and replay, the same text.
+    const all = await run("policy", "proposals", "cp1");
+    expect(all.code, all.stderr).toBe(0);
+    const [table, ...details] = all.stdout.split("\n\n");
+    expect(table!.split("\n").map((l) => l.split(/ +/)[0])).toEqual(["ID", pid]);
+    expect(details.join("\n\n")).toBe(shown.stdout);
 
     const ok = await run("policy", "approve", "cp1", pid);
     expect(ok.code, ok.stderr).toBe(0);
