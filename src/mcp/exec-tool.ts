@@ -18,7 +18,7 @@ export function registerExecTool(ctx: ToolContext): void {
     {
       title: "Run a command in a sandbox",
       description: `Runs a command (argv, no shell unless you run one: ["sh", "-c", "..."]) in a Ready sandbox, by default in /sandbox, and answers with its exit code, stdout and stderr. Each stream keeps at most maxOutputBytes (default ${EXEC_OUTPUT_DEFAULT_BYTES}); more is dropped and counted. After timeout seconds (default ${EXEC_TIMEOUT_DEFAULT_S}) the command is ended and its exit code is 124.`,
-      inputSchema: {
+      inputSchema: z.strictObject({
         sandbox: z.string().min(1).max(NAME_MAX_CHARS).describe("the sandbox's name (or id)"),
         cmd: z.array(z.string().max(EXEC_ARGV_MAX_CHARS)).min(1).max(1000).describe('the command and its arguments, e.g. ["python3", "main.py"]'),
         stdin: z.string().max(EXEC_STDIN_MAX_CHARS).optional().describe("the command's input (UTF-8); without it stdin is closed"),
@@ -26,7 +26,7 @@ export function registerExecTool(ctx: ToolContext): void {
         env: z.record(z.string().max(NAME_MAX_CHARS), z.string().max(VALUE_MAX_CHARS)).optional().describe("extra environment variables"),
         timeout: z.number().int().min(1).max(EXEC_TIMEOUT_MAX_S).default(EXEC_TIMEOUT_DEFAULT_S).describe(`seconds before the command is ended (default ${EXEC_TIMEOUT_DEFAULT_S}, max ${EXEC_TIMEOUT_MAX_S})`),
         maxOutputBytes: z.number().int().min(1).max(EXEC_OUTPUT_MAX_BYTES).default(EXEC_OUTPUT_DEFAULT_BYTES).describe(`bytes kept per stream (default ${EXEC_OUTPUT_DEFAULT_BYTES}, max ${EXEC_OUTPUT_MAX_BYTES})`),
-      },
+      }),
       // It runs code: a client should ask before each call. Its network is the sandbox's policy, not the open world.
       annotations: { title: "Run a command in a sandbox", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },

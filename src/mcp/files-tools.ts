@@ -20,11 +20,11 @@ export function registerFilesTools(ctx: ToolContext): void {
     {
       title: "Read a file",
       description: `Reads one file of a sandbox, as UTF-8 text or base64. A file larger than maxBytes (default ${FILES_READ_DEFAULT_BYTES}, max ${FILES_READ_MAX_BYTES}) is refused (too_large), not cut.`,
-      inputSchema: {
+      inputSchema: z.strictObject({
         ...target,
         encoding,
         maxBytes: z.number().int().min(1).max(FILES_READ_MAX_BYTES).default(FILES_READ_DEFAULT_BYTES).describe(`the largest file read (default ${FILES_READ_DEFAULT_BYTES}, max ${FILES_READ_MAX_BYTES})`),
-      },
+      }),
       annotations: { title: "Read a file", readOnlyHint: true, openWorldHint: false },
     },
     (a) =>
@@ -49,12 +49,12 @@ export function registerFilesTools(ctx: ToolContext): void {
     {
       title: "Write a file",
       description: `Writes one file of a sandbox (its directory must exist), replacing any file there once the new one is complete. content is UTF-8 text or base64 (encoding), at most ${FILES_WRITE_MAX_CHARS} characters.`,
-      inputSchema: {
+      inputSchema: z.strictObject({
         ...target,
         content: z.string().max(FILES_WRITE_MAX_CHARS).describe("the file's content"),
         encoding,
         mode: z.number().int().min(0).max(0o777).optional().describe("permission bits as a number, e.g. 493 for 0755 (default 420, 0644)"),
-      },
+      }),
       // It overwrites: a client should ask first.
       annotations: { title: "Write a file", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
@@ -73,12 +73,12 @@ export function registerFilesTools(ctx: ToolContext): void {
     {
       title: "List a directory",
       description: `Lists a directory of a sandbox (default /sandbox): path, type, size, mode. More than maxEntries (default ${FILES_LIST_DEFAULT_ENTRIES}, max ${FILES_LIST_MAX_ENTRIES}) is refused (too_large).`,
-      inputSchema: {
+      inputSchema: z.strictObject({
         sandbox: target.sandbox,
         path: target.path.default("/sandbox"),
         recursive: z.boolean().default(false).describe("every entry below it, not only its own"),
         maxEntries: z.number().int().min(1).max(FILES_LIST_MAX_ENTRIES).default(FILES_LIST_DEFAULT_ENTRIES),
-      },
+      }),
       annotations: { title: "List a directory", readOnlyHint: true, openWorldHint: false },
     },
     (a) =>

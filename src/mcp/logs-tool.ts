@@ -14,11 +14,11 @@ export function registerLogsTool(ctx: ToolContext): void {
     {
       title: "Read a sandbox's logs",
       description: `The last lines (tail, default ${LOGS_TAIL_DEFAULT}, max ${LOGS_TAIL_MAX}) of a sandbox's output: its main process's stdout and stderr, or the supervisor's log (its egress decisions). At most ${LOGS_MAX_CHARS} characters; older lines past it are dropped.`,
-      inputSchema: {
+      inputSchema: z.strictObject({
         sandbox: z.string().min(1).max(NAME_MAX_CHARS).describe("the sandbox's name (or id)"),
         tail: z.number().int().min(1).max(LOGS_TAIL_MAX).default(LOGS_TAIL_DEFAULT),
         stream: z.enum(["workload", "supervisor"]).default("workload"),
-      },
+      }),
       annotations: { title: "Read a sandbox's logs", readOnlyHint: true, openWorldHint: false },
     },
     (a, extra) =>

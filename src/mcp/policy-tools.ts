@@ -15,7 +15,7 @@ export function registerPolicyTools(ctx: ToolContext): void {
     {
       title: "Get a sandbox's network policy",
       description: "The sandbox's active network policy (the egress it allows), its revision and whether the supervisor enforces it.",
-      inputSchema: { sandbox: name },
+      inputSchema: z.strictObject({ sandbox: name }),
       annotations: { title: "Get a sandbox's network policy", readOnlyHint: true, openWorldHint: false },
     },
     (a) =>
@@ -33,11 +33,11 @@ export function registerPolicyTools(ctx: ToolContext): void {
       title: "Propose a network policy change",
       description:
         "Proposes a new network policy (the whole policy, as YAML) for a person to review and approve; nothing changes until they do. Say why in reason. The answer is the proposal's id; its state stays pending until a person decides.",
-      inputSchema: {
+      inputSchema: z.strictObject({
         sandbox: name,
         policy: z.string().min(1).max(POLICY_MAX_CHARS).describe("the whole proposed policy as YAML (docs/policy.md)"),
         reason: z.string().max(REASON_MAX_CHARS).optional().describe(`why, for the person who decides (one line, at most ${REASON_MAX_CHARS} characters)`),
-      },
+      }),
       // Only a proposal: nothing is changed.
       annotations: { title: "Propose a network policy change", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },

@@ -149,6 +149,9 @@ describe("sandgate mcp", () => {
       ["logs_read", { sandbox: "hostile", tail: 10_001 }, /Input validation error/],
       ["policy_propose", { sandbox: "hostile", policy: "egress: [[[" }, /\(code: invalid_request\)$/],
       ["sandbox_create", { name: "Bad Name!" }, /\(code: invalid_request\)$/],
+      // No policy at create (egress only through a proposal), and no argument the schema lacks.
+      ["sandbox_create", { name: "wide", policy: "version: 1\nnetwork:\n  rules: []\n" }, /Input validation error/],
+      ["exec", { sandbox: "hostile", cmd: ["true"], user: "0" }, /Input validation error/],
       ["no_such_tool", {}, /not found/],
     ];
     for (const [name, args, want] of cases) {
@@ -170,6 +173,18 @@ describe("sandgate mcp", () => {
     expect([over.isError, text(over)]).toEqual([true, expect.stringMatching(/100 bytes; the limit is 99 .*\(code: too_large\)$/)]);
     expect((await call(client, "files_read", { sandbox: "big", path: "f", maxBytes: 100 })).structuredContent).toMatchObject({ bytes: 100 });
     await call(client, "sandbox_delete", { name: "big" });
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it("deletes only sandboxes it created (labelled created-by=mcp): a person's sandbox is refused and stays", async () => {
+    expect((await call(client, "sandbox_create", { name: "mine", labels: { "created-by": "someone-else", team: "a" } })).isError).toBeFalsy();
+    expect((await t.api("GET", "/v1/sandboxes/mine")).body.labels).toEqual({ "created-by": "mcp", team: "a" });
+    expect((await t.api("POST", "/v1/sandboxes", { name: "persons" })).status).toBe(201);
+    const refused = await call(client, "sandbox_delete", { name: "persons" });
+    expect([refused.isError, text(refused)]).toEqual([true, "sandbox persons was not created through sandgate mcp (no label created-by=mcp); only a person deletes it, with: sandgate sandbox delete persons (code: forbidden)"]);
+    expect((await t.api("GET", "/v1/sandboxes/persons")).status).toBe(200);
+    expect((await call(client, "sandbox_delete", { name: "mine" })).structuredContent).toEqual({ name: "mine", deleted: true });
+    expect((await t.api("GET", "/v1/sandboxes/mine")).status).toBe(404);
+    await t.api("DELETE", "/v1/sandboxes/persons");
   }, CLI_TEST_TIMEOUT_MS);
 
   it("never reads the approver token: it is a FIFO no one writes, and the server still answers", async () => {
