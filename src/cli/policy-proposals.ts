@@ -86,6 +86,9 @@ function detailText(p: ProposalDetail): string {
   ];
   if (p.decidedAt) out.push(`${p.state} ${when(p.decidedAt)} by ${printable(p.decidedBy ?? "?")}${p.decisionNote ? `: ${printable(p.decisionNote)}` : ""}`);
   out.push("", "diff:", printable(diffText(p.diff)).trimEnd(), "", "replay of the recorded traffic under it:", printable(replayText(p.replay)).trimEnd());
+  // The text itself, as it would be applied: what the diff summarizes, nothing left out.
+  const text = typeof p.policy === "string" ? p.policy : JSON.stringify(p.policy, null, 2);
+  out.push("", "policy:", ...printable(text).trimEnd().split("\n").map((l) => `  ${l}`));
   return out.join("\n") + "\n";
 }
 

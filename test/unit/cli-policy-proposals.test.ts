@@ -127,6 +127,28 @@ describe("propose, review, approve from the CLI", () => {
   });
 });
 
+describe("what the person reviewing sees", () => {
+  // An agent asks for a gateway secret on a host the policy already allows: no rule is
+  // added or removed, yet the person must see the credential, in the diff and in the text.
+  it("a proposal that only adds a credential to an allowed endpoint shows it in the diff and the policy text", async () => {
+    await sandbox("cp5");
+    const cred = ACTIVE.replace(
+      "        - { host: api.example.com, port: 443, protocol: https }\n",
+      '        - host: api.example.com\n          port: 443\n          protocol: https\n          credentials: [{ header: authorization, value: "token {{secret:deploy-key}}" }]\n',
+    );
+    expect(cred).not.toBe(ACTIVE);
+    writeFileSync(join(dir, "cred.yaml"), cred);
+    const p = await proposeJson("cp5", "cred.yaml");
+    const shown = await run("policy", "proposals", "cp5", p.id);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain(
+      'diff:\nagainst revision 1:\nrule changed: api\n  - https api.example.com:443\n  + https api.example.com:443 tls terminate credentials [header authorization: "token {{secret:deploy-key}}"]\n',
+    );
+    expect(shown.stdout).not.toContain("no change");
+    expect(shown.stdout).toContain(`\npolicy:\n${cred.trimEnd().split("\n").map((l) => `  ${l}`).join("\n")}\n`);
+  });
+});
+
 describe("refusals: one line, the documented exit code, nothing changed", () => {
   it("without the approver token (another home with the API token only) approve and reject are exit 7 and nothing is sent", async () => {
     await sandbox("cp3");

@@ -249,7 +249,7 @@ export const PolicyDiffResult = z.strictObject({
   revision: z.number().int(),
   changes: z.array(
     z.strictObject({
-      kind: z.enum(["rule added", "rule removed", "rule changed", "deny added", "deny removed", "enforcement changed", "fixed section changed"]),
+      kind: z.enum(["rule added", "rule removed", "rule changed", "deny added", "deny removed", "enforcement changed", "fixed section changed", "section changed"]),
       name: z.string(),
       lines: z.array(z.string()),
     }),
