@@ -12,6 +12,7 @@ import type { AuditWindow } from "../gateway/sandboxes/policy-tools.js";
 import { choiceArg, secondsArg } from "./args.js";
 import type { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
+import { HIDDEN_CHARS } from "../policy/proposals.js";
 import { printJson, table, when } from "./format.js";
 import { boundaryLine, readPolicyFile } from "./policy-commands.js";
 import { diffText, replayText } from "./policy-tools.js";
@@ -36,7 +37,7 @@ interface ProposalDetail extends ProposalView {
  * \u{...} escapes. The gateway refuses them in a proposal; this keeps an older record or
  * a replayed request from acting on the person's terminal all the same.
  */
-const UNSHOWABLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
+const UNSHOWABLE = new RegExp(`[\\u0000-\\u0008\\u000b-\\u001f${HIDDEN_CHARS}]`, "gu");
 export const printable = (s: string): string => s.replace(UNSHOWABLE, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
 
 /** How long ago: 45s, 12m, 3h, 2d. */

@@ -9,3 +9,12 @@ export type ProposalState = (typeof PROPOSAL_STATES)[number];
 export const BY_MAX = 64;
 /** A proposal's reason, or a rejection's. */
 export const REASON_MAX = 1000;
+
+/**
+ * Characters text a person reads must not hold, besides the C0 controls (each caller
+ * says which of those it allows): C1 controls, the bidirectional marks, embeddings,
+ * overrides and isolates (Trojan Source: text shown in another order than it is), the
+ * zero-width and invisible ones (text that hides or splits a word) and line and paragraph
+ * separators. A regular-expression character class body.
+ */
+export const HIDDEN_CHARS = "\\u007f-\\u009f\\u061c\\u200b-\\u200f\\u2028\\u2029\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff";

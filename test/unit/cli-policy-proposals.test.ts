@@ -234,6 +234,7 @@ describe("help and completion", () => {
 
   it("printable and age", () => {
     expect(printable("ok \u001b[2K\u202e x\ty")).toBe("ok \\u{1b}[2K\\u{202e} x\ty");
+    expect(printable("a\u061cb\u200bc\u2060d\ufeffe")).toBe("a\\u{61c}b\\u{200b}c\\u{2060}d\\u{feff}e");
     expect(age("2026-12-01T00:00:00Z", Date.parse("2026-12-01T00:00:59Z"))).toBe("59s");
     expect(age("2026-12-01T00:00:00Z", Date.parse("2026-12-01T00:59:59Z"))).toBe("59m");
     expect(age("2026-12-01T00:00:00Z", Date.parse("2026-12-01T23:00:00Z"))).toBe("23h");

@@ -237,6 +237,11 @@ describe("refusals change nothing", () => {
       [{ policy: "version: 1\nprocess:\n  limits: { pids: 20 }\n" }, /^invalid policy: process is fixed at creation and cannot change$/],
       [{ policy: `${ACTIVE}# \u001b[2Kapproved by security\n` }, /^invalid policy: a proposal is read by a person, so its text may hold no control or bidirectional characters; found U\+001B at character \d+$/],
       [{ policy: `${ACTIVE}# \u202etxet\n` }, /found U\+202E/],
+      // The Arabic letter mark (a bidi control) and the invisible ones: zero-width space, word joiner, BOM.
+      [{ policy: `${ACTIVE}# \u061c\n` }, /found U\+061C/],
+      [{ policy: WIDER, reason: "safe\u200bchange" }, /^reason: must be printable text on one line; found U\+200B at character 5$/],
+      [{ policy: WIDER, by: "mc\u2060p" }, /found U\+2060/],
+      [{ policy: WIDER, reason: "o\ufeffk" }, /found U\+FEFF/],
       [{ policy: WIDER, reason: "fine\u001b[1A" }, /^reason: must be printable text on one line; found U\+001B at character 5$/],
       [{ policy: WIDER, reason: "two\nlines" }, /^reason: must be printable text on one line/],
       [{ policy: WIDER, reason: "x".repeat(1001) }, /^reason: must be at most 1000 characters; got 1001$/],
@@ -365,5 +370,28 @@ describe("with the sandbox", () => {
     } finally {
       await second.close();
     }
+  });
+});
+
+describe("--proposals-kept 0: nothing decided is kept", () => {
+  let t0: TestGateway;
+  beforeAll(async () => {
+    t0 = await startTestGateway(new MemoryDriver(), { proposals: { pending: PENDING, kept: 0 } });
+  });
+  afterAll(async () => {
+    await t0.close();
+  });
+
+  it("approve and reject still answer what they decided (the row is already pruned), and the approval is applied", async () => {
+    expect((await t0.api("POST", "/v1/sandboxes", { name: "k0", policy: ACTIVE })).status).toBe(201);
+    const headers = { [APPROVER_HEADER]: t0.approverToken };
+    const a = (await t0.api("POST", base("k0"), { policy: WIDER })).body as { id: string };
+    const ok = await t0.api("POST", `${base("k0")}/${a.id}/approve`, {}, undefined, headers);
+    expect([ok.status, ok.body.proposal?.state, ok.body.revision]).toEqual([200, "approved", 2]);
+    expect((await t0.api("GET", "/v1/sandboxes/k0/policy")).body.revision).toBe(2);
+    const b = (await t0.api("POST", base("k0"), { policy: ACTIVE })).body as { id: string };
+    const no = await t0.api("POST", `${base("k0")}/${b.id}/reject`, { reason: "no" }, undefined, headers);
+    expect([no.status, no.body.state, no.body.decisionNote]).toEqual([200, "rejected", "no"]);
+    expect((await t0.api("GET", base("k0"))).body.proposals).toEqual([]);
   });
 });

@@ -301,7 +301,7 @@ export const ROUTES = {
   listProposals: {
     method: "GET",
     path: "/v1/sandboxes/{name}/policy/proposals",
-    summary: "The sandbox's policy proposals, newest first",
+    summary: "The sandbox's policy proposals, oldest first",
     tag: "policy",
     params: sandboxName,
     query: ProposalListQuery,

@@ -44,7 +44,7 @@ export const DEFAULT_PROPOSAL_LIMITS: ProposalLimits = { pending: 16, kept: 50 }
 export const PROPOSALS_PENDING_RANGE = { min: 1, max: 1000 } as const;
 export const PROPOSALS_KEPT_RANGE = { min: 0, max: 10_000 } as const;
 
-import { BY_MAX, REASON_MAX } from "../../policy/proposals.js";
+import { BY_MAX, HIDDEN_CHARS, REASON_MAX } from "../../policy/proposals.js";
 
 export { BY_MAX, REASON_MAX };
 
@@ -54,9 +54,9 @@ export { BY_MAX, REASON_MAX };
  * text read otherwise than it is (Trojan Source). A proposal is read by a person deciding
  * on it; what an agent wrote must show as written.
  */
-const UNSHOWABLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]|\r(?!\n)/u;
+const UNSHOWABLE = new RegExp(`[\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f${HIDDEN_CHARS}]|\\r(?!\\n)`, "u");
 /** The same in one-line fields (who, a reason): no line ends either. */
-const UNSHOWABLE_LINE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
+const UNSHOWABLE_LINE = new RegExp(`[\\u0000-\\u001f${HIDDEN_CHARS}]`, "u");
 
 const where = (text: string, re: RegExp): string => {
   const i = text.search(re);
@@ -170,13 +170,17 @@ export class PolicyProposals {
     const s = this.d.read.get(nameOrId);
     const p = this.#pending(s, this.#get(s, id), "approve");
     let result: { revision: number; pushed: boolean };
+    // The answer is built from the record as decided, not read back: with --proposals-kept 0
+    // the pruning in the same transaction has already removed it.
+    let decided: ProposalRecord = p;
     try {
       result = this.d.service.setPolicy(s.id, p.input, {
         expectRevision: p.baseRevision,
         within: (revision, tx) => {
           const at = this.#now().toISOString();
           if (!decideProposal(this.d.store.db, s.id, id, { state: "approved", at, by, note: null, revision })) throw this.#decidedMeanwhile(s, id);
-          this.#record(s, tx, "approved", { ...p, state: "approved", decidedAt: at, decidedBy: by, revision }, `policy proposal ${id} approved by ${by}: revision ${revision}`);
+          decided = { ...p, state: "approved", decidedAt: at, decidedBy: by, revision };
+          this.#record(s, tx, "approved", decided, `policy proposal ${id} approved by ${by}: revision ${revision}`);
           pruneDecided(this.d.store.db, s.id, this.limits.kept);
         },
       });
@@ -192,7 +196,7 @@ export class PolicyProposals {
       );
     }
     this.d.log.info({ sandboxId: s.id, proposal: id, by, revision: result.revision }, "policy proposal approved");
-    return { proposal: this.#view(s, this.#get(s, id), result.revision), ...result };
+    return { proposal: this.#view(s, decided, result.revision), ...result };
   }
 
   reject(nameOrId: string, id: string, byRaw: string | undefined, reasonRaw?: string): ProposalView {
@@ -200,14 +204,16 @@ export class PolicyProposals {
     const note = checkReason(reasonRaw);
     const s = this.d.read.get(nameOrId);
     const p = this.#pending(s, this.#get(s, id), "reject");
-    this.d.store.transact((tx) => {
+    const decided = this.d.store.transact((tx) => {
       const at = this.#now().toISOString();
       if (!decideProposal(this.d.store.db, s.id, id, { state: "rejected", at, by, note, revision: null })) throw this.#decidedMeanwhile(s, id);
-      this.#record(s, tx, "rejected", { ...p, state: "rejected", decidedAt: at, decidedBy: by, decisionNote: note }, `policy proposal ${id} rejected by ${by}${note ? `: ${note}` : ""}`);
+      const r: ProposalRecord = { ...p, state: "rejected", decidedAt: at, decidedBy: by, decisionNote: note };
+      this.#record(s, tx, "rejected", r, `policy proposal ${id} rejected by ${by}${note ? `: ${note}` : ""}`);
       pruneDecided(this.d.store.db, s.id, this.limits.kept);
+      return r;
     });
     this.d.log.info({ sandboxId: s.id, proposal: id, by }, "policy proposal rejected");
-    return this.#view(s, this.#get(s, id), this.d.read.policyOf(s.id).revision);
+    return this.#view(s, decided, this.d.read.policyOf(s.id).revision);
   }
 
   #get(s: SandboxRecord, id: string): ProposalRecord {
