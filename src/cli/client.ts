@@ -9,6 +9,8 @@ export interface ClientOptions {
   home?: string;
   url?: string;
   token?: string;
+  /** The plain request timeout (default the SDK's REQUEST_TIMEOUT_MS). */
+  requestTimeoutMs?: number;
 }
 
 /** `fn`'s result; an SDK error thrown as the CLI's. */
@@ -48,9 +50,14 @@ export class GatewayClient {
     return asCli(() => this.transport.authHeader());
   }
 
-  /** `headers`: sent besides the token's (the approver token of `policy approve`). */
-  request<T>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<T> {
-    return asCliAsync(this.transport.request<T>(method, path, body, undefined, headers));
+  /**
+   * `headers`: sent besides the token's (the approver token of `policy approve`).
+   * `waitS`: the gateway answers only after waiting up to that many seconds (`--wait`),
+   * so the request's deadline is that much past the plain request timeout.
+   */
+  request<T>(method: string, path: string, body?: unknown, headers?: Record<string, string>, waitS?: number): Promise<T> {
+    const signal = waitS === undefined ? undefined : this.transport.deadline(waitS);
+    return asCliAsync(this.transport.request<T>(method, path, body, signal, headers));
   }
 
   /** A fetch against the gateway with auth; connection failures become "not running". */

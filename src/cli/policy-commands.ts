@@ -60,6 +60,8 @@ export function policyCommands(global: () => Common): Command {
         "PUT",
         `/v1/sandboxes/${enc(name)}/policy`,
         body,
+        undefined,
+        o.wait ? o.timeout : undefined,
       );
       if (o.json) printJson(r);
       else process.stdout.write(`${name}  policy revision ${r.revision} accepted${r.enforced ? `; enforced by the supervisor${closedText(r.connectionsClosed)}` : ""}\n`);

@@ -161,6 +161,7 @@ export function addProposalCommands(policy: Command, client: () => GatewayClient
         `/v1/sandboxes/${enc(name)}/policy/proposals/${enc(id)}/approve`,
         body,
         { [APPROVER_HEADER]: approverToken(c) },
+        o.wait ? o.timeout : undefined,
       );
       if (o.json) printJson(r);
       else {

@@ -28,13 +28,16 @@ export function sandboxPath(path: string): string {
   return p.path;
 }
 
-async function errorOf(res: IncomingMessage): Promise<SandgateError> {
+/** The SandgateError of an error answer to `what` (its body read, at most ERROR_BODY_MAX_BYTES held). */
+async function errorOf(t: Transport, what: string, res: IncomingMessage): Promise<SandgateError> {
   const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of res) {
-    if (size < ERROR_BODY_MAX_BYTES) chunks.push(c as Buffer);
-    size += (c as Buffer).length;
-  }
+  await t.readBody(what, async () => {
+    let size = 0;
+    for await (const c of res) {
+      if (size < ERROR_BODY_MAX_BYTES) chunks.push(c as Buffer);
+      size += (c as Buffer).length;
+    }
+  });
   let body: unknown = null;
   try {
     body = JSON.parse(Buffer.concat(chunks).toString());
@@ -125,15 +128,24 @@ export class SandboxFiles {
       size = data.size;
       body = exactly(data.stream, size);
     }
+    const what = `the write of ${p}`;
     const res = await this.t.stream("PUT", `${this.#base}?path=${encodeURIComponent(p)}&mode=${mode.toString(8).padStart(3, "0")}`, {
       headers: { "content-type": FILE_MEDIA_TYPE, "content-length": String(size) },
       body,
       ...(o.signal ? { signal: o.signal } : {}),
-      what: `the write of ${p}`,
+      what,
     });
-    if (res.statusCode !== 200) throw await errorOf(res);
+    if (res.statusCode !== 200) throw await errorOf(this.t, what, res);
+    // The answer is one small JSON object (the counts); ERROR_BODY_MAX_BYTES bounds it too.
     const chunks: Buffer[] = [];
-    for await (const c of res) chunks.push(c as Buffer);
+    await this.t.readBody(what, async () => {
+      let size = 0;
+      for await (const c of res) {
+        size += (c as Buffer).length;
+        if (size > ERROR_BODY_MAX_BYTES) throw new SandgateError(`the gateway's answer to a write is over ${ERROR_BODY_MAX_BYTES} bytes`, "bad_response");
+        chunks.push(c as Buffer);
+      }
+    });
     let answer: TransferResultView;
     try {
       answer = JSON.parse(Buffer.concat(chunks).toString()) as TransferResultView;
@@ -224,8 +236,9 @@ export class SandboxFiles {
   }
 
   async #download(p: string, signal: AbortSignal): Promise<IncomingMessage> {
-    const res = await this.t.stream("GET", `${this.#base}?path=${encodeURIComponent(p)}`, { signal, what: `the read of ${p}` });
-    if (res.statusCode !== 200) throw await errorOf(res);
+    const what = `the read of ${p}`;
+    const res = await this.t.stream("GET", `${this.#base}?path=${encodeURIComponent(p)}`, { signal, what });
+    if (res.statusCode !== 200) throw await errorOf(this.t, what, res);
     return res;
   }
 

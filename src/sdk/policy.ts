@@ -77,7 +77,7 @@ export class SandboxPolicy {
     const body: Record<string, unknown> = { policy };
     if (wait !== undefined) body.wait = wait;
     // The gateway answers after the wait: the request's own deadline is past it.
-    const signal = wait === undefined ? undefined : AbortSignal.timeout((wait + 30) * 1000);
+    const signal = wait === undefined ? undefined : this.t.deadline(wait);
     const r = await this.t.request<PolicySetResult>("PUT", this.#base, body, signal);
     if (wait !== undefined && !r.enforced) {
       throw new SandgateError(`revision ${r.revision} is stored but the supervisor did not acknowledge it within ${wait} s (${boundaryLine(r.boundary)})`, "timeout");

@@ -7,13 +7,13 @@ import { readFileSync } from "node:fs";
 import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { inspectAddress, resolveHome, type HomePaths } from "../gateway/home.js";
-import { EXIT, SandgateError, fromApiBody } from "./errors.js";
+import { SandgateError, fromApiBody } from "./errors.js";
 import { drained } from "../util/drained.js";
 
 /** Connection errors that mean nothing listens at the address (as opposed to a gateway that cut the request). */
 const NO_LISTENER = new Set(["ECONNREFUSED", "ENOENT", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT"]);
 
-/** How long a plain request may take before it fails with `timeout`; streams take the caller's signal instead. */
+/** How long a plain request (its answer read whole) may take before it fails with `timeout`, unless `requestTimeoutMs` says otherwise; streams take the caller's signal instead. */
 export const REQUEST_TIMEOUT_MS = 30_000;
 
 export interface ConnectOptions {
@@ -25,6 +25,8 @@ export interface ConnectOptions {
   token?: string;
   /** The environment to read SANDGATE_* from (default: process.env). */
   env?: NodeJS.ProcessEnv;
+  /** How long a plain request may take, answer read whole, before it fails with `timeout` (default REQUEST_TIMEOUT_MS). */
+  requestTimeoutMs?: number;
 }
 
 /** Internal: how messages name the explicit URL (the CLI says `--url`). */
@@ -36,12 +38,17 @@ export class Transport {
   /** The gateway's base URL without a trailing slash; "" when none was found. */
   readonly url: string;
   readonly paths: HomePaths;
+  /** A plain request's deadline (see ConnectOptions.requestTimeoutMs). */
+  readonly timeoutMs: number;
   readonly #token: string | undefined;
   readonly #addressProblem: string | null = null;
   readonly #opts: TransportOptions;
 
   constructor(opts: TransportOptions = {}) {
     this.#opts = opts;
+    const timeoutMs = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) throw new SandgateError(`requestTimeoutMs must be a whole number of milliseconds above 0; got ${String(opts.requestTimeoutMs)}`, "invalid_request");
+    this.timeoutMs = timeoutMs;
     const env = opts.env ?? process.env;
     this.paths = resolveHome(opts.home, env);
     const given = opts.url !== undefined ? { what: opts.urlName ?? "url", url: opts.url } : env.SANDGATE_URL ? { what: "SANDGATE_URL", url: env.SANDGATE_URL } : null;
@@ -74,10 +81,18 @@ export class Transport {
     return { authorization: `Bearer ${this.#token}` };
   }
 
+  /**
+   * The deadline of a request the gateway answers only after waiting up to `waitS`
+   * seconds (a policy change with `wait`): the wait plus the plain request timeout.
+   */
+  deadline(waitS: number): AbortSignal {
+    return AbortSignal.timeout(waitS * 1000 + this.timeoutMs);
+  }
+
   /** A JSON request; an error answer becomes a SandgateError with the gateway's code and message. */
   async request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal, headers?: Record<string, string>): Promise<T> {
     const res = await this.raw(method, path, body, signal, headers);
-    const text = await res.text();
+    const text = await this.readBody(`${method} ${path.replace(/\?.*/, "")}`, () => res.text());
     let json: unknown;
     try {
       json = text ? JSON.parse(text) : undefined;
@@ -98,7 +113,7 @@ export class Transport {
   /**
    * A fetch against the gateway with auth; connection failures become `not_running`
    * (nothing listens) or `connection_lost` (it cut the request). Without `signal` the
-   * request times out after REQUEST_TIMEOUT_MS; an abort of `signal` rejects with its AbortError.
+   * request (its body too) times out after `timeoutMs`; an abort of `signal` rejects with its AbortError.
    * `extra` headers go besides the token's (the approver token of a proposal's decision).
    */
   async raw(method: string, path: string, body?: unknown, signal?: AbortSignal, extra?: Record<string, string>): Promise<Response> {
@@ -110,17 +125,39 @@ export class Transport {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: signal ?? AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        signal: signal ?? AbortSignal.timeout(this.timeoutMs),
       });
     } catch (err) {
-      if (err instanceof Error && err.name === "AbortError") throw err;
       const c = (err as { cause?: { code?: string; message?: string } }).cause;
-      const cause = c?.code ?? c?.message;
-      if (err instanceof Error && err.name === "TimeoutError") throw new SandgateError(`the gateway at ${this.url} did not answer in time`, "timeout");
       // Only a connection that could not be made means no gateway; one it cut is an answer.
-      if (c?.code === undefined || NO_LISTENER.has(c.code)) throw this.notRunning(cause ?? (err instanceof Error ? err.message : String(err)));
-      throw new SandgateError(`the gateway at ${this.url} closed the connection during ${method} ${path.replace(/\?.*/, "")} (${cause ?? "?"}); see its log`, "connection_lost");
+      if (err instanceof Error && err.name !== "AbortError" && err.name !== "TimeoutError" && (c?.code === undefined || NO_LISTENER.has(c.code))) {
+        throw this.notRunning(c?.code ?? c?.message ?? err.message);
+      }
+      throw this.#failed(err, `${method} ${path.replace(/\?.*/, "")}`);
     }
+  }
+
+  /**
+   * `read()` of an answer's body (fetch's or node:http's), its failures mapped as a
+   * request's: the deadline → `timeout`, a cut connection → `connection_lost`, an abort
+   * of the caller's signal stays its AbortError. `what` names the request ("GET /v1/...").
+   */
+  async readBody<T>(what: string, read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (err) {
+      throw this.#failed(err, what);
+    }
+  }
+
+  /** A request that was under way and failed, as the error its caller gets. */
+  #failed(err: unknown, what: string): Error {
+    if (err instanceof SandgateError) return err;
+    if (err instanceof Error && err.name === "AbortError") return err;
+    if (err instanceof Error && err.name === "TimeoutError") return new SandgateError(`the gateway at ${this.url} did not answer in time`, "timeout");
+    const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } } | null;
+    const cause = e?.cause?.code ?? e?.cause?.message ?? e?.code ?? e?.message ?? "?";
+    return new SandgateError(`the gateway at ${this.url} closed the connection during ${what} (${cause}); see its log`, "connection_lost");
   }
 
   /**
@@ -144,7 +181,7 @@ export class Transport {
         if (answered) return;
         if (err.name === "AbortError") return reject(err);
         if (err.code === "ECONNREFUSED" || err.code === "ENOENT") return reject(this.notRunning(err.code));
-        reject(new SandgateError(`the gateway at ${this.url} closed the connection during ${o.what} (${err.code ?? err.message}); see its log`, "connection_lost", EXIT.failed));
+        reject(this.#failed(err, o.what));
       });
       if (!o.body) return void req.end();
       const body = o.body;
