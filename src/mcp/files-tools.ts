@@ -27,10 +27,10 @@ export function registerFilesTools(ctx: ToolContext): void {
       }),
       annotations: { title: "Read a file", readOnlyHint: true, openWorldHint: false },
     },
-    (a) =>
+    (a, extra) =>
       guarded(async () => {
         const sb = await sandbox(ctx, a.sandbox);
-        const bytes = await sb.files.read(a.path, { maxBytes: a.maxBytes });
+        const bytes = await sb.files.read(a.path, { maxBytes: a.maxBytes, signal: extra.signal });
         let content: string;
         if (a.encoding === "base64") content = bytes.toString("base64");
         else {
@@ -58,12 +58,12 @@ export function registerFilesTools(ctx: ToolContext): void {
       // It overwrites: a client should ask first.
       annotations: { title: "Write a file", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
-    (a) =>
+    (a, extra) =>
       guarded(async () => {
         if (a.encoding === "base64" && !/^[A-Za-z0-9+/]*={0,2}$/.test(a.content)) throw new SandgateError("content: not base64 (A-Z, a-z, 0-9, +, / and = padding)", "invalid_request");
         const data = a.encoding === "base64" ? Buffer.from(a.content, "base64") : Buffer.from(a.content, "utf8");
         const sb = await sandbox(ctx, a.sandbox);
-        const r = await sb.files.write(a.path, data, a.mode === undefined ? {} : { mode: a.mode });
+        const r = await sb.files.write(a.path, data, { ...(a.mode === undefined ? {} : { mode: a.mode }), signal: extra.signal });
         return ok(`wrote ${data.length} bytes to ${r.path}`, { path: r.path, bytes: data.length });
       }),
   );
@@ -81,10 +81,10 @@ export function registerFilesTools(ctx: ToolContext): void {
       }),
       annotations: { title: "List a directory", readOnlyHint: true, openWorldHint: false },
     },
-    (a) =>
+    (a, extra) =>
       guarded(async () => {
         const sb = await sandbox(ctx, a.sandbox);
-        const entries = await sb.files.list(a.path, { recursive: a.recursive, maxEntries: a.maxEntries });
+        const entries = await sb.files.list(a.path, { recursive: a.recursive, maxEntries: a.maxEntries, signal: extra.signal });
         const text = entries.length === 0 ? `${a.path} is empty` : entries.map((e) => `${e.type === "directory" ? "d" : e.type === "symlink" ? "l" : "-"} ${e.size} ${JSON.stringify(e.path)}${e.linkname ? ` -> ${JSON.stringify(e.linkname)}` : ""}`).join("\n");
         return ok(text, { path: a.path, entries: entries.map((e) => ({ path: e.path, type: e.type, size: e.size, mode: e.mode, mtime: e.mtime, ...(e.linkname ? { linkname: e.linkname } : {}) })) });
       }),
