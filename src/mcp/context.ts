@@ -3,11 +3,14 @@
 // so the server starts (and lists its tools) while the gateway is still starting.
 
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Sandgate, Sandbox } from "../sdk/index.js";
 
 export interface ToolContext {
   server: McpServer;
   gateway: () => Promise<Sandgate>;
+  /** Runs a tool's body: failures as tool errors, a bound on calls at once (results.ts). */
+  run: (body: () => Promise<CallToolResult>) => Promise<CallToolResult>;
 }
 
 /** Connects once; a failed attempt is forgotten, so the next call tries again. */

@@ -7,7 +7,7 @@ import { z } from "zod";
 import { BoundedCapture } from "./capture.js";
 import { sandbox, type ToolContext } from "./context.js";
 import { EXEC_ARGV_MAX_CHARS, EXEC_OUTPUT_DEFAULT_BYTES, EXEC_OUTPUT_MAX_BYTES, EXEC_STDIN_MAX_CHARS, EXEC_TIMEOUT_DEFAULT_S, EXEC_TIMEOUT_MAX_S, NAME_MAX_CHARS, PATH_MAX_CHARS, VALUE_MAX_CHARS } from "./limits.js";
-import { guarded, ok } from "./results.js";
+import { ok } from "./results.js";
 
 /** Past the timeout, how long the server waits for the gateway's exit code before it sends SIGKILL itself. */
 const BACKSTOP_S = 30;
@@ -31,7 +31,7 @@ export function registerExecTool(ctx: ToolContext): void {
       annotations: { title: "Run a command in a sandbox", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
     (a, extra) =>
-      guarded(async () => {
+      ctx.run(async () => {
         const argvChars = a.cmd.reduce((n, c) => n + c.length, 0);
         if (argvChars > EXEC_ARGV_MAX_CHARS) {
           return ok(`cmd: ${argvChars} characters in all, at most ${EXEC_ARGV_MAX_CHARS} allowed; write a script with files_write and run it`, undefined, true);

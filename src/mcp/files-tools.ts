@@ -6,7 +6,7 @@ import { z } from "zod";
 import { SandgateError } from "../sdk/index.js";
 import { sandbox, type ToolContext } from "./context.js";
 import { FILES_LIST_DEFAULT_ENTRIES, FILES_LIST_MAX_ENTRIES, FILES_READ_DEFAULT_BYTES, FILES_READ_MAX_BYTES, FILES_WRITE_MAX_CHARS, NAME_MAX_CHARS, PATH_MAX_CHARS } from "./limits.js";
-import { guarded, ok } from "./results.js";
+import { ok } from "./results.js";
 
 const target = {
   sandbox: z.string().min(1).max(NAME_MAX_CHARS).describe("the sandbox's name (or id)"),
@@ -28,7 +28,7 @@ export function registerFilesTools(ctx: ToolContext): void {
       annotations: { title: "Read a file", readOnlyHint: true, openWorldHint: false },
     },
     (a, extra) =>
-      guarded(async () => {
+      ctx.run(async () => {
         const sb = await sandbox(ctx, a.sandbox);
         const bytes = await sb.files.read(a.path, { maxBytes: a.maxBytes, signal: extra.signal });
         let content: string;
@@ -59,7 +59,7 @@ export function registerFilesTools(ctx: ToolContext): void {
       annotations: { title: "Write a file", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
     (a, extra) =>
-      guarded(async () => {
+      ctx.run(async () => {
         if (a.encoding === "base64" && !/^[A-Za-z0-9+/]*={0,2}$/.test(a.content)) throw new SandgateError("content: not base64 (A-Z, a-z, 0-9, +, / and = padding)", "invalid_request");
         const data = a.encoding === "base64" ? Buffer.from(a.content, "base64") : Buffer.from(a.content, "utf8");
         const sb = await sandbox(ctx, a.sandbox);
@@ -82,7 +82,7 @@ export function registerFilesTools(ctx: ToolContext): void {
       annotations: { title: "List a directory", readOnlyHint: true, openWorldHint: false },
     },
     (a, extra) =>
-      guarded(async () => {
+      ctx.run(async () => {
         const sb = await sandbox(ctx, a.sandbox);
         const entries = await sb.files.list(a.path, { recursive: a.recursive, maxEntries: a.maxEntries, signal: extra.signal });
         const text = entries.length === 0 ? `${a.path} is empty` : entries.map((e) => `${e.type === "directory" ? "d" : e.type === "symlink" ? "l" : "-"} ${e.size} ${JSON.stringify(e.path)}${e.linkname ? ` -> ${JSON.stringify(e.linkname)}` : ""}`).join("\n");

@@ -40,3 +40,6 @@ export const NAME_MAX_CHARS = 256;
 export const PATH_MAX_CHARS = 4096;
 /** An environment variable's or a label's value, in characters. */
 export const VALUE_MAX_CHARS = 32 * KiB;
+
+/** Tool calls running at once; past it a call is refused (unavailable), not queued: each holds its output in memory. */
+export const CALLS_MAX = 8;

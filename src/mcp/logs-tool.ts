@@ -6,7 +6,7 @@ import { z } from "zod";
 import type { LogRecord } from "../sdk/index.js";
 import { sandbox, type ToolContext } from "./context.js";
 import { LOGS_MAX_CHARS, LOGS_TAIL_DEFAULT, LOGS_TAIL_MAX, NAME_MAX_CHARS } from "./limits.js";
-import { guarded, ok } from "./results.js";
+import { ok } from "./results.js";
 
 export function registerLogsTool(ctx: ToolContext): void {
   ctx.server.registerTool(
@@ -22,7 +22,7 @@ export function registerLogsTool(ctx: ToolContext): void {
       annotations: { title: "Read a sandbox's logs", readOnlyHint: true, openWorldHint: false },
     },
     (a, extra) =>
-      guarded(async () => {
+      ctx.run(async () => {
         const sb = await sandbox(ctx, a.sandbox);
         const kept: LogRecord[] = [];
         let chars = 0;

@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { sandbox, type ToolContext } from "./context.js";
 import { NAME_MAX_CHARS, POLICY_MAX_CHARS, REASON_MAX_CHARS } from "./limits.js";
-import { guarded, ok } from "./results.js";
+import { ok } from "./results.js";
 
 const name = z.string().min(1).max(NAME_MAX_CHARS).describe("the sandbox's name (or id)");
 
@@ -19,7 +19,7 @@ export function registerPolicyTools(ctx: ToolContext): void {
       annotations: { title: "Get a sandbox's network policy", readOnlyHint: true, openWorldHint: false },
     },
     (a) =>
-      guarded(async () => {
+      ctx.run(async () => {
         const p = await (await sandbox(ctx, a.sandbox)).policy.get();
         const text = p.source ?? JSON.stringify(p.policy, null, 2);
         const enforced = p.boundary ? `enforced revision ${p.boundary.enforcedRevision ?? "-"}` : "no supervisor";
@@ -42,7 +42,7 @@ export function registerPolicyTools(ctx: ToolContext): void {
       annotations: { title: "Propose a network policy change", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
     (a) =>
-      guarded(async () => {
+      ctx.run(async () => {
         const sb = await sandbox(ctx, a.sandbox);
         const p = await sb.policy.propose(a.policy, { by: "mcp", ...(a.reason === undefined ? {} : { reason: a.reason }) });
         return ok(`proposal ${p.id} is ${p.state} against revision ${p.baseRevision}; a person decides it (sandgate policy approve|reject ${sb.name} ${p.id})`, {

@@ -27,3 +27,20 @@ export async function guarded(body: () => Promise<CallToolResult>): Promise<Call
     return failed(err);
   }
 }
+
+/**
+ * `guarded`, at most `max` at once: a client that sends calls faster than they end gets
+ * a refusal past `max` (each call may hold megabytes of output or file), never a queue.
+ */
+export function boundedCalls(max: number): (body: () => Promise<CallToolResult>) => Promise<CallToolResult> {
+  let running = 0;
+  return async (body) => {
+    if (running >= max) return failed(new SandgateError(`busy: ${running} tool calls are running, at most ${max} at once; wait for one to end`, "unavailable"));
+    running++;
+    try {
+      return await guarded(body);
+    } finally {
+      running--;
+    }
+  };
+}

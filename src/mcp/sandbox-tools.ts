@@ -8,7 +8,7 @@ import { PHASES } from "../lifecycle/phases.js";
 import { SandgateError, type SandboxSummaryView } from "../sdk/index.js";
 import type { ToolContext } from "./context.js";
 import { NAME_MAX_CHARS, VALUE_MAX_CHARS } from "./limits.js";
-import { guarded, ok } from "./results.js";
+import { ok } from "./results.js";
 
 const LIST_DEFAULT = 100;
 const LIST_MAX = 1000;
@@ -38,7 +38,7 @@ export function registerSandboxTools(ctx: ToolContext): void {
       annotations: { title: "Create a sandbox", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
     (a) =>
-      guarded(async () => {
+      ctx.run(async () => {
         const sg = await ctx.gateway();
         const sb = await sg.sandboxes.create(
           { name: a.name, ...(a.image === undefined ? {} : { image: a.image }), ...(a.env === undefined ? {} : { env: a.env }), labels: { ...a.labels, [MCP_OWNER_LABEL.key]: MCP_OWNER_LABEL.value }, ...(a.ttl === undefined ? {} : { ttl: a.ttl }) },
@@ -62,7 +62,7 @@ export function registerSandboxTools(ctx: ToolContext): void {
       annotations: { title: "List sandboxes", readOnlyHint: true, openWorldHint: false },
     },
     (a) =>
-      guarded(async () => {
+      ctx.run(async () => {
         const sg = await ctx.gateway();
         const out: Record<string, unknown>[] = [];
         for await (const s of sg.sandboxes.list({ limit: a.limit, ...(a.phase === undefined ? {} : { phase: a.phase }) })) out.push(summary(s));
@@ -80,7 +80,7 @@ export function registerSandboxTools(ctx: ToolContext): void {
       annotations: { title: "Delete a sandbox", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
     (a) =>
-      guarded(async () => {
+      ctx.run(async () => {
         const sg = await ctx.gateway();
         let labels: Record<string, string>;
         try {

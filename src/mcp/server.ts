@@ -6,6 +6,8 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Sandgate } from "../sdk/index.js";
 import { VERSION } from "../version.js";
 import { lazyGateway } from "./context.js";
+import { CALLS_MAX } from "./limits.js";
+import { boundedCalls } from "./results.js";
 import { registerExecTool } from "./exec-tool.js";
 import { registerFilesTools } from "./files-tools.js";
 import { registerLogsTool } from "./logs-tool.js";
@@ -21,7 +23,7 @@ export function createMcpServer(connect: () => Promise<Sandgate>): McpServer {
     { name: "sandgate", version: VERSION },
     { instructions: "Sandgate runs commands in isolated sandboxes: create one, write files into /sandbox, exec commands, read the results. Network egress is what the sandbox's policy allows; to need more, propose a policy change (a person approves it)." },
   );
-  const ctx = { server, gateway: lazyGateway(connect) };
+  const ctx = { server, gateway: lazyGateway(connect), run: boundedCalls(CALLS_MAX) };
   registerSandboxTools(ctx);
   registerExecTool(ctx);
   registerFilesTools(ctx);

@@ -12,11 +12,11 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EXEC_OUTPUT_MAX_BYTES, FILES_WRITE_MAX_CHARS, LOGS_MAX_CHARS } from "../../src/mcp/limits.js";
+import { CALLS_MAX, EXEC_OUTPUT_MAX_BYTES, FILES_WRITE_MAX_CHARS, LOGS_MAX_CHARS } from "../../src/mcp/limits.js";
 import { TOOL_NAMES } from "../../src/mcp/server.js";
 import { MCP_MESSAGE_MAX_BYTES } from "../../src/cli/mcp-command.js";
 import { CLI_ARGS, CLI_TEST_TIMEOUT_MS, cli } from "../support/cli-runner.js";
-import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
+import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 import { LocalExecDriver } from "../support/local-exec-driver.js";
 import { LogsDriver } from "../support/logs-driver.js";
 
@@ -185,6 +185,21 @@ describe("sandgate mcp", () => {
     expect((await call(client, "sandbox_delete", { name: "mine" })).structuredContent).toEqual({ name: "mine", deleted: true });
     expect((await t.api("GET", "/v1/sandboxes/mine")).status).toBe(404);
     await t.api("DELETE", "/v1/sandboxes/persons");
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it(`at most CALLS_MAX (${CALLS_MAX}) tool calls at once: the next is refused (unavailable), not queued; cancelled ones free their places`, async () => {
+    await call(client, "sandbox_create", { name: "busy" });
+    const ac = new AbortController();
+    const running = Array.from({ length: CALLS_MAX }, () =>
+      client.callTool({ name: "exec", arguments: { sandbox: "busy", cmd: ["sleep", "601"], timeout: 600 } }, undefined, { signal: ac.signal }).catch((e: unknown) => e),
+    );
+    await eventually(async () => (driver.argvs.filter((a) => a.includes("601")).length === CALLS_MAX ? true : undefined), 120_000, `${CALLS_MAX} execs running`);
+    const refused = await call(client, "sandbox_list", {});
+    expect([refused.isError, text(refused)]).toEqual([true, `busy: ${CALLS_MAX} tool calls are running, at most ${CALLS_MAX} at once; wait for one to end (code: unavailable)`]);
+    ac.abort();
+    await Promise.all(running);
+    await eventually(async () => ((await call(client, "sandbox_list", {})).isError ? undefined : true), 120_000, "a place free again");
+    await call(client, "sandbox_delete", { name: "busy" });
   }, CLI_TEST_TIMEOUT_MS);
 
   it("never reads the approver token: it is a FIFO no one writes, and the server still answers", async () => {
