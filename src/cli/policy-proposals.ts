@@ -13,6 +13,7 @@ import { choiceArg, secondsArg } from "./args.js";
 import type { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
 import { HIDDEN_CHARS } from "../policy/proposals.js";
+import { inspectAddress } from "../gateway/home.js";
 import { printJson, table, when } from "./format.js";
 import { boundaryLine, readPolicyFile } from "./policy-commands.js";
 import { diffText, replayText } from "./policy-tools.js";
@@ -62,8 +63,19 @@ function who(): string {
   }
 }
 
-/** The approver token of the gateway this CLI talks to: its home's approver-token file. */
+/**
+ * The approver token of the gateway this CLI talks to: its home's approver-token file.
+ * Sent only to the gateway that home records: an address given otherwise (--url,
+ * SANDGATE_URL) may be another gateway, or a host that would keep the token.
+ */
 function approverToken(client: GatewayClient): string {
+  const recorded = (inspectAddress(client.paths).address?.url ?? "").replace(/\/+$/, "");
+  if (client.url !== recorded) {
+    throw new CliError(
+      `the approver token of ${client.paths.dir} goes only to the gateway that home records (${recorded || "none recorded"}), not to ${client.url}: drop --url and SANDGATE_URL, or give the --home of that gateway`,
+      EXIT.unauthorized,
+    );
+  }
   const path = client.paths.approverToken;
   let token: string;
   try {

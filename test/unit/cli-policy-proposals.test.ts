@@ -1,7 +1,9 @@
 // `sandgate policy propose|proposals|approve|reject`: the real CLI against a real gateway
 // (in-memory driver test double): tables and JSON, the diff and replay of a proposal, the
 // approver token read from the home (and refused without it), exit codes of each refusal.
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -172,11 +174,32 @@ describe("refusals: one line, the documented exit code, nothing changed", () => 
       expect(wrong.stderr).toMatch(/^sandgate: deciding a policy proposal needs the approver token .*the API token alone cannot approve or reject\n$/);
       // It may still propose and read.
       expect((await cli(["--home", agentHome, "policy", "proposals", "cp3"])).code).toBe(0);
+      // The person's home, but an address elsewhere (--url, SANDGATE_URL): the token is not sent there.
+      const seen: string[] = [];
+      const elsewhere = createServer((req, res) => {
+        seen.push(`${req.method ?? "?"} ${req.url ?? "?"}`);
+        res.writeHead(500).end();
+      });
+      await new Promise<void>((r) => elsewhere.listen(0, "127.0.0.1", r));
+      try {
+        const url = `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}`;
+        for (const args of [["--url", url], []]) {
+          const r = await cli(["--home", t.home.dir, ...args, "policy", "approve", "cp3", p.id], args.length === 0 ? { SANDGATE_URL: url } : {});
+          expect(r.code, r.stderr).toBe(7);
+          expect(r.stderr).toMatch(new RegExp(`^sandgate: the approver token of ${t.home.dir} goes only to the gateway that home records \\(http://127\\.0\\.0\\.1:\\d+\\), not to ${url}: `));
+        }
+        expect(seen).toEqual([]);
+      } finally {
+        elsewhere.close();
+      }
     } finally {
       rmSync(agentHome, { recursive: true, force: true });
     }
     expect((await t.api("GET", `/v1/sandboxes/cp3/policy/proposals/${p.id}`)).body.state).toBe("pending");
     expect((await t.api("GET", "/v1/sandboxes/cp3/policy")).body.revision).toBe(1);
+    // The recorded address given explicitly (a trailing slash) is the same gateway: sent.
+    const same = await cli(["--home", t.home.dir, "--url", `${(JSON.parse(readFileSync(t.home.address, "utf8")) as { url: string }).url}/`, "policy", "reject", "cp3", p.id]);
+    expect(same.code, same.stderr).toBe(0);
   });
 
   it("a stale proposal is exit 5 naming why; an invalid policy or flag exit 2; an unknown id 4", async () => {
