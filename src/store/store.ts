@@ -569,8 +569,12 @@ export class Store {
     let e = 0;
     this.db.transaction(() => {
       a += this.db.prepare(`DELETE FROM audit WHERE time < ?`).run(auditCut).changes;
+      // Policy records (proposals, decisions, sets) are counted apart from egress: a
+      // chatty workload's traffic cannot push the record of its policy's changes out.
       a += this.db
-        .prepare(`DELETE FROM audit WHERE seq IN (SELECT seq FROM (SELECT seq, row_number() OVER (PARTITION BY sandbox_id ORDER BY seq DESC) AS n FROM audit) WHERE n > ?)`)
+        .prepare(
+          `DELETE FROM audit WHERE seq IN (SELECT seq FROM (SELECT seq, row_number() OVER (PARTITION BY sandbox_id, decision = 'policy' ORDER BY seq DESC) AS n FROM audit) WHERE n > ?)`,
+        )
         .run(audit.perSandbox).changes;
       e += this.db.prepare(`DELETE FROM events WHERE time < ? AND sandbox_id NOT IN (SELECT id FROM sandboxes)`).run(eventCut).changes;
       e += this.db
