@@ -41,6 +41,8 @@ export interface LogsOptions {
   /** An ended generation's output ("previous", or its number; the current and the previous one are kept). */
   generation?: number | "previous";
   signal?: AbortSignal;
+  /** How long a gateway that went away is waited for (default RESUME_WINDOW_MS); without follow, the wait restarts only when a record comes through. */
+  resumeWindowMs?: number;
 }
 
 /** A stream that stopped without its last record. */
@@ -67,6 +69,8 @@ export async function* readLogs(transport: () => Transport, name: string, o: Log
   if (o.tail !== undefined && (!Number.isSafeInteger(o.tail) || o.tail < 0 || o.tail > 1_000_000)) {
     throw new SandgateError(`tail: expected a whole number from 0 to 1000000, got ${String(o.tail)}`, "invalid_request");
   }
+  const windowMs = o.resumeWindowMs ?? RESUME_WINDOW_MS;
+  if (!Number.isSafeInteger(windowMs) || windowMs <= 0) throw new SandgateError(`resumeWindowMs: expected a whole number of milliseconds above 0, got ${String(o.resumeWindowMs)}`, "invalid_request");
   const since = o.since === undefined ? undefined : sinceParam(o.since);
   const signal = o.signal ?? new AbortController().signal;
   const filter = new ResumeFilter(null);
@@ -86,14 +90,15 @@ export async function* readLogs(transport: () => Transport, name: string, o: Log
       if (since !== undefined) q.set("since", since);
       if (o.tail !== undefined) q.set("tail", String(o.tail));
     }
+    const before = JSON.stringify(cursor);
+    let answered = false;
     let res: Response;
     try {
       res = await open(transport(), `/v1/sandboxes/${encodeURIComponent(name)}/logs?${q.toString()}`, signal);
       // Resumes read the generation the first answer was.
       generation = res.headers.get("x-sandgate-generation") ?? generation;
       connected = true;
-      awaySince = undefined;
-      attempt = 0;
+      answered = true;
       filter.rewind();
       const ended = yield* records(res, filter, signal);
       if (ended) return;
@@ -102,9 +107,16 @@ export async function* readLogs(transport: () => Transport, name: string, o: Log
       // Only a gateway that answered before may be waited for; a first failure is reported as it is.
       const away = err instanceof Cut || (err instanceof SandgateError && err.code === "not_running");
       if (!connected || !away) throw err instanceof Cut ? new SandgateError(err.message, "not_running") : err;
+      // The window restarts after an answer when following (a follow waits as long as it
+      // is told to), but without follow only after a record came through: a read of what
+      // there is must end, not loop on a gateway that answers and then cuts every time.
+      if ((o.follow && answered) || JSON.stringify(filter.cursor) !== before) {
+        awaySince = undefined;
+        attempt = 0;
+      }
       awaySince ??= Date.now();
-      if (Date.now() - awaySince > RESUME_WINDOW_MS) {
-        throw err instanceof SandgateError ? err : new SandgateError(`the log stream broke and the gateway did not come back within ${RESUME_WINDOW_MS / 1000} s: ${err.message}`, "not_running");
+      if (Date.now() - awaySince > windowMs) {
+        throw err instanceof SandgateError ? err : new SandgateError(`the log stream broke and the gateway did not come back within ${windowMs / 1000} s: ${err.message}`, "not_running");
       }
       try {
         await sleep(backoffDelay(attempt++, Math.random(), DEFAULT_BACKOFF), signal);

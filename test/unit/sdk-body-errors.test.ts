@@ -11,6 +11,7 @@ import { GatewayClient } from "../../src/cli/client.js";
 import { CliError } from "../../src/cli/errors.js";
 import { EXIT } from "../../src/sdk/errors.js";
 import { SandboxFiles } from "../../src/sdk/files.js";
+import { readLogs } from "../../src/sdk/logs.js";
 import { SandgateError } from "../../src/sdk/index.js";
 import { SandboxPolicy } from "../../src/sdk/policy.js";
 import { Transport } from "../../src/sdk/transport.js";
@@ -146,5 +147,26 @@ describe("a request that waits gets its wait on top of the deadline", () => {
     for (const bad of [0, -1, 1.5, Number.NaN]) {
       expect(() => new Transport({ url: "http://127.0.0.1:1", token: "t", requestTimeoutMs: bad })).toThrow(/^requestTimeoutMs must be a whole number of milliseconds above 0; got /);
     }
+  });
+});
+
+describe("a log read without follow", () => {
+  it("ends when the gateway answers and cuts every time with no record: not_running once the window passes (it looped for good)", async () => {
+    let answers = 0;
+    const url = await serve((_req, res) => {
+      answers++;
+      res.writeHead(200, { "content-type": "application/x-ndjson", "x-sandgate-generation": "1" });
+      res.write("\n", () => res.socket?.destroy());
+    });
+    const got: unknown[] = [];
+    const read = async (): Promise<unknown> => {
+      for await (const r of readLogs(() => new Transport({ url, token: "t" }), "sb", { resumeWindowMs: SHORT_MS })) got.push(r);
+      return "ended";
+    };
+    const err = await read().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SandgateError);
+    expect((err as SandgateError).code).toBe("not_running");
+    expect((err as SandgateError).message).toMatch(/^the log stream broke and the gateway did not come back within 0\.3 s: /);
+    expect([answers > 1, got]).toEqual([true, []]);
   });
 });
