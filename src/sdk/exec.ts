@@ -95,7 +95,9 @@ export class ExecSession {
     this.exit.catch(() => undefined);
     if (!t.url) throw t.notRunning();
     const url = `${t.url.replace(/^http/, "ws")}/v1/sandboxes/${encodeURIComponent(sandbox)}/exec?${execQuery(req).toString()}`;
-    this.#ws = new WebSocket(url, { headers: t.authHeader(), perMessageDeflate: false });
+    // A gateway (or Docker behind it) that never answers the upgrade must not hold the
+    // caller for good: the handshake has the request deadline.
+    this.#ws = new WebSocket(url, { headers: t.authHeader(), perMessageDeflate: false, handshakeTimeout: t.timeoutMs });
     const ws = this.#ws;
 
     ws.on("unexpected-response", (request, res) => {

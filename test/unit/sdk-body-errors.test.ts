@@ -11,6 +11,7 @@ import { GatewayClient } from "../../src/cli/client.js";
 import { CliError } from "../../src/cli/errors.js";
 import { EXIT } from "../../src/sdk/errors.js";
 import { SandboxFiles } from "../../src/sdk/files.js";
+import { exec } from "../../src/sdk/exec.js";
 import { readLogs } from "../../src/sdk/logs.js";
 import { SandgateError } from "../../src/sdk/index.js";
 import { SandboxPolicy } from "../../src/sdk/policy.js";
@@ -168,5 +169,18 @@ describe("a log read without follow", () => {
     expect((err as SandgateError).code).toBe("not_running");
     expect((err as SandgateError).message).toMatch(/^the log stream broke and the gateway did not come back within 0\.3 s: /);
     expect([answers > 1, got]).toEqual([true, []]);
+  });
+});
+
+describe("an exec whose upgrade is never answered", () => {
+  it("fails with connection_lost once the request deadline passes (it waited for good)", async () => {
+    const s = createServer();
+    servers.push(s);
+    s.on("upgrade", () => undefined); // holds the socket, answers nothing
+    await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+    const err = await failure(exec(new Transport({ url, token: "t", requestTimeoutMs: SHORT_MS }), "sb", ["true"]));
+    expect(err.code).toBe("connection_lost");
+    expect(err.message).toMatch(/handshake has timed out/);
   });
 });
