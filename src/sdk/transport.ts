@@ -179,7 +179,6 @@ export class Transport {
       });
       req.on("error", (err: Error & { code?: string }) => {
         if (answered) return;
-        if (err.name === "AbortError") return reject(err);
         if (err.code === "ECONNREFUSED" || err.code === "ENOENT") return reject(this.notRunning(err.code));
         reject(this.#failed(err, o.what));
       });
