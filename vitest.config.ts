@@ -9,5 +9,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 180_000,
     globalSetup: ["test/support/global-setup.ts"],
+    setupFiles: ["test/support/no-leak-warnings.ts"],
   },
 });

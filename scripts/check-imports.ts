@@ -2,13 +2,19 @@
 // rules, checked on every module under src/.
 //   1. No import cycle, type-only imports included.
 //   2. Contracts import no implementation: src/driver/contract.ts and src/protocol/
-//      import only pure vocabulary (src/lifecycle, src/policy) and each other.
+//      import only pure vocabulary (src/lifecycle, src/policy) and each other; the API's
+//      contracts (its request and response schemas, route table and OpenAPI document,
+//      src/files/api.ts) import only that vocabulary, src/util, src/version.ts and each other.
 //   3. Pure modules stay pure: src/lifecycle, src/policy and src/util import
 //      nothing of the gateway, drivers, store, CLI or supervisor.
 //   4. The supervisor (bundled alone into its image) imports only src/supervisor,
 //      src/protocol, src/policy and src/util.
 //   5. Nothing imports the CLI but the CLI; nothing outside src/gateway imports the
 //      gateway, except the CLI (which starts it) and the Docker driver's home lookup.
+//   6. The SDK (src/sdk, what a program imports) imports only itself, the pure
+//      modules, src/files and the gateway's home lookup: never the CLI or the gateway.
+//   7. The MCP server (src/mcp) imports only itself, the SDK and the pure modules: it
+//      reaches the gateway as a client, never through the gateway's or the CLI's code.
 // Prints every violation and exits 1 if there is one.
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -24,18 +30,20 @@ function walk(dir: string): string[] {
   });
 }
 
-const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g;
+// `import … from "./x"`, `export … from "./x"`, a bare `import "./x"` (for its side
+// effects: a dependency all the same) and `import("./x")`.
+const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*["'](\.{1,2}\/[^"']+)["']|(?:^|\n)\s*import\s*["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g;
+
+/** The relative specifiers a module's text imports, in order. */
+export function importsOf(text: string): string[] {
+  return [...text.matchAll(IMPORT)].map((m) => (m[1] ?? m[2] ?? m[3])!);
+}
 
 /** Module → the modules it imports (repo-relative paths, .ts). */
 export function importGraph(files: string[]): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const file of files) {
-    const text = readFileSync(file, "utf8");
-    const deps: string[] = [];
-    for (const m of text.matchAll(IMPORT)) {
-      const spec = m[1] ?? m[2]!;
-      deps.push(relative(ROOT, resolve(dirname(file), spec.replace(/\.js$/, ".ts"))));
-    }
+    const deps = importsOf(readFileSync(file, "utf8")).map((spec) => relative(ROOT, resolve(dirname(file), spec.replace(/\.js$/, ".ts"))));
     graph.set(relative(ROOT, file), deps);
   }
   return graph;
@@ -78,10 +86,16 @@ interface Rule {
 
 const under = (...dirs: string[]) => (p: string): boolean => dirs.some((d) => p.startsWith(`src/${d}/`) || p === `src/${d}.ts`);
 
+/** The API's contracts: what the OpenAPI document is generated from. */
+export const API_CONTRACTS = ["src/gateway/api/schemas.ts", "src/gateway/api/responses.ts", "src/gateway/api/routes.ts", "src/gateway/api/openapi.ts", "src/files/api.ts", "src/version.ts"];
+
 export const RULES: Rule[] = [
   { name: "contracts import no implementation", from: (m) => m === "src/driver/contract.ts" || under("protocol")(m), allowed: under("lifecycle", "policy", "protocol") },
+  { name: "API contracts import no implementation", from: (m) => API_CONTRACTS.includes(m), allowed: (d) => under("lifecycle", "policy", "util")(d) || API_CONTRACTS.includes(d) },
   { name: "pure modules stay pure", from: under("lifecycle", "policy", "util"), allowed: under("lifecycle", "policy", "util") },
   { name: "the supervisor is self-contained", from: under("supervisor"), allowed: under("supervisor", "protocol", "policy", "util") },
+  { name: "the SDK stands alone", from: under("sdk"), allowed: (d) => under("sdk", "files", "lifecycle", "policy", "util")(d) || d === "src/gateway/home.ts" },
+  { name: "the MCP server is a client of the SDK", from: under("mcp"), allowed: under("mcp", "sdk", "lifecycle", "policy", "util", "version") },
   { name: "only the CLI imports the CLI", from: (m) => !under("cli")(m), allowed: (d) => !under("cli")(d) },
   {
     name: "the gateway is imported only by itself and the CLI",

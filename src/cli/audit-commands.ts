@@ -30,6 +30,13 @@ interface AuditView {
     activity?: string;
     bytesOut?: number;
     bytesIn?: number;
+    /** decision "policy": a policy set directly ("policy_set"), or a proposal and what happened to it ("policy_proposal"). */
+    type?: string;
+    action?: string;
+    proposal?: string;
+    by?: string;
+    revision?: number;
+    note?: string;
   };
 }
 
@@ -42,7 +49,7 @@ interface Options {
   json?: boolean;
 }
 
-const DECISIONS = ["allow", "deny", "would_deny", "dropped"];
+const DECISIONS = ["allow", "deny", "would_deny", "dropped", "policy"];
 /** How often --follow asks for new records. */
 const FOLLOW_POLL_MS = 1000;
 const PAGE_SIZE = 1000;
@@ -60,6 +67,7 @@ function since(v: string): string {
 const target = (a: AuditView): string => {
   const e = a.event;
   if (a.decision === "dropped") return "(records dropped by the gateway's rate limit)";
+  if (a.decision === "policy") return `${e.type === "policy_set" ? "policy" : `policy proposal ${e.proposal ?? "?"}`} ${e.action ?? "?"}${e.revision === undefined ? "" : ` (revision ${e.revision})`}`;
   const what = `${e.method ?? (e.protocol ?? "").toUpperCase()} ${e.host ?? "?"}:${e.port ?? "?"}${e.path ?? ""}`;
   return e.activity === "close" ? `${what} (closed)` : what;
 };
@@ -80,12 +88,12 @@ const row = (a: AuditView): string[] => [
   String(a.count),
   target(a),
   a.event.bytesOut === undefined && a.event.bytesIn === undefined ? "-" : `${size(a.event.bytesOut)}/${size(a.event.bytesIn)}`,
-  a.event.lockdown ?? a.event.reason ?? a.event.rule ?? "-",
+  a.decision === "policy" ? [`by ${a.event.by ?? "?"}`, a.event.note ?? a.event.reason].filter(Boolean).join(": ") : (a.event.lockdown ?? a.event.reason ?? a.event.rule ?? "-"),
 ];
 
 export function auditCommand(global: () => Common): Command {
   return new Command("audit")
-    .description("show a sandbox's egress decisions: allow, deny, would_deny (audit mode), dropped (repeats are counted, not repeated)")
+    .description("show a sandbox's egress decisions: allow, deny, would_deny (audit mode), dropped (repeats are counted, not repeated); and policy: proposals and their decisions")
     .argument("<name>", "sandbox name or id")
     .option("--tail <n>", "only the last N records (default 100; with --follow, where to start)", intArg("--tail", PAGE))
     .option("--after <seq>", "records after this sequence number (all of them, page by page)", intArg("--after", SEQ))
@@ -93,7 +101,7 @@ export function auditCommand(global: () => Common): Command {
     .option("--decision <d>", `only one decision: ${DECISIONS.join(", ")}`, decision)
     .option("-f, --follow", "keep printing new records as they arrive (Ctrl-C stops)")
     .option("--json", "one OCSF event per line (JSON lines)")
-    .addHelpText("after", "\nA request is recorded once it is over, with its bytes and duration; a tunnel when it opens and when it closes.\n--json prints OCSF 1.3 HTTP Activity (4002) and Network Activity (4001) events; Sandgate's own fields are under \"unmapped\".")
+    .addHelpText("after", "\nA request is recorded once it is over, with its bytes and duration; a tunnel when it opens and when it closes.\n--json prints OCSF 1.3 HTTP Activity (4002) and Network Activity (4001) events, and API Activity (6003) for policy proposals; Sandgate's own fields are under \"unmapped\".")
     .action(async (name: string, o: Options) => {
       const client = new GatewayClient(global());
       const path = `/v1/sandboxes/${encodeURIComponent(name)}/audit`;

@@ -3,7 +3,7 @@
 // for what lands where, streamed both ways (never held), through the gateway's
 // files API (src/files/api.ts). `-` is a tar on stdin or stdout.
 
-import { request, type IncomingMessage } from "node:http";
+import type { IncomingMessage } from "node:http";
 import { lstatSync, realpathSync, statSync, type Stats } from "node:fs";
 import { basename, dirname, resolve } from "node:path";
 import { Command } from "commander";
@@ -12,10 +12,11 @@ import { CopyRefused } from "../files/members.js";
 import { WORKSPACE, baseOf, checkSandboxPath, parentOf, shownPath } from "../files/sandbox-path.js";
 import { TarFormatError, toBytes } from "../files/tar-format.js";
 import { formatBytes } from "../lifecycle/disk-size.js";
-import { GatewayClient } from "./client.js";
+import { GatewayClient, asCliAsync } from "./client.js";
 import { errnoText, packLocal, unpackLocal, type Progress } from "./cp-local.js";
-import { CliError, EXIT, exitCodeForApi } from "./errors.js";
+import { CliError, EXIT, cliErrorOf, exitCodeForApi } from "./errors.js";
 import { printJson } from "./format.js";
+import { drained } from "../util/drained.js";
 
 interface Common {
   home?: string;
@@ -55,12 +56,7 @@ export function parseCpArg(arg: string): { remote: RemoteSpec } | { local: strin
   return { remote: { sandbox: m[1]!, path: p.path, dirOnly: p.dirOnly, contents: p.contents, text: arg } };
 }
 
-function notRunning(client: GatewayClient, err: Error & { code?: string }): CliError {
-  if (err.code === "ECONNREFUSED" || err.code === "ENOENT") {
-    return new CliError(`the gateway is not running at ${client.url}: ${err.code}; start it with: sandgate gateway start`, EXIT.unreachable);
-  }
-  return new CliError(`the gateway at ${client.url} closed the connection during the copy (${err.code ?? err.message}); see its log`);
-}
+const filesPath = (sandbox: string, path: string): string => `/v1/sandboxes/${encodeURIComponent(sandbox)}/files?path=${encodeURIComponent(path)}`;
 
 async function apiError(res: IncomingMessage): Promise<CliError> {
   const chunks: Buffer[] = [];
@@ -158,13 +154,7 @@ async function download(client: GatewayClient, src: RemoteSpec, dest: string, o:
       fileOnly = st !== null;
     }
   }
-  const headers = { ...client.authHeader() };
-  const url = new URL(`${client.url}/v1/sandboxes/${encodeURIComponent(src.sandbox)}/files?path=${encodeURIComponent(src.path)}`);
-  const res = await new Promise<IncomingMessage>((resolveRes, reject) => {
-    const req = request(url, { method: "GET", headers }, resolveRes);
-    req.on("error", (err) => reject(notRunning(client, err)));
-    req.end();
-  });
+  const res = await asCliAsync(client.transport.stream("GET", filesPath(src.sandbox, src.path), { what: "the copy" }));
   if (res.statusCode !== 200) throw await apiError(res);
   const show = progressLine(o.progress ?? process.stderr.isTTY, `copying from ${src.text}:`);
   let aborted = false;
@@ -192,7 +182,7 @@ async function download(client: GatewayClient, src: RemoteSpec, dest: string, o:
         const chunk = c as Buffer;
         bytes += chunk.length;
         show.progress.bytes = bytes;
-        if (!process.stdout.write(chunk)) await new Promise<void>((r) => process.stdout.once("drain", r));
+        if (!process.stdout.write(chunk)) await drained(process.stdout);
       }
       const f = failure();
       if (f) throw f;
@@ -270,38 +260,19 @@ async function upload(client: GatewayClient, src: string, dst: RemoteSpec, o: Cp
     source = packed.stream;
     counts = () => ({ entries: packed.stats.entries, bytes: packed.stats.bytes, skipped: packed.stats.skipped.length });
   }
-  const url = new URL(`${client.url}/v1/sandboxes/${encodeURIComponent(dst.sandbox)}/files?path=${encodeURIComponent(dir)}`);
   let answer: TransferResultView;
   try {
-    answer = await new Promise<TransferResultView>((resolveAnswer, reject) => {
-      let answered = false;
-      const req = request(url, { method: "PUT", headers: { ...client.authHeader(), "content-type": TAR_MEDIA_TYPE, "transfer-encoding": "chunked" } });
-      req.on("response", (res) => {
-        answered = true;
-        // An early answer is a refusal: stop sending.
-        void (async () => {
-          if (res.statusCode !== 200) return reject(await apiError(res));
-          const chunks: Buffer[] = [];
-          for await (const c of res) chunks.push(c as Buffer);
-          resolveAnswer(JSON.parse(Buffer.concat(chunks).toString()) as TransferResultView);
-        })().catch(reject);
-      });
-      req.on("error", (err) => {
-        if (!answered) reject(notRunning(client, err));
-      });
-      void (async () => {
-        try {
-          for await (const c of source) {
-            if (answered || req.destroyed) return;
-            if (!req.write(c)) await new Promise<void>((r) => { req.once("drain", r); req.once("close", r); });
-          }
-          req.end();
-        } catch (err) {
-          req.destroy();
-          reject(cliError(err));
-        }
-      })();
-    });
+    let res: IncomingMessage;
+    try {
+      res = await client.transport.stream("PUT", filesPath(dst.sandbox, dir), { headers: { "content-type": TAR_MEDIA_TYPE, "transfer-encoding": "chunked" }, body: source, what: "the copy" });
+    } catch (err) {
+      throw cliError(cliErrorOf(err));
+    }
+    // An early answer is a refusal: the transport stopped sending.
+    if (res.statusCode !== 200) throw await apiError(res);
+    const chunks: Buffer[] = [];
+    for await (const c of res) chunks.push(c as Buffer);
+    answer = JSON.parse(Buffer.concat(chunks).toString()) as TransferResultView;
   } finally {
     show.stop();
   }

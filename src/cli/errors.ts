@@ -1,16 +1,8 @@
-// Exit codes scripts can rely on, and the error type that carries them.
+// Exit codes scripts can rely on (the SDK's, src/sdk/errors.ts), and the error type that carries them.
 
-export const EXIT = {
-  ok: 0,
-  failed: 1, // the gateway reported an error, or the sandbox ended in Error
-  usage: 2, // bad arguments or invalid input
-  unreachable: 3, // no gateway answering
-  notFound: 4,
-  conflict: 5, // not allowed in the current phase, or the name is taken
-  timeout: 6,
-  unauthorized: 7,
-  denied: 8, // `policy check`: the policy denies the request
-} as const;
+import { EXIT, SandgateError, exitCodeForApi } from "../sdk/errors.js";
+
+export { EXIT, exitCodeForApi };
 
 export class CliError extends Error {
   override readonly name = "CliError";
@@ -22,16 +14,7 @@ export class CliError extends Error {
   }
 }
 
-const BY_API_CODE: Record<string, number> = {
-  invalid_request: EXIT.usage,
-  too_large: EXIT.usage,
-  unauthorized: EXIT.unauthorized,
-  not_found: EXIT.notFound,
-  already_exists: EXIT.conflict,
-  not_allowed: EXIT.conflict,
-  stale_generation: EXIT.conflict,
-};
-
-export function exitCodeForApi(code: string): number {
-  return BY_API_CODE[code] ?? EXIT.failed;
+/** The CLI's form of an SDK failure: the same one line and exit code; anything else as it is. */
+export function cliErrorOf(err: unknown): unknown {
+  return err instanceof SandgateError ? new CliError(err.message, err.exitCode) : err;
 }

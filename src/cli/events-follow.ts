@@ -4,12 +4,13 @@
 // client that fell behind, or a gateway restart no event is printed twice or lost.
 // It ends with the sandbox's `deleted` event, or on Ctrl-C.
 
+import { sseFrames } from "../sdk/sse.js";
 import type { GatewayClient } from "./client.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
 import type { EventView } from "./views.js";
 
-/** One SSE frame at most (an event and its sandbox's view, whose spec is bounded by the 2 MiB create body). */
-export const FRAME_MAX_BYTES = 8 * 1024 * 1024;
+export { FRAME_MAX_BYTES, sseFrames, type Frame } from "../sdk/sse.js";
+
 /** Waits between attempts while the gateway does not answer: from the first, doubling to the last. */
 const RETRY_MS = { first: 200, max: 5_000 };
 /** What a failed connection attempt is (client.raw: no listener, cut, no answer in time): worth another. */
@@ -30,28 +31,6 @@ export interface FollowOptions {
 }
 
 export type FollowEnd = "deleted" | "gone" | "interrupted";
-
-export interface Frame {
-  event: string;
-  data: string;
-}
-
-/** The frames of an SSE body; a frame over FRAME_MAX_BYTES ends the stream with an error. */
-export async function* sseFrames(body: AsyncIterable<Uint8Array>): AsyncGenerator<Frame> {
-  const decoder = new TextDecoder();
-  let buf = "";
-  for await (const chunk of body) {
-    buf += decoder.decode(chunk, { stream: true });
-    let i: number;
-    while ((i = buf.indexOf("\n\n")) >= 0) {
-      const lines = buf.slice(0, i).split("\n");
-      buf = buf.slice(i + 2);
-      const data = lines.find((l) => l.startsWith("data: "));
-      if (data) yield { event: lines.find((l) => l.startsWith("event: "))?.slice(7) ?? "message", data: data.slice(6) };
-    }
-    if (buf.length > FRAME_MAX_BYTES) throw new Error(`a watch frame is over ${FRAME_MAX_BYTES} bytes`);
-  }
-}
 
 const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
   new Promise((resolve) => {

@@ -1,17 +1,13 @@
 // `sandgate sandbox exec NAME -- CMD...` and `sandgate sandbox connect NAME`:
-// a WebSocket to the gateway, which runs the exec. stdout and stderr stay
+// an exec session of the SDK (src/sdk/exec.ts), which the gateway runs. stdout and stderr stay
 // separate; the exit code is the command's own.
 
 import { Command } from "commander";
-import WebSocket from "ws";
 import { checkExecArgv } from "../gateway/api/schemas.js";
-import { GatewayClient } from "./client.js";
-import { CliError, EXIT, exitCodeForApi } from "./errors.js";
+import { ExecSession, type ExecRequest, type ExecSignal } from "../sdk/exec.js";
+import { GatewayClient, asCli } from "./client.js";
+import { CliError, EXIT, cliErrorOf } from "./errors.js";
 import { addExecFlags, execRequest, execStatusCommand, forwardSignals, runDetached, signalNumber, type ExecFlags } from "./exec-options.js";
-
-const STDIN = 0;
-const STDOUT = 1;
-const STDERR = 2;
 
 interface Common {
   home?: string;
@@ -24,8 +20,8 @@ interface SessionOptions {
   tty: boolean;
   /** Forward our stdin to the process. */
   stdin: boolean;
-  /** More query pairs: env, workdir, user, timeout (exec-options.ts). */
-  query?: [string, string][];
+  /** env, workdir, user, timeout (exec-options.ts). */
+  request?: Omit<ExecRequest, "cmd" | "tty" | "size">;
 }
 
 function runSession(client: GatewayClient, o: SessionOptions): Promise<number> {
@@ -36,103 +32,65 @@ function runSession(client: GatewayClient, o: SessionOptions): Promise<number> {
   const over = checkExecArgv(o.cmd);
   if (over) return Promise.reject(new CliError(over.replace(/^cmd: /, ""), EXIT.usage));
   if (!client.url) return client.request("GET", "/v1/status").then(() => 1); // raises "not running"
-  const q = new URLSearchParams();
-  for (const c of o.cmd) q.append("cmd", c);
-  q.set("tty", o.tty ? "1" : "0");
-  for (const [k, v] of o.query ?? []) q.append(k, v);
-  if (o.tty && process.stdout.isTTY) {
-    q.set("cols", String(process.stdout.columns));
-    q.set("rows", String(process.stdout.rows));
-  }
-  const url = `${client.url.replace(/^http/, "ws")}/v1/sandboxes/${encodeURIComponent(o.name)}/exec?${q.toString()}`;
-  const ws = new WebSocket(url, { headers: client.authHeader(), perMessageDeflate: false });
+  const size = o.tty && process.stdout.isTTY ? { cols: process.stdout.columns, rows: process.stdout.rows } : undefined;
+  const req: ExecRequest = { ...o.request, cmd: o.cmd, tty: o.tty, ...(size ? { size } : {}) };
 
-  return new Promise<number>((resolve, reject) => {
-    let exit: number | undefined;
-    let restoreTty = (): void => undefined;
-    let unforward = (): void => undefined;
-    const finish = (fn: () => void): void => {
-      unforward();
-      restoreTty();
-      process.stdin.pause();
-      fn();
-    };
-
-    ws.on("unexpected-response", (_req, res) => {
-      let body = "";
-      res.on("data", (b: Buffer) => (body += b.toString()));
-      res.on("end", () => {
-        try {
-          const err = (JSON.parse(body) as { error: { code: string; message: string } }).error;
-          finish(() => reject(new CliError(err.message, exitCodeForApi(err.code))));
-        } catch {
-          const text = body.trim().slice(0, 200);
-          finish(() => reject(new CliError(`exec refused with HTTP ${res.statusCode ?? "?"} ${res.statusMessage ?? ""}${text ? `: ${text}` : " (no explanation)"}`)));
-        }
-      });
-    });
-    ws.on("error", (err: Error & { code?: string }) => {
-      const unreachable = err.code === "ECONNREFUSED" || err.code === "ENOENT";
-      finish(() =>
-        reject(
-          unreachable
-            ? new CliError(`the gateway is not running at ${client.url}: ${err.code}; start it with: sandgate gateway start`, EXIT.unreachable)
-            : new CliError(`exec connection failed: ${err.message}`),
-        ),
-      );
-    });
-    ws.on("open", () => {
-      // Signals go to the command; with a terminal, Ctrl-C is a byte it sends like any key.
-      unforward = forwardSignals(
-        (sig) => ws.send(JSON.stringify({ type: "signal", signal: sig })),
-        (code) => {
-          exit = code;
-          ws.close();
+  let restoreTty = (): void => undefined;
+  let unforward = (): void => undefined;
+  const finish = (): void => {
+    unforward();
+    restoreTty();
+    process.stdin.pause();
+  };
+  const session: ExecSession = asCli(
+    () =>
+      new ExecSession(client.transport, o.name, req, {
+        onOpen: () => {
+          // Signals go to the command; with a terminal, Ctrl-C is a byte it sends like any key.
+          unforward = forwardSignals(
+            (sig) => session.signal(sig as ExecSignal),
+            (code) => session.close(code),
+          );
+          if (o.tty && process.stdin.isTTY) {
+            process.stdin.setRawMode(true);
+            restoreTty = () => process.stdin.setRawMode(false);
+            const resize = (): void => session.resize(process.stdout.columns, process.stdout.rows);
+            process.stdout.on("resize", resize);
+            const prev = restoreTty;
+            restoreTty = () => {
+              process.stdout.off("resize", resize);
+              prev();
+            };
+          }
+          if (o.stdin) {
+            process.stdin.on("data", (chunk: Buffer) => void session.write(chunk));
+            process.stdin.on("end", () => session.end());
+            process.stdin.resume();
+          } else {
+            session.end();
+          }
         },
-      );
-      if (o.tty && process.stdin.isTTY) {
-        process.stdin.setRawMode(true);
-        restoreTty = () => process.stdin.setRawMode(false);
-        const resize = (): void => ws.send(JSON.stringify({ type: "resize", cols: process.stdout.columns, rows: process.stdout.rows }));
-        process.stdout.on("resize", resize);
-        const prev = restoreTty;
-        restoreTty = () => {
-          process.stdout.off("resize", resize);
-          prev();
-        };
-      }
-      if (o.stdin) {
-        process.stdin.on("data", (chunk: Buffer) => ws.send(Buffer.concat([Buffer.of(STDIN), chunk])));
-        process.stdin.on("end", () => ws.send(JSON.stringify({ type: "eof" })));
-        process.stdin.resume();
-      } else {
-        ws.send(JSON.stringify({ type: "eof" }));
-      }
-    });
-    ws.on("message", (data: Buffer, isBinary: boolean) => {
-      if (isBinary) {
-        if (data[0] === STDOUT) process.stdout.write(data.subarray(1));
-        else if (data[0] === STDERR) process.stderr.write(data.subarray(1));
-        return;
-      }
-      const msg = JSON.parse(data.toString()) as { type: string; code?: number; message?: string; signal?: string };
-      if (msg.type === "exit") exit = msg.code;
-      else if (msg.type === "error") process.stderr.write(`sandgate: ${msg.message ?? "exec error"}\n`);
-      else if (msg.type === "signal-failed") {
-        // The command could not be told: stop waiting for it, as a shell's job would have ended.
-        process.stderr.write(`sandgate: SIG${msg.signal ?? "?"} was not delivered: ${msg.message ?? "unknown error"}; the command may still run\n`);
-        exit = 128 + signalNumber(msg.signal ?? "");
-        ws.close();
-      }
-    });
-    ws.on("close", () => {
-      if (exit !== undefined) {
-        const code = exit;
-        // Let stdout drain before the exit code is returned.
-        process.stdout.write("", () => finish(() => resolve(code)));
-      } else finish(() => reject(new CliError("the exec session ended without an exit code (gateway or sandbox went away)")));
-    });
-  });
+        onStdout: (chunk) => void process.stdout.write(chunk),
+        onStderr: (chunk) => void process.stderr.write(chunk),
+        onError: (message) => process.stderr.write(`sandgate: ${message}\n`),
+        onSignalFailed: (sig, message) => {
+          // The command could not be told: stop waiting for it, as a shell's job would have ended.
+          process.stderr.write(`sandgate: SIG${sig} was not delivered: ${message}; the command may still run\n`);
+          session.close(128 + signalNumber(sig));
+        },
+      }),
+  );
+  return session.exit.then(
+    // Let stdout drain before the exit code is returned.
+    (code) => new Promise<number>((resolve) => process.stdout.write("", () => {
+      finish();
+      resolve(code);
+    })),
+    (err: unknown) => {
+      finish();
+      throw cliErrorOf(err);
+    },
+  );
 }
 
 export function execCommands(sandbox: Command, global: () => Common): void {
@@ -149,9 +107,9 @@ export function execCommands(sandbox: Command, global: () => Common): void {
     .action(async (name: string, cmd: string[], o: ExecFlags & { interactive?: boolean; tty?: boolean }) => {
       const client = new GatewayClient(global());
       if (o.detach) return runDetached(client, name, cmd, o);
-      const { query } = execRequest(o);
+      const { request } = execRequest(o);
       const forwardStdin = !process.stdin.isTTY || !!o.interactive;
-      process.exitCode = await runSession(client, { name, cmd, tty: !!o.tty, stdin: forwardStdin, query });
+      process.exitCode = await runSession(client, { name, cmd, tty: !!o.tty, stdin: forwardStdin, request });
     });
   execStatusCommand(sandbox, global);
 

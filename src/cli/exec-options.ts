@@ -5,6 +5,7 @@
 import { Command } from "commander";
 import { EXEC_TIMEOUT_RANGE, checkExecEnv, checkWorkdir } from "../lifecycle/process-input.js";
 import { secondsArg } from "./args.js";
+import type { ExecRequest } from "../sdk/exec.js";
 import { GatewayClient } from "./client.js";
 import { envPairArg, mergeEnv } from "./env-file.js";
 import { CliError, EXIT } from "./errors.js";
@@ -31,8 +32,8 @@ export function addExecFlags(cmd: Command): Command {
     .option("--json", "with --detach: print the exec as JSON");
 }
 
-/** The options as the gateway takes them (query pairs for the WebSocket, fields for a detached exec); usage errors first. */
-export function execRequest(o: ExecFlags): { query: [string, string][]; body: Record<string, unknown> } {
+/** The options as the gateway takes them (the SDK's request for the WebSocket, fields for a detached exec); usage errors first. */
+export function execRequest(o: ExecFlags): { request: Omit<ExecRequest, "cmd" | "tty" | "size">; body: Record<string, unknown> } {
   const env = mergeEnv(o.envFile, o.env);
   const badEnv = checkExecEnv(env);
   if (badEnv) throw new CliError(badEnv, EXIT.usage);
@@ -40,19 +41,16 @@ export function execRequest(o: ExecFlags): { query: [string, string][]; body: Re
     const bad = checkWorkdir(o.workdir);
     if (bad) throw new CliError(`-w: ${bad}`, EXIT.usage);
   }
-  const query: [string, string][] = Object.entries(env).map(([k, v]) => ["env", `${k}=${v}`]);
+  const request: Omit<ExecRequest, "cmd" | "tty" | "size"> = {};
   const body: Record<string, unknown> = {};
-  if (query.length > 0) body.env = { ...env };
-  for (const [key, value] of [
-    ["workdir", o.workdir],
-    ["user", o.user],
-    ["timeout", o.timeout === undefined ? undefined : String(o.timeout)],
-  ] as const) {
-    if (value === undefined) continue;
-    query.push([key, value]);
-    body[key] = value;
+  if (Object.keys(env).length > 0) {
+    request.env = env;
+    body.env = { ...env };
   }
-  return { query, body };
+  if (o.workdir !== undefined) request.cwd = body.workdir = o.workdir;
+  if (o.user !== undefined) request.user = body.user = o.user;
+  if (o.timeout !== undefined) request.timeout = body.timeout = String(o.timeout);
+  return { request, body };
 }
 
 export interface DetachedExecView {

@@ -19,6 +19,7 @@ import { formatSize, parseByteSize } from "../util/byte-size.js";
 
 const LOG_STREAMS = { min: 1, max: 100_000 };
 import { DEFAULT_DETACHED_EXECS, DETACHED_EXECS_RANGE } from "../gateway/sandboxes/detached-execs.js";
+import { DEFAULT_PROPOSAL_LIMITS, PROPOSALS_KEPT_RANGE, PROPOSALS_PENDING_RANGE } from "../gateway/sandboxes/policy-proposals.js";
 
 interface Common {
   home?: string;
@@ -71,13 +72,15 @@ export function gatewayCommands(global: () => Common): Command {
     .option("--container-log-files <n>", `log files kept per container, so at most size × files of output (${CONTAINER_LOG_LIMITS.files.min}-${CONTAINER_LOG_LIMITS.files.max}; env SANDGATE_CONTAINER_LOG_FILES; default ${DEFAULT_CONTAINER_LOG.files})`)
     .option("--log-streams <n>", `log streams (sandbox logs) open at once; more are refused (${LOG_STREAMS.min}-${LOG_STREAMS.max}; env SANDGATE_LOG_STREAMS; default ${DEFAULT_LOG_LIMITS.maxStreams})`)
     .option("--detached-execs <n>", `detached execs (exec --detach) kept per sandbox; when every one is running, another is refused (${DETACHED_EXECS_RANGE.min}-${DETACHED_EXECS_RANGE.max}; env SANDGATE_DETACHED_EXECS; default ${DEFAULT_DETACHED_EXECS})`)
+    .option("--proposals-pending <n>", `pending policy proposals per sandbox; past it a new one is refused until a person decides one (${PROPOSALS_PENDING_RANGE.min}-${PROPOSALS_PENDING_RANGE.max}; env SANDGATE_PROPOSALS_PENDING; default ${DEFAULT_PROPOSAL_LIMITS.pending})`)
+    .option("--proposals-kept <n>", `decided policy proposals kept per sandbox, the most recently decided (${PROPOSALS_KEPT_RANGE.min}-${PROPOSALS_KEPT_RANGE.max}; env SANDGATE_PROPOSALS_KEPT; default ${DEFAULT_PROPOSAL_LIMITS.kept})`)
     .option(
       "--resolver <addr>",
       "a DNS server supervisors ask directly, IP[:port] (repeatable; env SANDGATE_RESOLVERS; default: the host's /etc/resolv.conf)",
       (v: string, prev: string[]) => [...prev, v],
       [] as string[],
     )
-    .action(async (raw: { port: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string; containerLogSize?: string; containerLogFiles?: string; logStreams?: string; detachedExecs?: string }) => {
+    .action(async (raw: { port: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string; containerLogSize?: string; containerLogFiles?: string; logStreams?: string; detachedExecs?: string; proposalsPending?: string; proposalsKept?: string }) => {
       // Every setting is checked before anything starts: flag, else environment, else default.
       const env = process.env;
       const o = {
@@ -91,6 +94,10 @@ export function gatewayCommands(global: () => Common): Command {
         ),
         uidBase: resolveUidBase(raw.uidBase),
         detachedExecs: setting(() => fromFlagOrEnv({ name: "--detached-execs", value: raw.detachedExecs }, { name: "SANDGATE_DETACHED_EXECS", value: env.SANDGATE_DETACHED_EXECS }, DEFAULT_DETACHED_EXECS, (w, r) => parseInteger(w, r, DETACHED_EXECS_RANGE))),
+        proposals: {
+          pending: setting(() => fromFlagOrEnv({ name: "--proposals-pending", value: raw.proposalsPending }, { name: "SANDGATE_PROPOSALS_PENDING", value: env.SANDGATE_PROPOSALS_PENDING }, DEFAULT_PROPOSAL_LIMITS.pending, (w, r) => parseInteger(w, r, PROPOSALS_PENDING_RANGE))),
+          kept: setting(() => fromFlagOrEnv({ name: "--proposals-kept", value: raw.proposalsKept }, { name: "SANDGATE_PROPOSALS_KEPT", value: env.SANDGATE_PROPOSALS_KEPT }, DEFAULT_PROPOSAL_LIMITS.kept, (w, r) => parseInteger(w, r, PROPOSALS_KEPT_RANGE))),
+        },
         resolver: raw.resolver,
         audit: {
           rate: setting(() => fromFlagOrEnv({ name: "--audit-rate", value: raw.auditRate }, { name: "SANDGATE_AUDIT_RATE", value: env.SANDGATE_AUDIT_RATE }, 50, (w, r) => parseInteger(w, r, AUDIT_RATE))),
@@ -120,7 +127,7 @@ export function gatewayCommands(global: () => Common): Command {
       }
       if (raw.detach) return detach(paths.dir, paths.log, o);
       const { runGatewayForeground } = await import("./gateway-run.js");
-      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor, containerLog: o.containerLog, logStreams: o.logStreams, detachedExecs: o.detachedExecs, files: o.files });
+      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor, containerLog: o.containerLog, logStreams: o.logStreams, detachedExecs: o.detachedExecs, proposals: o.proposals, files: o.files });
     });
 
   gw.command("status")
@@ -233,11 +240,11 @@ function readable(line: string): string {
  * showing its start-up steps from the log as they come. When it exits first,
  * say so at once with the last lines it logged.
  */
-async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number }; containerLog: { maxBytes: number; files: number }; logStreams: number; detachedExecs: number }): Promise<void> {
+async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number }; containerLog: { maxBytes: number; files: number }; logStreams: number; detachedExecs: number; proposals: { pending: number; kept: number } }): Promise<void> {
   ensureHomeDir(resolveHome(homeDir));
   const out = openSync(logPath, "a");
   const from = statSync(logPath).size;
-  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb), "--container-log-size", String(o.containerLog.maxBytes), "--container-log-files", String(o.containerLog.files), "--log-streams", String(o.logStreams), "--detached-execs", String(o.detachedExecs)];
+  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb), "--container-log-size", String(o.containerLog.maxBytes), "--container-log-files", String(o.containerLog.files), "--log-streams", String(o.logStreams), "--detached-execs", String(o.detachedExecs), "--proposals-pending", String(o.proposals.pending), "--proposals-kept", String(o.proposals.kept)];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out] });
   let exited: { code: number | null; signal: string | null } | null = null;
   child.once("exit", (code, signal) => (exited = { code, signal }));

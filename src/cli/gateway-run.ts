@@ -10,7 +10,7 @@ import { roleIds } from "../driver/docker/host-ids.js";
 import { portForwardLimitsFromEnv } from "../gateway/api/port-forward-ws.js";
 import type { FilesLimits } from "../gateway/files/limits.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; containerLog?: { maxBytes: number; files: number }; logStreams?: number; detachedExecs?: number; files?: FilesLimits }): Promise<void> {
+export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; containerLog?: { maxBytes: number; files: number }; logStreams?: number; detachedExecs?: number; proposals?: { pending: number; kept: number }; files?: FilesLimits }): Promise<void> {
   let portForward: ReturnType<typeof portForwardLimitsFromEnv>;
   try {
     portForward = portForwardLimitsFromEnv(process.env);
@@ -46,6 +46,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; port: number
         : { audit: { ratePerSecond: opts.audit.rate, burst: Math.max(opts.audit.rate * 4, 200), audit: { perSandbox: opts.audit.keep, maxAgeMs: opts.audit.maxAgeS * 1000 } } }),
       ...(opts.logStreams === undefined ? {} : { logs: { maxStreams: opts.logStreams } }),
       ...(opts.files === undefined ? {} : { files: opts.files }),
+      ...(opts.proposals === undefined ? {} : { proposals: opts.proposals }),
       onProgress: (msg) => log.info({ step: msg }, "preparing"),
     });
   } catch (err) {

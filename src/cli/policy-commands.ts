@@ -10,6 +10,9 @@ import { CliError, EXIT } from "./errors.js";
 import { stringify } from "yaml";
 import { printJson, when } from "./format.js";
 import type { BoundaryView } from "./views.js";
+import { boundaryLine } from "../sdk/policy.js";
+
+export { boundaryLine };
 import { addPolicyTools } from "./policy-tools.js";
 
 interface Common {
@@ -29,13 +32,6 @@ export function readPolicyFile(path: string): string {
   }
   if (bytes.length > POLICY_MAX_BYTES) throw new CliError(`policy ${path} is ${megabytes(bytes.length)}; the limit is 1 MiB`, EXIT.usage);
   return bytes.toString("utf8");
-}
-
-export function boundaryLine(b: BoundaryView | null): string {
-  if (!b) return "-";
-  const beat = b.lastHeartbeatAt ? `last heartbeat ${b.lastHeartbeatAt}` : "no heartbeat";
-  const rev = `enforced revision ${b.enforcedRevision ?? "-"} of desired ${b.desiredRevision ?? "-"}`;
-  return `${b.healthy ? "healthy" : `UNHEALTHY (${b.problem ?? "?"})`}; session ${b.session}; ${beat}; ${rev}`;
 }
 
 /** "; closed 2 connections" (open ones the revision does not allow), or nothing when the supervisor did not say. */
@@ -64,6 +60,8 @@ export function policyCommands(global: () => Common): Command {
         "PUT",
         `/v1/sandboxes/${enc(name)}/policy`,
         body,
+        undefined,
+        o.wait ? o.timeout : undefined,
       );
       if (o.json) printJson(r);
       else process.stdout.write(`${name}  policy revision ${r.revision} accepted${r.enforced ? `; enforced by the supervisor${closedText(r.connectionsClosed)}` : ""}\n`);

@@ -22,13 +22,32 @@ export function readPolicyFile(path: string): string {
   }
 }
 
-function windowLine(w: AuditWindow): string {
+export function windowLine(w: AuditWindow): string {
   if (w.records === 0) return "audit window: no recorded egress";
   const more = w.truncated ? " (older records not read; narrow with --since)" : "";
   return `audit window: ${w.requests} requests in ${w.records} records, ${w.from} to ${w.to}${more}`;
 }
 
 const replayRows = (lines: readonly ReplayLine[]): string[][] => lines.map((l) => [String(l.count), l.lastSeen, l.request, l.because]);
+
+/** `policy diff`'s text: the changes against a revision, rule by rule. */
+export function diffText(r: { revision: number; changes: PolicyChange[] }): string {
+  if (r.changes.length === 0) return `no change against revision ${r.revision}\n`;
+  const out = [`against revision ${r.revision}:`];
+  for (const c of r.changes) out.push(`${c.kind}: ${c.name}`, ...c.lines.map((l) => `  ${l}`));
+  return out.join("\n") + "\n";
+}
+
+/** `policy replay`'s text: the audit window, then what would be newly denied or allowed. */
+export function replayText(r: { window: AuditWindow } & ReplayResult): string {
+  const out = [windowLine(r.window)];
+  out.push(`unchanged: ${r.unchanged.allowed} allowed, ${r.unchanged.denied} denied${r.skipped > 0 ? `; ${r.skipped} lockdown or no-policy denials skipped` : ""}`);
+  for (const [title, lines] of [["newly denied", r.newlyDenied], ["newly allowed", r.newlyAllowed], ["would deny (let through by audit mode)", r.wouldDeny]] as const) {
+    out.push("", `${title}: ${lines.length === 0 ? "none" : ""}`);
+    if (lines.length > 0) out.push(table(["COUNT", "LAST SEEN", "REQUEST", "BECAUSE"], replayRows(lines)));
+  }
+  return out.join("\n") + "\n";
+}
 
 export function addPolicyTools(policy: Command, client: () => GatewayClient): void {
   policy
@@ -56,10 +75,7 @@ export function addPolicyTools(policy: Command, client: () => GatewayClient): vo
     .action(async (name: string, o: { policy: string; json?: boolean }) => {
       const r = await client().request<{ revision: number; changes: PolicyChange[] }>("POST", `/v1/sandboxes/${enc(name)}/policy/diff`, { policy: readPolicyFile(o.policy) });
       if (o.json) return printJson(r);
-      if (r.changes.length === 0) return void process.stdout.write(`no change against revision ${r.revision}\n`);
-      const out = [`against revision ${r.revision}:`];
-      for (const c of r.changes) out.push(`${c.kind}: ${c.name}`, ...c.lines.map((l) => `  ${l}`));
-      process.stdout.write(out.join("\n") + "\n");
+      process.stdout.write(diffText(r));
     });
 
   policy
@@ -74,13 +90,7 @@ export function addPolicyTools(policy: Command, client: () => GatewayClient): vo
       if (o.since !== undefined) body.since = o.since;
       const r = await client().request<{ revision: number; window: AuditWindow } & ReplayResult>("POST", `/v1/sandboxes/${enc(name)}/policy/replay`, body);
       if (o.json) return printJson(r);
-      const out = [windowLine(r.window)];
-      out.push(`unchanged: ${r.unchanged.allowed} allowed, ${r.unchanged.denied} denied${r.skipped > 0 ? `; ${r.skipped} lockdown or no-policy denials skipped` : ""}`);
-      for (const [title, lines] of [["newly denied", r.newlyDenied], ["newly allowed", r.newlyAllowed], ["would deny (let through by audit mode)", r.wouldDeny]] as const) {
-        out.push("", `${title}: ${lines.length === 0 ? "none" : ""}`);
-        if (lines.length > 0) out.push(table(["COUNT", "LAST SEEN", "REQUEST", "BECAUSE"], replayRows(lines)));
-      }
-      process.stdout.write(out.join("\n") + "\n");
+      process.stdout.write(replayText(r));
     });
 
   policy

@@ -7,8 +7,11 @@ import { auditCommand } from "./audit-commands.js";
 import { gatewayCommands } from "./gateway-commands.js";
 import { secretCommands } from "./secret-commands.js";
 import { policyCommands } from "./policy-commands.js";
+import { addProposalCommands } from "./policy-proposals.js";
+import { GatewayClient } from "./client.js";
 import { sandboxCommands } from "./sandbox-commands.js";
 import { completionCommands } from "./completion.js";
+import { mcpCommand } from "./mcp-command.js";
 
 export function buildProgram(): Command {
   const program = new Command("sandgate")
@@ -22,15 +25,19 @@ export function buildProgram(): Command {
       "after",
       `
 Exit codes: 0 ok, 1 failed, 2 usage or invalid input, 3 gateway not running,
-4 not found, 5 not allowed now (phase) or name taken, 6 timed out, 7 bad token,
-8 denied ('policy check'). 'sandbox exec' exits with the command's own exit code.`,
+4 not found, 5 not allowed now (phase), name taken or a stale proposal, 6 timed out,
+7 bad token (or no approver token for 'policy approve|reject'), 8 denied
+('policy check'). 'sandbox exec' exits with the command's own exit code.`,
     );
   const global = () => program.opts<{ home?: string; url?: string }>();
   program.addCommand(gatewayCommands(global));
   program.addCommand(sandboxCommands(global));
-  program.addCommand(policyCommands(global));
+  const policy = policyCommands(global);
+  addProposalCommands(policy, () => new GatewayClient(global()));
+  program.addCommand(policy);
   program.addCommand(auditCommand(global));
   program.addCommand(secretCommands(global));
+  mcpCommand(program, global);
   completionCommands(program, global);
   // Every usage error is one line: "sandgate: <what is wrong> (run with --help for usage)".
   const everyCommand = (c: Command): Command[] => [c, ...c.commands.flatMap(everyCommand)];

@@ -12,7 +12,8 @@ import { listCommand } from "./list-commands.js";
 import { pruneCommand } from "./prune-command.js";
 import { cpCommand } from "./cp-command.js";
 import { boundaryLine, readPolicyFile } from "./policy-commands.js";
-import { CliError, EXIT, exitCodeForApi } from "./errors.js";
+import { CliError, EXIT, cliErrorOf } from "./errors.js";
+import { watchEvents } from "../sdk/watch.js";
 import { printJson, short, table, when } from "./format.js";
 import type { EventView, SandboxView } from "./views.js";
 import { waitForPhase } from "./wait.js";
@@ -21,6 +22,7 @@ import { formatLabels, labelsFromPairs, type LabelPair } from "../lifecycle/labe
 import { envPairArg } from "./env-file.js";
 import { addCreateTimeFlags, createTimeBody, expiryRows, type CreateTimeFlags } from "./create-options.js";
 import { restartCommand } from "./restart-command.js";
+import { drained } from "../util/drained.js";
 
 interface Common {
   home?: string;
@@ -274,7 +276,7 @@ export function sandboxCommands(global: () => Common): Command {
         note: (line) => process.stderr.write(line + "\n"),
         print: async (e) => {
           const line = o.json ? JSON.stringify(e) : table(headers, [row(e)]).split("\n")[1]!;
-          if (!process.stdout.write(line + "\n")) await new Promise((r) => process.stdout.once("drain", r));
+          if (!process.stdout.write(line + "\n")) await drained(process.stdout);
         },
       });
       if (end === "gone") process.stderr.write(`sandbox ${name} is gone (deleted)\n`);
@@ -301,53 +303,20 @@ export function sandboxCommands(global: () => Common): Command {
 async function watchStream(client: GatewayClient, name: string | undefined, json: boolean): Promise<void> {
   const ac = new AbortController();
   process.once("SIGINT", () => ac.abort());
-  let lastSeq: number | undefined;
   if (!json) process.stderr.write(`watching ${name ? `"${name}"` : "all sandboxes"} (Ctrl-C to stop)\n`);
-  for (;;) {
-    const q = new URLSearchParams();
-    if (name) q.set("sandbox", name);
-    if (lastSeq !== undefined) q.set("after", String(lastSeq));
-    const res = await client.raw("GET", `/v1/watch${q.size > 0 ? `?${q.toString()}` : ""}`, undefined, ac.signal);
-    if (!res.ok || !res.body) {
-      const body = (await res.json().catch(() => null)) as { error?: { message?: string; code?: string } } | null;
-      throw new CliError(body?.error?.message ?? `watch failed with HTTP ${res.status}`, exitCodeForApi(body?.error?.code ?? "internal"));
+  const events = watchEvents(client.transport, {
+    signal: ac.signal,
+    ...(name ? { sandbox: name } : {}),
+    onResume: (after) => process.stderr.write(`(fell behind the gateway; resuming after event ${after})\n`),
+  });
+  try {
+    for await (const { event, sandbox } of events) {
+      // Respect the reader of our output: a slow one slows this stream (the gateway
+      // then cuts it off and we resume), our memory does not grow.
+      if (!printWatched(event, sandbox, json)) await drained(process.stdout);
     }
-    const decoder = new TextDecoder();
-    let buf = "";
-    let resume = false;
-    try {
-      for await (const chunk of res.body) {
-        buf += decoder.decode(chunk as Uint8Array, { stream: true });
-        let i: number;
-        while ((i = buf.indexOf("\n\n")) >= 0) {
-          const frame = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          const kind = frame.split("\n").find((l) => l.startsWith("event: "))?.slice(7);
-          const data = frame.split("\n").find((l) => l.startsWith("data: "));
-          if (!data) continue;
-          if (kind === "overflow") {
-            const { resumeAfter } = JSON.parse(data.slice(6)) as { resumeAfter: number };
-            lastSeq = Math.max(lastSeq ?? 0, resumeAfter);
-            resume = true;
-            process.stderr.write(`(fell behind the gateway; resuming after event ${lastSeq})\n`);
-            continue;
-          }
-          if (kind === "reload") throw new CliError(`the watch fell too far behind: ${(JSON.parse(data.slice(6)) as { reason: string }).reason}`, EXIT.failed);
-          const { event, sandbox } = JSON.parse(data.slice(6)) as { event: EventView; sandbox: SandboxView | null };
-          if (lastSeq !== undefined && event.seq <= lastSeq) continue;
-          lastSeq = event.seq;
-          // Respect the reader of our output: a slow one slows this stream (the gateway
-          // then cuts it off and we resume), our memory does not grow.
-          if (!printWatched(event, sandbox, json)) await new Promise((r) => process.stdout.once("drain", r));
-        }
-      }
-    } catch (err) {
-      if (ac.signal.aborted) return;
-      if (err instanceof CliError) throw err;
-      throw new CliError(`watch stream ended: ${err instanceof Error ? err.message : String(err)}`, EXIT.unreachable);
-    }
-    if (ac.signal.aborted) return;
-    if (!resume) throw new CliError("the gateway closed the watch stream", EXIT.unreachable);
+  } catch (err) {
+    throw cliErrorOf(err);
   }
 }
 

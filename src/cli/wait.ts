@@ -1,9 +1,9 @@
-// Waiting for a sandbox to settle after an intent, with progress on stderr so
-// that stdout stays clean for --json.
+// Waiting for a sandbox to settle after an intent (the SDK's wait), with progress on
+// stderr so that stdout stays clean for --json.
 
-import type { GatewayClient } from "./client.js";
-import { CliError, EXIT } from "./errors.js";
-import type { EventView, SandboxView } from "./views.js";
+import { waitForPhase as sdkWait } from "../sdk/wait.js";
+import { asCliAsync, type GatewayClient } from "./client.js";
+import type { SandboxView } from "./views.js";
 
 export interface WaitOptions {
   /** Phases that end the wait successfully. */
@@ -14,40 +14,20 @@ export interface WaitOptions {
   afterSeq?: number;
 }
 
-const TRANSIENT = new Set(["Provisioning", "Stopping", "Deleting", "Recovering"]);
-
 /** Resolves with the settled sandbox, or null once it has been deleted. */
-export async function waitForPhase(client: GatewayClient, name: string, opts: WaitOptions): Promise<SandboxView | null> {
-  const deadline = Date.now() + opts.timeoutMs;
-  let seq = opts.afterSeq ?? 0;
+export function waitForPhase(client: GatewayClient, name: string, opts: WaitOptions): Promise<SandboxView | null> {
   const say = (line: string): void => {
     if (!opts.quiet) process.stderr.write(`  ${line}\n`);
   };
-  for (;;) {
-    let s: SandboxView;
-    try {
-      s = await client.request<SandboxView>("GET", `/v1/sandboxes/${encodeURIComponent(name)}`);
-      const { events } = await client.request<{ events: EventView[] }>(
-        "GET",
-        `/v1/sandboxes/${encodeURIComponent(name)}/events?after=${seq}`,
-      );
-      for (const e of events) {
-        seq = e.seq;
+  return asCliAsync(
+    sdkWait(client.transport, name, {
+      until: opts.until as SandboxView["phase"][],
+      timeoutMs: opts.timeoutMs,
+      ...(opts.afterSeq === undefined ? {} : { afterSeq: opts.afterSeq }),
+      onEvent: (e) => {
         if (e.kind === "info" && e.message) say(e.message);
         else if (e.kind === "phase") say(`${e.oldPhase ?? "-"} → ${e.newPhase ?? "-"}${e.reasonText ? ` (${e.reasonText})` : ""}`);
-      }
-    } catch (err) {
-      if (err instanceof CliError && err.exitCode === EXIT.notFound && opts.until.includes("Deleted")) return null;
-      throw err;
-    }
-    if (opts.until.includes(s.phase)) return s;
-    if (!TRANSIENT.has(s.phase)) {
-      const why = s.reasonText ? `: ${s.reasonText}` : "";
-      throw new CliError(`sandbox "${s.name}" is ${s.phase}${why}`, EXIT.failed);
-    }
-    if (Date.now() > deadline) {
-      throw new CliError(`timed out after ${Math.round(opts.timeoutMs / 1000)} s waiting for "${name}" (it is ${s.phase})`, EXIT.timeout);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
+      },
+    }),
+  );
 }

@@ -1,5 +1,6 @@
 // The files API as the gateway and the CLI share it: media types, the trailer
-// that ends a download, and the shapes of answers. Types and constants only.
+// that ends a download, and the shapes of answers (zod schemas, their types inferred).
+// Contract only: no implementation.
 //
 //   GET  /v1/sandboxes/:name/files?path=P        → 200 application/x-tar (chunked); the
 //        trailer `sandgate-result` says how it ended: {"ok":true,...} or {"ok":false,"error":{...}}.
@@ -10,29 +11,40 @@
 //        Content-Length): the file F, replaced only once complete
 //        → 200 TransferResultView
 
+import { z } from "zod";
+
 export const TAR_MEDIA_TYPE = "application/x-tar";
 export const FILE_MEDIA_TYPE = "application/octet-stream";
 export const RESULT_TRAILER = "sandgate-result";
 
-export interface TransferCounts {
+export const TransferCounts = z.strictObject({
   /** The normalised remote path. */
-  path: string;
+  path: z.string(),
   /** Members copied (files, directories, links). */
-  entries: number;
+  entries: z.number().int().min(0),
   /** Members not copied: FIFOs, device nodes, an archive's "./" entry. */
-  skipped: number;
+  skipped: z.number().int().min(0),
   /** Data bytes of the files copied. */
-  bytes: number;
-}
+  bytes: z.number().int().min(0),
+});
+export type TransferCounts = z.infer<typeof TransferCounts>;
 
-export type TransferResultView = ({ ok: true } & TransferCounts) | ({ ok: false; error: { code: string; message: string } } & Partial<TransferCounts>);
+/** How a transfer ended: the upload's answer, and the download's trailer. */
+export const TransferResultView = z.union([
+  TransferCounts.extend({ ok: z.literal(true) }),
+  TransferCounts.partial().extend({ ok: z.literal(false), error: z.strictObject({ code: z.string(), message: z.string() }) }),
+]);
+export type TransferResultView = z.infer<typeof TransferResultView>;
 
-export interface FileStatView {
-  path: string;
-  type: "file" | "directory" | "symlink" | "other";
-  mode: number;
-  size: number;
-}
+export const FileStatView = z
+  .strictObject({
+    path: z.string(),
+    type: z.enum(["file", "directory", "symlink", "other"]),
+    mode: z.number().int().min(0),
+    size: z.number().int().min(0),
+  })
+  .describe("What a path inside /sandbox is.");
+export type FileStatView = z.infer<typeof FileStatView>;
 
 /** JSON in printable ASCII (\u escapes for the rest): a valid HTTP header or trailer value. */
 export function asciiJson(value: unknown): string {

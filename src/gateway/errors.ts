@@ -1,27 +1,8 @@
 // Errors the API turns into 4xx/5xx answers with a stable code and a one-line message.
 
-export type ApiErrorCode =
-  | "invalid_request"
-  | "too_large"
-  | "unauthorized"
-  | "not_found"
-  | "already_exists"
-  | "not_allowed"
-  | "stale_generation"
-  | "unavailable"
-  | "internal";
+import { API_ERRORS, type ApiErrorCode } from "./api/responses.js";
 
-const STATUS: Record<ApiErrorCode, number> = {
-  invalid_request: 400,
-  too_large: 413,
-  unauthorized: 401,
-  not_found: 404,
-  already_exists: 409,
-  not_allowed: 409,
-  stale_generation: 409,
-  unavailable: 503,
-  internal: 500,
-};
+export type { ApiErrorCode };
 
 export class ApiError extends Error {
   override readonly name = "ApiError";
@@ -31,7 +12,7 @@ export class ApiError extends Error {
     message: string,
   ) {
     super(message);
-    this.status = STATUS[code];
+    this.status = API_ERRORS[code];
   }
 }
 

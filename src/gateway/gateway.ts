@@ -18,13 +18,15 @@ import { SandboxStats } from "./stats/sandbox-stats.js";
 import { ControlPlane } from "./control/control-plane.js";
 import { SecretStore, ensureSecretsKey } from "./secrets/secret-store.js";
 import { SecretDelivery, secretValuesFrom } from "./secrets/secret-delivery.js";
-import { ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
+import { ensureApproverToken, ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
 import { StartupError, assertPortFree, isAddrInUse, portInUse } from "./startup.js";
 import { createLifecycle, type Lifecycle } from "./sandboxes/lifecycle.js";
 import { FileTransfers } from "./files/transfers.js";
 import type { FilesLimits } from "./files/limits.js";
 import type { SandboxReadModel } from "./sandboxes/read-model.js";
 import type { SandboxService, ServiceOptions } from "./sandboxes/service.js";
+import { PolicyProposals, type ProposalLimits } from "./sandboxes/policy-proposals.js";
+import { PolicyTools } from "./sandboxes/policy-tools.js";
 
 export interface GatewayOptions {
   home: HomePaths;
@@ -57,6 +59,8 @@ export interface GatewayOptions {
   logs?: Partial<LogLimits>;
   /** Bounds of file transfers, `sandbox cp` (defaults: DEFAULT_FILES_LIMITS). */
   files?: Partial<FilesLimits>;
+  /** Bounds of policy proposals per sandbox (defaults: DEFAULT_PROPOSAL_LIMITS). */
+  proposals?: Partial<ProposalLimits>;
 }
 
 export interface RunningGateway {
@@ -65,6 +69,8 @@ export interface RunningGateway {
   read: SandboxReadModel;
   store: Store;
   monitor: RuntimeMonitor | null;
+  /** The HTTP routes the API serves (method, fastify path), as fastify registered them. */
+  routes(): readonly { method: string; url: string }[];
   /** Resolves when no lifecycle work is queued or running. */
   idle(): Promise<void>;
   /** Work still pending (leak checks after close): lifecycle tasks, monitor checks and timers, handle timers. */
@@ -95,6 +101,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   await assertPortFree("the API", host, opts.port ?? 0);
   ensureHomeDir(home);
   const token = ensureToken(home);
+  const approverToken = ensureApproverToken(home);
   const startedAt = new Date();
   const store = openStore(home.db);
   const secrets = new SecretStore(store, ensureSecretsKey(home.dir));
@@ -127,6 +134,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
 
   await runtime.prepare(opts.onProgress);
   // Through the exec service: a transfer is a session --idle-stop waits for.
+  const proposals = new PolicyProposals({ store, read, service, tools: new PolicyTools(read), log: log.child({ component: "proposals" }), ...(opts.proposals === undefined ? {} : { limits: opts.proposals }) });
   const files = new FileTransfers({ get: (n) => read.get(n), exec: (n, cmd) => lifecycle.execs.start(n, { cmd, tty: false }), log: log.child({ component: "files" }), ...(opts.files === undefined ? {} : { limits: opts.files }) });
   const app: ReturnType<typeof buildApi> = buildApi({
     service,
@@ -150,6 +158,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       logs: app.logStats(),
       execs: { detachedHeld: lifecycle.execs.detached.size, detachedPerSandbox: lifecycle.execs.detached.max, timeoutTimers: lifecycle.execs.timers },
       files: files.stats(),
+      proposals: { limits: proposals.limits },
     }),
     ...(opts.watch === undefined ? {} : { watch: opts.watch }),
     secrets: { store: secrets, delivery },
@@ -158,14 +167,12 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     logs: { driver, ...(opts.logs === undefined ? {} : { limits: opts.logs }) },
     execs: lifecycle.execs,
     files,
+    proposals: { proposals, approverToken },
   });
   const exec = attachExec(app.server, { execs: lifecycle.execs, token, log });
   const forwards = attachPortForward(app.server, { execs: lifecycle.execs, read, token, log, ...(opts.portForward === undefined ? {} : { limits: opts.portForward }) });
-  let url: string;
-  try {
-    // Loopback only: the API is never exposed to other hosts or to sandboxes.
-    url = await app.listen({ host, port: opts.port ?? 0 });
-  } catch (err) {
+  // In this order: no new sessions or requests, then the work they started, then the store.
+  const closeParts = async (): Promise<void> => {
     exec.close();
     forwards.close();
     await app.close();
@@ -174,6 +181,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     audit.close();
     await driver.close();
     store.close();
+  };
+  let url: string;
+  try {
+    // Loopback only: the API is never exposed to other hosts or to sandboxes.
+    url = await app.listen({ host, port: opts.port ?? 0 });
+  } catch (err) {
+    await closeParts();
     throw isAddrInUse(err) ? portInUse("the API", host, opts.port ?? 0) : err;
   }
   writeAddress(home, { url, pid: process.pid, startedAt: startedAt.toISOString(), version: VERSION });
@@ -184,14 +198,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const close = (): Promise<void> =>
     (closing ??= (async () => {
       log.info("gateway shutting down");
-      exec.close();
-      forwards.close();
-      await app.close();
-      await lifecycle.close();
-      await control?.close();
-      audit.close();
-      await driver.close();
-      store.close();
+      await closeParts();
       if (readAddress(home)?.pid === process.pid) rmSync(home.address, { force: true });
       log.info("gateway stopped");
     })());
@@ -201,6 +208,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     read,
     store,
     monitor,
+    routes: () => app.registeredRoutes(),
     idle: () => lifecycle.idle(),
     pending: () => lifecycle.pending(),
     close,

@@ -1,5 +1,5 @@
-// Where the gateway keeps its state: the database, the API token and the
-// address file the CLI reads to find a running gateway.
+// Where the gateway keeps its state: the database, the API and approver tokens and
+// the address file the CLI reads to find a running gateway.
 
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -12,6 +12,12 @@ export interface HomePaths {
   dir: string;
   db: string;
   token: string;
+  /**
+   * The approver token: approving or rejecting a policy proposal needs it besides the API
+   * token. Only `sandgate policy approve|reject` reads it; an agent's client (the MCP
+   * server) is given the API token only (docs/security.md, *Policy proposals*).
+   */
+  approverToken: string;
   address: string;
   log: string;
 }
@@ -22,6 +28,7 @@ export function resolveHome(explicit?: string, env: NodeJS.ProcessEnv = process.
     dir,
     db: join(dir, "state.db"),
     token: join(dir, "token"),
+    approverToken: join(dir, "approver-token"),
     address: join(dir, "gateway.json"),
     log: join(dir, "gateway.log"),
   };
@@ -34,16 +41,25 @@ export function ensureHomeDir(paths: HomePaths): void {
 
 /** The API token: generated once, readable only by its owner. */
 export function ensureToken(paths: HomePaths): string {
-  if (!existsSync(paths.token)) {
+  return ensureSecretFile(paths.token);
+}
+
+/** The approver token (policy approve and reject): generated once, readable only by its owner. */
+export function ensureApproverToken(paths: HomePaths): string {
+  return ensureSecretFile(paths.approverToken);
+}
+
+function ensureSecretFile(path: string): string {
+  if (!existsSync(path)) {
     // wx: never overwrite a token another process just wrote.
     try {
-      writeFileSync(paths.token, randomBytes(32).toString("base64url") + "\n", { mode: 0o600, flag: "wx" });
+      writeFileSync(path, randomBytes(32).toString("base64url") + "\n", { mode: 0o600, flag: "wx" });
     } catch (err) {
       if (!(err instanceof Error && "code" in err && err.code === "EEXIST")) throw err;
     }
   }
-  chmodSync(paths.token, 0o600);
-  return readFileSync(paths.token, "utf8").trim();
+  chmodSync(path, 0o600);
+  return readFileSync(path, "utf8").trim();
 }
 
 export interface GatewayAddress {

@@ -16,7 +16,7 @@ export function countByPhase(store: Store): Record<Phase, number> {
  * What one generation's egress came to, over its audit records as retained (at most the
  * audit retention's records per sandbox, so the query is bounded and so is what it sums).
  * Requests count decisions (a record stands for `count` repeats); a tunnel's close record
- * carries its bytes but is not another decision.
+ * carries its bytes but is not another decision. A policy proposal's record is not egress.
  */
 export interface EgressTotals {
   bytesOut: number;
@@ -43,7 +43,7 @@ export function egressTotals(store: Store, sandboxId: string, generation: number
          coalesce(sum(CASE WHEN decision = 'would_deny' AND json_extract(event, '$.activity') IS NULL THEN count END), 0) AS would_deny,
          coalesce(sum(CASE WHEN decision = 'dropped' THEN count END), 0) AS dropped,
          min(time) AS since
-       FROM audit WHERE sandbox_id = ? AND generation = ?`,
+       FROM audit WHERE sandbox_id = ? AND generation = ? AND decision <> 'policy'`,
     )
     .get(sandboxId, generation) as { bytes_out: number; bytes_in: number; allowed: number; denied: number; would_deny: number; dropped: number; since: string | null };
   return { bytesOut: row.bytes_out, bytesIn: row.bytes_in, allowed: row.allowed, denied: row.denied, wouldDeny: row.would_deny, dropped: row.dropped, since: row.since };

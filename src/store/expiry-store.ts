@@ -4,6 +4,7 @@
 // batches by the one sweeper (src/gateway/sandboxes/expiry-sweeper.ts), never per request.
 
 import type Database from "better-sqlite3";
+import { stmt } from "./statements.js";
 import { LIVE_PHASES, type Phase } from "../lifecycle/phases.js";
 
 /** A live sandbox that may expire: it has a TTL deadline or an --idle-stop. */
@@ -18,14 +19,6 @@ export interface ExpiringRow {
   lastActive: string | null;
 }
 
-const statements = new WeakMap<Database.Database, Map<string, Database.Statement>>();
-function stmt(db: Database.Database, sql: string): Database.Statement {
-  let m = statements.get(db);
-  if (!m) statements.set(db, (m = new Map<string, Database.Statement>()));
-  let s = m.get(sql);
-  if (!s) m.set(sql, (s = db.prepare(sql)));
-  return s;
-}
 
 const LIVE = LIVE_PHASES.map((p) => `'${p}'`).join(", ");
 

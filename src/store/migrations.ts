@@ -108,6 +108,31 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE sandboxes ADD COLUMN ttl_deadline TEXT;
   ALTER TABLE sandboxes ADD COLUMN last_active TEXT;
   `,
+  // 10: policy changes proposed (by an agent, through the API) for a person to approve or
+  // reject (src/store/proposals-store.ts); bounded per sandbox, they go with its row
+  `
+  CREATE TABLE policy_proposals (
+    seq            INTEGER PRIMARY KEY AUTOINCREMENT,
+    id             TEXT NOT NULL UNIQUE,  -- pp_ and 16 hex digits
+    sandbox_id     TEXT NOT NULL,
+    input          TEXT NOT NULL,         -- JSON of the policy as given: YAML text or an object
+    hash           TEXT NOT NULL,         -- policyHash of the parsed policy
+    base_revision  INTEGER NOT NULL,      -- the active revision it was proposed against
+    proposed_by    TEXT NOT NULL,
+    reason         TEXT,
+    state          TEXT NOT NULL,         -- pending | approved | rejected | superseded
+    created_at     TEXT NOT NULL,
+    decided_at     TEXT,
+    decided_by     TEXT,
+    decision_note  TEXT,
+    revision       INTEGER                -- the revision an approval made
+  );
+  CREATE INDEX policy_proposals_by_sandbox ON policy_proposals (sandbox_id, state, seq);
+  CREATE TRIGGER policy_proposals_go_with_sandbox AFTER DELETE ON sandboxes
+  BEGIN
+    DELETE FROM policy_proposals WHERE sandbox_id = OLD.id;
+  END;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

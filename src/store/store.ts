@@ -107,6 +107,22 @@ export class DuplicateNameError extends Error {
   override readonly name = "DuplicateNameError";
 }
 
+/** A compare-and-set on the active policy revision lost: it is no longer the one expected. */
+export class StaleRevisionError extends Error {
+  override readonly name = "StaleRevisionError";
+  constructor(
+    readonly expected: number,
+    readonly active: number,
+  ) {
+    super(`the active policy revision is ${active}, not ${expected}`);
+  }
+}
+
+/** Writes info events inside a Store.transact transaction. */
+export interface InfoWriter {
+  info(sandbox: { id: string; name: string; generation: number }, message: string, data?: unknown): void;
+}
+
 interface SandboxRow {
   id: string;
   name: string;
@@ -433,30 +449,45 @@ export class Store {
     return row ? { revision: row.revision, policy: JSON.parse(row.policy) as Policy, source: row.source, hash: row.hash, createdAt: row.created_at } : null;
   }
 
-  /** Record a new policy revision (numbered after the highest) and its event; returns the revision. */
-  addPolicy(sandbox: { id: string; name: string; generation: number }, policy: Policy, source: string | null = null): number {
-    const time = this.stamp();
-    let revision = 0;
-    let event: EventRecord | undefined;
-    this.db.transaction(() => {
+  /**
+   * Record a new policy revision (numbered after the highest) and its event; returns the
+   * revision. `expectRevision`: only if the active revision is still that one (a
+   * compare-and-set: else StaleRevisionError and nothing is written). `within` runs in the
+   * same transaction once the revision is written (a proposal marked approved commits with
+   * it, or neither does).
+   */
+  addPolicy(
+    sandbox: { id: string; name: string; generation: number },
+    policy: Policy,
+    source: string | null = null,
+    opts: { expectRevision?: number; within?: (revision: number, tx: InfoWriter) => void } = {},
+  ): number {
+    return this.transact((tx) => {
       const row = this.db.prepare(`SELECT max(revision) AS r FROM policies WHERE sandbox_id = ?`).get(sandbox.id) as { r: number | null };
-      revision = (row.r ?? 0) + 1;
-      this.insertPolicy(sandbox.id, revision, policy, time, source);
-      event = this.insertEvent({
-        sandboxId: sandbox.id,
-        sandboxName: sandbox.name,
-        generation: sandbox.generation,
-        kind: "info",
-        oldPhase: null,
-        newPhase: null,
-        reason: null,
-        message: `policy revision ${revision} accepted`,
-        data: { revision, hash: policyHash(policy) },
-        time,
-      });
-    })();
-    if (event) this.emit(event);
-    return revision;
+      const active = row.r ?? 0;
+      if (opts.expectRevision !== undefined && active !== opts.expectRevision) throw new StaleRevisionError(opts.expectRevision, active);
+      const revision = active + 1;
+      this.insertPolicy(sandbox.id, revision, policy, this.stamp(), source);
+      tx.info(sandbox, `policy revision ${revision} accepted`, { revision, hash: policyHash(policy) });
+      opts.within?.(revision, tx);
+      return revision;
+    });
+  }
+
+  /**
+   * Run `fn` in one transaction. The info events it writes through `tx` are emitted once
+   * it commits, in order; none when it throws (then nothing it wrote stays).
+   */
+  transact<T>(fn: (tx: InfoWriter) => T): T {
+    const events: EventRecord[] = [];
+    const tx: InfoWriter = {
+      info: (sandbox, message, data) => {
+        events.push(this.insertEvent({ sandboxId: sandbox.id, sandboxName: sandbox.name, generation: sandbox.generation, kind: "info", oldPhase: null, newPhase: null, reason: null, message, data: data ?? null, time: this.stamp() }));
+      },
+    };
+    const result = this.db.transaction(() => fn(tx))();
+    for (const e of events) this.emit(e);
+    return result;
   }
 
   /** Append a non-phase event (info, audit) for a sandbox. */
@@ -538,8 +569,12 @@ export class Store {
     let e = 0;
     this.db.transaction(() => {
       a += this.db.prepare(`DELETE FROM audit WHERE time < ?`).run(auditCut).changes;
+      // Policy records (proposals, decisions, sets) are counted apart from egress: a
+      // chatty workload's traffic cannot push the record of its policy's changes out.
       a += this.db
-        .prepare(`DELETE FROM audit WHERE seq IN (SELECT seq FROM (SELECT seq, row_number() OVER (PARTITION BY sandbox_id ORDER BY seq DESC) AS n FROM audit) WHERE n > ?)`)
+        .prepare(
+          `DELETE FROM audit WHERE seq IN (SELECT seq FROM (SELECT seq, row_number() OVER (PARTITION BY sandbox_id, decision = 'policy' ORDER BY seq DESC) AS n FROM audit) WHERE n > ?)`,
+        )
         .run(audit.perSandbox).changes;
       e += this.db.prepare(`DELETE FROM events WHERE time < ? AND sandbox_id NOT IN (SELECT id FROM sandboxes)`).run(eventCut).changes;
       e += this.db

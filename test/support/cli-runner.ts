@@ -18,18 +18,21 @@ export interface CliRun {
 }
 
 export function cli(args: string[], env: Record<string, string | undefined> = {}, stdin?: string): Promise<CliRun> {
+  return runNode([CLI_MAIN, ...args], { env: { ...process.env, SANDGATE_URL: undefined, SANDGATE_TOKEN: undefined, ...env }, ...(stdin === undefined ? {} : { stdin }) });
+}
+
+/** Runs `node ARGV` to its end: its exit code and everything it printed (stdin: `stdin`, then closed). */
+export function runNode(argv: string[], o: { env: Record<string, string | undefined>; cwd?: string; stdin?: string }): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [CLI_MAIN, ...args], {
-      env: { ...process.env, SANDGATE_URL: undefined, SANDGATE_TOKEN: undefined, ...env },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
+    const p = spawn(process.execPath, argv, { env: o.env, ...(o.cwd === undefined ? {} : { cwd: o.cwd }), stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     p.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
     p.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
     p.on("error", reject);
     p.on("close", (code) => resolve({ code, stdout, stderr }));
-    p.stdin.end(stdin ?? "");
+    p.stdin.on("error", () => {}); // a child that exits without reading its input
+    p.stdin.end(o.stdin ?? "");
   });
 }
 

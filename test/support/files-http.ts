@@ -1,6 +1,7 @@
 // Raw HTTP for the files API in tests: node:http, so that a download's trailer
 // (`sandgate-result`) can be read and an upload's body streamed.
 import { request } from "node:http";
+import { drained } from "../../src/util/drained.js";
 
 export interface HttpAnswer {
   status: number;
@@ -56,7 +57,7 @@ export function filesRequest(
         try {
           for await (const c of source) {
             if (answered || req.destroyed) break;
-            if (!req.write(c)) await new Promise<void>((r) => { req.once("drain", r); req.once("close", r); });
+            if (!req.write(c)) await drained(req);
           }
           req.end();
         } catch (err) {

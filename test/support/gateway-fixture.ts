@@ -7,21 +7,29 @@ import { join } from "node:path";
 import { pino } from "pino";
 import type { ComputeDriver } from "../../src/driver/contract.js";
 import { startGateway, type RunningGateway } from "../../src/gateway/gateway.js";
-import { ensureToken, resolveHome, type HomePaths } from "../../src/gateway/home.js";
+import { ensureApproverToken, ensureToken, resolveHome, type HomePaths } from "../../src/gateway/home.js";
 import type { PortForwardLimits } from "../../src/gateway/api/port-forward-ws.js";
 import type { WatchLimits } from "../../src/gateway/api/watch.js";
 import type { LogLimits } from "../../src/gateway/api/logs-routes.js";
 import type { AuditLimits } from "../../src/gateway/audit/audit-sink.js";
 import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
 import type { FilesLimits } from "../../src/gateway/files/limits.js";
+import type { ProposalLimits } from "../../src/gateway/sandboxes/policy-proposals.js";
+import { checkAnswer } from "./openapi-check.js";
 
 export interface TestGateway {
   home: HomePaths;
   url: string;
   token: string;
+  /** The approver token (deciding policy proposals): <home>/approver-token. */
+  approverToken: string;
   gw: RunningGateway;
-  /** fetch against the API with the right token; JSON in, { status, body } out. */
-  api(method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: any }>;
+  /**
+   * fetch against the API with the right token; JSON in, { status, body } out. Every answer
+   * is checked against the OpenAPI contract (openapi-check.ts): an undocumented status or a
+   * body its schema refuses throws, so the test fails naming the route and the field.
+   */
+  api(method: string, path: string, body?: unknown, token?: string, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
   close(opts?: { keepHome?: boolean }): Promise<void>;
 }
 
@@ -43,6 +51,8 @@ export async function startTestGateway(
     logSink?: (line: string) => void;
     /** Bounds of file transfers (`sandbox cp`). */
     files?: Partial<FilesLimits>;
+    /** Bounds of policy proposals. */
+    proposals?: Partial<ProposalLimits>;
   } = {},
 ): Promise<TestGateway> {
   const home = resolveHome(opts.homeDir ?? mkdtempSync(join(tmpdir(), "sg-home-")));
@@ -52,21 +62,27 @@ export async function startTestGateway(
     ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddressIntervalMs: opts.hostAddressIntervalMs }),
     ...(opts.portForward === undefined ? {} : { portForward: opts.portForward }),
     ...(opts.files === undefined ? {} : { files: opts.files }),
+    ...(opts.proposals === undefined ? {} : { proposals: opts.proposals }),
   });
   const token = ensureToken(home);
+  const approverToken = ensureApproverToken(home);
   return {
     home,
     url: gw.url,
     token,
+    approverToken,
     gw,
-    async api(method, path, body, tok = token) {
+    async api(method, path, body, tok = token, headers = {}) {
       const res = await fetch(gw.url + path, {
         method,
-        headers: { authorization: `Bearer ${tok}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        headers: { ...headers, authorization: `Bearer ${tok}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await res.text();
-      return { status: res.status, body: text ? JSON.parse(text) : undefined };
+      const answer = text ? JSON.parse(text) : undefined;
+      const problem = checkAnswer(method, path, res.status, res.headers.get("content-type"), answer);
+      if (problem !== null) throw new Error(`the answer to ${method} ${path} is not as the OpenAPI document says: ${problem}`);
+      return { status: res.status, body: answer };
     },
     async close(o = {}) {
       await gw.close();

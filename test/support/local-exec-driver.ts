@@ -24,6 +24,12 @@ export class LocalExecDriver extends MemoryDriver {
   hostileExitCode = 0;
   /** Every exec's argv, mapped. */
   readonly argvs: string[][] = [];
+  /**
+   * Set: every argument naming /sandbox is mapped (not only the file programs' own), and
+   * the exec's working directory (mapped; default /sandbox) and environment are honoured,
+   * so a program's own commands run as in a sandbox (the SDK's documented example).
+   */
+  processOptions = false;
 
   /** `workspace` stands in for /sandbox; `scratch` holds the applet links. */
   constructor(
@@ -43,7 +49,8 @@ export class LocalExecDriver extends MemoryDriver {
 
   override async exec(_record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession> {
     this.execs++;
-    const argv = opts.cmd.map((a, i) => (i >= 4 ? this.map(a) : a));
+    this.execOptions.push(opts);
+    const argv = opts.cmd.map((a, i) => (i >= 4 || this.processOptions ? this.map(a) : a));
     this.argvs.push(argv);
     if (this.hostileDownload && argv[2] === DOWNLOAD) {
       const body = this.hostileDownload;
@@ -57,7 +64,8 @@ export class LocalExecDriver extends MemoryDriver {
       const code = this.hostileExitCode;
       return { stdin: new PassThrough(), stdout, stderr, resize: async () => {}, exitCode: new Promise((r) => stdout.once("end", () => r(code))), close: () => stdout.destroy() };
     }
-    const child = spawn(join(this.bin, argv[0]!), argv.slice(1), { env: { PATH: this.bin }, stdio: ["pipe", "pipe", "pipe"] });
+    const own = this.processOptions ? { cwd: this.map(opts.cwd ?? "/sandbox"), env: { ...opts.env, PATH: this.bin } } : { env: { PATH: this.bin } };
+    const child = spawn(join(this.bin, argv[0]!), argv.slice(1), { ...own, stdio: ["pipe", "pipe", "pipe"] });
     child.stdin.on("error", () => undefined);
     const exitCode = new Promise<number>((resolve) => child.once("close", (code, signal) => resolve(code ?? (signal ? 137 : 1))));
     return {

@@ -117,7 +117,8 @@ export class MemoryDriver implements ComputeDriver {
    * `sg-env` prints its working directory, user and environment (`cwd=`, `user=`,
    * then KEY=VALUE lines, sorted); `exit N` exits N; `sleep` prints "sleeping" and
    * runs until a signal (exit 128 + its number; `sleep ignore-term` ignores TERM,
-   * `sleep ignore-all` every signal but KILL).
+   * `sleep ignore-all` every signal but KILL); `sg-stderr WORDS` prints "out" on stdout
+   * and WORDS on stderr.
    */
   async exec(_record: RuntimeRecord, opts: ExecOptions): Promise<ExecSession> {
     this.execOptions.push(opts);
@@ -125,6 +126,7 @@ export class MemoryDriver implements ComputeDriver {
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     let exitCode: Promise<number>;
+    let errText = "";
     let signal: ((sig: ExecSignal) => Promise<"sent" | "gone">) | undefined;
     if (opts.cmd[0] === "sleep") {
       stdin.resume();
@@ -158,6 +160,10 @@ export class MemoryDriver implements ComputeDriver {
       const env = Object.entries(opts.env ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}\n`);
       stdout.end(`cwd=${opts.cwd ?? "(default)"}\nuser=${opts.user ?? "(default)"}\n${env.join("")}`);
       exitCode = Promise.resolve(0);
+    } else if (opts.cmd[0] === "sg-stderr") {
+      stdout.end("out\n");
+      errText = `${opts.cmd.slice(1).join(" ")}\n`;
+      exitCode = Promise.resolve(0);
     } else if (opts.cmd[0] === "cat") {
       stdin.pipe(stdout);
       exitCode = new Promise((resolve) => stdout.once("end", () => resolve(0)));
@@ -169,7 +175,7 @@ export class MemoryDriver implements ComputeDriver {
       stdout.end(opts.cmd.join(" ") + "\n");
       exitCode = Promise.resolve(0);
     }
-    stderr.end();
+    stderr.end(errText);
     this.execs++;
     return {
       stdin,

@@ -361,6 +361,20 @@ describe("events (stream)", () => {
     return { parts, events };
   }
 
+  it("an onOpen that throws ends either stream as HANDLER_ERROR; neither rejects, nothing is delivered", async () => {
+    const { parts } = splitStream();
+    fake.on("GET", "/events", reply.chunks(parts, "end"));
+    fake.on("GET", "/containers/c1/logs", reply.chunks(parts, "end"));
+    const boom = (): void => {
+      throw new Error("boom");
+    };
+    const got: unknown[] = [];
+    const events = await client.events({ onOpen: boom }, (e) => got.push(e));
+    const logs = await client.containerLogStream("c1", { follow: true, onOpen: boom }, (c) => void got.push(c));
+    for (const end of [events, logs]) expect(end).toMatchObject({ kind: "transport", code: TransportCode.HANDLER_ERROR, message: "onOpen threw: boom" });
+    expect(got).toEqual([]);
+  });
+
   it("events split across chunks, then a clean end → all delivered, eof", async () => {
     const { parts, events } = splitStream();
     fake.on("GET", "/events", reply.chunks(parts, "end"));

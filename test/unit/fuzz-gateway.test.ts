@@ -44,6 +44,7 @@ function snapshot(): string {
     db.prepare("SELECT id, name, phase, generation, spec FROM sandboxes ORDER BY id").all(),
     db.prepare("SELECT count(*) AS n, max(seq) AS m FROM events").get(),
     db.prepare("SELECT count(*) AS n FROM policies").get(),
+    db.prepare("SELECT count(*) AS n, group_concat(state) AS s FROM policy_proposals").get(),
   ]);
 }
 
@@ -62,7 +63,7 @@ const segment = fc.oneof(
 const route = fc.oneof(
   fc.constantFrom("/v1/status", "/v1/sandboxes", "/v1/watch", "/v1/stats", "/metrics", "/v1/", "/", "/v2/sandboxes", "/v1/sandboxes/"),
   segment.map((n) => `/v1/sandboxes/${n}`),
-  fc.tuple(segment, fc.constantFrom("start", "stop", "events", "audit", "policy", "policy/check", "exec", "execs", "execs/x", "logs", "stats", "files", "files/stat", "port-forward", "x")).map(([n, a]) => `/v1/sandboxes/${n}/${a}`),
+  fc.tuple(segment, fc.constantFrom("start", "stop", "events", "audit", "policy", "policy/check", "exec", "execs", "execs/x", "logs", "stats", "files", "files/stat", "port-forward", "x", "policy/proposals", "policy/proposals/pp_0123456789abcdef", "policy/proposals/x/approve", "policy/proposals/pp_0123456789abcdef/reject", "policy/proposals/%00/approve")).map(([n, a]) => `/v1/sandboxes/${n}/${a}`),
 );
 const query = fc.oneof(
   fc.constant(""),
@@ -77,6 +78,8 @@ const jsonBody = fc.oneof(
   fc.record({ name: fc.oneof(fc.constant("fz"), fc.string({ maxLength: 70 })), image: fc.string(), command: fc.array(fc.string()), env: fc.dictionary(fc.string(), fc.string()), policy: fc.oneof(fc.string(), fc.jsonValue()), resources: fc.jsonValue() }, { requiredKeys: [] }),
   fc.record({ policy: fc.oneof(fc.string({ maxLength: 200 }), fc.jsonValue()), wait: fc.oneof(fc.integer(), fc.double(), fc.string()) }, { requiredKeys: [] }),
   fc.record({ url: fc.oneof(fc.webUrl(), fc.string()), method: fc.string({ maxLength: 10 }) }, { requiredKeys: [] }),
+  // a policy proposal and a decision
+  fc.record({ policy: fc.oneof(fc.string({ maxLength: 200 }), fc.jsonValue()), reason: fc.oneof(fc.string({ maxLength: 40 }), fc.jsonValue()), by: fc.oneof(fc.string({ maxLength: 70 }), fc.integer()), wait: fc.oneof(fc.integer(), fc.string()) }, { requiredKeys: [] }),
   // create's newer fields and a detached exec
   fc.record({ name: fc.constant("fz"), labels: fc.oneof(fc.dictionary(fc.string({ maxLength: 140 }), fc.string({ maxLength: 260 })), fc.jsonValue()), ttl: fc.oneof(fc.string({ maxLength: 20 }), fc.double()), idleStop: fc.oneof(fc.string({ maxLength: 20 }), fc.integer()), workdir: fc.string({ maxLength: 40 }) }, { requiredKeys: [] }),
   fc.record({ cmd: fc.oneof(fc.array(fc.string({ maxLength: 20 }), { maxLength: 4 }), fc.jsonValue()), env: fc.jsonValue(), workdir: fc.string({ maxLength: 40 }), user: fc.string({ maxLength: 20 }), timeout: fc.oneof(fc.string({ maxLength: 10 }), fc.integer()) }, { requiredKeys: [] }),
@@ -96,6 +99,8 @@ describe("fuzz: HTTP API", () => {
         const before = snapshot();
         const headers: Record<string, string> = {};
         if (withToken) headers.authorization = `Bearer ${t.token}`;
+        // Deciding a policy proposal needs the approver token too: sometimes given.
+        if (withToken && path.endsWith("e")) headers["x-sandgate-approver"] = t.approverToken;
         if (b) headers["content-type"] = b.type;
         const sendsBody = b !== undefined && m !== "GET" && m !== "HEAD";
         const res = await fetch(t.url + path + q, { method: m, headers, body: sendsBody ? b.text : undefined, signal: AbortSignal.timeout(10_000) }).catch((err: unknown) => err as Error);

@@ -1,9 +1,27 @@
 // The architecture's import rules (scripts/check-imports.ts) on synthetic graphs,
 // and on the real tree.
 import { describe, expect, it } from "vitest";
-import { findCycles, violations } from "../../scripts/check-imports.js";
+import { findCycles, importsOf, violations } from "../../scripts/check-imports.js";
 
 const g = (edges: Record<string, string[]>): Map<string, string[]> => new Map(Object.entries(edges));
+
+describe("importsOf", () => {
+  it("sees every form of a relative import, and no package or string that only looks like one", () => {
+    const text = [
+      'import { a } from "./a.js";',
+      'import type { B } from "../b.js";',
+      "import {\n  c,\n  d,\n} from './c.js';",
+      'import "./side-effect.js";',
+      'export * from "./e.js";',
+      'export { f } from "./f.js";',
+      'const g = await import("./g.js");',
+      'import { z } from "zod";',
+      'import "node:fs";',
+      'const s = "import ./not.js";',
+    ].join("\n");
+    expect(importsOf(text)).toEqual(["./a.js", "../b.js", "./c.js", "./side-effect.js", "./e.js", "./f.js", "./g.js"]);
+  });
+});
 
 describe("findCycles", () => {
   it("finds a two-module cycle and a longer one, once each", () => {
@@ -29,6 +47,11 @@ describe("layering rules", () => {
         "src/supervisor/proxy.ts": ["src/gateway/control/boundary.ts"],
         "src/gateway/control/boundary.ts": [],
         "src/protocol/wire.ts": ["src/util/missing.ts"],
+        "src/sdk/exec.ts": ["src/cli/exec-options.ts", "src/gateway/api/exec-ws.ts", "src/gateway/home.ts", "src/files/api.ts"],
+        "src/cli/exec-options.ts": [],
+        "src/gateway/api/exec-ws.ts": [],
+        "src/gateway/home.ts": [],
+        "src/files/api.ts": [],
       }),
     );
     expect(found).toEqual([
@@ -39,6 +62,31 @@ describe("layering rules", () => {
       "the gateway is imported only by itself and the CLI: src/supervisor/proxy.ts imports src/gateway/control/boundary.ts",
       "src/protocol/wire.ts imports src/util/missing.ts, which does not exist",
       "contracts import no implementation: src/protocol/wire.ts imports src/util/missing.ts",
+      "the SDK stands alone: src/sdk/exec.ts imports src/cli/exec-options.ts",
+      "only the CLI imports the CLI: src/sdk/exec.ts imports src/cli/exec-options.ts",
+      "the SDK stands alone: src/sdk/exec.ts imports src/gateway/api/exec-ws.ts",
+      "the gateway is imported only by itself and the CLI: src/sdk/exec.ts imports src/gateway/api/exec-ws.ts",
+    ]);
+  });
+
+  it("the API's contracts (the OpenAPI document's sources) import only vocabulary and each other", () => {
+    const found = violations(
+      g({
+        "src/gateway/api/routes.ts": ["src/gateway/api/schemas.ts", "src/gateway/api/responses.ts", "src/files/api.ts", "src/lifecycle/spec.ts"],
+        "src/gateway/api/schemas.ts": ["src/policy/index.ts", "src/lifecycle/spec.ts"],
+        "src/gateway/api/responses.ts": ["src/gateway/errors.ts"],
+        "src/gateway/api/openapi.ts": ["src/gateway/api/routes.ts", "src/version.ts", "src/gateway/api/register.ts"],
+        "src/gateway/api/register.ts": ["src/gateway/api/routes.ts"],
+        "src/gateway/errors.ts": [],
+        "src/files/api.ts": [],
+        "src/version.ts": [],
+        "src/policy/index.ts": [],
+        "src/lifecycle/spec.ts": [],
+      }),
+    );
+    expect(found).toEqual([
+      "API contracts import no implementation: src/gateway/api/responses.ts imports src/gateway/errors.ts",
+      "API contracts import no implementation: src/gateway/api/openapi.ts imports src/gateway/api/register.ts",
     ]);
   });
 });

@@ -1,8 +1,9 @@
 // Reviewing a policy change: diff, replay and suggest over recorded decisions (pure).
 // The same through the API and the CLI: cli-policy-review.test.ts.
 import { describe, expect, it } from "vitest";
-import { diffPolicies } from "../../src/policy/diff.js";
-import { parsePolicyYaml, type Policy } from "../../src/policy/index.js";
+import { describeEndpoint, diffPolicies } from "../../src/policy/diff.js";
+import { canonicalJson } from "../../src/policy/canonical.js";
+import { parsePolicyYaml, type Endpoint, type Policy } from "../../src/policy/index.js";
 import { replay, type RecordedDecision } from "../../src/policy/replay.js";
 import { suggestRules } from "../../src/policy/suggest.js";
 import { ACTIVE, TIGHTER } from "../support/review-policies.js";
@@ -30,6 +31,101 @@ describe("diffPolicies", () => {
     expect(diffPolicies(policy(ACTIVE), policy(ACTIVE))).toEqual([]);
     const changes = diffPolicies(policy(ACTIVE), policy(`${ACTIVE}process:\n  limits: { pids: 64 }\n`));
     expect(changes.map((c) => [c.kind, c.name])).toEqual([["fixed section changed", "process"]]);
+  });
+});
+
+// One rule "api" with one endpoint, written out; the endpoint's fields are the variable part.
+const withEndpoint = (fields: string): string =>
+  `version: 1\nnetwork:\n  rules:\n    - name: api\n      endpoints:\n        - { host: api.example.com, protocol: https${/\bports?:/.test(fields) ? "" : ", port: 443"}${fields} }\n`;
+
+describe("diffPolicies: credentials and tls are changes the person sees", () => {
+  const BASE = ", credentials: [{ secret: aws-prod }]";
+  it.each([
+    ["a credential added to an allowed endpoint", "", BASE, "secret aws-prod"],
+    ["the bound secret changed", BASE, ", credentials: [{ secret: aws-dev }]", "secret aws-dev"],
+    ["a body bound added", BASE, ", credentials: [{ secret: aws-prod, body: { maxBytes: 4096 } }]", "secret aws-prod body<=4096"],
+    ["paths added", BASE, ', credentials: [{ secret: aws-prod, paths: ["/upload/**"] }]', "secret aws-prod on /upload/**"],
+    ["a header injection added", BASE, ', credentials: [{ secret: aws-prod }, { header: authorization, value: "token {{secret:deploy-key}}" }]', 'header authorization: "token {{secret:deploy-key}}"'],
+    ["the header template changed", ', credentials: [{ header: authorization, value: "token {{secret:a}}" }]', ', credentials: [{ header: authorization, value: "token {{secret:b}}" }]', 'header authorization: "token {{secret:b}}"'],
+    ["tls passthrough to terminate", "", ", tls: terminate", "tls terminate"],
+  ])("%s", (_what, before, after, shown) => {
+    const changes = diffPolicies(policy(withEndpoint(before)), policy(withEndpoint(after)));
+    expect(changes).toHaveLength(1);
+    expect(changes[0]).toMatchObject({ kind: "rule changed", name: "api" });
+    expect(changes[0]!.lines).toHaveLength(2);
+    expect(changes[0]!.lines[0]).toMatch(/^- https api\.example\.com:443/);
+    expect(changes[0]!.lines[1]).toMatch(/^\+ https api\.example\.com:443/);
+    expect(changes[0]!.lines[1]).toContain(shown);
+    // Both ways round.
+    expect(diffPolicies(policy(withEndpoint(after)), policy(withEndpoint(before)))).toHaveLength(1);
+  });
+
+  it("the whole line of a credential: header, template, paths; binding, paths, body", () => {
+    const e = policy(withEndpoint(', credentials: [{ header: x-key, value: "k={{secret:one}}", paths: ["/a/**"] }, { secret: two, paths: ["/b", "/c,d"], body: true }]')).network.rules[0]!.endpoints[0]!;
+    expect(describeEndpoint(e)).toBe('https api.example.com:443 tls terminate credentials [header x-key: "k={{secret:one}}" on /a/**; secret two on /b,"/c,d" body<=65536]');
+  });
+
+  // Every field the boundary enforces, varied one at a time: no two variants print alike,
+  // and no pair diffs as "no change".
+  it("endpoints that differ in any one field never print alike", () => {
+    const variants = [
+      "",
+      ", tls: terminate",
+      ", port: 8443",
+      ", ports: [443, 8443]",
+      ", allowPrivate: [10.0.0.0/8]",
+      ", allowPrivate: [10.0.0.0/8, 192.168.0.0/16]",
+      ", rules: [{ methods: [GET] }]",
+      ', rules: [{ methods: [GET], paths: ["/a,/b"] }]',
+      ', rules: [{ methods: [GET], paths: ["/a", "/b"] }]',
+      ", rules: [{ methods: [GET] }, { methods: [POST] }]",
+      ", rules: [{ methods: [GET, POST] }]",
+      ", credentials: [{ secret: s1 }]",
+      ", credentials: [{ secret: s2 }]",
+      ", credentials: [{ secret: s1 }, { secret: s2 }]",
+      ", credentials: [{ secret: s1, body: true }]",
+      ", credentials: [{ secret: s1, body: { maxBytes: 1 } }]",
+      ', credentials: [{ secret: s1, paths: ["/a,/b"] }]',
+      ', credentials: [{ secret: s1, paths: ["/a", "/b"] }]',
+      ', credentials: [{ header: x-a, value: "{{secret:s1}}" }]',
+      ', credentials: [{ header: x-b, value: "{{secret:s1}}" }]',
+      ', credentials: [{ header: x-a, value: "{{secret:s2}}" }]',
+      ', credentials: [{ header: x-a, value: "{{secret:s1}}", paths: ["/a"] }]',
+      // A template that mimics the next field must not pass for it.
+      ', credentials: [{ header: x-a, value: "{{secret:s1}}\\" on /a" }]',
+      ", rules: [{ methods: [GET] }], credentials: [{ secret: s1 }]",
+    ];
+    const endpoints = variants.map((v) => policy(withEndpoint(v)).network.rules[0]!.endpoints[0]!);
+    expect(new Set(endpoints.map(describeEndpoint)).size).toBe(variants.length);
+    const others = ["host: api.example.com, protocol: http, port: 80", "host: api.example.com, protocol: tcp, port: 443", "host: other.example.com, protocol: https, port: 443"];
+    const all = [...variants.map(withEndpoint), ...others.map((h) => withEndpoint("").replace("host: api.example.com, protocol: https, port: 443", h))];
+    expect(new Set(all).size).toBe(variants.length + others.length);
+    const parsed = all.map((y) => ({ y, p: policy(y) }));
+    for (const a of parsed) for (const b of parsed) if (a !== b) expect(diffPolicies(a.p, b.p), `${a.y}\n->\n${b.y}`).not.toEqual([]);
+  });
+});
+
+describe("diffPolicies: the backstop", () => {
+  // A difference describeEndpoint cannot show (a field it does not know yet) is still a change.
+  it("a rule whose canonical form differs, with the same lines, is shown as its canonical text", () => {
+    const a = policy(withEndpoint(""));
+    const ep = { ...a.network.rules[0]!.endpoints[0]!, future: "x" } as unknown as Endpoint;
+    const b: Policy = { ...a, network: { ...a.network, rules: [{ name: "api", endpoints: [ep] }] } };
+    const changes = diffPolicies(a, b);
+    expect(changes).toEqual([{ kind: "rule changed", name: "api", lines: [`- ${canonicalJson(a.network.rules[0])}`, `+ ${canonicalJson(b.network.rules[0])}`] }]);
+  });
+
+  it("an endpoint repeated, rules reordered, denies reordered, a new top-level field: each a change", () => {
+    const a = policy(`${ACTIVE}  deny:\n    - host: a.test\n    - host: b.test\n`);
+    const rules = a.network.rules;
+    const twice: Policy = { ...a, network: { ...a.network, rules: [{ ...rules[0]!, endpoints: [rules[0]!.endpoints[0]!, rules[0]!.endpoints[0]!] }, rules[1]!] } };
+    expect(diffPolicies(a, twice).map((c) => [c.kind, c.name])).toEqual([["rule changed", "api"]]);
+    const reordered: Policy = { ...a, network: { ...a.network, rules: [rules[1]!, rules[0]!] } };
+    expect(diffPolicies(a, reordered)).toEqual([{ kind: "section changed", name: "network.rules", lines: [`- ${canonicalJson(rules)}`, `+ ${canonicalJson([rules[1], rules[0]])}`] }]);
+    const denies: Policy = { ...a, network: { ...a.network, deny: [...a.network.deny].reverse() } };
+    expect(diffPolicies(a, denies).map((c) => [c.kind, c.name])).toEqual([["section changed", "network.deny"]]);
+    const future = { ...a, future: { x: 1 } } as unknown as Policy;
+    expect(diffPolicies(a, future)).toEqual([{ kind: "section changed", name: "future", lines: ["- (absent)", '+ {"x":1}'] }]);
   });
 });
 

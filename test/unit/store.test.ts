@@ -156,6 +156,12 @@ describe("store", () => {
     expect(s.audit("a").map((x) => x.event.i)).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     expect(s.audit("b")).toHaveLength(1);
 
+    // Policy records are counted apart: egress past the limit does not push them out.
+    s.appendAudit([{ sandboxId: "a", generation: 1, time: new Date(now).toISOString(), decision: "policy", count: 1, event: { i: "set" } }, ...Array.from({ length: 10 }, (_, i) => rec("a", i + 13))]);
+    s.prune({ perSandbox: 10, maxAgeMs: 3 * 24 * 3600_000 }, { perSandbox: 100, maxAgeMs: 3 * 24 * 3600_000 });
+    expect(s.audit("a", { decision: "policy" }).map((x) => x.event.i)).toEqual(["set"]);
+    expect(s.audit("a").filter((x) => x.decision !== "policy")).toHaveLength(10);
+
     s.transition("b", { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Deleting", generation: 1, reason: null } });
     s.deleteSandbox("b", { generation: 1 });
     expect(s.audit("b")).toEqual([]);

@@ -2,8 +2,10 @@
 
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
-import type { z } from "zod";
-import { AuditQuery, CheckPolicyBody, DeleteQuery, EXEC_ARGV_MAX_BYTES, CreateSandboxBody, EventsQuery, LIST_PAGE_MAX, ListQuery, ReviewPolicyBody, SetPolicyBody, SuggestQuery, WatchQuery, formatZodError } from "./schemas.js";
+import { EXEC_ARGV_MAX_BYTES, LIST_PAGE_MAX } from "./schemas.js";
+import { route } from "./register.js";
+import { buildOpenApi } from "./openapi.js";
+import type { StatusView } from "./responses.js";
 import { PolicyTools, sinceTime } from "../sandboxes/policy-tools.js";
 import { toOcsf } from "../audit/ocsf.js";
 import { WatchHub, type WatchLimits } from "./watch.js";
@@ -24,6 +26,8 @@ import type { SandboxService } from "../sandboxes/service.js";
 import { eventView, sandboxSummaryView, sandboxView } from "./views.js";
 import { registerExecRoutes } from "./exec-routes.js";
 import type { ExecService } from "../sandboxes/exec-service.js";
+import { registerProposalRoutes } from "./proposals-routes.js";
+import type { PolicyProposals } from "../sandboxes/policy-proposals.js";
 
 export interface ApiContext {
   /** Writes: intents and policy changes. */
@@ -32,7 +36,7 @@ export interface ApiContext {
   read: SandboxReadModel;
   token: string;
   log: Logger;
-  status: () => Record<string, unknown>;
+  status: () => StatusView;
   watch?: Partial<WatchLimits>;
   /** Secrets for the supervisors to inject; `usedBy` names the sandboxes whose policy binds one. */
   secrets?: { store: SecretStore; delivery: SecretPlaces };
@@ -46,12 +50,8 @@ export interface ApiContext {
   execs?: ExecService;
   /** `sandbox cp`: files in and out of Ready sandboxes. */
   files?: FileTransfers;
-}
-
-function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
-  const r = schema.safeParse(value ?? {});
-  if (!r.success) throw new ApiError("invalid_request", formatZodError(r.error));
-  return r.data;
+  /** Policy proposals; deciding one needs `approverToken` too (null: none can be decided). */
+  proposals?: { proposals: PolicyProposals; approverToken: string | null };
 }
 
 const nameParam = (req: FastifyRequest): string => (req.params as { name: string }).name;
@@ -84,6 +84,11 @@ export function buildApi(ctx: ApiContext) {
       const body = JSON.stringify({ error: { code: "invalid_request", message: `malformed HTTP request (${code ?? err.message})` } });
       socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     },
+  });
+  // What fastify actually serves, for the check that every route is documented (test/unit/openapi.test.ts).
+  const registered: { method: string; url: string }[] = [];
+  app.addHook("onRoute", (r) => {
+    for (const method of [r.method].flat()) registered.push({ method, url: r.url });
   });
   app.addHook("onResponse", async (req, reply) => {
     req.log.debug({ method: req.method, url: req.url.replace(/\?.*/, ""), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, "request");
@@ -119,13 +124,16 @@ export function buildApi(ctx: ApiContext) {
     reply.code(404).send({ error: { code: "not_found", message: `no route ${req.method} ${req.url}` } }),
   );
 
-  app.get("/v1/status", async () => ctx.status());
+  // Every route comes from the table (routes.ts) through route(): none is registered undocumented.
+  route(app, "getStatus", async () => ctx.status());
+  let openapi: ReturnType<typeof buildOpenApi> | undefined;
+  route(app, "getOpenApi", async () => (openapi ??= buildOpenApi()));
 
   // Paged by name; without `limit` a page is LIST_PAGE_MAX (every sandbox up to that many,
   // as before paging), without `view` the full view (as before). `sandbox list` asks for
   // lean pages: one indexed read per page, nothing per row.
-  app.get("/v1/sandboxes", async (req) => {
-    const q = parse(ListQuery, req.query);
+  route(app, "listSandboxes", async (_req, _reply, input) => {
+    const q = input.query();
     const page = { after: q.after, limit: q.limit ?? LIST_PAGE_MAX, phase: q.phase, labels: q.label };
     if (q.view === "lean") {
       const p = read.listSummaries(page);
@@ -135,25 +143,25 @@ export function buildApi(ctx: ApiContext) {
     return { sandboxes: p.sandboxes.map((s) => sandboxView(s, read.boundaryOf(s.id))), next: p.next };
   });
 
-  app.post("/v1/sandboxes", async (req, reply) => {
-    const body = parse(CreateSandboxBody, req.body);
+  route(app, "createSandbox", async (_req, reply, input) => {
+    const body = input.body();
     checkPolicySize(body.policy);
     const s = service.create(body);
     return reply.code(201).send(sandboxView(s));
   });
 
-  app.get("/v1/sandboxes/:name", async (req) => {
+  route(app, "getSandbox", async (req) => {
     const s = read.get(nameParam(req));
     return { ...sandboxView(s, read.boundaryOf(s.id), read.diskOf(s)), expiry: read.expiryOf(s) };
   });
 
-  app.get("/v1/sandboxes/:name/policy", async (req) => {
+  route(app, "getPolicy", async (req) => {
     const p = read.policyOf(nameParam(req));
     return { sandbox: p.sandbox.name, revision: p.revision, hash: p.hash, createdAt: p.createdAt, policy: p.policy, source: p.source, boundary: p.boundary };
   });
 
-  app.put("/v1/sandboxes/:name/policy", async (req) => {
-    const body = parse(SetPolicyBody, req.body);
+  route(app, "setPolicy", async (req, _reply, input) => {
+    const body = input.body();
     checkPolicySize(body.policy);
     const { revision, pushed } = service.setPolicy(nameParam(req), body.policy);
     const s = read.get(nameParam(req));
@@ -162,41 +170,37 @@ export function buildApi(ctx: ApiContext) {
     return { revision, pushed, enforced: w.enforced, connectionsClosed: w.connectionsClosed, boundary: w.boundary };
   });
 
-  app.post("/v1/sandboxes/:name/policy/check", async (req) => {
-    const body = parse(CheckPolicyBody, req.body);
+  route(app, "checkPolicy", async (req, _reply, input) => {
+    const body = input.body();
     return service.checkPolicy(nameParam(req), body.url, body.method);
   });
 
   // Reviewing a change before making it; nothing here writes.
   const tools = new PolicyTools(read);
-  app.post("/v1/sandboxes/:name/policy/diff", async (req) => tools.diff(nameParam(req), parse(ReviewPolicyBody, req.body).policy));
-  app.post("/v1/sandboxes/:name/policy/replay", async (req) => {
-    const body = parse(ReviewPolicyBody, req.body);
+  route(app, "diffPolicy", async (req, _reply, input) => tools.diff(nameParam(req), input.body().policy));
+  route(app, "replayPolicy", async (req, _reply, input) => {
+    const body = input.body();
     return tools.replay(nameParam(req), body.policy, body.since);
   });
-  app.get("/v1/sandboxes/:name/policy/suggest", async (req) => tools.suggest(nameParam(req), parse(SuggestQuery, req.query).since));
+  route(app, "suggestPolicy", async (req, _reply, input) => tools.suggest(nameParam(req), input.query().since));
 
-  for (const intent of ["start", "stop"] as const) {
-    app.post(`/v1/sandboxes/:name/${intent}`, async (req, reply) =>
-      reply.code(202).send(sandboxView(service.request(nameParam(req), intent))),
-    );
+  for (const [op, intent] of [["startSandbox", "start"], ["stopSandbox", "stop"]] as const) {
+    route(app, op, async (req, reply) => reply.code(202).send(sandboxView(service.request(nameParam(req), intent))));
   }
 
-  app.delete("/v1/sandboxes/:name", async (req, reply) =>
-    reply.code(202).send(sandboxView(service.request(nameParam(req), "delete", parse(DeleteQuery, req.query)))),
-  );
+  route(app, "deleteSandbox", async (req, reply, input) => reply.code(202).send(sandboxView(service.request(nameParam(req), "delete", input.query()))));
 
   // Logs are read in pages by cursor: `next` is the cursor of the following page
   // (pass it as `after`), null when this page reached the end.
-  app.get("/v1/sandboxes/:name/events", async (req) => {
-    const q = parse(EventsQuery, req.query);
+  route(app, "listEvents", async (req, _reply, input) => {
+    const q = input.query();
     const s = read.get(nameParam(req));
     const events = read.events(s.id, { afterSeq: q.after, beforeSeq: q.before, limit: q.limit, tail: q.tail });
     return { events: events.map(eventView), next: pageCursor(events, q) };
   });
 
-  app.get("/v1/sandboxes/:name/audit", async (req) => {
-    const q = parse(AuditQuery, req.query);
+  route(app, "listAudit", async (req, _reply, input) => {
+    const q = input.query();
     const s = read.get(nameParam(req));
     const records = read.audit(s.id, { afterSeq: q.after, beforeSeq: q.before, limit: q.limit, tail: q.tail, decision: q.decision, since: sinceTime(q.since) });
     const next = pageCursor(records, q);
@@ -209,12 +213,13 @@ export function buildApi(ctx: ApiContext) {
   if (ctx.metrics) registerMetricsRoute(app, ctx.metrics);
   if (ctx.execs) registerExecRoutes(app, ctx.execs);
   if (ctx.files) registerFileRoutes(app, ctx.files);
+  if (ctx.proposals) registerProposalRoutes(app, { ...ctx.proposals, service, read });
 
   // Watch streams are hijacked from fastify: the hub ends them on close.
   const hub = new WatchHub(read, ctx.watch);
   app.addHook("preClose", async () => hub.close());
-  app.get("/v1/watch", (req, reply) => {
-    const q = parse(WatchQuery, req.query);
+  route(app, "watch", (req, reply, input) => {
+    const q = input.query();
     // By id, a deleted sandbox whose events are still in the log can be resumed to its end.
     const only = q.sandbox === undefined ? undefined : read.watchable(q.sandbox);
     const lastId = Number(req.headers["last-event-id"]);
@@ -222,12 +227,13 @@ export function buildApi(ctx: ApiContext) {
     if (!hub.canAccept()) throw new ApiError("unavailable", `too many watch streams open (${hub.size}); close one or raise the limit`);
     reply.hijack();
     hub.attach(req.raw, reply.raw, { only, after });
+    return undefined;
   });
 
   const logs = ctx.logs ? new LogStreams(read, ctx.logs.driver, ctx.log, ctx.logs.limits) : null;
   logs?.register(app);
 
-  return Object.assign(app, { watchStats: () => hub.stats(), logStats: () => logs?.stats() ?? null });
+  return Object.assign(app, { watchStats: () => hub.stats(), logStats: () => logs?.stats() ?? null, registeredRoutes: (): readonly { method: string; url: string }[] => registered });
 }
 
 /** A policy (YAML text, or an object as JSON) is at most POLICY_MAX_BYTES: 413 naming its size. */

@@ -2,39 +2,11 @@
 // (`env=K=V` repeated, `workdir`, `user`, `timeout`) and in the body of a detached
 // exec (POST /v1/sandboxes/:name/execs), checked in one place into an ExecRequest.
 
-import { z } from "zod";
 import { EXEC_TIMEOUT_RANGE, checkExecEnv, checkWorkdir, parseEnvPair } from "../../lifecycle/process-input.js";
 import { SettingError, parseDuration } from "../../util/settings.js";
 import { ApiError } from "../errors.js";
 import type { ExecRequest } from "../sandboxes/exec-service.js";
 import { checkExecArgv } from "./schemas.js";
-
-const one = (max: number) => z.string().max(max);
-
-/** The exec WebSocket's query (GET /v1/sandboxes/:name/exec). */
-export const ExecQueryFull = z
-  .object({
-    cmd: z.union([z.string(), z.array(z.string())]).optional(),
-    tty: z.enum(["0", "1"]).optional(),
-    cols: z.coerce.number().int().min(1).max(1000).optional(),
-    rows: z.coerce.number().int().min(1).max(1000).optional(),
-    env: z.union([z.string(), z.array(z.string())]).optional(),
-    workdir: one(8192).optional(),
-    user: one(64).optional(),
-    timeout: one(64).optional(),
-  })
-  .strict();
-
-/** POST /v1/sandboxes/:name/execs: a detached command. */
-export const DetachedExecBody = z
-  .object({
-    cmd: z.array(z.string()).min(1),
-    env: z.record(z.string(), z.string()).optional(),
-    workdir: one(8192).optional(),
-    user: one(64).optional(),
-    timeout: z.union([one(64), z.number()]).optional(),
-  })
-  .strict();
 
 /** The command's options, checked: a 400 naming the first problem. */
 export function execOptions(o: { cmd: string[]; env?: Record<string, string> | string[]; workdir?: string; user?: string; timeout?: string | number }): Omit<ExecRequest, "tty" | "size"> {

@@ -2,31 +2,21 @@
 // answers its id; GET .../execs lists the sandbox's table, GET .../execs/:id one entry
 // (running, or its exit code). Attached execs are the WebSocket (exec-ws.ts).
 
-import type { FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
 import { EXEC_ID_RE } from "../sandboxes/detached-execs.js";
 import type { ExecService } from "../sandboxes/exec-service.js";
-import { DetachedExecBody, execOptions } from "./exec-options.js";
-import { formatZodError } from "./schemas.js";
+import { execOptions } from "./exec-options.js";
+import { route, type RouteTarget } from "./register.js";
 
-type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-/** The part of a fastify instance these routes need. */
-interface Routes {
-  post(path: string, handler: Handler): unknown;
-  get(path: string, handler: Handler): unknown;
-}
-
-export function registerExecRoutes(app: Routes, execs: ExecService): void {
-  app.post("/v1/sandboxes/:name/execs", async (req, reply) => {
-    const body = DetachedExecBody.safeParse(req.body ?? {});
-    if (!body.success) throw new ApiError("invalid_request", formatZodError(body.error));
-    const view = await execs.detach((req.params as { name: string }).name, execOptions(body.data));
+export function registerExecRoutes(app: RouteTarget, execs: ExecService): void {
+  route(app, "startDetachedExec", async (req, reply, input) => {
+    const view = await execs.detach((req.params as { name: string }).name, execOptions(input.body()));
     return reply.code(201).send(view);
   });
 
-  app.get("/v1/sandboxes/:name/execs", async (req) => ({ execs: execs.list((req.params as { name: string }).name) }));
+  route(app, "listDetachedExecs", async (req) => ({ execs: execs.list((req.params as { name: string }).name) }));
 
-  app.get("/v1/sandboxes/:name/execs/:id", async (req) => {
+  route(app, "getDetachedExec", async (req) => {
     const { name, id } = req.params as { name: string; id: string };
     if (!EXEC_ID_RE.test(id)) throw new ApiError("invalid_request", `invalid exec id ${JSON.stringify(id.slice(0, 80))}: expected ex_ and 16 hex digits, as exec --detach printed`);
     return execs.status(name, id);

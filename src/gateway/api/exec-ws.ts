@@ -16,11 +16,12 @@ import type { Logger } from "pino";
 import { WebSocketServer, type WebSocket } from "ws";
 import { z } from "zod";
 import { EXEC_SIGNALS, type ExecSession } from "../../driver/contract.js";
-import { formatZodError } from "./schemas.js";
-import { ExecQueryFull, execOptions } from "./exec-options.js";
+import { ExecQueryFull, formatZodError } from "./schemas.js";
+import { execOptions } from "./exec-options.js";
 import { ApiError } from "../errors.js";
 import { tokenMatches } from "./auth.js";
 import { PORT_FORWARD_ROUTE } from "./port-forward-ws.js";
+import { ROUTES, pathPattern } from "./routes.js";
 import type { ExecService } from "../sandboxes/exec-service.js";
 
 export const STDIN = 0;
@@ -33,7 +34,8 @@ const ControlFrame = z.discriminatedUnion("type", [
   z.object({ type: z.literal("signal"), signal: z.enum(EXEC_SIGNALS) }),
 ]);
 
-const ROUTE = /^\/v1\/sandboxes\/([^/?]+)\/exec(?:\?|$)/;
+/** The path of the table's execSession (routes.ts), the sandbox captured. */
+const ROUTE = pathPattern(ROUTES.execSession.path);
 
 function refuse(socket: Duplex, err: ApiError): void {
   const body = JSON.stringify({ error: { code: err.code, message: err.message } });

@@ -6,24 +6,10 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { Readable } from "node:stream";
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { z } from "zod";
 import { FILE_MEDIA_TYPE, RESULT_TRAILER, TAR_MEDIA_TYPE, asciiJson, type TransferResultView } from "../../files/api.js";
 import { ApiError } from "../errors.js";
 import type { FileTransfers, UploadBody } from "../files/transfers.js";
-import { formatZodError } from "./schemas.js";
-
-const FilesQuery = z
-  .object({
-    path: z.string({ error: "required, an absolute path inside /sandbox" }).max(16_384),
-    mode: z.string().regex(/^0?[0-7]{3}$/, "expected octal permissions from 000 to 777, such as 644 or 0755").optional(),
-  })
-  .strict();
-
-function query(raw: unknown): z.infer<typeof FilesQuery> {
-  const r = FilesQuery.safeParse(raw ?? {});
-  if (!r.success) throw new ApiError("invalid_request", formatZodError(r.error));
-  return r.data;
-}
+import { route } from "./register.js";
 
 const nameOf = (params: unknown): string => (params as { name: string }).name;
 
@@ -58,15 +44,15 @@ async function* nothing(): AsyncGenerator<Buffer> {
 }
 
 export function registerFileRoutes(app: FastifyInstance<Server, IncomingMessage, ServerResponse, Logger>, files: FileTransfers): void {
-  void app.register(async (scope) => {
+  void app.register(async (scope: FastifyInstance<Server, IncomingMessage, ServerResponse, Logger>) => {
     // Bodies here are streams, never buffered by a parser (and never limited by bodyLimit: FileTransfers bounds them).
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("*", (_req, payload, done) => done(null, payload));
 
-    scope.get("/v1/sandboxes/:name/files/stat", async (req) => files.stat(nameOf(req.params), query(req.query).path));
+    route(scope, "statFile", async (req, _reply, input) => files.stat(nameOf(req.params), input.query().path));
 
-    scope.get("/v1/sandboxes/:name/files", async (req, reply) => {
-      const q = query(req.query);
+    route(scope, "downloadFiles", async (req, reply, input) => {
+      const q = input.query();
       if (q.mode !== undefined) throw new ApiError("invalid_request", "mode: applies to a single-file upload (PUT), not to a download");
       const dl = await files.download(nameOf(req.params), q.path);
       reply.hijack();
@@ -84,14 +70,15 @@ export function registerFileRoutes(app: FastifyInstance<Server, IncomingMessage,
         if (!(e instanceof ApiError)) req.log.error({ err: e }, "download failed");
         result = { ok: false, error: { code: err.code, message: err.message }, ...dl.summary() };
       }
-      if (res.destroyed) return;
+      if (res.destroyed) return undefined;
       res.addTrailers({ [RESULT_TRAILER]: asciiJson(result) });
       res.end();
+      return undefined;
     });
 
-    scope.put("/v1/sandboxes/:name/files", async (req, reply) => {
+    route(scope, "uploadFiles", async (req, reply, input) => {
       try {
-        const q = query(req.query);
+        const q = input.query();
         const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
         const lengthHeader = req.headers["content-length"];
         const length = lengthHeader === undefined ? undefined : Number(lengthHeader);

@@ -11,16 +11,14 @@
 // in the gateway beyond its socket's buffer). Streams are hijacked from fastify and
 // ended by the gateway's close.
 
-import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import { z } from "zod";
 import type { ComputeDriver, LogEnd, LogLine, Role } from "../../driver/contract.js";
 import { canonicalTime } from "../../util/log-time.js";
 import { splitLine } from "../../util/log-line.js";
 import { ApiError } from "../errors.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
-import { formatZodError } from "./schemas.js";
+import { route, type RouteTarget } from "./register.js";
 
 export interface LogLimits {
   /** Log streams open at once; one more is refused with 503. Default 64. */
@@ -32,28 +30,8 @@ export interface LogLimits {
 }
 
 export const DEFAULT_LOG_LIMITS: LogLimits = { maxStreams: 64, maxLineBytes: 16 * 1024, heartbeatMs: 15_000 };
-export const LOG_TAIL_MAX = 1_000_000;
-
-const flag = z.enum(["0", "1", "true", "false"]);
-
-export const LogsQuery = z
-  .object({
-    follow: flag.optional(),
-    tail: z
-      .string()
-      .regex(/^\d{1,7}$/, `must be a whole number from 0 to ${LOG_TAIL_MAX}`)
-      .transform(Number)
-      .refine((n) => n <= LOG_TAIL_MAX, `must be a whole number from 0 to ${LOG_TAIL_MAX}`)
-      .optional(),
-    since: z.string().max(64).optional(),
-    stream: z.enum(["workload", "supervisor"]).optional(),
-    generation: z.string().regex(/^(\d{1,9}|previous)$/, 'must be a generation number or "previous"').optional(),
-  })
-  .strict();
-
 /** The part of a fastify instance these routes need. */
-interface Routes {
-  get(path: string, handler: (req: FastifyRequest, reply: FastifyReply) => FastifyReply): unknown;
+interface Routes extends RouteTarget {
   addHook(name: "preClose", hook: () => Promise<void>): unknown;
 }
 
@@ -96,10 +74,8 @@ export class LogStreams {
 
   register(app: Routes): void {
     app.addHook("preClose", async () => this.close());
-    app.get("/v1/sandboxes/:name/logs", (req, reply) => {
-      const parsed = LogsQuery.safeParse(req.query ?? {});
-      if (!parsed.success) throw new ApiError("invalid_request", formatZodError(parsed.error));
-      const q = parsed.data;
+    route(app, "getLogs", (req, reply, input) => {
+      const q = input.query();
       const since = q.since === undefined ? undefined : canonicalTime(q.since);
       if (since === null) throw new ApiError("invalid_request", `since: ${JSON.stringify(q.since)} is not an RFC 3339 time (e.g. 2026-12-01T10:00:00Z or 2026-12-01T10:00:00.123456789+01:00)`);
       const s = this.read.get((req.params as { name: string }).name);

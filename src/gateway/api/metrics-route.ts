@@ -2,14 +2,9 @@
 // every route (an unauthenticated scrape is a 401). Prometheus sends the token with
 // `authorization: { credentials_file: ~/.sandgate/token }` in its scrape config.
 
-import type { FastifyReply, FastifyRequest } from "fastify";
 import type { MetricsExposition } from "../metrics/contract.js";
+import { route, type RouteTarget } from "./register.js";
 
-/** The part of a fastify instance this route needs. */
-interface Routes {
-  get(path: string, handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>): unknown;
-}
-
-export function registerMetricsRoute(app: Routes, metrics: MetricsExposition): void {
-  app.get("/metrics", async (_req, reply) => reply.type(metrics.contentType).send(await metrics.scrape()));
+export function registerMetricsRoute(app: RouteTarget, metrics: MetricsExposition): void {
+  route(app, "getMetrics", async (_req, reply) => reply.type(metrics.contentType).send(await metrics.scrape()));
 }

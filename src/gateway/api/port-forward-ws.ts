@@ -18,11 +18,13 @@ import type { ExecSession } from "../../driver/contract.js";
 import { parseInteger } from "../../util/settings.js";
 import { ApiError } from "../errors.js";
 import { tokenMatches } from "./auth.js";
+import { ROUTES, pathPattern } from "./routes.js";
 import type { ExecService } from "../sandboxes/exec-service.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
 import { EXEC_NOT_STARTED, RELAY_BINARY, RELAY_CONNECTED, RELAY_FAILED, parsePortQuery, relayCommand } from "./port-forward-relay.js";
 
-export const PORT_FORWARD_ROUTE = /^\/v1\/sandboxes\/([^/?]+)\/port-forward(?:\?|$)/;
+/** The path of the table's portForward (routes.ts), the sandbox captured. */
+export const PORT_FORWARD_ROUTE = pathPattern(ROUTES.portForward.path);
 
 export interface PortForwardLimits {
   /** Forwarded connections open at once into one sandbox; past it a new one is refused (503). Default 32. */

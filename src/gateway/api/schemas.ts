@@ -3,6 +3,7 @@
 
 import { z } from "zod";
 import { PROCESS_LIMITS } from "../../policy/index.js";
+import { BY_MAX, PROPOSAL_STATES, REASON_MAX } from "../../policy/proposals.js";
 import { PHASES } from "../../lifecycle/phases.js";
 import { checkSandboxName } from "../../lifecycle/spec.js";
 import { LABELS_MAX, checkLabels, parseLabelPair } from "../../lifecycle/labels.js";
@@ -18,7 +19,8 @@ const Labels = z
   .superRefine((v, ctx) => {
     const bad = checkLabels(v);
     if (bad) ctx.addIssue({ code: "custom", message: bad });
-  });
+  })
+  .meta({ type: "object", additionalProperties: { type: "string" }, description: "labels: at most 64 KEY: VALUE strings (README, `--label`)" });
 
 /** `?label=key=value`, repeatable (every one must match); at most LABELS_MAX of them. */
 const LabelSelectors = z
@@ -39,18 +41,19 @@ const LabelSelectors = z
       pairs.push(p.pair);
     }
     return pairs;
-  });
+  })
+  .describe("KEY=VALUE, repeatable: every one must match");
 
 export const CreateSandboxBody = z
   .object({
-    name: z.string(),
+    name: z.string().describe("1-63 characters: lowercase letters, digits and '-', starting and ending with a letter or digit"),
     image: z.string().min(1).max(512).optional(),
     command: z.array(z.string().min(1)).min(1).max(256).optional(),
     env: z
       .record(z.string().regex(ENV_NAME, "environment variable names are letters, digits and '_'"), z.string().max(32_768))
       .optional(),
     // Its size is checked in bytes by the route (413, POLICY_MAX_BYTES).
-    policy: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+    policy: z.union([z.string(), z.record(z.string(), z.unknown())]).optional().describe("a policy (docs/policy.md) as YAML text or as an object; at most 1 MiB"),
     resources: z
       .object({
         memoryMb: z.number().int().min(PROCESS_LIMITS.memoryMb.min).max(PROCESS_LIMITS.memoryMb.max).optional(),
@@ -60,12 +63,12 @@ export const CreateSandboxBody = z
       .strict()
       .optional(),
     /** Workspace size: "512M", "10G", "1GiB" or a number of bytes (default 10 GiB). */
-    disk: z.union([z.string().max(64), z.number()]).optional(),
+    disk: z.union([z.string().max(64), z.number()]).optional().describe('the workspace size: "512M", "10G", "1GiB" or bytes; 16 MiB-16 TiB, default 10G'),
     labels: Labels.optional(),
     /** The workload's working directory; --ttl and --idle-stop as seconds or "30m", "2h" (create-options.ts). */
-    workdir: z.string().max(8192).optional(),
-    ttl: z.union([z.string().max(64), z.number()]).optional(),
-    idleStop: z.union([z.string().max(64), z.number()]).optional(),
+    workdir: z.string().max(8192).optional().describe("the workload's working directory (absolute; default /sandbox)"),
+    ttl: z.union([z.string().max(64), z.number()]).optional().describe('stop each run this long after it began: seconds, or "90s", "30m", "8h", "7d"'),
+    idleStop: z.union([z.string().max(64), z.number()]).optional().describe("stop after no exec, connect or egress for this long (as ttl)"),
   })
   .strict();
 export type CreateSandboxBody = z.infer<typeof CreateSandboxBody>;
@@ -74,7 +77,7 @@ export const SetPolicyBody = z
   .object({
     policy: z.union([z.string(), z.record(z.string(), z.unknown())]),
     /** Seconds to wait for the supervisor to acknowledge the revision as enforced. */
-    wait: z.number().min(0).max(600).optional(),
+    wait: z.number().min(0).max(600).optional().describe("seconds to wait for the supervisor to enforce it"),
   })
   .strict();
 
@@ -83,7 +86,30 @@ export const ReviewPolicyBody = z
   .object({ policy: z.union([z.string().max(1 << 20), z.record(z.string(), z.unknown())]), since: z.string().max(64).optional() })
   .strict();
 
-export const SuggestQuery = z.object({ since: z.string().max(64).optional() }).strict();
+// ---- policy proposals (an agent proposes, a person decides) ----
+
+export const ProposeBody = z
+  .object({
+    policy: z.union([z.string(), z.record(z.string(), z.unknown())]),
+    // Characters, checked exactly by the service; the schema only stops the absurd.
+    reason: z.string().max(REASON_MAX * 4).optional().describe(`why, shown to the person deciding (at most ${REASON_MAX} characters)`),
+    by: z.string().max(BY_MAX * 4).optional().describe(`who proposes, free text ("mcp", "cli:alice"; at most ${BY_MAX} characters); default "api"`),
+  })
+  .strict();
+
+export const ApproveBody = z
+  .object({
+    by: z.string().max(BY_MAX * 4).optional(),
+    wait: z.number().min(0).max(600).optional().describe("seconds to wait for the supervisor to enforce the new revision (as PUT policy)"),
+  })
+  .strict();
+
+export const RejectBody = z.object({ by: z.string().max(BY_MAX * 4).optional(), reason: z.string().max(REASON_MAX * 4).optional() }).strict();
+
+export const ProposalListQuery = z.object({ state: z.enum(PROPOSAL_STATES).optional() }).strict();
+export const ProposalShowQuery = z.object({ since: z.string().max(64).optional().describe("an RFC 3339 time: replay only audit records from then on") }).strict();
+
+export const SuggestQuery = z.object({ since: z.string().max(64).optional().describe("an RFC 3339 time: only audit records from then on") }).strict();
 
 export const CheckPolicyBody = z.object({ url: z.string().min(1).max(8192), method: z.string().regex(/^[A-Za-z]+$/).optional() }).strict();
 
@@ -93,8 +119,11 @@ const page = z.coerce.number().int().min(1).max(10_000);
 /** A window of a log: after/before a sequence number, a page size, or the last N. */
 export const EventsQuery = z.object({ after: seq.optional(), before: seq.optional(), limit: page.optional(), tail: page.optional() }).strict();
 
-/** The decisions an audit record can carry; `dropped` marks records the rate limit dropped. */
-export const AUDIT_DECISIONS = ["allow", "deny", "would_deny", "dropped"] as const;
+/**
+ * The decisions an audit record can carry; `dropped` marks records the rate limit dropped,
+ * `policy` a policy proposal or its decision (src/gateway/sandboxes/policy-proposals.ts).
+ */
+export const AUDIT_DECISIONS = ["allow", "deny", "would_deny", "dropped", "policy"] as const;
 
 /** A window of the audit trail; `since` an RFC 3339 time; `format=ocsf` gives OCSF-shaped records. */
 export const AuditQuery = z
@@ -104,7 +133,7 @@ export const AuditQuery = z
     limit: page.optional(),
     tail: page.optional(),
     decision: z.enum(AUDIT_DECISIONS).optional(),
-    since: z.string().max(64).optional(),
+    since: z.string().max(64).optional().describe("an RFC 3339 time"),
     format: z.enum(["ocsf"]).optional(),
   })
   .strict();
@@ -129,14 +158,15 @@ export const LIST_PAGE_MAX = 1000;
  */
 export const ListQuery = z
   .object({
-    limit: wholeNumber(1, LIST_PAGE_MAX).optional(),
+    limit: wholeNumber(1, LIST_PAGE_MAX).optional().describe(`sandboxes per page, 1-${LIST_PAGE_MAX} (default ${LIST_PAGE_MAX})`),
     after: z
       .string()
       .superRefine((v, ctx) => {
         const bad = checkSandboxName(v);
         if (bad) ctx.addIssue({ code: "custom", message: `the cursor is the \`next\` of a page, a sandbox name: ${bad}` });
       })
-      .optional(),
+      .optional()
+      .describe("the previous page's `next`"),
     phase: z.enum(PHASES).optional(),
     label: LabelSelectors.optional(),
     view: z.enum(["full", "lean"]).optional(),
@@ -144,9 +174,9 @@ export const ListQuery = z
   .strict();
 
 /** Preconditions of DELETE /v1/sandboxes/:name: `generation` the sandbox must still be at. */
-export const DeleteQuery = z.object({ generation: wholeNumber(1, Number.MAX_SAFE_INTEGER).optional() }).strict();
+export const DeleteQuery = z.object({ generation: wholeNumber(1, Number.MAX_SAFE_INTEGER).optional().describe("only if the sandbox is still at this generation") }).strict();
 
-export const WatchQuery = z.object({ sandbox: z.string().min(1).optional(), after: seq.optional() }).strict();
+export const WatchQuery = z.object({ sandbox: z.string().min(1).optional().describe("only this sandbox (name or id)"), after: seq.optional().describe("resume after this event sequence number") }).strict();
 
 /** An exec's command line: at most this many arguments and bytes (UTF-8, all arguments together). */
 export const EXEC_ARGV_MAX_ARGS = 256;
@@ -159,12 +189,80 @@ export function checkExecArgv(cmd: readonly string[]): string | null {
   return `cmd: the command line is ${bytes} bytes in ${cmd.length} arguments; the limit is ${EXEC_ARGV_MAX_BYTES} bytes and ${EXEC_ARGV_MAX_ARGS} arguments`;
 }
 
-export const ExecQuery = z
+/** The exec WebSocket's query (GET /v1/sandboxes/:name/exec); exec-options.ts checks the values. */
+export const ExecQueryFull = z
   .object({
     cmd: z.union([z.string(), z.array(z.string())]).optional(),
     tty: z.enum(["0", "1"]).optional(),
     cols: z.coerce.number().int().min(1).max(1000).optional(),
     rows: z.coerce.number().int().min(1).max(1000).optional(),
+    env: z.union([z.string(), z.array(z.string())]).optional(),
+    workdir: z.string().max(8192).optional(),
+    user: z.string().max(64).optional(),
+    timeout: z.string().max(64).optional(),
+  })
+  .strict();
+
+/** POST /v1/sandboxes/:name/execs: a detached command. */
+export const DetachedExecBody = z
+  .object({
+    cmd: z.array(z.string()).min(1),
+    env: z.record(z.string(), z.string()).optional(),
+    workdir: z.string().max(8192).optional(),
+    user: z.string().max(64).optional(),
+    timeout: z.union([z.string().max(64), z.number()]).optional(),
+  })
+  .strict();
+
+/** The port-forward WebSocket's query; port-forward-relay.ts parsePortQuery checks it (its own message names the value). */
+export const PortForwardQuery = z.object({ port: z.string().regex(/^\d{1,5}$/).describe("a TCP port from 1 to 65535 inside the workload") }).strict();
+
+/** Rows per page of GET /v1/stats at most, and without `limit`: each row is a runtime sample. */
+export const STATS_PAGE_MAX = 100;
+
+export const StatsQuery = z.object({ limit: wholeNumber(1, STATS_PAGE_MAX).optional(), after: ListQuery.shape.after }).strict();
+
+/** Largest secret value accepted. */
+export const MAX_SECRET_BYTES = 64 * 1024;
+/** Longest wait for the supervisors' acks, in seconds. */
+export const MAX_SECRET_WAIT_S = 300;
+
+export const SetSecretBody = z
+  .object({
+    /** The value as text (UTF-8)... */
+    value: z.string().min(1).max(MAX_SECRET_BYTES).optional(),
+    /** ...or as base64, for binary values. */
+    valueBase64: z.string().min(1).max(Math.ceil(MAX_SECRET_BYTES / 3) * 4).optional(),
+    /** Seconds to wait for every running sandbox that uses it to acknowledge the new value. */
+    wait: z.number({ error: `wait: expected seconds 0-${String(MAX_SECRET_WAIT_S)}` }).min(0, { error: `wait: expected seconds 0-${String(MAX_SECRET_WAIT_S)}` }).max(MAX_SECRET_WAIT_S, { error: `wait: expected seconds 0-${String(MAX_SECRET_WAIT_S)}` }).optional(),
+  })
+  .strict()
+  .refine((b) => (b.value === undefined) !== (b.valueBase64 === undefined), { error: "give exactly one of value and valueBase64" });
+
+export const LOG_TAIL_MAX = 1_000_000;
+
+const flag = z.enum(["0", "1", "true", "false"]);
+
+export const LogsQuery = z
+  .object({
+    follow: flag.optional(),
+    tail: z
+      .string()
+      .regex(/^\d{1,7}$/, `must be a whole number from 0 to ${LOG_TAIL_MAX}`)
+      .transform(Number)
+      .refine((n) => n <= LOG_TAIL_MAX, `must be a whole number from 0 to ${LOG_TAIL_MAX}`)
+      .optional(),
+    since: z.string().max(64).optional(),
+    stream: z.enum(["workload", "supervisor"]).optional(),
+    generation: z.string().regex(/^(\d{1,9}|previous)$/, 'must be a generation number or "previous"').optional(),
+  })
+  .strict();
+
+/** `sandbox cp`: the remote path, and a single-file upload's mode. */
+export const FilesQuery = z
+  .object({
+    path: z.string({ error: "required, an absolute path inside /sandbox" }).max(16_384),
+    mode: z.string().regex(/^0?[0-7]{3}$/, "expected octal permissions from 000 to 777, such as 644 or 0755").optional(),
   })
   .strict();
 

@@ -3,26 +3,11 @@
 // supervisors whose policy references it; a change reaches them at once (optionally waited for).
 
 import type { FastifyRequest } from "fastify";
-import { z } from "zod";
-import { MAX_SECRET_BYTES, checkSecretName, type SecretStore } from "../secrets/secret-store.js";
+import { checkSecretName, type SecretStore } from "../secrets/secret-store.js";
 import { ApiError } from "../errors.js";
-import { formatZodError } from "./schemas.js";
+import { MAX_SECRET_BYTES } from "./schemas.js";
+import { route, type RouteTarget } from "./register.js";
 import type { BoundIn, Delivery } from "../secrets/secret-delivery.js";
-
-/** Longest wait for the supervisors' acks, in seconds. */
-export const MAX_SECRET_WAIT_S = 300;
-
-export const SetSecretBody = z
-  .object({
-    /** The value as text (UTF-8)... */
-    value: z.string().min(1).max(MAX_SECRET_BYTES).optional(),
-    /** ...or as base64, for binary values. */
-    valueBase64: z.string().min(1).max(Math.ceil(MAX_SECRET_BYTES / 3) * 4).optional(),
-    /** Seconds to wait for every running sandbox that uses it to acknowledge the new value. */
-    wait: z.number({ error: `wait: expected seconds 0-${String(MAX_SECRET_WAIT_S)}` }).min(0, { error: `wait: expected seconds 0-${String(MAX_SECRET_WAIT_S)}` }).max(MAX_SECRET_WAIT_S, { error: `wait: expected seconds 0-${String(MAX_SECRET_WAIT_S)}` }).optional(),
-  })
-  .strict()
-  .refine((b) => (b.value === undefined) !== (b.valueBase64 === undefined), { error: "give exactly one of value and valueBase64" });
 
 const nameOf = (req: FastifyRequest): string => {
   const name = (req.params as { name: string }).name;
@@ -31,14 +16,6 @@ const nameOf = (req: FastifyRequest): string => {
   return name;
 };
 
-type Handler = (req: FastifyRequest) => Promise<unknown>;
-/** The part of a fastify instance these routes need. */
-interface Routes {
-  put(path: string, handler: Handler): unknown;
-  get(path: string, handler: Handler): unknown;
-  delete(path: string, handler: Handler): unknown;
-}
-
 /** Where secrets are used and how a change reaches the supervisors (SecretDelivery). */
 export interface SecretPlaces {
   usedBy(name: string): string[];
@@ -46,21 +23,20 @@ export interface SecretPlaces {
   deliver(name: string, waitMs: number | null): Promise<Delivery>;
 }
 
-export function registerSecretRoutes(app: Routes, secrets: SecretStore, places: SecretPlaces): void {
-  app.put("/v1/secrets/:name", async (req) => {
+export function registerSecretRoutes(app: RouteTarget, secrets: SecretStore, places: SecretPlaces): void {
+  route(app, "setSecret", async (req, _reply, input) => {
     const name = nameOf(req);
-    const parsed = SetSecretBody.safeParse(req.body ?? {});
-    if (!parsed.success) throw new ApiError("invalid_request", formatZodError(parsed.error));
-    const value = parsed.data.value !== undefined ? Buffer.from(parsed.data.value, "utf8") : Buffer.from(parsed.data.valueBase64!, "base64");
+    const body = input.body();
+    const value = body.value !== undefined ? Buffer.from(body.value, "utf8") : Buffer.from(body.valueBase64!, "base64");
     if (value.length === 0 || value.length > MAX_SECRET_BYTES) throw new ApiError("invalid_request", `a secret value is 1 to ${MAX_SECRET_BYTES} bytes; this one is ${value.length}`);
     const version = secrets.set(name, value);
-    const delivery = await places.deliver(name, parsed.data.wait === undefined ? null : parsed.data.wait * 1000);
+    const delivery = await places.deliver(name, body.wait === undefined ? null : body.wait * 1000);
     return { name, version, bytes: value.length, usedBy: places.usedBy(name), bindings: places.bindings(name), ...delivery };
   });
 
-  app.get("/v1/secrets", async () => ({ secrets: secrets.list().map((s) => ({ ...s, usedBy: places.usedBy(s.name), bindings: places.bindings(s.name) })) }));
+  route(app, "listSecrets", async () => ({ secrets: secrets.list().map((s) => ({ ...s, usedBy: places.usedBy(s.name), bindings: places.bindings(s.name) })) }));
 
-  app.delete("/v1/secrets/:name", async (req) => {
+  route(app, "deleteSecret", async (req) => {
     const name = nameOf(req);
     if (!secrets.delete(name)) throw new ApiError("not_found", `no secret named "${name}"`);
     // The supervisors drop it: its placeholders fail closed from now on.

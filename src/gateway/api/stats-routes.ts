@@ -1,30 +1,16 @@
 // GET /v1/sandboxes/:name/stats (one Ready sandbox) and GET /v1/stats (a page of the
 // Ready ones, in name order: `{"stats": [...], "next": NAME|null}`).
 
-import type { FastifyRequest } from "fastify";
-import { z } from "zod";
-import { ApiError } from "../errors.js";
 import type { SandboxStats } from "../stats/sandbox-stats.js";
-import { ListQuery, formatZodError, wholeNumber } from "./schemas.js";
+import { route, type RouteTarget } from "./register.js";
+import { STATS_PAGE_MAX } from "./schemas.js";
 
-/** Rows per page at most, and without `limit`: each row is a runtime sample. */
-export const STATS_PAGE_MAX = 100;
+export function registerStatsRoutes(app: RouteTarget, stats: SandboxStats): void {
+  route(app, "getSandboxStats", async (req) => stats.one((req.params as { name: string }).name));
 
-export const StatsQuery = z.object({ limit: wholeNumber(1, STATS_PAGE_MAX).optional(), after: ListQuery.shape.after }).strict();
-
-type Handler = (req: FastifyRequest) => Promise<unknown>;
-/** The part of a fastify instance these routes need. */
-interface Routes {
-  get(path: string, handler: Handler): unknown;
-}
-
-export function registerStatsRoutes(app: Routes, stats: SandboxStats): void {
-  app.get("/v1/sandboxes/:name/stats", async (req) => stats.one((req.params as { name: string }).name));
-
-  app.get("/v1/stats", async (req) => {
-    const q = StatsQuery.safeParse(req.query ?? {});
-    if (!q.success) throw new ApiError("invalid_request", formatZodError(q.error));
-    const page = await stats.page({ after: q.data.after, limit: q.data.limit ?? STATS_PAGE_MAX });
+  route(app, "listStats", async (_req, _reply, input) => {
+    const q = input.query();
+    const page = await stats.page({ after: q.after, limit: q.limit ?? STATS_PAGE_MAX });
     return { stats: page.sandboxes, next: page.next };
   });
 }

@@ -1,9 +1,9 @@
-// The API's JSON shapes of stored records.
+// The API's JSON shapes of stored records (their schemas: responses.ts).
 
 import { LIVE_PHASES, describeReason } from "../../lifecycle/phases.js";
 import type { EventRecord, SandboxRecord, SandboxSummary } from "../../store/store.js";
 import type { BoundaryHealth } from "../control/boundary.js";
-import type { DiskView } from "../sandboxes/read-model.js";
+import type { DiskView, EventView, SandboxSummaryView, SandboxView } from "./responses.js";
 
 /** What every view of a sandbox starts with: who it is, its phase and why. */
 function sandboxHead(s: SandboxRecord | SandboxSummary) {
@@ -18,7 +18,7 @@ function sandboxHead(s: SandboxRecord | SandboxSummary) {
   };
 }
 
-export function sandboxView(s: SandboxRecord, boundary: BoundaryHealth | null = null, disk: DiskView | null = null) {
+export function sandboxView(s: SandboxRecord, boundary: BoundaryHealth | null = null, disk: DiskView | null = null): SandboxView {
   return {
     ...sandboxHead(s),
     spec: s.spec,
@@ -34,7 +34,7 @@ export function sandboxView(s: SandboxRecord, boundary: BoundaryHealth | null = 
  * A list row (`view=lean`): what `sandbox list` shows. `workload` and `supervisor` are
  * the container ids of the live generation, null once it has ended (as `sandbox get` shows).
  */
-export function sandboxSummaryView(s: SandboxSummary) {
+export function sandboxSummaryView(s: SandboxSummary): SandboxSummaryView {
   const live = s.runtime !== null && s.runtime.generation === s.generation && LIVE_PHASES.includes(s.phase) ? s.runtime : null;
   return {
     ...sandboxHead(s),
@@ -45,6 +45,6 @@ export function sandboxSummaryView(s: SandboxSummary) {
   };
 }
 
-export function eventView(e: EventRecord) {
+export function eventView(e: EventRecord): EventView {
   return { ...e, reasonText: e.reason ? describeReason(e.reason) : null };
 }

@@ -5,6 +5,10 @@
 import { referencedSecrets, type Policy } from "../../policy/index.js";
 import { ACCEPTS_HOST_ADDRESSES, ACCEPTS_SECRETS, CLOSE } from "../../protocol/wire.js";
 import type { AckMessage, GatewayMessage, HeartbeatMessage, SecretsAckMessage, WireAuditEvent } from "../../protocol/wire.js";
+import type { BoundaryHealth } from "../api/responses.js";
+
+/** The API's shapes (api/responses.ts), named here for the code that builds them. */
+export type { BoundaryHealth };
 
 /** An authenticated control session as the registry sees it. */
 export interface SessionLink {
@@ -15,23 +19,6 @@ export interface SessionLink {
   readonly accepts?: ReadonlySet<string>;
   send(message: GatewayMessage): void;
   close(code: number, reason: string): void;
-}
-
-export interface BoundaryHealth {
-  sandboxId: string;
-  session: "up" | "down";
-  /** Generation of the live session, null when down. */
-  generation: number | null;
-  /** Last sign of life: a heartbeat or a WebSocket ping of the session. */
-  lastHeartbeatAt: string | null;
-  /** Revision the supervisor acknowledged / reports enforcing in this session; null before its first ack. */
-  enforcedRevision: number | null;
-  desiredRevision: number | null;
-  proxy: "listening" | "not_listening" | null;
-  lockdown: boolean | null;
-  healthy: boolean;
-  /** Why not healthy; null when healthy. */
-  problem: string | null;
 }
 
 export type AuditListener = (sandboxId: string, generation: number, event: WireAuditEvent) => void;

@@ -12,6 +12,10 @@ import type { AuditRecord } from "../../store/store.js";
 import { ApiError } from "../errors.js";
 import { checkFilesystemPolicy, parsePolicyInput } from "./policy-input.js";
 import type { SandboxReadModel } from "./read-model.js";
+import type { AuditWindow } from "../api/responses.js";
+
+/** The API's shapes (api/responses.ts), named here for the code that builds them. */
+export type { AuditWindow };
 
 /** At most this many audit records are read for one replay or suggestion (newest first). */
 export const MAX_REPLAY_RECORDS = 10_000;
@@ -38,17 +42,6 @@ export function recordedDecisions(records: readonly AuditRecord[]): RecordedDeci
   return out;
 }
 
-export interface AuditWindow {
-  /** Records read (after `since`), of at most MAX_REPLAY_RECORDS. */
-  records: number;
-  /** Requests they stand for (repeats counted). */
-  requests: number;
-  from: string | null;
-  to: string | null;
-  /** True when older records exist that were not read. */
-  truncated: boolean;
-}
-
 /** An RFC 3339 time from a user, as the ISO form records are stored in; a clear 400 otherwise. */
 export function sinceTime(since: string | undefined): string | undefined {
   if (since === undefined) return undefined;
@@ -69,7 +62,8 @@ export class PolicyTools {
 
   private window(sandboxId: string, since: string | undefined): { decisions: RecordedDecision[]; window: AuditWindow } {
     const cut = sinceTime(since);
-    const rows = this.read.audit(sandboxId, { tail: MAX_REPLAY_RECORDS }).filter((r) => cut === undefined || r.time >= cut);
+    // Policy proposals' records (decision "policy") are not traffic.
+    const rows = this.read.audit(sandboxId, { tail: MAX_REPLAY_RECORDS }).filter((r) => r.decision !== "policy" && (cut === undefined || r.time >= cut));
     const truncated = rows.length === MAX_REPLAY_RECORDS && (cut === undefined || (rows[0]?.time ?? "") > cut);
     const decisions = recordedDecisions(rows);
     return {

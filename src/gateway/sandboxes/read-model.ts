@@ -9,24 +9,10 @@ import { ID_RE, checkSandboxName } from "../../lifecycle/spec.js";
 import { ApiError, notFound } from "../errors.js";
 import { expiryColumns } from "../../store/expiry-store.js";
 import type { ActivityTracker } from "./activity.js";
+import type { DiskView, ExpiryView } from "../api/responses.js";
 
-export interface DiskView {
-  limitBytes: number;
-  /** Null when the workspace is not mounted (e.g. after a host restart, until the next start). */
-  usedBytes: number | null;
-  /** What the filesystem holds at most (the limit less its own metadata); null when not mounted. */
-  capacityBytes: number | null;
-}
-
-/** What --ttl and --idle-stop look at, for `sandbox get`. */
-export interface ExpiryView {
-  /** When the current generation's TTL runs out, or null. */
-  ttlDeadline: string | null;
-  /** The last exec, connect or egress seen (or the launch), or null when none is known. */
-  lastActivityAt: string | null;
-  /** Exec and connect sessions open now. */
-  openSessions: number;
-}
+/** The API's shapes (api/responses.ts), named here for the code that builds them. */
+export type { DiskView, ExpiryView };
 
 export interface Page<T> {
   sandboxes: T[];

@@ -10,8 +10,8 @@ import type { UserEvent } from "../../lifecycle/phases.js";
 import { DEFAULT_RESOURCES, checkSandboxName, type SandboxSpec } from "../../lifecycle/spec.js";
 import { DEFAULT_DISK_BYTES, checkDiskBytes, parseDiskSize } from "../../lifecycle/disk-size.js";
 import { checkLabels } from "../../lifecycle/labels.js";
-import { changedFixedSections, evaluate, type Decision, type EgressRequest } from "../../policy/index.js";
-import { DuplicateNameError, type SandboxRecord, type Store } from "../../store/store.js";
+import { changedFixedSections, evaluate, policyHash, type Decision, type EgressRequest, type Policy } from "../../policy/index.js";
+import { DuplicateNameError, type InfoWriter, type SandboxRecord, type Store } from "../../store/store.js";
 import type { BoundaryHealth } from "../control/boundary.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import { ApiError } from "../errors.js";
@@ -140,10 +140,32 @@ export class SandboxService {
   }
 
   /**
+   * A policy change checked as `policy set` checks it (parsed and validated, the fixed
+   * sections unchanged against the active revision), without making it: a policy proposal
+   * is checked here before it is stored.
+   */
+  checkPolicyChange(nameOrId: string, input: string | Record<string, unknown>): { sandbox: SandboxRecord; policy: Policy; activeRevision: number } {
+    const s = this.d.read.get(nameOrId);
+    const next = parsePolicyInput(input);
+    const active = activePolicy(this.d.store, s.id);
+    const fixed = changedFixedSections(active.policy, next);
+    if (fixed.length > 0) {
+      throw new ApiError("invalid_request", `invalid policy: ${fixed.join(" and ")} ${fixed.length > 1 ? "are" : "is"} fixed at creation and cannot change`);
+    }
+    return { sandbox: s, policy: next, activeRevision: active.revision };
+  }
+
+  /**
    * Accept a new policy revision. Invalid input changes nothing; while the
    * sandbox runs, it is pushed to the supervisor over its authenticated session.
+   * `expectRevision`: only while that revision is active (else StaleRevisionError, nothing
+   * changed); `within` runs in the transaction that records the revision (an approval).
    */
-  setPolicy(nameOrId: string, input: string | Record<string, unknown>): { revision: number; pushed: boolean } {
+  setPolicy(
+    nameOrId: string,
+    input: string | Record<string, unknown>,
+    opts: { expectRevision?: number; within?: (revision: number, tx: InfoWriter) => void } = {},
+  ): { revision: number; pushed: boolean } {
     this.#assertOpen();
     const s = this.d.read.get(nameOrId);
     if (!POLICY_PHASES.includes(s.phase)) {
@@ -152,12 +174,16 @@ export class SandboxService {
         `cannot change the policy of sandbox "${s.name}": it is ${s.phase}; policy changes are allowed from ${POLICY_PHASES.slice(0, -1).join(", ")} or ${POLICY_PHASES.at(-1)!}`,
       );
     }
-    const next = parsePolicyInput(input);
-    const fixed = changedFixedSections(activePolicy(this.d.store, s.id).policy, next);
-    if (fixed.length > 0) {
-      throw new ApiError("invalid_request", `invalid policy: ${fixed.join(" and ")} ${fixed.length > 1 ? "are" : "is"} fixed at creation and cannot change`);
-    }
-    const revision = this.d.store.addPolicy(s, next, typeof input === "string" ? input : null);
+    const { policy: next } = this.checkPolicyChange(s.id, input);
+    // A direct set (not an approval, which records its own) is a record in the audit
+    // trail, committed with the revision: every policy change is accounted for.
+    const within =
+      opts.within ??
+      ((revision: number): void => {
+        const time = new Date().toISOString();
+        this.d.store.appendAudit([{ sandboxId: s.id, generation: s.generation, time, decision: "policy", count: 1, event: { type: "policy_set", action: "set", by: "api", revision, hash: policyHash(next), time } }]);
+      });
+    const revision = this.d.store.addPolicy(s, next, typeof input === "string" ? input : null, { ...opts, within });
     const live = s.phase === "Provisioning" || s.phase === "Ready";
     const pushed = live && (this.d.generations.get(s.id, s.generation)?.desire(next, revision) ?? false);
     this.d.log.info({ sandboxId: s.id, revision, pushed }, "policy revision accepted");

@@ -7,6 +7,10 @@ import { referencedSecrets, secretBindings } from "../../policy/index.js";
 import type { Store } from "../../store/store.js";
 import type { BoundaryRegistry, SecretValuesSource } from "../control/boundary.js";
 import type { SecretStore } from "./secret-store.js";
+import type { BoundIn, Delivery } from "../api/responses.js";
+
+/** The API's shapes (api/responses.ts), named here for the code that builds them. */
+export type { BoundIn, Delivery };
 
 /** The values that exist of the named secrets; one that cannot be decrypted is left out (and logged by name). */
 export function secretValuesFrom(secrets: SecretStore, log: Logger): SecretValuesSource {
@@ -25,24 +29,6 @@ export function secretValuesFrom(secrets: SecretStore, log: Logger): SecretValue
   };
 }
 
-/** One place a secret is bound, in one sandbox's active policy. */
-export interface BoundIn {
-  sandbox: string;
-  rule: string;
-  host: string;
-  ports: readonly number[];
-  paths: readonly string[] | null;
-  form: "placeholder" | "header";
-}
-
-export interface Delivery {
-  /** Running sandboxes it was sent to. */
-  pushed: string[];
-  /** With a wait: those whose supervisor acked it in time, and those that did not. */
-  acknowledged: string[] | null;
-  pending: string[] | null;
-}
-
 export class SecretDelivery {
   constructor(
     private readonly store: Store,
@@ -55,7 +41,7 @@ export class SecretDelivery {
     for (const s of this.store.list()) {
       const p = this.store.policy(s.id);
       if (p === null) continue;
-      for (const b of secretBindings(p.policy, name)) out.push({ sandbox: s.name, ...b });
+      for (const b of secretBindings(p.policy, name)) out.push({ sandbox: s.name, ...b, ports: [...b.ports], paths: b.paths && [...b.paths] });
     }
     return out;
   }

@@ -3,11 +3,15 @@
 // from the read model, egress from the current generation's audit trail. Reads only.
 
 import type { ComputeDriver, WorkloadStats } from "../../driver/contract.js";
-import { egressTotals, type EgressTotals } from "../../store/aggregates.js";
+import { egressTotals } from "../../store/aggregates.js";
 import type { SandboxRecord, Store } from "../../store/store.js";
 import { Limiter } from "../../util/limiter.js";
 import { ApiError } from "../errors.js";
-import type { DiskView, Page, SandboxReadModel } from "../sandboxes/read-model.js";
+import type { Page, SandboxReadModel } from "../sandboxes/read-model.js";
+import type { StatsView } from "../api/responses.js";
+
+/** The API's shapes (api/responses.ts), named here for the code that builds them. */
+export type { StatsView };
 
 /**
  * Runtime samples taken at once, all requests together: Docker answers each after about
@@ -15,23 +19,6 @@ import type { DiskView, Page, SandboxReadModel } from "../sandboxes/read-model.j
  * opening as many calls on the daemon.
  */
 export const STATS_CONCURRENCY = 16;
-
-export interface StatsView {
-  id: string;
-  name: string;
-  phase: string;
-  generation: number;
-  /** When the runtime's sample was taken (as the gateway asked for it). */
-  time: string;
-  /** Percent of one CPU (200 = two cores busy); null when not measured. */
-  cpuPercent: number | null;
-  memory: WorkloadStats["memory"] | null;
-  pids: WorkloadStats["pids"] | null;
-  disk: DiskView | null;
-  egress: EgressTotals;
-  /** Why the runtime's figures are missing, when they are (a page row whose sample failed). */
-  error: string | null;
-}
 
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 

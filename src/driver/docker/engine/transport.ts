@@ -262,18 +262,8 @@ export class EngineTransport {
     return end;
   }
 
-  private async jsonLinesOnce(path: string, opts: StreamOptions, onValue: (v: unknown) => void): Promise<StreamEnd> {
-    const pending = await this.ensureVersion(opts);
-    if (pending) return pending.kind === "transport" && pending.code === TransportCode.ABORTED ? { kind: "aborted" } : pending;
-    const guard = new CallGuard(opts.signal);
-    const ended = (f: TransportFailure): StreamEnd => (guard.cause === "caller" ? { kind: "aborted" } : f);
-    try {
-      const r = await this.open("GET", path, { versioned: true, guard, query: opts.query, headersTimeoutMs: this.timeoutMs, bodyTimeoutMs: 0 });
-      if (r.kind !== "response") return ended(r);
-      if (r.status >= 400) {
-        const e = await this.readError(r, guard);
-        return e.kind === "transport" ? ended(e) : e;
-      }
+  private jsonLinesOnce(path: string, opts: StreamOptions, onValue: (v: unknown) => void): Promise<StreamEnd> {
+    return this.openStream(path, opts, async (body, ended) => {
       const splitter = createJsonLineSplitter();
       const deliver = (lines: ReturnType<typeof splitter.push>): TransportFailure | undefined => {
         for (const line of lines) {
@@ -287,24 +277,16 @@ export class EngineTransport {
         return undefined;
       };
       try {
-        opts.onOpen?.();
-      } catch (err) {
-        r.body.destroy();
-        return transport(TransportCode.HANDLER_ERROR, `onOpen threw: ${err instanceof Error ? err.message : String(err)}`);
-      }
-      try {
         // Returning from inside the loop destroys the body (and its socket).
-        for await (const chunk of r.body as AsyncIterable<Buffer>) {
+        for await (const chunk of body) {
           const bad = deliver(splitter.push(chunk));
           if (bad) return bad;
         }
         return deliver(splitter.end()) ?? { kind: "eof" };
       } catch (err) {
-        return ended(guard.failure(err));
+        return ended(err);
       }
-    } finally {
-      guard.dispose();
-    }
+    });
   }
 
   /**
@@ -313,7 +295,34 @@ export class EngineTransport {
    * pauses the daemon's stream instead of buffering it. Ends like jsonLines; a throw
    * from onChunk (or its rejection) ends it as HANDLER_ERROR.
    */
-  async byteStream(path: string, opts: StreamOptions, onChunk: (chunk: Buffer) => void | Promise<void>): Promise<StreamEnd> {
+  byteStream(path: string, opts: StreamOptions, onChunk: (chunk: Buffer) => void | Promise<void>): Promise<StreamEnd> {
+    return this.openStream(path, opts, async (body, ended, guard) => {
+      try {
+        for await (const chunk of body) {
+          try {
+            await onChunk(chunk);
+          } catch (err) {
+            // Returning from inside the loop destroys the body (and its socket).
+            return guard.cause === "caller" ? { kind: "aborted" } : transport(TransportCode.HANDLER_ERROR, `onChunk threw: ${err instanceof Error ? err.message : String(err)}`);
+          }
+        }
+        return { kind: "eof" };
+      } catch (err) {
+        return ended(err);
+      }
+    });
+  }
+
+  /**
+   * What both streams share: the version, the guard, the open, an error status read as
+   * the Engine's error, and onOpen (a throw from it ends the stream as HANDLER_ERROR)
+   * before the body goes to `consume`. Never rejects.
+   */
+  private async openStream(
+    path: string,
+    opts: StreamOptions,
+    consume: (body: AsyncIterable<Buffer>, ended: (err: unknown) => StreamEnd, guard: CallGuard) => Promise<StreamEnd>,
+  ): Promise<StreamEnd> {
     const pending = await this.ensureVersion(opts);
     if (pending) return pending.kind === "transport" && pending.code === TransportCode.ABORTED ? { kind: "aborted" } : pending;
     const guard = new CallGuard(opts.signal);
@@ -325,20 +334,13 @@ export class EngineTransport {
         const e = await this.readError(r, guard);
         return e.kind === "transport" ? ended(e) : e;
       }
-      opts.onOpen?.();
       try {
-        for await (const chunk of r.body as AsyncIterable<Buffer>) {
-          try {
-            await onChunk(chunk);
-          } catch (err) {
-            // Returning from inside the loop destroys the body (and its socket).
-            return guard.cause === "caller" ? { kind: "aborted" } : transport(TransportCode.HANDLER_ERROR, `onChunk threw: ${err instanceof Error ? err.message : String(err)}`);
-          }
-        }
-        return { kind: "eof" };
+        opts.onOpen?.();
       } catch (err) {
-        return ended(guard.failure(err));
+        r.body.destroy();
+        return transport(TransportCode.HANDLER_ERROR, `onOpen threw: ${err instanceof Error ? err.message : String(err)}`);
       }
+      return await consume(r.body as AsyncIterable<Buffer>, (err) => ended(guard.failure(err)), guard);
     } finally {
       guard.dispose();
     }

@@ -1,0 +1,99 @@
+// sandbox_create, sandbox_list, sandbox_delete. A sandbox the agent creates starts with
+// the default policy (no egress): its egress comes only through a proposal a person
+// approves, never from the create call. The agent deletes only sandboxes it created
+// (labelled created-by=mcp): not a person's sandbox, not to make it again wider.
+
+import { z } from "zod";
+import { PHASES } from "../lifecycle/phases.js";
+import { SandgateError, type SandboxSummaryView } from "../sdk/index.js";
+import type { ToolContext } from "./context.js";
+import { NAME_MAX_CHARS, VALUE_MAX_CHARS } from "./limits.js";
+import { ok } from "./results.js";
+
+const LIST_DEFAULT = 100;
+const LIST_MAX = 1000;
+const name = z.string().min(1).max(NAME_MAX_CHARS).describe("the sandbox's name (or id)");
+const stringMap = z.record(z.string().max(NAME_MAX_CHARS), z.string().max(VALUE_MAX_CHARS));
+
+/** The label every sandbox the MCP server creates carries; only those may it delete. */
+export const MCP_OWNER_LABEL = { key: "created-by", value: "mcp" } as const;
+
+const summary = (s: SandboxSummaryView): Record<string, unknown> => ({ name: s.name, id: s.id, phase: s.phase, generation: s.generation, reason: s.reasonText, labels: s.labels, createdAt: s.createdAt });
+
+export function registerSandboxTools(ctx: ToolContext): void {
+  ctx.server.registerTool(
+    "sandbox_create",
+    {
+      title: "Create a sandbox",
+      description:
+        "Creates an isolated sandbox (a workload container with no route out but what its network policy allows) and waits until it is Ready. Its workspace is /sandbox. It starts with no egress: to reach a host, propose a policy (policy_propose) for a person to approve.",
+      inputSchema: z.strictObject({
+        name: z.string().min(1).max(63).describe("1-63 lowercase letters, digits and '-', starting and ending with a letter or digit"),
+        image: z.string().min(1).max(NAME_MAX_CHARS).optional().describe("the workload image (default: the gateway's)"),
+        env: stringMap.optional().describe("the workload's environment"),
+        labels: stringMap.optional().describe(`labels; ${MCP_OWNER_LABEL.key}=${MCP_OWNER_LABEL.value} is always set`),
+        ttl: z.string().max(32).optional().describe('stop each run this long after it began: "90s", "30m", "8h"'),
+        timeout: z.number().int().min(1).max(1800).default(180).describe("seconds to wait for Ready (default 180)"),
+      }),
+      annotations: { title: "Create a sandbox", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    (a) =>
+      ctx.run(async () => {
+        const sg = await ctx.gateway();
+        const sb = await sg.sandboxes.create(
+          { name: a.name, ...(a.image === undefined ? {} : { image: a.image }), ...(a.env === undefined ? {} : { env: a.env }), labels: { ...a.labels, [MCP_OWNER_LABEL.key]: MCP_OWNER_LABEL.value }, ...(a.ttl === undefined ? {} : { ttl: a.ttl }) },
+          // A sandbox whose wait fails is deleted: no sandbox is left without an owner.
+          { timeout: a.timeout, dispose: "delete" },
+        );
+        sb.dispose = "none";
+        return ok(`sandbox ${sb.name} (${sb.id}) is ${sb.phase}; its workspace is /sandbox`, { name: sb.name, id: sb.id, phase: sb.phase });
+      }),
+  );
+
+  ctx.server.registerTool(
+    "sandbox_list",
+    {
+      title: "List sandboxes",
+      description: "Lists the sandboxes in name order: name, id, phase, labels.",
+      inputSchema: z.strictObject({
+        phase: z.enum(PHASES).optional(),
+        limit: z.number().int().min(1).max(LIST_MAX).default(LIST_DEFAULT).describe(`at most this many (default ${LIST_DEFAULT}, max ${LIST_MAX})`),
+      }),
+      annotations: { title: "List sandboxes", readOnlyHint: true, openWorldHint: false },
+    },
+    (a) =>
+      ctx.run(async () => {
+        const sg = await ctx.gateway();
+        const out: Record<string, unknown>[] = [];
+        for await (const s of sg.sandboxes.list({ limit: a.limit, ...(a.phase === undefined ? {} : { phase: a.phase }) })) out.push(summary(s));
+        const text = out.length === 0 ? "no sandboxes" : out.map((s) => `${String(s.name)}  ${String(s.phase)}  ${String(s.id)}`).join("\n");
+        return ok(text, { sandboxes: out });
+      }),
+  );
+
+  ctx.server.registerTool(
+    "sandbox_delete",
+    {
+      title: "Delete a sandbox",
+      description: `Deletes a sandbox this server created (labelled ${MCP_OWNER_LABEL.key}=${MCP_OWNER_LABEL.value}) and its workspace, for good, and waits until it is gone. One already gone is not an error.`,
+      inputSchema: z.strictObject({ name }),
+      annotations: { title: "Delete a sandbox", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    (a) =>
+      ctx.run(async () => {
+        const sg = await ctx.gateway();
+        let labels: Record<string, string>;
+        try {
+          labels = (await sg.sandboxes.get(a.name)).view.labels;
+        } catch (err) {
+          if (err instanceof SandgateError && err.code === "not_found") return ok(`sandbox ${a.name} is deleted`, { name: a.name, deleted: true });
+          throw err;
+        }
+        if (labels[MCP_OWNER_LABEL.key] !== MCP_OWNER_LABEL.value) {
+          throw new SandgateError(`sandbox ${a.name} was not created through sandgate mcp (no label ${MCP_OWNER_LABEL.key}=${MCP_OWNER_LABEL.value}); only a person deletes it, with: sandgate sandbox delete ${a.name}`, "forbidden");
+        }
+        await sg.sandboxes.delete(a.name);
+        return ok(`sandbox ${a.name} is deleted`, { name: a.name, deleted: true });
+      }),
+  );
+}
