@@ -185,7 +185,9 @@ export async function run(o: BenchOptions): Promise<void> {
   let stoppedEarly: string | null = null;
   try {
     progress("monitor-scale: starting a private dockerd");
-    const dockerd = await PrivateDockerd.start({ liveRestore: true, name: "bscale" });
+    // A live-restore start reloads every container before /_ping answers: 46 s at N = 100 on
+    // this machine (bench recovery), so the default 30 s would end the run at its first restart.
+    const dockerd = await PrivateDockerd.start({ liveRestore: true, name: "bscale", startTimeoutMs: 600_000 });
     cleanup.add("dockerd", () => dockerd.destroy());
     progress("monitor-scale: starting the gateway process (imports images)");
     const gw = await startGatewayProcess(dockerd.dockerHost);
