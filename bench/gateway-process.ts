@@ -96,7 +96,7 @@ function makeApi(url: string, token: string): GatewayProcess["api"] {
   };
 }
 
-function tail(file: string, lines = 30): string {
+export function tail(file: string, lines = 30): string {
   try {
     return readFileSync(file, "utf8").split("\n").slice(-lines).join("\n");
   } catch {

@@ -6,7 +6,7 @@
 
 import { freemem } from "node:os";
 import { PrivateDockerd, pingSocket } from "../test/support/dockerd.js";
-import { cpuSeconds, remoteTcpConnections, rssBytes, startGatewayProcess, unixConnectionsTo, type GatewayProcess } from "./gateway-process.js";
+import { cpuSeconds, remoteTcpConnections, rssBytes, startGatewayProcess, tail, unixConnectionsTo, type GatewayProcess } from "./gateway-process.js";
 import { Cleanup, machine, mapLimit, parseList, parseNumber, printTable, progress, sleep, stats, writeResult, type BenchOptions, type Stats } from "./lib.js";
 
 const CREATE_CONCURRENCY = 4;
@@ -95,7 +95,10 @@ async function measureRecovery(gw: GatewayProcess, dockerd: PrivateDockerd, n: n
   for (;;) {
     const c = await phaseCounts(gw);
     if ((c.Ready ?? 0) === n) break;
-    if ((c.Error ?? 0) + (c.Completed ?? 0) > 0) throw new Error(`a sandbox failed during recovery: ${JSON.stringify(c)}`);
+    if ((c.Error ?? 0) + (c.Completed ?? 0) > 0) {
+      const failed = (await gw.api("GET", "/v1/sandboxes?phase=Error&limit=3")).body?.sandboxes as { name: string; reason: unknown }[] | undefined;
+      throw new Error(`a sandbox failed during recovery: ${JSON.stringify(c)}; ${JSON.stringify(failed?.map((s) => [s.name, s.reason]))}\n--- gateway log (tail) ---\n${tail(gw.logFile, 40)}`);
+    }
     if (Date.now() > deadline) throw new Error(`not all ${n} Ready 300 s after the restart: ${JSON.stringify(c)}`);
     progress(`monitor-scale: N=${n}, recovering: ${c.Ready ?? 0}/${n} Ready`);
     await sleep(200);
