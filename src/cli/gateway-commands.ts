@@ -20,6 +20,7 @@ import { formatSize, parseByteSize } from "../util/byte-size.js";
 const LOG_STREAMS = { min: 1, max: 100_000 };
 import { DEFAULT_DETACHED_EXECS, DETACHED_EXECS_RANGE } from "../gateway/sandboxes/detached-execs.js";
 import { DEFAULT_PROPOSAL_LIMITS, PROPOSALS_KEPT_RANGE, PROPOSALS_PENDING_RANGE } from "../gateway/sandboxes/policy-proposals.js";
+import { RECOVERY_DEADLINE_DEFAULT_S } from "../driver/contract.js";
 
 interface Common {
   home?: string;
@@ -53,7 +54,7 @@ export function gatewayCommands(global: () => Common): Command {
     .option("--port <port>", "API port on 127.0.0.1 (0 picks a free one)", intArg("--port", PORT), DEFAULT_PORT)
     .option("--detach", "run in the background, logging to <home>/gateway.log")
     .option("--log-level <level>", `${LOG_LEVELS.join(", ")} (env SANDGATE_LOG_LEVEL; default info)`)
-    .option("--recovery-deadline <seconds>", "how long a sandbox may stay Recovering before it fails closed (env SANDGATE_RECOVERY_DEADLINE; default 60)")
+    .option("--recovery-deadline <seconds>", `how long a sandbox may stay Recovering before it fails closed (env SANDGATE_RECOVERY_DEADLINE; default ${RECOVERY_DEADLINE_DEFAULT_S})`)
     .option(
       "--boundary-deadline <seconds>",
       "how long a sandbox whose supervisor runs but cannot show its boundary may stay Recovering (env SANDGATE_BOUNDARY_DEADLINE; default 30)",
@@ -87,7 +88,7 @@ export function gatewayCommands(global: () => Common): Command {
         port: raw.port,
         logLevel: setting(() => fromFlagOrEnv({ name: "--log-level", value: raw.logLevel }, { name: "SANDGATE_LOG_LEVEL", value: env.SANDGATE_LOG_LEVEL }, "info", logLevel)),
         recoveryDeadline: setting(() =>
-          fromFlagOrEnv({ name: "--recovery-deadline", value: raw.recoveryDeadline }, { name: "SANDGATE_RECOVERY_DEADLINE", value: env.SANDGATE_RECOVERY_DEADLINE }, 60, (w, r) => parseDuration(w, r, DEADLINE)),
+          fromFlagOrEnv({ name: "--recovery-deadline", value: raw.recoveryDeadline }, { name: "SANDGATE_RECOVERY_DEADLINE", value: env.SANDGATE_RECOVERY_DEADLINE }, RECOVERY_DEADLINE_DEFAULT_S, (w, r) => parseDuration(w, r, DEADLINE)),
         ),
         boundaryDeadline: setting(() =>
           fromFlagOrEnv({ name: "--boundary-deadline", value: raw.boundaryDeadline }, { name: "SANDGATE_BOUNDARY_DEADLINE", value: env.SANDGATE_BOUNDARY_DEADLINE }, 30, (w, r) => parseDuration(w, r, DEADLINE)),

@@ -196,8 +196,16 @@ export interface MonitorSink {
   recoveringSince(sandboxId: string): number | undefined;
 }
 
+/**
+ * The default of MonitorConfig.recoveryDeadlineMs, in seconds: 5 min (recovery rule 12). A
+ * live-restore daemon answers only after it has restored every container: 44–50 s with 100
+ * sandboxes on a 2-core host (docs/performance.md), so a shorter default would fail healthy
+ * sandboxes closed on a plain daemon restart once a host holds a few hundred.
+ */
+export const RECOVERY_DEADLINE_DEFAULT_S = 300;
+
 export interface MonitorConfig {
-  /** How long a sandbox may stay Recovering after losing the runtime. */
+  /** How long a sandbox may stay Recovering after losing the runtime (default RECOVERY_DEADLINE_DEFAULT_S). */
   recoveryDeadlineMs?: number;
   /** How long it may stay Recovering after its boundary was reported unhealthy while the runtime answers. */
   boundaryDeadlineMs?: number;

@@ -7,7 +7,7 @@ import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { pino } from "pino";
-import type { ComputeDriver, ExecSession, LaunchRequest, MonitorConfig, MonitorSink, ReadinessReport, RuntimeRecord } from "../../src/driver/contract.js";
+import { RECOVERY_DEADLINE_DEFAULT_S, type ComputeDriver, type ExecSession, type LaunchRequest, type MonitorConfig, type MonitorSink, type ReadinessReport, type RuntimeRecord } from "../../src/driver/contract.js";
 import { DockerMonitor, type MonitorOptions } from "../../src/driver/docker/monitor/docker-monitor.js";
 import type { DockerEvent } from "../../src/driver/docker/engine/types.js";
 import { LABEL, egressNetworkName } from "../../src/driver/docker/objects.js";
@@ -316,7 +316,7 @@ export class FakeDockerDriver implements ComputeDriver {
       retryIntervalMs: 50,
       attributionGraceMs: 50,
       backoff: { initialMs: 20, factor: 1.5, maxMs: 100, jitter: 0 },
-      recoveryDeadlineMs: config.recoveryDeadlineMs ?? 60_000,
+      recoveryDeadlineMs: config.recoveryDeadlineMs ?? RECOVERY_DEADLINE_DEFAULT_S * 1000,
       boundaryDeadlineMs: config.boundaryDeadlineMs ?? 30_000,
       ...this.monitorOptions,
     });

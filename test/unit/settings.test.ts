@@ -2,6 +2,8 @@
 // message naming the setting, the value and what is allowed. Never NaN.
 import { describe, expect, it } from "vitest";
 import { SettingError, fromFlagOrEnv, parseChoice, parseDecimal, parseDuration, parseInteger } from "../../src/util/settings.js";
+import { buildProgram } from "../../src/cli/program.js";
+import { RECOVERY_DEADLINE_DEFAULT_S } from "../../src/driver/contract.js";
 
 describe("settings", () => {
   it("whole numbers: digits only, inside the range", () => {
@@ -35,5 +37,11 @@ describe("settings", () => {
     expect(fromFlagOrEnv({ name: "--n", value: undefined }, { name: "N", value: "" }, 5, parse)).toBe(5);
     expect(() => fromFlagOrEnv({ name: "--n", value: undefined }, { name: "N", value: "abc" }, 5, parse)).toThrow(/^N must be/);
     expect(() => fromFlagOrEnv({ name: "--n", value: "0" }, { name: "N", value: "4" }, 5, parse)).toThrow(/^--n must be/);
+  });
+
+  it("the recovery deadline defaults to recovery rule 12's 5 minutes: a live-restore daemon with a few hundred sandboxes takes longer than a minute to answer", () => {
+    expect(RECOVERY_DEADLINE_DEFAULT_S).toBe(300);
+    const start = buildProgram().commands.find((c) => c.name() === "gateway")?.commands.find((c) => c.name() === "start");
+    expect(start?.options.find((o) => o.long === "--recovery-deadline")?.description).toMatch(/default 300\)$/);
   });
 });

@@ -6,7 +6,7 @@
 // from re-read state (inspect), never from replayed events.
 
 import type { Logger } from "pino";
-import type { MonitorSink, ReadinessCheck, ReadinessReport, RuntimeCall, RuntimeMonitor, Watched } from "../../contract.js";
+import { RECOVERY_DEADLINE_DEFAULT_S, type MonitorSink, type ReadinessCheck, type ReadinessReport, type RuntimeCall, type RuntimeMonitor, type Watched } from "../../contract.js";
 import type { LifecycleEvent } from "../../../lifecycle/phases.js";
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "../../../util/backoff.js";
 import { Limiter } from "../../../util/limiter.js";
@@ -123,7 +123,7 @@ export class DockerMonitor implements RuntimeMonitor {
     this.log = o.log.child({ component: "monitor" });
     this.gatewayId = o.gatewayId;
     this.opts = {
-      recoveryDeadlineMs: o.recoveryDeadlineMs ?? 60_000,
+      recoveryDeadlineMs: o.recoveryDeadlineMs ?? RECOVERY_DEADLINE_DEFAULT_S * 1000,
       boundaryDeadlineMs: o.boundaryDeadlineMs ?? 30_000,
       pingIntervalMs: o.pingIntervalMs ?? 2_000,
       pingTimeoutMs: o.pingTimeoutMs ?? 1_500,
