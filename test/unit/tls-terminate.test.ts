@@ -8,7 +8,7 @@ import tls from "node:tls";
 import { X509Certificate } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LeafCertificates, issueSandboxCa, type CaMaterial } from "../../src/supervisor/tls/leaf-certs.js";
-import { TlsTerminator, isCertificateError, type TerminatedTunnel } from "../../src/supervisor/tls/terminate.js";
+import { TERMINATED_HIGH_WATER_MARK, TlsTerminator, isCertificateError, type TerminatedTunnel } from "../../src/supervisor/tls/terminate.js";
 
 let sandboxCa: CaMaterial;
 let originCa: CaMaterial;
@@ -21,6 +21,11 @@ const seen: string[] = [];
 /** The tunnel the next proxy connection stands for (the test plays the CONNECT). */
 let nextTunnel: () => TerminatedTunnel;
 let trustOrigin = true;
+/** The workload-side TLS socket of the newest terminated connection. */
+let terminated: tls.TLSSocket | undefined;
+/** Bytes the origin's /flood handler has written; it writes only while its socket takes more. */
+let flooded = 0;
+const FLOOD_MAX = 64 << 20;
 
 const listen = (s: net.Server): Promise<number> => new Promise((r) => s.listen(0, "127.0.0.1", () => r((s.address() as net.AddressInfo).port)));
 
@@ -29,6 +34,18 @@ beforeAll(async () => {
   originCa = await issueSandboxCa("origin");
   const originLeafs = new LeafCertificates(originCa);
   origin = https.createServer({ SNICallback: (name, cb) => void originLeafs.context(name).then((c) => cb(null, c), cb) }, (req, res) => {
+    if (req.url === "/flood") {
+      const chunk = Buffer.alloc(64 << 10, 120);
+      const more = (): void => {
+        while (flooded < FLOOD_MAX) {
+          flooded += chunk.length;
+          if (!res.write(chunk)) return void res.once("drain", more);
+        }
+        res.end();
+      };
+      more();
+      return;
+    }
     res.end(`origin saw ${req.method} ${req.url} host=${req.headers.host}`);
   });
   originPort = await listen(origin);
@@ -48,7 +65,12 @@ beforeAll(async () => {
     up.on("error", (err) => res.writeHead(502, { "x-proxy-error": isCertificateError(err) ? "sandgate-upstream-tls" : "sandgate-upstream" }).end((err as NodeJS.ErrnoException).code));
     req.pipe(up);
   });
-  proxy = net.createServer((socket) => void terminator.terminate(socket, Buffer.alloc(0), nextTunnel()).catch(() => {}));
+  proxy = net.createServer((socket) =>
+    void terminator.terminate(socket, Buffer.alloc(0), nextTunnel()).then(
+      (s) => (terminated = s),
+      () => {},
+    ),
+  );
   proxyPort = await listen(proxy);
 });
 afterAll(() => {
@@ -136,5 +158,32 @@ describe("leaf certificates", () => {
       s.on("error", reject);
     });
     expect(peer.subjectAltName).toBe("IP Address:127.0.0.1");
+  });
+
+  it("a workload that stops reading holds the origin back: the terminated socket buffers at most its high-water mark", async () => {
+    nextTunnel = () => ({ host: "flood.origin.test", port: originPort, address: "127.0.0.1" });
+    flooded = 0;
+    terminated = undefined;
+    const client = tls.connect({ host: "127.0.0.1", port: proxyPort, servername: "flood.origin.test", ca: sandboxCa.certPem });
+    try {
+      await new Promise((r) => client.once("secureConnect", r));
+      client.write("GET /flood HTTP/1.1\r\nHost: flood.origin.test\r\n\r\n");
+      client.pause(); // reads nothing more: the kernel's buffers fill, then the proxy's, then the origin waits
+      // Wait until the origin has sent more than the buffers between could take without it
+      // waiting and then stopped: the same count on three readings 100 ms apart.
+      const readings: number[] = [];
+      for (;;) {
+        await new Promise((r) => setTimeout(r, 100));
+        readings.push(flooded);
+        const last = readings.slice(-3);
+        if (flooded >= FLOOD_MAX || (flooded > 4 * TERMINATED_HIGH_WATER_MARK && last.length === 3 && last.every((n) => n === flooded))) break;
+      }
+      expect(flooded).toBeLessThan(FLOOD_MAX);
+      expect(terminated?.writableHighWaterMark).toBe(TERMINATED_HIGH_WATER_MARK);
+      // One 16 KiB record past the mark at most: the write that crossed it.
+      expect(terminated!.writableLength).toBeLessThanOrEqual(TERMINATED_HIGH_WATER_MARK + (64 << 10));
+    } finally {
+      client.destroy();
+    }
   });
 });
