@@ -116,24 +116,36 @@ async function measureRecovery(gw: GatewayProcess, dockerd: PrivateDockerd, n: n
   return { apiDownMs: tApi - tStop, firstBackMs: back.length ? Math.min(...back) - tApi : 0, allBackMs: back.length ? Math.max(...back) - tApi : 0, lost };
 }
 
-async function createUpTo(gw: GatewayProcess, from: number, to: number, deadline: number): Promise<number> {
+/**
+ * Creates sandboxes up to `to`. The first one that fails (refused, Error, or not Ready in
+ * 120 s) stops the climb: what the host holds is the result, and the levels measured so far
+ * are still written.
+ */
+async function createUpTo(gw: GatewayProcess, from: number, to: number, deadline: number): Promise<{ made: number; failed: string | null }> {
   const names = Array.from({ length: to - from }, (_, i) => `s${from + i}`);
   let made = from;
+  let failed: string | null = null;
   await mapLimit(names, CREATE_CONCURRENCY, async (name) => {
-    if (Date.now() > deadline || freemem() < MIN_FREE_BYTES) return;
+    if (failed !== null || Date.now() > deadline || freemem() < MIN_FREE_BYTES) return;
     const r = await gw.api("POST", "/v1/sandboxes", { name });
-    if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+    if (r.status !== 201) {
+      failed ??= `create ${name}: ${r.status} ${JSON.stringify(r.body)}`;
+      return;
+    }
     const until = Date.now() + 120_000;
     for (;;) {
       const g = await gw.api("GET", `/v1/sandboxes/${name}`);
       if (g.body?.phase === "Ready") break;
-      if (g.body?.phase === "Error") throw new Error(`sandbox ${name} failed: ${JSON.stringify(g.body.reason)}`);
-      if (Date.now() > until) throw new Error(`sandbox ${name} not Ready after 120 s`);
+      if (g.body?.phase === "Error" || Date.now() > until) {
+        failed ??= g.body?.phase === "Error" ? `sandbox ${name} failed: ${JSON.stringify(g.body.reason)}` : `sandbox ${name} not Ready after 120 s`;
+        await gw.api("DELETE", `/v1/sandboxes/${name}`); // the levels count Ready sandboxes only
+        return;
+      }
       await sleep(100);
     }
     progress(`monitor-scale: ${++made}/${to} sandboxes Ready (free memory ${(freemem() / 2 ** 30).toFixed(1)} GiB)`);
   });
-  return made;
+  return { made, failed };
 }
 
 /** The supervisors' control endpoint port, from /v1/status; null when the gateway has none. */
@@ -201,9 +213,9 @@ export async function run(o: BenchOptions): Promise<void> {
     const setupStart = Date.now();
     let have = 0;
     for (const n of ns) {
-      const made = await createUpTo(gw, have, n, deadline);
+      const { made, failed } = await createUpTo(gw, have, n, deadline);
       if (made < n) {
-        stoppedEarly = `stopped at ${made} of ${n} sandboxes: ${Date.now() > deadline ? `setup budget of ${setupMinutes} min spent` : "free memory below 2 GiB"}`;
+        stoppedEarly = `stopped at ${made} of ${n} sandboxes: ${failed ?? (Date.now() > deadline ? `setup budget of ${setupMinutes} min spent` : "free memory below 2 GiB")}`;
         progress(`monitor-scale: ${stoppedEarly}`);
       }
       have = made;
