@@ -2,36 +2,21 @@
 // its MCP client spawning `sandgate mcp` (the test build) against a live gateway on the
 // local-exec TEST DOUBLE (real busybox programs, /sandbox a temp dir); it must print what
 // the page says and leave no sandbox behind.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { PROJECT_ROOT } from "../support/cli-build.js";
 import { CLI_ARGS, CLI_TEST_TIMEOUT_MS, runNode } from "../support/cli-runner.js";
 import { docExample, exampleModule } from "../support/doc-example.js";
-import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
-import { LocalExecDriver } from "../support/local-exec-driver.js";
+import { docGateway } from "../support/doc-gateway.js";
 
 const MCP_SDK = join(PROJECT_ROOT, "node_modules", "@modelcontextprotocol", "sdk", "dist", "esm");
 
 describe("docs/mcp.md", () => {
-  let dir: string;
-  let driver: LocalExecDriver;
-  let t: TestGateway;
+  const g = docGateway("sg-mcp-docs-");
   const example = docExample(readFileSync(join(PROJECT_ROOT, "docs", "mcp.md"), "utf8"), "mcp-agent-loop");
 
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "sg-mcp-docs-"));
-    driver = new LocalExecDriver(join(dir, "ws"), dir);
-    driver.processOptions = true;
-    t = await startTestGateway(driver);
-  });
-
-  afterAll(async () => {
-    await t.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   it("runs as written: it prints what the page says, and its sandbox is gone when it ends", async () => {
     let js = exampleModule(example.code);
@@ -43,13 +28,13 @@ describe("docs/mcp.md", () => {
     // `sandgate mcp` is the test build, pointed at the test gateway's home.
     const launch = `{ command: "sandgate", args: ["mcp"] }`;
     expect(js).toContain(launch);
-    js = js.replace(launch, JSON.stringify({ command: CLI_ARGS[0], args: [...CLI_ARGS.slice(1), "mcp", "--home", t.home.dir] }));
-    const file = join(dir, "example.mjs");
+    js = js.replace(launch, JSON.stringify({ command: CLI_ARGS[0], args: [...CLI_ARGS.slice(1), "mcp", "--home", g.t.home.dir] }));
+    const file = join(g.dir, "example.mjs");
     writeFileSync(file, js);
-    const run = await runNode([file], { cwd: dir, env: { PATH: process.env.PATH ?? "" } });
+    const run = await runNode([file], { cwd: g.dir, env: { PATH: process.env.PATH ?? "" } });
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(example.prints);
-    expect((await t.api("GET", "/v1/sandboxes/mcp-example")).status).toBe(404);
+    expect((await g.t.api("GET", "/v1/sandboxes/mcp-example")).status).toBe(404);
   }, CLI_TEST_TIMEOUT_MS);
 });

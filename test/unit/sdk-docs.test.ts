@@ -4,42 +4,27 @@
 // print what the page says it prints and leave no sandbox behind. And the SDK's
 // Symbol.asyncDispose: where a realm has none, TypeScript's `await using` fails
 // without it and disposes with it.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import vm from "node:vm";
 import ts from "typescript";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { polyfillDisposal } from "../../src/sdk/polyfill.js";
 import { CLI_BUILD_DIR, PROJECT_ROOT } from "../support/cli-build.js";
 import { runNode } from "../support/cli-runner.js";
 import { docExample, exampleModule } from "../support/doc-example.js";
-import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
-import { LocalExecDriver } from "../support/local-exec-driver.js";
+import { docGateway } from "../support/doc-gateway.js";
 
 const SDK_IMPORT = "sandgate/sdk";
 
 describe("docs/sdk.md", () => {
-  let dir: string;
-  let driver: LocalExecDriver;
-  let t: TestGateway;
+  const g = docGateway("sg-sdk-docs-");
   const example = docExample(readFileSync(join(PROJECT_ROOT, "docs", "sdk.md"), "utf8"), "agent-loop");
 
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "sg-sdk-docs-"));
-    driver = new LocalExecDriver(join(dir, "ws"), dir);
-    driver.processOptions = true;
-    t = await startTestGateway(driver);
-  });
-
-  afterAll(async () => {
-    await t.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   it("the example type-checks against the SDK", () => {
-    const file = join(dir, "example.ts");
+    const file = join(g.dir, "example.ts");
     writeFileSync(file, example.code);
     const program = ts.createProgram([file], {
       target: ts.ScriptTarget.ES2022,
@@ -63,17 +48,17 @@ describe("docs/sdk.md", () => {
     expect(js).toContain("__addDisposableResource");
     const sdk = pathToFileURL(join(CLI_BUILD_DIR, "sdk", "index.js")).href;
     expect(js).toContain(`from "${SDK_IMPORT}"`);
-    const file = join(dir, "example.mjs");
+    const file = join(g.dir, "example.mjs");
     writeFileSync(file, js.replace(`from "${SDK_IMPORT}"`, `from ${JSON.stringify(sdk)}`));
-    const run = await runNode([file], { cwd: dir, env: { ...process.env, SANDGATE_HOME: t.home.dir, SANDGATE_URL: undefined, SANDGATE_TOKEN: undefined } });
+    const run = await runNode([file], { cwd: g.dir, env: { ...process.env, SANDGATE_HOME: g.t.home.dir, SANDGATE_URL: undefined, SANDGATE_TOKEN: undefined } });
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(example.prints);
     // Four steps, each `sh step.sh` in /sandbox with its STEP.
-    const steps = driver.execOptions.filter((o) => o.cmd.join(" ") === "sh step.sh");
+    const steps = g.driver.execOptions.filter((o) => o.cmd.join(" ") === "sh step.sh");
     expect(steps.map((o) => [o.cwd, o.env?.STEP])).toEqual([1, 2, 3, 4].map((n) => ["/sandbox", String(n)]));
     // `await using ... { dispose: "delete" }`: deleted at the end of the scope.
-    expect((await t.api("GET", "/v1/sandboxes/sdk-example")).status).toBe(404);
+    expect((await g.t.api("GET", "/v1/sandboxes/sdk-example")).status).toBe(404);
   }, 120_000);
 });
 
