@@ -160,8 +160,7 @@ type HeadRow = Pick<SandboxRow, "id" | "name" | "phase" | "reason" | "generation
 /** A sandbox row's labels as one JSON object, read through the labels' primary key (key order). */
 const LABELS_COLUMN = `(SELECT json_group_object(key, value) FROM sandbox_labels WHERE sandbox_id = sandboxes.id) AS labels`;
 
-/** The columns every reading of a sandbox row shares. */
-/** The row's head fields, and `more` (Object.assign: a spread with more properties is slow, see api/views.ts). */
+/** The columns every reading of a sandbox row shares, and `more` (Object.assign: a spread with more properties is slow, see api/views.ts). */
 function rowHead<T extends object>(row: HeadRow, more: T) {
   const head = {
     id: row.id,
