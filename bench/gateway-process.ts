@@ -25,7 +25,10 @@ export async function startGatewayProcess(dockerHost: string, opts: { readyTimeo
   const home = mkdtempSync(join(tmpdir(), "sg-bench-home-"));
   const logFile = join(home, "gateway.out");
   const out = openSync(logFile, "a");
-  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", join(PROJECT_ROOT, "src", "cli", "main.ts"), "--home", home, "gateway", "start", "--port", "0"], {
+  // SANDGATE_BENCH_GATEWAY_PROFILE=DIR: the gateway writes a V8 CPU profile there when it stops.
+  const profileDir = process.env.SANDGATE_BENCH_GATEWAY_PROFILE;
+  const prof = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
+  const child: ChildProcess = spawn(process.execPath, [...prof, "--import", "tsx", join(PROJECT_ROOT, "src", "cli", "main.ts"), "--home", home, "gateway", "start", "--port", "0"], {
     cwd: PROJECT_ROOT,
     env: { ...process.env, DOCKER_HOST: dockerHost, SANDGATE_HOME: home },
     stdio: ["ignore", out, out],

@@ -203,10 +203,10 @@ export function parseList(v: string | undefined, fallback: number[]): number[] {
   return ns;
 }
 
-export function parseNumber(v: string | undefined, fallback: number): number {
+export function parseNumber(v: string | undefined, fallback: number, opts: { zero?: boolean } = {}): number {
   if (v === undefined) return fallback;
   const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`expected a positive number, got "${v}"`);
+  if (!Number.isFinite(n) || n < 0 || (n === 0 && !opts.zero)) throw new Error(`expected a ${opts.zero ? "non-negative" : "positive"} number, got "${v}"`);
   return n;
 }
 

@@ -193,7 +193,7 @@ export async function run(o: BenchOptions): Promise<void> {
   const windowS = parseNumber(o.flags.window, o.quick ? 3 : 60);
   const setupMinutes = parseNumber(o.flags["setup-minutes"], 60);
   // --restart=0: no daemon restart per level (the idle figures only).
-  const restart = parseNumber(o.flags.restart, 1) !== 0;
+  const restart = parseNumber(o.flags.restart, 1, { zero: true }) !== 0;
   const m = machine();
   const cleanup = new Cleanup();
   const levels: Level[] = [];
