@@ -23,12 +23,14 @@ describe("collectHostAddresses", () => {
           lo: [{ address: "127.0.0.1" }, { address: "::1" }],
           eth0: [{ address: "192.0.2.10" }, { address: "2001:DB8:0::10" }, { address: "fe80::1234" }],
           "br-1": [{ address: "10.200.0.1" }, { address: "192.0.2.10" }],
-          vethx: [{ address: "fe80::abcd" }],
+          vethx: [{ address: "fe80::abcd" }, { address: "FEBF::1" }, { address: "fe80:0:0:0::9%vethx" }],
+          // Outside fe80::/10 on either side of it: kept.
+          edge: [{ address: "fec0::1" }, { address: "fe7f::1" }],
           sgtest0: [{ address: "::ffff:198.18.0.7" }, { address: "junk" }],
           gone: undefined as unknown as { address: string }[],
         }),
       ),
-    ).toEqual(["10.200.0.1", "127.0.0.1", "192.0.2.10", "198.18.0.7", "2001:db8::10", "::1"].sort());
+    ).toEqual(["10.200.0.1", "127.0.0.1", "192.0.2.10", "198.18.0.7", "2001:db8::10", "::1", "fe7f::1", "fec0::1"].sort());
   });
 
   it("reads this host's real interfaces (loopback at least)", () => {

@@ -9,12 +9,16 @@ import { formatIp, parseIp, unmapIPv4 } from "../../policy/index.js";
 // always refused by the fe80::/10 range anyway: leaving them out keeps the set from
 // changing with every sandbox started.
 const LINK_LOCAL_V6 = cidr("fe80::/10");
+// The same range as text (fe80:: to febf::), tested before parsing: with hundreds of veths
+// almost every address is link-local, and parsing each one made up most of a read.
+const LINK_LOCAL_V6_TEXT = /^fe[89ab][0-9a-f]:/i;
 
 /** Canonical, sorted, unique addresses of every interface (IPv6 link-local left out). */
 export function collectHostAddresses(ifaces: NodeJS.Dict<NetworkInterfaceInfo[]> = networkInterfaces()): string[] {
   const out = new Set<string>();
   for (const list of Object.values(ifaces)) {
     for (const info of list ?? []) {
+      if (LINK_LOCAL_V6_TEXT.test(info.address)) continue;
       const ip = parseIp(info.address);
       if (ip === null || cidrContains(LINK_LOCAL_V6, ip)) continue;
       out.add(formatIp(unmapIPv4(ip)));
