@@ -18,6 +18,7 @@ import { issueSandboxCa } from "../src/util/x509.js";
 import { startDockerFixture } from "../test/support/docker-fixture.js";
 import { createReady, execIn } from "../test/support/recovery-helpers.js";
 import { NODE_TUNNEL_AGENT } from "../test/support/tunnel-agent.js";
+import { CpuBreakdown, containerCpuReader, type CpuScenario } from "./cpu-breakdown.js";
 import { Cleanup, collect, machine, parseNumber, parseRun, printTable, progress, REFERENCE_PROXY_BINARIES, startContainer, startDirectClient, startReferenceProxy, stats, writeResult, type BenchOptions, type Stats } from "./lib.js";
 
 const ORIGIN = "bench-tls-origin";
@@ -45,9 +46,9 @@ function once(agent,host,path){return new Promise((resolve,reject)=>{const s=pro
     let body="";r.on("data",(d)=>{if(r.statusCode!==200&&body.length<500)body+=d});
     r.on("end",()=>r.statusCode===200?resolve({ms:Number(process.hrtime.bigint()-s)/1e6,bytes:n}):reject(new Error("HTTP "+r.statusCode+" "+(r.headers["x-proxy-error"]||"")+" "+body)));
   }).on("error",reject);});}
-async function run(agent,n){const lat=[];let next=0,bytes=0;const t0=process.hrtime.bigint();
+async function run(agent,n){const lat=[];let next=0,bytes=0;const t0=process.hrtime.bigint(),c0=process.cpuUsage();
   await Promise.all(Array.from({length:cfg.concurrency},async()=>{while(next<n){next++;const r=await once(agent,cfg.host,cfg.path);lat.push(r.ms);bytes+=r.bytes;}}));
-  return {lat,bytes,sec:Number(process.hrtime.bigint()-t0)/1e9};}
+  const c=process.cpuUsage(c0);return {lat,bytes,sec:Number(process.hrtime.bigint()-t0)/1e9,cpuMs:(c.user+c.system)/1000};}
 async function fresh(){const out=[];for(const h of cfg.fresh){const a=await once(mkAgent(false),h,"/small");const b=await once(mkAgent(false),h,"/small");out.push({host:h,first:a.ms,second:b.ms});}return {fresh:out};}
 const main=cfg.fresh?fresh():(async()=>{const agent=mkAgent(true);await run(agent,cfg.warmup);return run(agent,cfg.requests);})();
 main.then((r)=>console.log(JSON.stringify(r)),(e)=>{console.log(JSON.stringify({error:String(e)}));process.exitCode=1;});`;
@@ -58,6 +59,8 @@ interface ClientRun {
   lat: number[];
   bytes: number;
   sec: number;
+  /** The client process's own CPU over the measured requests (not its start or warm-up). */
+  cpuMs: number;
 }
 
 interface Scenario {
@@ -86,7 +89,7 @@ export async function run(o: BenchOptions): Promise<void> {
     const leaves = new LeafCertificates(originCa);
     const certs = Object.fromEntries(await Promise.all([ORIGIN, ...FRESH].map(async (h) => [h, await leaves.issuePem(h)] as const)));
     const net = egressNetworkName(fx.driver.gatewayId);
-    await startContainer(fx, ORIGIN, {
+    const originId = await startContainer(fx, ORIGIN, {
       Image: fx.driver.imageRefs!.workload.id,
       Cmd: ["node", "-e", ORIGIN_PROGRAM],
       Env: [`CERTS=${JSON.stringify(certs)}`],
@@ -121,6 +124,10 @@ export async function run(o: BenchOptions): Promise<void> {
 
     const modes: Mode[] = withSquid ? ["direct", "sandbox", "squid"] : ["direct", "sandbox"];
     const results: Record<string, Partial<Record<Mode, { latencyMs: Stats; mibPerSec: Stats; reqPerSec: Stats }>>> = {};
+    const proxyCpu: Partial<Record<Mode, () => number>> = { sandbox: await containerCpuReader(fx, sandbox.runtime.supervisor.id as string) };
+    if (withSquid) proxyCpu.squid = await containerCpuReader(fx, "bench-squid");
+    const cpu = new CpuBreakdown<Mode>(await containerCpuReader(fx, originId), proxyCpu);
+    const cpuScenario = (s: Scenario): CpuScenario => ({ name: s.name, big: s.path === "/big", requests: s.warmup + s.requests });
     for (const s of scenarios) {
       const lat: Partial<Record<Mode, number[]>> = {};
       const mib: Partial<Record<Mode, number[]>> = {};
@@ -130,7 +137,9 @@ export async function run(o: BenchOptions): Promise<void> {
         const order = modes.map((_, i) => modes[(i + rep) % modes.length]!);
         for (const mode of order) {
           progress(`https: ${s.name}, ${mode}, rep ${rep + 1}/${reps}`);
-          const r = await runClient<ClientRun>(mode, { path: s.path, concurrency: s.concurrency, requests: s.requests, warmup: s.warmup });
+          const r = await cpu.measure(cpuScenario(s), mode, (x) => (s.path === "/big" ? x.bytes / 2 ** 20 : x.lat.length), () =>
+            runClient<ClientRun>(mode, { path: s.path, concurrency: s.concurrency, requests: s.requests, warmup: s.warmup }),
+          );
           (lat[mode] ??= []).push(...r.lat);
           (mib[mode] ??= []).push(r.bytes / 2 ** 20 / r.sec);
           (rps[mode] ??= []).push(r.lat.length / r.sec);
@@ -150,6 +159,7 @@ export async function run(o: BenchOptions): Promise<void> {
       }
     }
     printTable(`terminated HTTPS vs direct${supervisorCpus === null ? "" : ` (DIAGNOSTIC: supervisor CPU limit changed to ${supervisorCpus})`} (${reps} reps each, ${m.cores} cores, load ${m.loadavg.join("/")}; rate = MiB/s for 1 MiB, req/s for small)`, ["scenario: path", "p50 ms", "p95 ms", "added p50 ms", "added p95 ms", "rate", "× direct"], rows);
+    const cpuShares = cpu.print(m.cores, scenarios.map(cpuScenario), modes, "direct");
     const med = (xs: number[]): number => stats(xs).median;
     const leafRows = [
       ["sandbox: first connection to the first new host (leaf key pair + leaf)", freshSandbox[0]!.first, "", ""],
@@ -164,7 +174,7 @@ export async function run(o: BenchOptions): Promise<void> {
     process.stdout.write(
       `targets: added p50 (kept-alive) ≤ 2 ms: ${addedP50 <= 2 ? "met" : "MISSED"} (${addedP50.toFixed(2)} ms); 1 MiB throughput ≥ 0.6× direct: ${thr >= 0.6 ? "met" : "MISSED"} (worst ${thr.toFixed(2)}×)${withSquid ? "" : "; no squid: reference row skipped"}\n`,
     );
-    const file = writeResult(supervisorCpus === null ? "https" : "https-diagnostic", m, { supervisorCpus, reps, scenarios, results, fresh: { sandbox: freshSandbox, direct: freshDirect }, addedP50Ms: addedP50, worstThroughputRatio: thr, squid: withSquid ? (o.flags.squid ?? REFERENCE_PROXY_BINARIES.squid) : null });
+    const file = writeResult(supervisorCpus === null ? "https" : "https-diagnostic", m, { supervisorCpus, reps, scenarios, results, fresh: { sandbox: freshSandbox, direct: freshDirect }, cpu: cpuShares, addedP50Ms: addedP50, worstThroughputRatio: thr, squid: withSquid ? (o.flags.squid ?? REFERENCE_PROXY_BINARIES.squid) : null });
     progress(`https: wrote ${file}`);
   } finally {
     await cleanup.run();

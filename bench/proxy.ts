@@ -18,6 +18,7 @@ import { startExec } from "../src/driver/docker/exec-session.js";
 import { egressNetworkName } from "../src/driver/docker/objects.js";
 import { startDockerFixture, type DockerFixture } from "../test/support/docker-fixture.js";
 import { ORIGIN_POLICY, createReady, execIn } from "../test/support/recovery-helpers.js";
+import { CpuBreakdown, containerCpuReader, type CpuScenario } from "./cpu-breakdown.js";
 import { Cleanup, collect, machine, parseNumber, parseRun, printTable, progress, startContainer, startDirectClient, startReferenceProxy, stats, writeResult, type BenchOptions, type ReferenceProxy, type Stats } from "./lib.js";
 
 const ORIGIN = "bench-origin";
@@ -39,11 +40,11 @@ function once(path){return new Promise((resolve,reject)=>{
     r.on("end",()=>r.statusCode===200?resolve({ms:Number(process.hrtime.bigint()-s)/1e6,bytes:n}):reject(new Error("HTTP "+r.statusCode+" "+body)));
   }).on("error",reject);
 });}
-async function run(n){const lat=[];let next=0,bytes=0,errors=0,firstError=null;const t0=process.hrtime.bigint();
+async function run(n){const lat=[];let next=0,bytes=0,errors=0,firstError=null;const t0=process.hrtime.bigint(),c0=process.cpuUsage();
   await Promise.all(Array.from({length:cfg.concurrency},async()=>{while(next<n){next++;
     try{const r=await once(cfg.path);lat.push(r.ms);bytes+=r.bytes;}catch(e){errors++;firstError??=String(e);}}}));
   if(lat.length===0)throw new Error("no request succeeded: "+firstError);
-  return {lat,bytes,sec:Number(process.hrtime.bigint()-t0)/1e9,errors,firstError};}
+  const c=process.cpuUsage(c0);return {lat,bytes,sec:Number(process.hrtime.bigint()-t0)/1e9,errors,firstError,cpuMs:(c.user+c.system)/1000};}
 run(cfg.warmup).then(()=>run(cfg.requests)).then((r)=>console.log(JSON.stringify(r)),(e)=>{console.log(JSON.stringify({error:String(e)}));process.exitCode=1;});`;
 
 type Mode = "direct" | "sandgate" | ReferenceProxy;
@@ -54,6 +55,8 @@ interface ClientRun {
   sec: number;
   errors: number;
   firstError: string | null;
+  /** The client process's own CPU over the measured requests (not its start or warm-up). */
+  cpuMs: number;
 }
 
 interface Scenario {
@@ -72,8 +75,8 @@ interface Measured {
   firstError: string | null;
 }
 
-async function startOrigin(fx: DockerFixture): Promise<void> {
-  await startContainer(fx, ORIGIN, { Image: fx.driver.imageRefs!.workload.id, Cmd: ["node", "-e", ORIGIN_PROGRAM], HostConfig: { NetworkMode: egressNetworkName(fx.driver.gatewayId) } });
+async function startOrigin(fx: DockerFixture): Promise<string> {
+  return startContainer(fx, ORIGIN, { Image: fx.driver.imageRefs!.workload.id, Cmd: ["node", "-e", ORIGIN_PROGRAM], HostConfig: { NetworkMode: egressNetworkName(fx.driver.gatewayId) } });
 }
 
 export async function run(o: BenchOptions): Promise<void> {
@@ -91,7 +94,7 @@ export async function run(o: BenchOptions): Promise<void> {
     progress("proxy: starting a private dockerd and a gateway");
     const fx = await startDockerFixture({ liveRestore: true, name: "bproxy" });
     cleanup.add("fixture", () => fx.close());
-    await startOrigin(fx);
+    const originId = await startOrigin(fx);
     const directId = await startDirectClient(fx);
     const proxies: Partial<Record<Mode, string>> = { sandgate: "$HTTP_PROXY" };
     for (const ref of ["tinyproxy", "squid"] as const) {
@@ -119,13 +122,17 @@ export async function run(o: BenchOptions): Promise<void> {
     };
 
     const results: Record<string, Partial<Record<Mode, Measured>>> = {};
+    const proxyCpu: Partial<Record<Mode, () => number>> = { sandgate: await containerCpuReader(fx, sandbox.runtime.supervisor.id as string) };
+    for (const ref of ["tinyproxy", "squid"] as const) if (proxies[ref] !== undefined) proxyCpu[ref] = await containerCpuReader(fx, `bench-${ref}`);
+    const cpu = new CpuBreakdown<Mode>(await containerCpuReader(fx, originId), proxyCpu);
+    const cpuScenario = (s: Scenario): CpuScenario => ({ name: s.name, big: s.path === "/big", requests: s.warmup + s.requests });
     for (const s of scenarios) {
       const runs: Partial<Record<Mode, ClientRun[]>> = {};
       for (let rep = 0; rep < reps; rep++) {
         // Rotate which goes first so drift on a busy machine hits every mode alike.
         for (const mode of modes.map((_, i) => modes[(i + rep) % modes.length]!)) {
           progress(`proxy: ${s.name}, ${mode}, rep ${rep + 1}/${reps}`);
-          (runs[mode] ??= []).push(await runClient(mode, s));
+          (runs[mode] ??= []).push(await cpu.measure(cpuScenario(s), mode, (r) => (s.path === "/big" ? r.bytes / 2 ** 20 : r.lat.length), () => runClient(mode, s)));
         }
       }
       results[s.name] = Object.fromEntries(
@@ -157,6 +164,7 @@ export async function run(o: BenchOptions): Promise<void> {
       }
     }
     printTable(`plain HTTP proxy vs direct${supervisorCpus === null ? "" : ` (DIAGNOSTIC: supervisor CPU limit changed to ${supervisorCpus})`} (${reps} reps each, ${m.cores} cores, load ${m.loadavg.join("/")}; rate = MiB/s for 1 MiB, req/s for small)`, ["scenario: path", "p50 ms", "p95 ms", "added p50 ms", "rate", "× direct", "errors"], rows);
+    const cpuShares = cpu.print(m.cores, scenarios.map(cpuScenario), modes, "direct");
     for (const s of scenarios) for (const mode of modes) if (results[s.name]![mode]!.errors > 0) process.stdout.write(`${s.name}, ${mode}: ${results[s.name]![mode]!.errors} errors, the first: ${results[s.name]![mode]!.firstError}\n`);
 
     const sg = (s: Scenario): Measured => results[s.name]!.sandgate!;
@@ -179,7 +187,7 @@ export async function run(o: BenchOptions): Promise<void> {
         `c=16 ≤ 2 ms with no errors: ${verdict(addedC16 <= 2 && sg(c16).errors === 0)} (${addedC16.toFixed(2)} ms, ${sg(c16).errors} errors); ` +
         `not slower than the reference proxy: ${refs.length === 0 ? "no reference proxy present" : slowerThan.join("; ")}\n`,
     );
-    const file = writeResult(supervisorCpus === null ? "proxy" : "proxy-diagnostic", m, { supervisorCpus, reps, modes, scenarios, results, worstThroughputRatio: thrRatio, addedP50SmallC1Ms: addedC1, addedP50SmallC16Ms: addedC16 });
+    const file = writeResult(supervisorCpus === null ? "proxy" : "proxy-diagnostic", m, { supervisorCpus, reps, modes, scenarios, results, cpu: cpuShares, worstThroughputRatio: thrRatio, addedP50SmallC1Ms: addedC1, addedP50SmallC16Ms: addedC16 });
     progress(`proxy: wrote ${file}`);
   } finally {
     await cleanup.run();
