@@ -100,6 +100,16 @@ function hardened(resources: Resources) {
  */
 export const SUPERVISOR_RESOURCES: Resources = { memoryMb: 128, cpus: 1, pids: 128 };
 
+/**
+ * glibc malloc for the supervisor's node: keep up to 8 MiB free at the top of the heap and grow
+ * it 4 MiB at a time. By default a proxy relaying bodies frees its 64 KiB read buffers, glibc
+ * gives the top of the heap back to the kernel and takes it again a moment later, and every
+ * page comes back zeroed through a fault: measured (bench proxy, 1 MiB bodies), 5.2–5.9 ms of
+ * supervisor CPU per MiB with the defaults, 2.65 ms with these, and 0.34× → 0.60× direct.
+ * (1 MiB pad and 4 MiB threshold did not help.) The cost: up to 8 MiB more RSS after traffic.
+ */
+export const SUPERVISOR_MALLOC_ENV = ["MALLOC_TOP_PAD_=4194304", "MALLOC_TRIM_THRESHOLD_=8388608"] as const;
+
 /** What a user may set the supervisor's limits to. */
 export const SUPERVISOR_LIMITS = { cpus: { min: 0.1, max: 64 }, memoryMb: { min: 64, max: 65_536 } } as const;
 
@@ -108,7 +118,7 @@ export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launch
     Image: imageId,
     Cmd: [IMAGE_NODE_PATH, IMAGE_SUPERVISOR_PATH],
     User: `${uid}:${uid}`,
-    Env: [`SANDGATE_LAUNCH_CONFIG=${LAUNCH_CONFIG_PATH}`],
+    Env: [`SANDGATE_LAUNCH_CONFIG=${LAUNCH_CONFIG_PATH}`, ...SUPERVISOR_MALLOC_ENV],
     Labels: containerLabels(i, "supervisor"),
     StopSignal: "SIGTERM",
     StopTimeout: 5,
