@@ -31,6 +31,7 @@ const SUPERVISOR_UID = DEFAULT_IDS.supervisor;
 import { DEFAULT_RESOURCES } from "../src/lifecycle/spec.js";
 import { defaultPolicy, serializePolicy } from "../src/policy/index.js";
 import { startDockerFixture, type DockerFixture } from "../test/support/docker-fixture.js";
+import { CallTrace } from "./call-trace.js";
 import { Cleanup, machine, parseNumber, printTable, progress, sleep, stats, writeResult, type BenchOptions } from "./lib.js";
 
 function must<T>(step: string, r: EngineResult<T>): T {
@@ -114,7 +115,7 @@ interface Baseline {
 }
 
 /** The same objects the driver makes, with plain Docker calls and no readiness check. */
-async function plainDockerCreate(b: Baseline, i: SandboxObjectsInput): Promise<number> {
+async function plainDockerCreate(b: Baseline, i: SandboxObjectsInput, trace: CallTrace, keep: boolean): Promise<number> {
   // The launch file is written (untimed) like the driver does, so the supervisor has its config.
   const launchDir = join(b.launchRoot, i.sandboxId);
   mkdirSync(launchDir, { recursive: true, mode: 0o700 });
@@ -125,6 +126,7 @@ async function plainDockerCreate(b: Baseline, i: SandboxObjectsInput): Promise<n
   chownSync(join(launchDir, "launch.json"), SUPERVISOR_UID, SUPERVISOR_UID);
 
   const t0 = performance.now();
+  trace.begin();
   must("create network", await b.engine.createNetwork(internalNetworkConfig(i)));
   must("create volume", await b.engine.createVolume(volumeConfig(i)));
   const sup = must("create supervisor", await b.engine.createContainer(`${i.sandboxId}-supervisor`, supervisorConfig(i, b.supervisorImage, launchDir, SUPERVISOR_UID)));
@@ -138,6 +140,7 @@ async function plainDockerCreate(b: Baseline, i: SandboxObjectsInput): Promise<n
     ),
   );
   must("start workload", await b.engine.startContainer(wl.Id));
+  trace.end(keep);
   return performance.now() - t0;
 }
 
@@ -173,6 +176,12 @@ export async function run(o: BenchOptions): Promise<void> {
       resolvConf: join(launchRoot, "resolv.conf"),
     };
     writeFileSync(b.resolvConf, NO_RESOLVER, { mode: 0o644 });
+    // Every Docker call of each path, for the per-step timeline. The driver's observer is
+    // the gateway's metrics hook; the bench takes it over (no metric is read here).
+    const sgTrace = new CallTrace();
+    const plainTrace = new CallTrace();
+    fx.driver.instrument(sgTrace.observe);
+    fx.engine.observe(plainTrace.observe);
 
     const sg: number[] = [];
     const plain: number[] = [];
@@ -187,7 +196,9 @@ export async function run(o: BenchOptions): Promise<void> {
       const input: SandboxObjectsInput = { gatewayId: "bench-baseline", sandboxId: `plain${rep}`, name: `plain${rep}`, generation: 1, nonce: `n${rep}` };
       const doSandgate = async (): Promise<void> => {
         const name = `bench-${rep}`;
+        sgTrace.begin();
         const r = await sandgateCreate(fx, name);
+        sgTrace.end(rep > 0);
         const bd = breakdown(fx, r.id);
         // The exec pairs run here, on this Ready sandbox, alternating with Docker's own exec.
         const workloadId = (await fx.t.api("GET", `/v1/sandboxes/${name}`)).body.runtime.workload.id as string;
@@ -207,7 +218,7 @@ export async function run(o: BenchOptions): Promise<void> {
         verifyMs.push(bd.verifyMs);
       };
       const doPlain = async (): Promise<void> => {
-        const ms = await plainDockerCreate(b, input);
+        const ms = await plainDockerCreate(b, input, plainTrace, rep > 0);
         const del = await plainDockerRemove(b, input);
         if (rep === 0) return;
         plain.push(ms);
@@ -236,6 +247,8 @@ export async function run(o: BenchOptions): Promise<void> {
       row("sandgate delete → gone", stats(sgDelete)),
       row("plain docker rm -f + network + volume", stats(plainDelete)),
     ]);
+    const sgSteps = sgTrace.print("sandgate create → Ready: its Docker calls (the monitor's included)");
+    const plainSteps = plainTrace.print("plain Docker API create + start: its calls");
     const ratios = {
       create: { ratio: s.median / p.median, target: 1.1 },
       exec: { ratio: stats(sgExec).median / stats(plainExec).median, target: 1.2 },
@@ -258,6 +271,7 @@ export async function run(o: BenchOptions): Promise<void> {
       sandgateDeleteMs: stats(sgDelete),
       plainDeleteMs: stats(plainDelete),
       ratios,
+      steps: { sandgate: sgSteps, plain: plainSteps },
       samples: { sandgate: sg, plain, sandgateExec: sgExec, dockerExec: plainExec, sandgateDelete: sgDelete, plainDelete },
     });
     progress(`create: wrote ${file}`);
