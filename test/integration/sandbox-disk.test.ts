@@ -184,6 +184,26 @@ describe("workspace disk limit", () => {
     await waitDeleted(fx, "nodisk");
   });
 
+  it("a sandbox CA that cannot be made fails only its launch the same way: Error naming it, no container left", async () => {
+    // The CA is made while the sandbox's network is; its failure must end this launch only.
+    const root = fx.driver.cas.root;
+    await run("mkdir", ["-p", root]);
+    await run("chattr", ["+i", root]);
+    try {
+      expect((await fx.t.api("POST", "/v1/sandboxes", { name: "noca", disk: "32M" })).status).toBe(201);
+      const s = await waitPhase(fx, "noca", "Error");
+      expect(s.reason).toMatchObject({ code: "ProvisioningFailed" });
+      expect(JSON.stringify(s.reason)).toContain("sandbox CA:");
+      expect((await fx.t.api("GET", "/v1/status")).status).toBe(200);
+      const left = await fx.engine.listContainers({ all: true, filters: { label: [`sandgate.sandbox=${s.id}`] } });
+      expect(left.kind === "ok" ? left.body : null).toEqual([]);
+    } finally {
+      await run("chattr", ["-i", root]);
+    }
+    expect((await fx.t.api("DELETE", "/v1/sandboxes/noca")).status).toBe(202);
+    await waitDeleted(fx, "noca");
+  });
+
   it("a workspace that is not mounted is never replaced by the host's disk", async () => {
     // The bind source lives inside the filesystem: with the mount gone it does not exist.
     const r = await fx.t.api("POST", "/v1/sandboxes", { name: "guard", disk: "32M" });

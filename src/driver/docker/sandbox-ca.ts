@@ -35,7 +35,7 @@ function writeAtomic(path: string, text: string, mode: number): void {
 }
 
 export class SandboxCas {
-  constructor(private readonly root: string) {}
+  constructor(readonly root: string) {}
 
   private dir(sandboxId: string): string {
     if (!/^[A-Za-z0-9_.-]+$/.test(sandboxId)) throw new Error(`not a sandbox id: ${JSON.stringify(sandboxId)}`);
