@@ -4,7 +4,7 @@
 import type { NetworkInterfaceInfo } from "node:os";
 import { describe, expect, it } from "vitest";
 import { BoundaryRegistry, type SessionLink } from "../../src/gateway/control/boundary.js";
-import { HostAddressWatcher, collectHostAddresses } from "../../src/gateway/control/host-addresses.js";
+import { HostAddressWatcher, collectHostAddresses, type AddressFeed } from "../../src/gateway/control/host-addresses.js";
 import { parseLaunchConfig, parseResolverAddress } from "../../src/protocol/launch.js";
 import { parseGatewayMessage, parseSupervisorMessage, type GatewayMessage } from "../../src/protocol/wire.js";
 import { policyFromObject } from "../../src/policy/index.js";
@@ -42,7 +42,7 @@ describe("HostAddressWatcher", () => {
   it("tells its listener of changes only, with the set before", () => {
     let now = ["192.0.2.1"];
     const seen: [string[], string[]][] = [];
-    const w = new HostAddressWatcher({ read: () => now, intervalMs: 3_600_000, onChange: (a, b) => seen.push([a, b]) });
+    const w = new HostAddressWatcher({ read: () => now, intervalMs: 3_600_000, feed: null, onChange: (a, b) => seen.push([a, b]) });
     try {
       expect(w.current()).toEqual(["192.0.2.1"]);
       w.poll();
@@ -69,6 +69,7 @@ describe("HostAddressWatcher", () => {
         return ["192.0.2.1"];
       },
       intervalMs: 3_600_000,
+      feed: null,
       onChange: (a) => seen.push(a),
     });
     fail = true;
@@ -78,14 +79,88 @@ describe("HostAddressWatcher", () => {
     expect(w.current()).toEqual(["192.0.2.1"]);
   });
 
-  it("re-reads on its own, every intervalMs", async () => {
+  it("without a change feed, re-reads on its own every intervalMs", async () => {
     let now = ["192.0.2.1"];
     const seen: string[][] = [];
-    const w = new HostAddressWatcher({ read: () => now, intervalMs: 10, onChange: (a) => seen.push(a) });
+    const w = new HostAddressWatcher({ read: () => now, intervalMs: 10, feed: null, onChange: (a) => seen.push(a) });
     now = ["192.0.2.9"];
     for (let i = 0; i < 500 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     w.close();
     expect(seen).toEqual([["192.0.2.9"]]);
+  });
+
+  /** A feed the test drives: `fire` is a change line, `fail` ends the feed. */
+  function testFeed(): { feed: AddressFeed; fire: () => void; fail: (why: string) => void; stopped: () => boolean } {
+    let changed: () => void = () => undefined;
+    let failed: (why: string) => void = () => undefined;
+    let stopped = false;
+    return {
+      feed: (c, f) => {
+        changed = c;
+        failed = f;
+        return () => void (stopped = true);
+      },
+      fire: () => changed(),
+      fail: (why) => failed(why),
+      stopped: () => stopped,
+    };
+  }
+  const until = async (cond: () => boolean): Promise<void> => {
+    for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+  };
+
+  it("with a change feed, re-reads when it reports a change (a burst is one read), not on a timer", async () => {
+    let now = ["192.0.2.1"];
+    let reads = 0;
+    const seen: string[][] = [];
+    const f = testFeed();
+    const w = new HostAddressWatcher({ read: () => (reads++, now), intervalMs: 5, backstopMs: 3_600_000, feed: f.feed, onChange: (a) => seen.push(a) });
+    try {
+      now = ["192.0.2.9"];
+      await new Promise((r) => setTimeout(r, 100));
+      expect(seen).toEqual([]); // the 5 ms poll is not running: the feed is
+      const before = reads;
+      f.fire();
+      f.fire();
+      f.fire();
+      await until(() => seen.length > 0);
+      expect(seen).toEqual([["192.0.2.9"]]);
+      expect(reads - before).toBe(1);
+    } finally {
+      w.close();
+    }
+    expect(f.stopped()).toBe(true);
+  });
+
+  it("a feed that ends falls back to polling every intervalMs, says so, and catches what changed meanwhile", async () => {
+    let now = ["192.0.2.1"];
+    const seen: string[][] = [];
+    const lost: string[] = [];
+    const f = testFeed();
+    const w = new HostAddressWatcher({ read: () => now, intervalMs: 10, backstopMs: 3_600_000, feed: f.feed, onChange: (a) => seen.push(a), onFeedLost: (why) => lost.push(why) });
+    try {
+      now = ["192.0.2.2"];
+      f.fail("ip monitor exited (SIGKILL)");
+      expect(lost).toEqual(["ip monitor exited (SIGKILL)"]);
+      expect(seen).toEqual([["192.0.2.2"]]);
+      now = ["192.0.2.3"];
+      await until(() => seen.length > 1);
+      expect(seen.at(-1)).toEqual(["192.0.2.3"]);
+    } finally {
+      w.close();
+    }
+  });
+
+  it("a feed that cannot start: polling from the start, said once", async () => {
+    let now = ["192.0.2.1"];
+    const seen: string[][] = [];
+    const lost: string[] = [];
+    const w = new HostAddressWatcher({ read: () => now, intervalMs: 10, feed: () => null, onChange: (a) => seen.push(a), onFeedLost: (why) => lost.push(why) });
+    now = ["192.0.2.4"];
+    await until(() => seen.length > 0);
+    w.close();
+    expect(seen).toEqual([["192.0.2.4"]]);
+    expect(lost).toEqual(["no address feed on this host"]);
   });
 });
 

@@ -6,7 +6,7 @@
 import type { Logger } from "pino";
 import { DEFAULT_GRACE_MS } from "../../protocol/launch.js";
 import type { LaunchControl, LaunchNetwork } from "../../driver/contract.js";
-import { HostAddressWatcher } from "./host-addresses.js";
+import { HostAddressWatcher, type HostAddressWatcherOptions } from "./host-addresses.js";
 import { BoundaryRegistry, type SecretValuesSource } from "./boundary.js";
 import { LaunchTokens } from "./launch-tokens.js";
 import { startSupervisorEndpoint, type ExpectedLaunch, type SupervisorEndpoint } from "./supervisor-endpoint.js";
@@ -25,8 +25,8 @@ export interface ControlPlaneOptions {
   graceMs?: number;
   /** The host's DNS servers supervisors ask directly (canonical addr:port); null/absent: the containers' own resolver. */
   resolvers?: string[] | null;
-  /** How the host's addresses are read (default: every interface) and how often (default 3 s). */
-  hostAddresses?: { read?: () => string[]; intervalMs?: number };
+  /** How the host's addresses are read (default: every interface), watched (default `ip monitor`) and polled without a feed (default 3 s). */
+  hostAddresses?: Omit<HostAddressWatcherOptions, "onChange" | "onFeedLost">;
   /** The values of the secrets a sandbox's policy references, for its supervisor only. */
   secretValues?: SecretValuesSource;
 }
@@ -53,6 +53,7 @@ export class ControlPlane {
         log.info({ event: "host_addresses_changed", added, removed }, "host addresses changed: telling the supervisors");
         this.boundary.setHostAddresses(addresses);
       },
+      onFeedLost: (why) => log.warn({ event: "host_address_feed_lost", why }, "no host-address change feed: polling the interfaces instead"),
     });
     this.boundary.setHostAddresses(this.hostAddresses.current());
   }
