@@ -6,8 +6,10 @@ import { Command, InvalidArgumentError } from "commander";
 import { DEFAULT_PORT, ensureHomeDir, inspectAddress, readAddress, resolveHome } from "../gateway/home.js";
 import { commandLine } from "../gateway/startup.js";
 import { filesLimitsFromEnv } from "../gateway/files/limits.js";
-import { fromFlagOrEnv, parseDecimal, parseDuration, parseInteger } from "../util/settings.js";
+import { SettingError, fromFlagOrEnv, parseDecimal, parseDuration, parseInteger } from "../util/settings.js";
 import { SUPERVISOR_RESOURCES } from "../driver/docker/objects.js";
+import { DEFAULT_SANDBOX_SUBNETS, parseSandboxSubnets } from "../driver/docker/sandbox-subnets.js";
+import { formatCidr } from "../policy/cidr.js";
 import { AUDIT_AGE, AUDIT_KEEP, AUDIT_RATE, DEADLINE, LOG_LEVELS, PORT, SUPERVISOR_CPUS, SUPERVISOR_MEMORY, WAIT, intArg, logLevel, secondsArg, setting } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
@@ -75,13 +77,14 @@ export function gatewayCommands(global: () => Common): Command {
     .option("--detached-execs <n>", `detached execs (exec --detach) kept per sandbox; when every one is running, another is refused (${DETACHED_EXECS_RANGE.min}-${DETACHED_EXECS_RANGE.max}; env SANDGATE_DETACHED_EXECS; default ${DEFAULT_DETACHED_EXECS})`)
     .option("--proposals-pending <n>", `pending policy proposals per sandbox; past it a new one is refused until a person decides one (${PROPOSALS_PENDING_RANGE.min}-${PROPOSALS_PENDING_RANGE.max}; env SANDGATE_PROPOSALS_PENDING; default ${DEFAULT_PROPOSAL_LIMITS.pending})`)
     .option("--proposals-kept <n>", `decided policy proposals kept per sandbox, the most recently decided (${PROPOSALS_KEPT_RANGE.min}-${PROPOSALS_KEPT_RANGE.max}; env SANDGATE_PROPOSALS_KEPT; default ${DEFAULT_PROPOSAL_LIMITS.kept})`)
+    .option("--sandbox-subnets <cidr>", `IPv4 range each sandbox's internal network takes a /28 from, instead of Docker's address pools (/8-/24; env SANDGATE_SANDBOX_SUBNETS; default ${DEFAULT_SANDBOX_SUBNETS})`)
     .option(
       "--resolver <addr>",
       "a DNS server supervisors ask directly, IP[:port] (repeatable; env SANDGATE_RESOLVERS; default: the host's /etc/resolv.conf)",
       (v: string, prev: string[]) => [...prev, v],
       [] as string[],
     )
-    .action(async (raw: { port: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string; containerLogSize?: string; containerLogFiles?: string; logStreams?: string; detachedExecs?: string; proposalsPending?: string; proposalsKept?: string }) => {
+    .action(async (raw: { port: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string; containerLogSize?: string; containerLogFiles?: string; logStreams?: string; detachedExecs?: string; proposalsPending?: string; proposalsKept?: string; sandboxSubnets?: string }) => {
       // Every setting is checked before anything starts: flag, else environment, else default.
       const env = process.env;
       const o = {
@@ -115,6 +118,13 @@ export function gatewayCommands(global: () => Common): Command {
           maxBytes: setting(() => fromFlagOrEnv({ name: "--container-log-size", value: raw.containerLogSize }, { name: "SANDGATE_CONTAINER_LOG_SIZE", value: env.SANDGATE_CONTAINER_LOG_SIZE }, DEFAULT_CONTAINER_LOG.maxBytes, (w, r) => parseByteSize(w, r, CONTAINER_LOG_LIMITS.maxBytes))),
           files: setting(() => fromFlagOrEnv({ name: "--container-log-files", value: raw.containerLogFiles }, { name: "SANDGATE_CONTAINER_LOG_FILES", value: env.SANDGATE_CONTAINER_LOG_FILES }, DEFAULT_CONTAINER_LOG.files, (w, r) => parseInteger(w, r, CONTAINER_LOG_LIMITS.files))),
         },
+        sandboxSubnets: setting(() =>
+          fromFlagOrEnv({ name: "--sandbox-subnets", value: raw.sandboxSubnets }, { name: "SANDGATE_SANDBOX_SUBNETS", value: env.SANDGATE_SANDBOX_SUBNETS }, DEFAULT_SANDBOX_SUBNETS, (what, text) => {
+            const r = parseSandboxSubnets(text);
+            if (!r.ok) throw new SettingError(`${what}: ${r.error}`);
+            return formatCidr(r.range);
+          }),
+        ),
         logStreams: setting(() => fromFlagOrEnv({ name: "--log-streams", value: raw.logStreams }, { name: "SANDGATE_LOG_STREAMS", value: env.SANDGATE_LOG_STREAMS }, DEFAULT_LOG_LIMITS.maxStreams, (w, r) => parseInteger(w, r, LOG_STREAMS))),
       };
       const paths = resolveHome(global().home);
@@ -128,7 +138,7 @@ export function gatewayCommands(global: () => Common): Command {
       }
       if (raw.detach) return detach(paths.dir, paths.log, o);
       const { runGatewayForeground } = await import("./gateway-run.js");
-      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor, containerLog: o.containerLog, logStreams: o.logStreams, detachedExecs: o.detachedExecs, proposals: o.proposals, files: o.files });
+      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor, containerLog: o.containerLog, logStreams: o.logStreams, detachedExecs: o.detachedExecs, proposals: o.proposals, files: o.files, sandboxSubnets: o.sandboxSubnets });
     });
 
   gw.command("status")
@@ -241,11 +251,11 @@ function readable(line: string): string {
  * showing its start-up steps from the log as they come. When it exits first,
  * say so at once with the last lines it logged.
  */
-async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number }; containerLog: { maxBytes: number; files: number }; logStreams: number; detachedExecs: number; proposals: { pending: number; kept: number } }): Promise<void> {
+async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number }; containerLog: { maxBytes: number; files: number }; logStreams: number; detachedExecs: number; proposals: { pending: number; kept: number }; sandboxSubnets: string }): Promise<void> {
   ensureHomeDir(resolveHome(homeDir));
   const out = openSync(logPath, "a");
   const from = statSync(logPath).size;
-  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb), "--container-log-size", String(o.containerLog.maxBytes), "--container-log-files", String(o.containerLog.files), "--log-streams", String(o.logStreams), "--detached-execs", String(o.detachedExecs), "--proposals-pending", String(o.proposals.pending), "--proposals-kept", String(o.proposals.kept)];
+  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb), "--container-log-size", String(o.containerLog.maxBytes), "--container-log-files", String(o.containerLog.files), "--log-streams", String(o.logStreams), "--detached-execs", String(o.detachedExecs), "--proposals-pending", String(o.proposals.pending), "--proposals-kept", String(o.proposals.kept), "--sandbox-subnets", o.sandboxSubnets];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out] });
   let exited: { code: number | null; signal: string | null } | null = null;
   child.once("exit", (code, signal) => (exited = { code, signal }));

@@ -10,7 +10,7 @@ import { roleIds } from "../driver/docker/host-ids.js";
 import { portForwardLimitsFromEnv } from "../gateway/api/port-forward-ws.js";
 import type { FilesLimits } from "../gateway/files/limits.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; containerLog?: { maxBytes: number; files: number }; logStreams?: number; detachedExecs?: number; proposals?: { pending: number; kept: number }; files?: FilesLimits }): Promise<void> {
+export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; containerLog?: { maxBytes: number; files: number }; logStreams?: number; detachedExecs?: number; proposals?: { pending: number; kept: number }; files?: FilesLimits; sandboxSubnets?: string }): Promise<void> {
   let portForward: ReturnType<typeof portForwardLimitsFromEnv>;
   try {
     portForward = portForwardLimitsFromEnv(process.env);
@@ -20,7 +20,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; port: number
   const log = createLogger({ level: opts.logLevel });
   let driver: DockerDriver;
   try {
-    driver = DockerDriver.fromEnv({ log, homeDir: opts.home.dir, ...(opts.uidBase === undefined ? {} : { ids: roleIds(opts.uidBase) }), ...(opts.supervisor === undefined ? {} : { supervisor: opts.supervisor }), ...(opts.containerLog === undefined ? {} : { containerLog: opts.containerLog }) });
+    driver = DockerDriver.fromEnv({ log, homeDir: opts.home.dir, ...(opts.uidBase === undefined ? {} : { ids: roleIds(opts.uidBase) }), ...(opts.supervisor === undefined ? {} : { supervisor: opts.supervisor }), ...(opts.containerLog === undefined ? {} : { containerLog: opts.containerLog }), ...(opts.sandboxSubnets === undefined ? {} : { sandboxSubnets: opts.sandboxSubnets }) });
   } catch (err) {
     throw new CliError(`cannot use the Docker daemon: ${(err as Error).message}`, EXIT.usage);
   }

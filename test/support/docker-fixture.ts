@@ -31,7 +31,7 @@ export interface DockerFixture {
 }
 
 export async function startDockerFixture(
-  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number; originCaPem?: string; logSink?: (line: string) => void; containerLog?: ContainerLogBound } = {},
+  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number; originCaPem?: string; logSink?: (line: string) => void; containerLog?: ContainerLogBound; sandboxSubnets?: string } = {},
 ): Promise<DockerFixture> {
   const dockerd = await PrivateDockerd.start({
     liveRestore: opts.liveRestore ?? true,
@@ -51,6 +51,7 @@ export async function startDockerFixture(
       workspaceRoot: dockerd.workspaceRoot,
       ...(opts.originCaPem === undefined ? {} : { originCaPem: opts.originCaPem }),
       ...(opts.containerLog === undefined ? {} : { containerLog: opts.containerLog }),
+      ...(opts.sandboxSubnets === undefined ? {} : { sandboxSubnets: opts.sandboxSubnets }),
       log: opts.logSink === undefined ? pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" }) : pino({ level: "debug" }, { write: opts.logSink }),
     });
   const gatewayOpts = () => ({

@@ -61,6 +61,9 @@ describe("CLI mistakes before a gateway runs", () => {
       // So are the supervisor's limits.
       [["--supervisor-cpus", "0"], {}, /^sandgate: --supervisor-cpus must be a number from 0\.1 to 64; got "0"$/],
       [[], { SANDGATE_SUPERVISOR_MEMORY: "lots" }, /^sandgate: SANDGATE_SUPERVISOR_MEMORY must be a whole number from 64 to 65536; got "lots"$/],
+      // And the range sandbox networks take their subnets from.
+      [["--sandbox-subnets", "10.0.0.0/30"], {}, /^sandgate: --sandbox-subnets: invalid sandbox subnet range "10\.0\.0\.0\/30": the prefix must be \/8 to \/24$/],
+      [[], { SANDGATE_SANDBOX_SUBNETS: "fd00::/64" }, /^sandgate: SANDGATE_SANDBOX_SUBNETS: invalid sandbox subnet range "fd00::\/64": an IPv4 range such as 198\.18\.0\.0\/15 is wanted$/],
     ];
     for (const [args, env, message] of cases) {
       const r = await cli(["--home", home, "gateway", "start", "--port", "0", ...args], { ...NO_DOCKER, ...env });

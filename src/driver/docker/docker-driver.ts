@@ -3,6 +3,8 @@
 // all labelled with the gateway, sandbox, generation, role and launch nonce.
 
 import { SandboxCas, TRUST_ENV, WORKLOAD_TRUST_DIR } from "./sandbox-ca.js";
+import { DEFAULT_SANDBOX_SUBNETS, SANDBOX_SUBNET_PREFIX, SUBNET_TRIES, firstSubnetIndex, isSubnetOverlap, nthSubnet, parseSandboxSubnets, subnetCount } from "./sandbox-subnets.js";
+import { formatCidr, type Cidr } from "../../policy/cidr.js";
 import type { CaMaterial } from "../../util/x509.js";
 import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -93,6 +95,8 @@ export interface DockerDriverOptions {
   originCaPem?: string;
   /** The supervisor container's CPU and memory limits. Default: SUPERVISOR_RESOURCES. */
   supervisor?: { cpus: number; memoryMb: number };
+  /** The IPv4 range sandbox networks take a /28 from (sandbox-subnets.ts). Default: DEFAULT_SANDBOX_SUBNETS. */
+  sandboxSubnets?: string;
   /** What Docker keeps of each container's output (log-config.ts). Default: 10 MiB × 3 files. */
   containerLog?: ContainerLogBound;
   /** Where the logs of ended generations are kept. Default: <dirname(launchRoot)>/logs. */
@@ -139,6 +143,7 @@ export class DockerDriver implements ComputeDriver {
   private readonly originCaPem: string | undefined;
   /** The limits each supervisor container gets. */
   readonly supervisorResources: Resources;
+  readonly sandboxSubnets: Cidr;
   /** What Docker keeps of each container's output. */
   readonly containerLog: ContainerLogBound;
   readonly logArchive: LogArchive;
@@ -160,6 +165,9 @@ export class DockerDriver implements ComputeDriver {
     this.cas = new SandboxCas(opts.caRoot ?? join(dirname(opts.launchRoot), "cas"));
     this.originCaPem = opts.originCaPem;
     this.supervisorResources = { ...SUPERVISOR_RESOURCES, ...opts.supervisor };
+    const range = parseSandboxSubnets(opts.sandboxSubnets ?? DEFAULT_SANDBOX_SUBNETS);
+    if (!range.ok) throw new Error(range.error);
+    this.sandboxSubnets = range.range;
     this.containerLog = opts.containerLog ?? DEFAULT_CONTAINER_LOG;
     this.logArchive = new LogArchive(opts.logRoot ?? join(dirname(opts.launchRoot), "logs"), () => keptBytes(this.containerLog));
     this.containerLogs = new ContainerLogs({
@@ -171,7 +179,7 @@ export class DockerDriver implements ComputeDriver {
     });
   }
 
-  static fromEnv(opts: { log: Logger; homeDir: string; env?: NodeJS.ProcessEnv; ids?: RoleIds; supervisor?: { cpus: number; memoryMb: number }; containerLog?: ContainerLogBound }): DockerDriver {
+  static fromEnv(opts: { log: Logger; homeDir: string; env?: NodeJS.ProcessEnv; ids?: RoleIds; supervisor?: { cpus: number; memoryMb: number }; containerLog?: ContainerLogBound; sandboxSubnets?: string }): DockerDriver {
     return new DockerDriver({
       engine: EngineClient.fromEnv(opts.env ?? process.env),
       gatewayId: ensureGatewayId(opts.homeDir),
@@ -183,6 +191,7 @@ export class DockerDriver implements ComputeDriver {
       ...(opts.ids === undefined ? {} : { ids: opts.ids }),
       ...(opts.supervisor === undefined ? {} : { supervisor: opts.supervisor }),
       ...(opts.containerLog === undefined ? {} : { containerLog: opts.containerLog }),
+      ...(opts.sandboxSubnets === undefined ? {} : { sandboxSubnets: opts.sandboxSubnets }),
     });
   }
 
@@ -229,6 +238,26 @@ export class DockerDriver implements ComputeDriver {
     // 409: it exists (a retried launch, a restarted gateway, a concurrent call); use it.
     if (created.kind === "docker" && created.status === 409) return must(`inspect network ${config.Name}`, await this.engine.inspectNetwork(config.Name)).Id;
     return must(`create network ${config.Name}`, created).Id;
+  }
+
+  /**
+   * The sandbox's internal network on a /28 of its own (sandbox-subnets.ts): from the one its id
+   * points at, the next while Docker says a subnet overlaps another network's, at most SUBNET_TRIES.
+   */
+  private async ensureSandboxNetwork(i: SandboxObjectsInput): Promise<void> {
+    const range = this.sandboxSubnets;
+    const first = firstSubnetIndex(i.sandboxId, range);
+    const tries = Math.min(SUBNET_TRIES, subnetCount(range));
+    for (let k = 0; k < tries; k++) {
+      const config = internalNetworkConfig(i, nthSubnet(range, first + k));
+      const created = await this.engine.createNetwork(config);
+      if (created.kind === "docker" && created.status !== 409 && isSubnetOverlap(created.message)) continue;
+      // 409: it exists (a retried launch); its subnet is the one it was given.
+      if (created.kind === "docker" && created.status === 409) must(`inspect network ${config.Name}`, await this.engine.inspectNetwork(config.Name));
+      else this.provisionStep(`create network ${config.Name}`, created);
+      return;
+    }
+    throw new ProvisionError(`no free /${SANDBOX_SUBNET_PREFIX} for the sandbox network in ${formatCidr(range)} (${tries} tried): give the gateway a larger or unused range (gateway start --sandbox-subnets)`);
   }
 
   private async resolveWorkloadImage(image: string | undefined): Promise<{ id: string; isDefault: boolean }> {
@@ -310,7 +339,7 @@ export class DockerDriver implements ComputeDriver {
     workspaceReady.catch(() => undefined);
     trustReady.catch(() => undefined);
     try {
-      await this.ensureNetwork(internalNetworkConfig(i));
+      await this.ensureSandboxNetwork(i);
       // A retried launch of this generation starts clean.
       await this.stop(req.sandboxId, req.generation);
 

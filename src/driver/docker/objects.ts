@@ -50,7 +50,8 @@ export const labelFilter = (labels: Labels): { label: string[] } => ({
  * inhibit_ipv4 leaves the host without an address on it, so the workload cannot
  * reach host services listening on all interfaces (measured: without it, it can).
  */
-export function internalNetworkConfig(i: SandboxObjectsInput): NetworkCreateConfig {
+/** `subnet`: a /28 of the gateway's sandbox range (sandbox-subnets.ts); absent, Docker's pools choose. */
+export function internalNetworkConfig(i: SandboxObjectsInput, subnet?: string): NetworkCreateConfig {
   return {
     Name: networkName(i.sandboxId),
     Driver: "bridge",
@@ -58,6 +59,7 @@ export function internalNetworkConfig(i: SandboxObjectsInput): NetworkCreateConf
     CheckDuplicate: true,
     Labels: sandboxLabels(i),
     Options: { "com.docker.network.bridge.inhibit_ipv4": "true" },
+    ...(subnet === undefined ? {} : { IPAM: { Driver: "default", Config: [{ Subnet: subnet }] } }),
   };
 }
 
