@@ -445,7 +445,9 @@ export class PrivateDockerd {
       `--ip-masq=false`,
       `--ip6tables=false`,
       `--userland-proxy=false`,
-      `--default-address-pool=base=${this.addressPool},size=24`,
+      // /22s: the egress network (the one big network a gateway takes from the pool; sandbox
+      // networks come from --sandbox-subnets) holds ~1,000 supervisors, 64 networks in all.
+      `--default-address-pool=base=${this.addressPool},size=22`,
       ...this.#extraArgs,
     ];
   }
