@@ -164,44 +164,41 @@ describe("workspace disk limit", () => {
     await loopReleased(image);
   }, 180_000);
 
-  it("a workspace that cannot be made fails only its launch: Error naming it, the gateway still serving, nothing mounted", async () => {
-    // The workspace is made while the supervisor comes up; its failure arrives while
-    // Docker calls are pending and must end this launch, never the gateway process.
-    const root = fx.driver.workspaces.root;
+  /**
+   * With `root` immutable, a create fails only its own launch: Error(ProvisioningFailed) whose
+   * detail has `named`, the gateway still serving; `check` looks at what was left. Deleted after.
+   */
+  async function failsOnlyItsLaunch(root: string, name: string, named: string, check: (id: string) => Promise<void>): Promise<void> {
     await run("mkdir", ["-p", root]);
     await run("chattr", ["+i", root]);
     try {
-      expect((await fx.t.api("POST", "/v1/sandboxes", { name: "nodisk", disk: "32M" })).status).toBe(201);
-      const s = await waitPhase(fx, "nodisk", "Error");
+      expect((await fx.t.api("POST", "/v1/sandboxes", { name, disk: "32M" })).status).toBe(201);
+      const s = await waitPhase(fx, name, "Error");
       expect(s.reason).toMatchObject({ code: "ProvisioningFailed" });
-      expect(JSON.stringify(s.reason)).toContain("workspace:");
+      expect(JSON.stringify(s.reason)).toContain(named);
       expect((await fx.t.api("GET", "/v1/status")).status).toBe(200);
-      expect(fx.driver.workspaces.isMounted(s.id)).toBe(false);
+      await check(s.id);
     } finally {
       await run("chattr", ["-i", root]);
     }
-    expect((await fx.t.api("DELETE", "/v1/sandboxes/nodisk")).status).toBe(202);
-    await waitDeleted(fx, "nodisk");
+    expect((await fx.t.api("DELETE", `/v1/sandboxes/${name}`)).status).toBe(202);
+    await waitDeleted(fx, name);
+  }
+
+  it("a workspace that cannot be made fails only its launch: Error naming it, the gateway still serving, nothing mounted", async () => {
+    // The workspace is made while the supervisor comes up; its failure arrives while
+    // Docker calls are pending and must end this launch, never the gateway process.
+    await failsOnlyItsLaunch(fx.driver.workspaces.root, "nodisk", "workspace:", async (id) => {
+      expect(fx.driver.workspaces.isMounted(id)).toBe(false);
+    });
   });
 
   it("a sandbox CA that cannot be made fails only its launch the same way: Error naming it, no container left", async () => {
     // The CA is made while the sandbox's network is; its failure must end this launch only.
-    const root = fx.driver.cas.root;
-    await run("mkdir", ["-p", root]);
-    await run("chattr", ["+i", root]);
-    try {
-      expect((await fx.t.api("POST", "/v1/sandboxes", { name: "noca", disk: "32M" })).status).toBe(201);
-      const s = await waitPhase(fx, "noca", "Error");
-      expect(s.reason).toMatchObject({ code: "ProvisioningFailed" });
-      expect(JSON.stringify(s.reason)).toContain("sandbox CA:");
-      expect((await fx.t.api("GET", "/v1/status")).status).toBe(200);
-      const left = await fx.engine.listContainers({ all: true, filters: { label: [`sandgate.sandbox=${s.id}`] } });
+    await failsOnlyItsLaunch(fx.driver.cas.root, "noca", "sandbox CA:", async (id) => {
+      const left = await fx.engine.listContainers({ all: true, filters: { label: [`sandgate.sandbox=${id}`] } });
       expect(left.kind === "ok" ? left.body : null).toEqual([]);
-    } finally {
-      await run("chattr", ["-i", root]);
-    }
-    expect((await fx.t.api("DELETE", "/v1/sandboxes/noca")).status).toBe(202);
-    await waitDeleted(fx, "noca");
+    });
   });
 
   it("a workspace that is not mounted is never replaced by the host's disk", async () => {
