@@ -20,6 +20,7 @@ export default {
     "src/driver/docker/identity.ts",
     "src/driver/docker/monitor/classify.ts",
     "src/driver/docker/monitor/decide.ts",
+    "src/driver/docker/sandbox-subnets.ts",
   ],
   thresholds: { high: 90, low: 85, break: 85 },
   reporters: ["clear-text", "progress", "html", "json"],

@@ -9,6 +9,7 @@ export default defineConfig({
       "test/unit/policy-*.test.ts",
       "test/unit/monitor-classify.test.ts",
       "test/unit/monitor-decide.test.ts",
+      "test/unit/sandbox-subnets.test.ts",
     ],
     // Generous: the host is shared and a mutant may make a property test slow.
     testTimeout: 30_000,

@@ -179,7 +179,16 @@ describe("egress from a Docker sandbox", () => {
   });
 
   it("reaches the allowed origin through the supervisor proxy", async () => {
-    expect(sandbox.runtime!.proxyUrl).toMatch(/^http:\/\/10\.\d+\.\d+\.\d+:3128$/);
+    // The proxy is the supervisor's address on the sandbox's own network: a /28 of the
+    // gateway's --sandbox-subnets range (default 198.18.0.0/15), not of Docker's pools.
+    const net = await engineGet(fx, `/networks/${networkName(sandbox.id)}`);
+    const subnet = net.IPAM.Config[0].Subnet as string;
+    expect(subnet).toMatch(/^198\.1[89]\.\d+\.\d+\/28$/);
+    const [, proxyIp] = /^http:\/\/(\d+\.\d+\.\d+\.\d+):3128$/.exec(sandbox.runtime!.proxyUrl) ?? [];
+    expect(proxyIp?.split(".").slice(0, 3)).toEqual(subnet.split(".").slice(0, 3));
+    const first = Number(subnet.split("/")[0]!.split(".")[3]);
+    expect(Number(proxyIp!.split(".")[3])).toBeGreaterThan(first);
+    expect(Number(proxyIp!.split(".")[3])).toBeLessThan(first + 15);
     const r = await inWorkload(VIA_PROXY, "http://origin1:8080/some/path?q=1");
     expect(r.code).toBe(0);
     const a = JSON.parse(r.stdout) as ProxyAnswer;
