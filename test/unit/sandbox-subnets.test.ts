@@ -45,6 +45,10 @@ describe("sandbox subnets", () => {
     expect(nthSubnet(range("255.255.255.0/24"), 15)).toBe("255.255.255.240/28");
   });
 
+  it("takes a range with spaces around it (an environment value with a newline)", () => {
+    expect(parseSandboxSubnets(" 10.99.0.0/24\n")).toMatchObject({ ok: true, range: { prefix: 24 } });
+  });
+
   it("every /28 of a range is distinct and inside it", () => {
     const r = range("10.77.0.0/22");
     const all = Array.from({ length: subnetCount(r) }, (_, n) => nthSubnet(r, n));
@@ -54,7 +58,8 @@ describe("sandbox subnets", () => {
 
   it("a sandbox's search starts at a place its id fixes, inside the range, spread across ids", () => {
     const r = range(DEFAULT_SANDBOX_SUBNETS);
-    expect(firstSubnetIndex("sbx_abc", r)).toBe(firstSubnetIndex("sbx_abc", r));
+    // FNV-1a (32 bit) of the id, modulo the count: 1671925403 % 8192 (computed apart, in Python).
+    expect(firstSubnetIndex("sbx_abc", r)).toBe(3739);
     const starts = new Set(Array.from({ length: 200 }, (_, i) => firstSubnetIndex(`sbx_${i.toString(36)}x`, r)));
     for (const s of starts) expect(s >= 0 && s < 8192).toBe(true);
     expect(starts.size).toBeGreaterThan(190);
