@@ -31,7 +31,7 @@ import { serializePolicy } from "../../policy/index.js";
 import { HEALTH_PORT, LAUNCH_CONFIG_FILE, LAUNCH_DIR, LAUNCH_TOKEN_FILE, PROXY_PORT, type LaunchConfig } from "../../protocol/launch.js";
 import { EngineClient } from "./engine/client.js";
 import { describe, type EngineResult } from "./engine/result.js";
-import type { ContainerInspect } from "./engine/types.js";
+import type { ContainerInspect, NetworkCreateConfig } from "./engine/types.js";
 import { startExec } from "./exec-session.js";
 import { expectedInstance, identityOf, notRunningInstance } from "./identity.js";
 import { ensureImages, type EnsureImagesResult } from "./images.js";
@@ -143,7 +143,7 @@ export class DockerDriver implements ComputeDriver {
   private readonly originCaPem: string | undefined;
   /** The limits each supervisor container gets. */
   readonly supervisorResources: Resources;
-  readonly sandboxSubnets: Cidr;
+  private readonly sandboxSubnets: Cidr;
   /** What Docker keeps of each container's output. */
   readonly containerLog: ContainerLogBound;
   readonly logArchive: LogArchive;
@@ -233,9 +233,12 @@ export class DockerDriver implements ComputeDriver {
   }
 
   /** Create, or use the one of that name: a new sandbox's network is created in one call. */
-  private async ensureNetwork(config: ReturnType<typeof egressNetworkConfig>): Promise<string> {
-    const created = await this.engine.createNetwork(config);
-    // 409: it exists (a retried launch, a restarted gateway, a concurrent call); use it.
+  private async ensureNetwork(config: NetworkCreateConfig): Promise<string> {
+    return this.networkOf(config, await this.engine.createNetwork(config));
+  }
+
+  /** The network a create call answered for; 409: it exists (a retried launch, a restarted gateway, a concurrent call), use it. */
+  private async networkOf(config: NetworkCreateConfig, created: EngineResult<{ Id: string }>): Promise<string> {
     if (created.kind === "docker" && created.status === 409) return must(`inspect network ${config.Name}`, await this.engine.inspectNetwork(config.Name)).Id;
     return must(`create network ${config.Name}`, created).Id;
   }
@@ -252,9 +255,8 @@ export class DockerDriver implements ComputeDriver {
       const config = internalNetworkConfig(i, nthSubnet(range, first + k));
       const created = await this.engine.createNetwork(config);
       if (created.kind === "docker" && created.status !== 409 && isSubnetOverlap(created.message)) continue;
-      // 409: it exists (a retried launch); its subnet is the one it was given.
-      if (created.kind === "docker" && created.status === 409) must(`inspect network ${config.Name}`, await this.engine.inspectNetwork(config.Name));
-      else this.provisionStep(`create network ${config.Name}`, created);
+      // An existing network (a retried launch) keeps the subnet it was given.
+      await this.networkOf(config, created);
       return;
     }
     throw new ProvisionError(`no free /${SANDBOX_SUBNET_PREFIX} for the sandbox network in ${formatCidr(range)} (${tries} tried): give the gateway a larger or unused range (gateway start --sandbox-subnets)`);

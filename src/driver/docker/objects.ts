@@ -49,8 +49,8 @@ export const labelFilter = (labels: Labels): { label: string[] } => ({
  * The sandbox's private network: `internal` gives it no route out, and
  * inhibit_ipv4 leaves the host without an address on it, so the workload cannot
  * reach host services listening on all interfaces (measured: without it, it can).
+ * `subnet`: a /28 of the gateway's sandbox range (sandbox-subnets.ts); absent, Docker's pools choose.
  */
-/** `subnet`: a /28 of the gateway's sandbox range (sandbox-subnets.ts); absent, Docker's pools choose. */
 export function internalNetworkConfig(i: SandboxObjectsInput, subnet?: string): NetworkCreateConfig {
   return {
     Name: networkName(i.sandboxId),
