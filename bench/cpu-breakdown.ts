@@ -37,13 +37,23 @@ export interface CpuShare {
   total: number;
 }
 
+/** A proxy bench's scenario: path "/big" is 1 MiB bodies (units are MiB), any other small ones (units are requests). */
 export interface CpuScenario {
   name: string;
-  /** 1 MiB bodies (units are MiB) rather than small ones (units are requests). */
-  big: boolean;
-  /** Requests a run makes, warm-up included: the origin's and proxy's deltas cover all of them. */
+  path: string;
+  /** The origin's and proxy's deltas cover the warm-up requests too. */
+  warmup: number;
   requests: number;
 }
+
+/** What a client run reports: its own CPU over its measured requests, their bytes and latencies. */
+export interface CpuClientRun {
+  cpuMs: number;
+  bytes: number;
+  lat: number[];
+}
+
+const isBig = (s: CpuScenario): boolean => s.path === "/big";
 
 export class CpuBreakdown<M extends string> {
   readonly #runs = new Map<string, Omit<CpuShare, "total">[]>();
@@ -53,19 +63,21 @@ export class CpuBreakdown<M extends string> {
     private readonly proxies: Partial<Record<M, () => number>>,
   ) {}
 
-  /** Runs one client run (which reports `cpuMs` over its `measuredUnits`) and records each process's CPU per unit. */
-  async measure<T extends { cpuMs: number }>(s: CpuScenario, mode: M, measuredUnits: (r: T) => number, run: () => Promise<T>): Promise<T> {
+  /** Runs one client run and records each process's CPU per unit. */
+  async measure<T extends CpuClientRun>(s: CpuScenario, mode: M, run: () => Promise<T>): Promise<T> {
     const o0 = this.origin();
     const p0 = this.proxies[mode]?.();
     const r = await run();
     const p1 = this.proxies[mode]?.();
-    const perUnit = (ms: number, units: number): number => (s.big ? ms / units : (ms * 1000) / units);
+    const big = isBig(s);
+    const perUnit = (ms: number, units: number): number => (big ? ms / units : (ms * 1000) / units);
+    const all = s.warmup + s.requests;
     const key = `${s.name}\0${mode}`;
     const runs = this.#runs.get(key) ?? [];
     runs.push({
-      client: perUnit(r.cpuMs, measuredUnits(r)),
-      proxy: p0 === undefined || p1 === undefined ? null : perUnit(p1 - p0, s.requests),
-      origin: perUnit(this.origin() - o0, s.requests),
+      client: perUnit(r.cpuMs, big ? r.bytes / 2 ** 20 : r.lat.length),
+      proxy: p0 === undefined || p1 === undefined ? null : perUnit(p1 - p0, all),
+      origin: perUnit(this.origin() - o0, all),
     });
     this.#runs.set(key, runs);
     return r;
@@ -89,7 +101,7 @@ export class CpuBreakdown<M extends string> {
       const row: Partial<Record<M, CpuShare>> = {};
       for (const mode of modes) {
         const c = (row[mode] = this.share(s, mode));
-        rows.push([`${s.name}: ${mode}`, c.client, c.proxy ?? "", c.origin, c.total, c.total / base, (cores * (s.big ? 1000 : 1e6)) / c.total]);
+        rows.push([`${s.name}: ${mode}`, c.client, c.proxy ?? "", c.origin, c.total, c.total / base, (cores * (isBig(s) ? 1000 : 1e6)) / c.total]);
       }
       out[s.name] = row;
     }

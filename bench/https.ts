@@ -18,7 +18,7 @@ import { issueSandboxCa } from "../src/util/x509.js";
 import { startDockerFixture } from "../test/support/docker-fixture.js";
 import { createReady, execIn } from "../test/support/recovery-helpers.js";
 import { NODE_TUNNEL_AGENT } from "../test/support/tunnel-agent.js";
-import { CpuBreakdown, containerCpuReader, type CpuScenario } from "./cpu-breakdown.js";
+import { CpuBreakdown, containerCpuReader } from "./cpu-breakdown.js";
 import { Cleanup, collect, machine, parseNumber, parseRun, printTable, progress, REFERENCE_PROXY_BINARIES, startContainer, startDirectClient, startReferenceProxy, stats, writeResult, type BenchOptions, type Stats } from "./lib.js";
 
 const ORIGIN = "bench-tls-origin";
@@ -127,7 +127,6 @@ export async function run(o: BenchOptions): Promise<void> {
     const proxyCpu: Partial<Record<Mode, () => number>> = { sandbox: await containerCpuReader(fx, sandbox.runtime.supervisor.id as string) };
     if (withSquid) proxyCpu.squid = await containerCpuReader(fx, "bench-squid");
     const cpu = new CpuBreakdown<Mode>(await containerCpuReader(fx, originId), proxyCpu);
-    const cpuScenario = (s: Scenario): CpuScenario => ({ name: s.name, big: s.path === "/big", requests: s.warmup + s.requests });
     for (const s of scenarios) {
       const lat: Partial<Record<Mode, number[]>> = {};
       const mib: Partial<Record<Mode, number[]>> = {};
@@ -137,7 +136,7 @@ export async function run(o: BenchOptions): Promise<void> {
         const order = modes.map((_, i) => modes[(i + rep) % modes.length]!);
         for (const mode of order) {
           progress(`https: ${s.name}, ${mode}, rep ${rep + 1}/${reps}`);
-          const r = await cpu.measure(cpuScenario(s), mode, (x) => (s.path === "/big" ? x.bytes / 2 ** 20 : x.lat.length), () =>
+          const r = await cpu.measure(s, mode, () =>
             runClient<ClientRun>(mode, { path: s.path, concurrency: s.concurrency, requests: s.requests, warmup: s.warmup }),
           );
           (lat[mode] ??= []).push(...r.lat);
@@ -159,7 +158,7 @@ export async function run(o: BenchOptions): Promise<void> {
       }
     }
     printTable(`terminated HTTPS vs direct${supervisorCpus === null ? "" : ` (DIAGNOSTIC: supervisor CPU limit changed to ${supervisorCpus})`} (${reps} reps each, ${m.cores} cores, load ${m.loadavg.join("/")}; rate = MiB/s for 1 MiB, req/s for small)`, ["scenario: path", "p50 ms", "p95 ms", "added p50 ms", "added p95 ms", "rate", "× direct"], rows);
-    const cpuShares = cpu.print(m.cores, scenarios.map(cpuScenario), modes, "direct");
+    const cpuShares = cpu.print(m.cores, scenarios, modes, "direct");
     const med = (xs: number[]): number => stats(xs).median;
     const leafRows = [
       ["sandbox: first connection to the first new host (leaf key pair + leaf)", freshSandbox[0]!.first, "", ""],

@@ -18,7 +18,7 @@ import { startExec } from "../src/driver/docker/exec-session.js";
 import { egressNetworkName } from "../src/driver/docker/objects.js";
 import { startDockerFixture, type DockerFixture } from "../test/support/docker-fixture.js";
 import { ORIGIN_POLICY, createReady, execIn } from "../test/support/recovery-helpers.js";
-import { CpuBreakdown, containerCpuReader, type CpuScenario } from "./cpu-breakdown.js";
+import { CpuBreakdown, containerCpuReader } from "./cpu-breakdown.js";
 import { Cleanup, collect, machine, parseNumber, parseRun, printTable, progress, startContainer, startDirectClient, startReferenceProxy, stats, writeResult, type BenchOptions, type ReferenceProxy, type Stats } from "./lib.js";
 
 const ORIGIN = "bench-origin";
@@ -125,14 +125,13 @@ export async function run(o: BenchOptions): Promise<void> {
     const proxyCpu: Partial<Record<Mode, () => number>> = { sandgate: await containerCpuReader(fx, sandbox.runtime.supervisor.id as string) };
     for (const ref of ["tinyproxy", "squid"] as const) if (proxies[ref] !== undefined) proxyCpu[ref] = await containerCpuReader(fx, `bench-${ref}`);
     const cpu = new CpuBreakdown<Mode>(await containerCpuReader(fx, originId), proxyCpu);
-    const cpuScenario = (s: Scenario): CpuScenario => ({ name: s.name, big: s.path === "/big", requests: s.warmup + s.requests });
     for (const s of scenarios) {
       const runs: Partial<Record<Mode, ClientRun[]>> = {};
       for (let rep = 0; rep < reps; rep++) {
         // Rotate which goes first so drift on a busy machine hits every mode alike.
         for (const mode of modes.map((_, i) => modes[(i + rep) % modes.length]!)) {
           progress(`proxy: ${s.name}, ${mode}, rep ${rep + 1}/${reps}`);
-          (runs[mode] ??= []).push(await cpu.measure(cpuScenario(s), mode, (r) => (s.path === "/big" ? r.bytes / 2 ** 20 : r.lat.length), () => runClient(mode, s)));
+          (runs[mode] ??= []).push(await cpu.measure(s, mode, () => runClient(mode, s)));
         }
       }
       results[s.name] = Object.fromEntries(
@@ -164,7 +163,7 @@ export async function run(o: BenchOptions): Promise<void> {
       }
     }
     printTable(`plain HTTP proxy vs direct${supervisorCpus === null ? "" : ` (DIAGNOSTIC: supervisor CPU limit changed to ${supervisorCpus})`} (${reps} reps each, ${m.cores} cores, load ${m.loadavg.join("/")}; rate = MiB/s for 1 MiB, req/s for small)`, ["scenario: path", "p50 ms", "p95 ms", "added p50 ms", "rate", "× direct", "errors"], rows);
-    const cpuShares = cpu.print(m.cores, scenarios.map(cpuScenario), modes, "direct");
+    const cpuShares = cpu.print(m.cores, scenarios, modes, "direct");
     for (const s of scenarios) for (const mode of modes) if (results[s.name]![mode]!.errors > 0) process.stdout.write(`${s.name}, ${mode}: ${results[s.name]![mode]!.errors} errors, the first: ${results[s.name]![mode]!.firstError}\n`);
 
     const sg = (s: Scenario): Measured => results[s.name]!.sandgate!;
