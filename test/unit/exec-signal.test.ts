@@ -97,23 +97,34 @@ describe("a real process group on this host", () => {
     const child = spawn("/bin/sh", ["-c", "sleep 1000; echo after"], { detached: true, stdio: ["ignore", "pipe", "ignore"] });
     let out = "";
     child.stdout.on("data", (b: Buffer) => (out += b.toString()));
-    const exited = new Promise<[number | null, string | null]>((resolve) => child.once("exit", (code, sig) => resolve([code, sig])));
-    const sleepPid = await eventually(() => {
+    try {
+      // The child counts once it is sleep: between fork and exec it is still the shell, and
+      // a Ctrl-C in that window (dash forks with vfork) is a different race than the one tested.
+      const sleepPid = await eventually(() => {
+        try {
+          const kids = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, "utf8").trim();
+          const kid = kids ? Number(kids.split(" ")[0]) : undefined;
+          return kid !== undefined && readFileSync(`/proc/${kid}/comm`, "utf8").trim() === "sleep" ? kid : undefined;
+        } catch {
+          return undefined;
+        }
+      }, 10_000, "the shell's child to be sleep");
+      const id = identifyExecProcess(child.pid!, process.pid, hostProc);
+      expect(id).toMatchObject({ ok: true, process: { pid: child.pid, leader: true } });
+      if (!id.ok) return;
+      expect(signalExecProcess(id.process, "INT", hostProc)).toBe("sent");
+      expect(await eventually(() => (child.exitCode !== null || child.signalCode !== null ? [child.exitCode, child.signalCode] : undefined), 10_000, "the shell to end")).toEqual([null, "SIGINT"]);
+      await eventually(() => (existsSync(`/proc/${sleepPid}`) ? undefined : true), 10_000, "the child sleep to end with its group");
+      expect(out).toBe("");
+      // The leader is gone (and reaped): its pid is never signalled again.
+      expect(signalExecProcess(id.process, "KILL", hostProc)).toBe("gone");
+    } finally {
+      // Whatever failed above, no shell or sleep outlives the test.
       try {
-        const kids = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, "utf8").trim();
-        return kids ? Number(kids.split(" ")[0]) : undefined;
+        process.kill(-child.pid!, "SIGKILL");
       } catch {
-        return undefined;
+        /* already gone */
       }
-    }, 10_000, "the shell's child");
-    const id = identifyExecProcess(child.pid!, process.pid, hostProc);
-    expect(id).toMatchObject({ ok: true, process: { pid: child.pid, leader: true } });
-    if (!id.ok) return;
-    expect(signalExecProcess(id.process, "INT", hostProc)).toBe("sent");
-    expect(await exited).toEqual([null, "SIGINT"]);
-    await eventually(() => (existsSync(`/proc/${sleepPid}`) ? undefined : true), 10_000, "the child sleep to end with its group");
-    expect(out).toBe("");
-    // The leader is gone (and reaped): its pid is never signalled again.
-    expect(signalExecProcess(id.process, "KILL", hostProc)).toBe("gone");
+    }
   });
 });
