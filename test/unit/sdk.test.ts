@@ -17,6 +17,7 @@ import type { EXEC_SIGNALS as DRIVER_SIGNALS } from "../../src/driver/contract.j
 import { EXEC_SIGNALS, Sandgate, SandgateError, type ApiErrorCode, type CreateSandboxInput, type EventView, type SandboxSummaryView, type SandboxView } from "../../src/sdk/index.js";
 import { exec } from "../../src/sdk/exec.js";
 import { Transport } from "../../src/sdk/transport.js";
+import { waitForPhase } from "../../src/sdk/wait.js";
 import { CLI_TEST_TIMEOUT_MS, cli } from "../support/cli-runner.js";
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 import { MemoryDriver } from "../support/memory-driver.js";
@@ -347,6 +348,71 @@ describe("policy", () => {
     expect(err.message).toBe("revision 2 is stored but the supervisor did not acknowledge it within 1 s (-)");
     for (const wait of [0, 601, Number.NaN]) expect((await failure(sb.policy.set("version: 1\n", { wait }))).code).toBe("invalid_request");
     expect((await sb.policy.get()).revision).toBe(2);
+  });
+});
+
+describe("waiting for a phase", () => {
+  /**
+   * A create held in Provisioning until `release`, and a waiter on it whose reads are an hour
+   * apart unless something wakes it; `read` resolves once it has read the sandbox.
+   */
+  async function held(gw: TestGateway, name: string, signal?: AbortSignal): Promise<{ waited: Promise<SandboxView | null>; read: Promise<void>; release: () => void }> {
+    let release!: () => void;
+    driver.gate = new Promise((r) => (release = r));
+    expect((await gw.api("POST", "/v1/sandboxes", { name })).status).toBe(201);
+    let firstRead!: () => void;
+    const read = new Promise<void>((r) => (firstRead = r));
+    const waited = waitForPhase(new Transport({ home: gw.home.dir, env: {} }), name, { until: ["Ready"], timeoutMs: 3_600_000, backstopMs: 3_600_000, onEvent: () => firstRead(), ...(signal ? { signal } : {}) });
+    waited.catch(() => undefined);
+    return {
+      waited,
+      read,
+      release: () => {
+        driver.gate = undefined;
+        release();
+      },
+    };
+  }
+  const streams = async (n: number, what: string): Promise<void> => {
+    await eventually(async () => ((await status()).watch.streams === n ? true : undefined), 10_000, what);
+  };
+
+  it("is woken by the sandbox's watch stream: with an hour between reads it still ends when Ready is committed, and closes the stream", async () => {
+    const before = (await status()).watch.streams as number;
+    const w = await held(t, "sdk-bell");
+    // The waiter has read the sandbox (Provisioning) and opened its stream: only the stream can wake it now.
+    await streams(before + 1, "the waiter's watch stream");
+    w.release();
+    expect((await w.waited)?.phase).toBe("Ready");
+    await streams(before, "the watch stream closed");
+    await t.api("DELETE", "/v1/sandboxes/sdk-bell");
+  });
+
+  it("with no watch stream to be had (the gateway at its stream limit) it reads every WAIT_POLL_MS instead, and still ends", async () => {
+    const full = await startTestGateway(driver, { watch: { maxStreams: 0 } });
+    try {
+      const w = await held(full, "sdk-nobell");
+      // Released once the waiter has read the sandbox in Provisioning: from then on the hour
+      // between reads would hold it, unless it knows it has no stream and polls.
+      await w.read;
+      w.release();
+      expect((await w.waited)?.phase).toBe("Ready");
+    } finally {
+      await full.api("DELETE", "/v1/sandboxes/sdk-nobell");
+      await full.close();
+    }
+  });
+
+  it("an abort while it waits ends it with the signal's reason, and closes the stream", async () => {
+    const before = (await status()).watch.streams as number;
+    const ac = new AbortController();
+    const w = await held(t, "sdk-bell-abort", ac.signal);
+    await streams(before + 1, "the waiter's watch stream");
+    ac.abort(new Error("caller gave up"));
+    await expect(w.waited).rejects.toThrow("caller gave up");
+    await streams(before, "the watch stream closed");
+    w.release();
+    await t.api("DELETE", "/v1/sandboxes/sdk-bell-abort");
   });
 });
 
