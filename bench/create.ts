@@ -1,4 +1,5 @@
-// create: `sandbox create` → Ready through the gateway, against the plain Docker
+// create: `sandbox create` → Ready through the gateway (waited for as the SDK and the CLI
+// wait: woken by the sandbox's watch stream), against the plain Docker
 // API creating and starting the same network, volume and two containers (same
 // configs, from the same builders) with no readiness check; then `exec -- true`
 // through the gateway's exec WebSocket against a Docker exec of the same command
@@ -26,32 +27,31 @@ import {
   type SandboxObjectsInput,
 } from "../src/driver/docker/objects.js";
 import { DEFAULT_IDS } from "../src/driver/docker/rootfs.js";
+import { Transport } from "../src/sdk/transport.js";
+import { waitForPhase } from "../src/sdk/wait.js";
 
 const SUPERVISOR_UID = DEFAULT_IDS.supervisor;
 import { DEFAULT_RESOURCES } from "../src/lifecycle/spec.js";
 import { defaultPolicy, serializePolicy } from "../src/policy/index.js";
 import { startDockerFixture, type DockerFixture } from "../test/support/docker-fixture.js";
 import { CallTrace } from "./call-trace.js";
-import { Cleanup, machine, parseNumber, printTable, progress, sleep, stats, writeResult, type BenchOptions } from "./lib.js";
+import { Cleanup, machine, parseNumber, printTable, progress, stats, writeResult, type BenchOptions } from "./lib.js";
 
 function must<T>(step: string, r: EngineResult<T>): T {
   if (r.kind === "ok") return r.body;
   throw new Error(`${step}: ${describe(r)}`);
 }
 
-/** Polls the API (as a client would) until the sandbox is Ready; ms since the POST. */
-async function sandgateCreate(fx: DockerFixture, name: string): Promise<{ ms: number; id: string }> {
+/**
+ * POST, then the SDK's wait (what `sandgate sandbox create` does: woken by the sandbox's
+ * watch stream, so no poll loads the gateway or adds a poll period) until Ready; ms since the POST.
+ */
+async function sandgateCreate(fx: DockerFixture, t: Transport, name: string): Promise<{ ms: number; id: string }> {
   const t0 = performance.now();
   const r = await fx.t.api("POST", "/v1/sandboxes", { name });
   if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
-  for (;;) {
-    const g = await fx.t.api("GET", `/v1/sandboxes/${name}`);
-    const phase = g.body?.phase as string | undefined;
-    if (phase === "Ready") return { ms: performance.now() - t0, id: g.body.id as string };
-    if (phase === "Error") throw new Error(`sandbox ${name} failed: ${JSON.stringify(g.body.reason)}`);
-    if (performance.now() - t0 > 60_000) throw new Error(`sandbox ${name} not Ready after 60 s (${phase ?? "?"})`);
-    await sleep(5);
-  }
+  const s = await waitForPhase(t, name, { until: ["Ready"], timeoutMs: 60_000 });
+  return { ms: performance.now() - t0, id: s!.id };
 }
 
 /** Where the gateway's own time goes, from its event log: Docker calls vs readiness verification. */
@@ -64,16 +64,12 @@ function breakdown(fx: DockerFixture, id: string): { dockerMs: number; verifyMs:
   return { dockerMs: verifying - created, verifyMs: ready - verifying };
 }
 
-/** DELETE, then polled (every 5 ms, as for create) until the sandbox is gone; ms since the DELETE. */
-async function sandgateDelete(fx: DockerFixture, name: string): Promise<number> {
+/** DELETE, then the SDK's wait (as for create) until the sandbox is gone; ms since the DELETE. */
+async function sandgateDelete(fx: DockerFixture, t: Transport, name: string): Promise<number> {
   const t0 = performance.now();
   const r = await fx.t.api("DELETE", `/v1/sandboxes/${name}`);
   if (r.status !== 202) throw new Error(`delete ${name}: ${r.status} ${JSON.stringify(r.body)}`);
-  const deadline = Date.now() + 60_000;
-  while ((await fx.t.api("GET", `/v1/sandboxes/${name}`)).status !== 404) {
-    if (Date.now() > deadline) throw new Error(`sandbox ${name} not deleted after 60 s`);
-    await sleep(5);
-  }
+  await waitForPhase(t, name, { until: ["Deleted"], timeoutMs: 60_000 });
   return performance.now() - t0;
 }
 
@@ -176,6 +172,7 @@ export async function run(o: BenchOptions): Promise<void> {
       resolvConf: join(launchRoot, "resolv.conf"),
     };
     writeFileSync(b.resolvConf, NO_RESOLVER, { mode: 0o644 });
+    const sdk = new Transport({ home: fx.t.home.dir, env: {} });
     // Every Docker call of each path, for the per-step timeline. The driver's observer is
     // the gateway's metrics hook; the bench takes it over (no metric is read here).
     const sgTrace = new CallTrace();
@@ -197,7 +194,7 @@ export async function run(o: BenchOptions): Promise<void> {
       const doSandgate = async (): Promise<void> => {
         const name = `bench-${rep}`;
         sgTrace.begin();
-        const r = await sandgateCreate(fx, name);
+        const r = await sandgateCreate(fx, sdk, name);
         sgTrace.end(rep > 0);
         const bd = breakdown(fx, r.id);
         // The exec pairs run here, on this Ready sandbox, alternating with Docker's own exec.
@@ -210,7 +207,7 @@ export async function run(o: BenchOptions): Promise<void> {
           sgExec.push(e % 2 === 0 ? first : second);
           plainExec.push(e % 2 === 0 ? second : first);
         }
-        const del = await sandgateDelete(fx, name);
+        const del = await sandgateDelete(fx, sdk, name);
         if (rep === 0) return;
         sg.push(r.ms);
         sgDelete.push(del);
