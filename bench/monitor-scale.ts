@@ -29,7 +29,7 @@ interface Level {
   listPageMs: Stats | null;
   listAllMs: Stats | null;
   /** After a daemon restart: from its API answering again to every sandbox Ready (first one, last one), ms. */
-  recovery: { apiDownMs: number; firstBackMs: number; allBackMs: number; lost: number } | null;
+  recovery: { apiDownMs: number; firstBackMs: number; allBackMs: number; lost: number; failure: string | null } | null;
 }
 
 const LIST_PAGE_REPS = 30;
@@ -91,15 +91,19 @@ async function measureRecovery(gw: GatewayProcess, dockerd: PrivateDockerd, n: n
   })();
   await dockerd.startAgain();
   const tApi = await poll;
+  const apiDownMs = tApi - tStop;
+  // A failed recovery is a result (the tables still print), and it ends the climb.
+  const failedWith = (failure: string) => ({ apiDownMs, firstBackMs: Number.NaN, allBackMs: Number.NaN, lost: n, failure });
   const deadline = Date.now() + 300_000;
   for (;;) {
     const c = await phaseCounts(gw);
     if ((c.Ready ?? 0) === n) break;
     if ((c.Error ?? 0) + (c.Completed ?? 0) > 0) {
       const failed = (await gw.api("GET", "/v1/sandboxes?phase=Error&limit=3")).body?.sandboxes as { name: string; reason: unknown }[] | undefined;
-      throw new Error(`a sandbox failed during recovery: ${JSON.stringify(c)}; ${JSON.stringify(failed?.map((s) => [s.name, s.reason]))}\n--- gateway log (tail) ---\n${tail(gw.logFile, 40)}`);
+      progress(`monitor-scale: recovery failed at N=${n}\n--- gateway log (tail) ---\n${tail(gw.logFile, 40)}`);
+      return failedWith(`a sandbox failed during recovery: ${JSON.stringify(c)}; ${JSON.stringify(failed?.map((s) => [s.name, s.reason]))}`);
     }
-    if (Date.now() > deadline) throw new Error(`not all ${n} Ready 300 s after the restart: ${JSON.stringify(c)}`);
+    if (Date.now() > deadline) return failedWith(`not all ${n} Ready 300 s after the restart: ${JSON.stringify(c)}`);
     progress(`monitor-scale: N=${n}, recovering: ${c.Ready ?? 0}/${n} Ready`);
     await sleep(200);
   }
@@ -113,7 +117,7 @@ async function measureRecovery(gw: GatewayProcess, dockerd: PrivateDockerd, n: n
     if (b) back.push(Date.parse(b.time));
   });
   if (back.length !== lost) throw new Error(`${lost} sandboxes went Recovering but ${back.length} came back`);
-  return { apiDownMs: tApi - tStop, firstBackMs: back.length ? Math.min(...back) - tApi : 0, allBackMs: back.length ? Math.max(...back) - tApi : 0, lost };
+  return { apiDownMs, firstBackMs: back.length ? Math.min(...back) - tApi : 0, allBackMs: back.length ? Math.max(...back) - tApi : 0, lost, failure: null };
 }
 
 /**
@@ -192,8 +196,10 @@ export async function run(o: BenchOptions): Promise<void> {
   const ns = parseList(o.flags.n, o.quick ? [2, 4] : [50, 100, 200, 300, 400, 500]).sort((a, b) => a - b);
   const windowS = parseNumber(o.flags.window, o.quick ? 3 : 60);
   const setupMinutes = parseNumber(o.flags["setup-minutes"], 60);
-  // --restart=0: no daemon restart per level (the idle figures only).
+  // --restart=0: no daemon restart per level (the idle figures only); --restart-at=N,…:
+  // only at those levels (a restart at 500 takes minutes).
   const restart = parseNumber(o.flags.restart, 1, { zero: true }) !== 0;
+  const restartAt = o.flags["restart-at"] === undefined ? null : parseList(o.flags["restart-at"], []);
   const m = machine();
   const cleanup = new Cleanup();
   const levels: Level[] = [];
@@ -225,7 +231,10 @@ export async function run(o: BenchOptions): Promise<void> {
         level.listPageMs = list.page;
         level.listAllMs = list.all;
         // A smoke run restarts the daemon once, at its largest N.
-        if (restart && (!o.quick || n === ns.at(-1))) level.recovery = await measureRecovery(gw, dockerd, made);
+        if (restart && (restartAt ? restartAt.includes(n) : !o.quick || n === ns.at(-1))) {
+          level.recovery = await measureRecovery(gw, dockerd, made);
+          if (level.recovery.failure) stoppedEarly = `recovery at N=${made}: ${level.recovery.failure}`;
+        }
         levels.push(level);
       }
       if (stoppedEarly) break;
@@ -266,7 +275,7 @@ export async function run(o: BenchOptions): Promise<void> {
       "first Ready ms",
       "all Ready ms",
       "recovered",
-    ], levels.filter((l) => l.n > 0).map((l) => [l.n, l.listPageMs?.median ?? null, l.listPageMs?.p95 ?? null, l.listAllMs?.median ?? null, l.recovery?.apiDownMs ?? "n/a", l.recovery?.firstBackMs ?? "n/a", l.recovery?.allBackMs ?? "n/a", l.recovery?.lost ?? "n/a"]));
+    ], levels.filter((l) => l.n > 0).map((l) => [l.n, l.listPageMs?.median ?? null, l.listPageMs?.p95 ?? null, l.listAllMs?.median ?? null, l.recovery?.apiDownMs ?? "n/a", l.recovery?.firstBackMs ?? "n/a", l.recovery?.allBackMs ?? "n/a", l.recovery ? (l.recovery.failure ? "FAILED" : l.recovery.lost) : "n/a"]));
     const top = levels.at(-1)!;
     // The N=0 reading still holds the startup image import's heap, which GC returns
     // later: the slope between the smallest and largest N measured is the honest figure.
