@@ -10,6 +10,7 @@ export const BENCHES = {
   proxy: () => import("./proxy.js"),
   https: () => import("./https.js"),
   "tls-cpu": () => import("./tls-cpu.js"),
+  liveness: () => import("./liveness.js"),
   "supervisor-memory": () => import("./supervisor-memory.js"),
   api: () => import("./api.js"),
   "audit-flood": () => import("./audit-flood.js"),

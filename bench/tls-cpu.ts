@@ -6,7 +6,7 @@
 // is a bare node TLS-to-TLS pipe (bench/tls-cpu/pipe-child.ts): the floor of any terminator
 // written in node, so what the HTTP layer, the policy and the audit add is the difference.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import type { Socket } from "node:net";
@@ -15,15 +15,11 @@ import { join } from "node:path";
 import tls from "node:tls";
 import { LeafCertificates } from "../src/supervisor/tls/leaf-certs.js";
 import { issueSandboxCa } from "../src/util/x509.js";
+import { cpuSeconds } from "./gateway-process.js";
 import { BENCH_DIR, machine, parseNumber, printTable, progress, stats, writeResult, type BenchOptions } from "./lib.js";
 
 const MIB = 1 << 20;
 
-/** CPU seconds (user + system) a process has used. */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
 
 export async function run(o: BenchOptions): Promise<void> {
   const m = machine();
