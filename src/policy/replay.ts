@@ -50,7 +50,8 @@ export function replay(records: readonly RecordedDecision[], candidate: Policy):
   const denied = new Map<string, ReplayLine>();
   const allowed = new Map<string, ReplayLine>();
   const flagged = new Map<string, ReplayLine>();
-  const result: ReplayResult = { newlyDenied: [], newlyAllowed: [], wouldDeny: [], unchanged: { allowed: 0, denied: 0 }, skipped: 0 };
+  const unchanged = { allowed: 0, denied: 0 };
+  let skipped = 0;
   const add = (into: Map<string, ReplayLine>, key: string, r: RecordedDecision, because: string): void => {
     const line = into.get(key);
     if (line) {
@@ -61,7 +62,7 @@ export function replay(records: readonly RecordedDecision[], candidate: Policy):
   const why = (reason: string, rule: string | undefined): string => `${reason}${rule ? ` (rule ${rule})` : ""}`;
   for (const r of records) {
     if (r.decision === "deny" && r.reason !== undefined && POLICY_SILENT.test(r.reason)) {
-      result.skipped += r.count;
+      skipped += r.count;
       continue;
     }
     const req: EgressRequest = { host: r.host, port: r.port, protocol: r.protocol, ...(r.protocol === "http" ? { method: r.method ?? "GET", path: r.path ?? "/" } : {}) };
@@ -71,16 +72,19 @@ export function replay(records: readonly RecordedDecision[], candidate: Policy):
     const went = r.decision !== "deny";
     if (d.allow && d.wouldDeny !== undefined) add(flagged, key, r, `would deny: ${why(d.wouldDeny.reason, d.wouldDeny.rule)}`);
     if (d.allow === went) {
-      if (went) result.unchanged.allowed += r.count;
-      else result.unchanged.denied += r.count;
+      if (went) unchanged.allowed += r.count;
+      else unchanged.denied += r.count;
       continue;
     }
     if (d.allow) add(allowed, key, r, d.wouldDeny === undefined ? `rule ${d.rule}` : "audit mode");
     else add(denied, key, r, why(d.reason, d.rule));
   }
   const byCount = (a: ReplayLine, b: ReplayLine): number => b.count - a.count || a.request.localeCompare(b.request);
-  result.newlyDenied = [...denied.values()].sort(byCount);
-  result.newlyAllowed = [...allowed.values()].sort(byCount);
-  result.wouldDeny = [...flagged.values()].sort(byCount);
-  return result;
+  return {
+    newlyDenied: [...denied.values()].sort(byCount),
+    newlyAllowed: [...allowed.values()].sort(byCount),
+    wouldDeny: [...flagged.values()].sort(byCount),
+    unchanged,
+    skipped,
+  };
 }

@@ -43,7 +43,8 @@ export function suggestRules(records: readonly RecordedDecision[], current: Poli
   for (const g of [...groups.values()].sort((a, b) => a.host.localeCompare(b.host) || a.port - b.port)) {
     covers += g.count;
     const methods = [...g.methods].filter((m): m is HttpMethod => (HTTP_METHODS as readonly string[]).includes(m)).sort();
-    const l7 = g.protocol === "http" && methods.length > 0 ? { rules: [{ methods, paths: [...g.paths].sort() }] } : {};
+    // Methods are gathered for http only: an https suggestion allows the tunnel.
+    const l7 = methods.length > 0 ? { rules: [{ methods, paths: [...g.paths].sort() }] } : {};
     rules.push({ name: `suggested-${g.host.replace(/[^a-z0-9-]/g, "-")}-${g.port}`.slice(0, 63), endpoints: [{ host: g.host, ports: [g.port], protocol: g.protocol, allowPrivate: [], ...l7 }] });
   }
   return { rules, covers };

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { describeEndpoint, diffPolicies } from "../../src/policy/diff.js";
 import { canonicalJson } from "../../src/policy/canonical.js";
 import { parsePolicyYaml, type Endpoint, type Policy } from "../../src/policy/index.js";
-import { replay, type RecordedDecision } from "../../src/policy/replay.js";
+import { describeRequest, replay, type RecordedDecision } from "../../src/policy/replay.js";
 import { suggestRules } from "../../src/policy/suggest.js";
 import { ACTIVE, TIGHTER } from "../support/review-policies.js";
 import { recordedDecisions, suggestionYaml } from "../../src/gateway/sandboxes/policy-tools.js";
@@ -248,3 +248,115 @@ describe("recordedDecisions", () => {
   });
 });
 
+
+// The exact text and order a person reviewing a change reads (what mutation testing asked
+// for: each line kind whole, every separator, every default, and the order of equal counts).
+describe("review output, exactly", () => {
+  const http = (host: string, rules: string, name = "w"): string =>
+    `version: 1\nnetwork:\n  rules:\n    - name: ${name}\n      endpoints:\n        - { host: ${host}, protocol: http, port: 80, rules: [${rules}] }\n`;
+  const EMPTY = "version: 1\n";
+  const AUDIT_EMPTY = "version: 1\nnetwork:\n  enforcement: audit\n";
+
+  it("an endpoint's line: its ports, each L7 rule (no methods: *, no paths: **), private ranges and credentials, each list with its separator", () => {
+    const e = policy(withEndpoint(', ports: [443, 8443], allowPrivate: [10.0.0.0/8, 192.168.0.0/16], rules: [{ paths: ["/a"] }, { methods: [GET, POST] }], credentials: [{ secret: s1 }]')).network.rules[0]!.endpoints[0]!;
+    expect(describeEndpoint(e)).toBe("https api.example.com:443,8443 [* /a; GET,POST **] tls terminate allowPrivate 10.0.0.0/8,192.168.0.0/16 credentials [secret s1]");
+  });
+
+  it("a deny entry removed: its protocol (any when unsaid) and ports; a fixed section's before and after", () => {
+    const denies = `${ACTIVE}  deny:\n    - { host: a.test, protocol: tcp, ports: [1, 2] }\n    - { host: b.test }\n`;
+    expect(diffPolicies(policy(denies), policy(ACTIVE))).toEqual([
+      { kind: "deny removed", name: "deny[0]", lines: ["- tcp a.test:1,2"] },
+      { kind: "deny removed", name: "deny[1]", lines: ["- any b.test"] },
+    ]);
+    const a = policy(ACTIVE);
+    const b = policy(`${ACTIVE}process:\n  limits: { pids: 64 }\n`);
+    expect(diffPolicies(a, b)).toEqual([{ kind: "fixed section changed", name: "process", lines: [`- ${canonicalJson(a.process)}`, `+ ${canonicalJson(b.process)}`] }]);
+  });
+
+  it("sections only the backstop sees come in name order, one gone shown as (absent)", () => {
+    const a = { ...policy(ACTIVE), zeta: 1, alpha: 2 } as unknown as Policy;
+    expect(diffPolicies(a, policy(ACTIVE))).toEqual([
+      { kind: "section changed", name: "alpha", lines: ["- 2", "+ (absent)"] },
+      { kind: "section changed", name: "zeta", lines: ["- 1", "+ (absent)"] },
+    ]);
+  });
+
+  it("replay: an http record with no method or path is GET /; a denial names its rule; lines by count, then by request", () => {
+    const allowed = replay([rec({ host: "h.test", port: 80, protocol: "http", decision: "deny", reason: "no_matching_rule" })], policy(http("h.test", '{ methods: [GET], paths: ["/"] }')));
+    expect(allowed.newlyAllowed).toEqual([{ request: "GET http://h.test:80/", count: 1, lastSeen: "2026-12-01T00:00:00.000Z", because: "rule w" }]);
+    const denied = replay([rec({ host: "h.test", port: 80, protocol: "http", method: "POST", path: "/x", decision: "allow" })], policy(http("h.test", "{ methods: [GET] }")));
+    expect(denied.newlyDenied.map((l) => l.because)).toEqual(["method_not_allowed (rule w)"]);
+
+    const three = (decision: RecordedDecision["decision"]): RecordedDecision[] => [
+      rec({ host: "b.test", decision, reason: "no_matching_rule", count: 2 }),
+      rec({ host: "c.test", decision, reason: "no_matching_rule", count: 5 }),
+      rec({ host: "a.test", decision, reason: "no_matching_rule", count: 2 }),
+    ];
+    const order = ["https c.test:443", "https a.test:443", "https b.test:443"];
+    expect(replay(three("allow"), policy(EMPTY)).newlyDenied.map((l) => l.request)).toEqual(order);
+    expect(replay(three("deny"), policy(AUDIT_EMPTY)).newlyAllowed.map((l) => l.request)).toEqual(order);
+    expect(replay(three("would_deny"), policy(AUDIT_EMPTY)).wouldDeny.map((l) => l.request)).toEqual(order);
+  });
+
+  it("a request's line: http with its method and path (GET / when unsaid), other protocols host and port", () => {
+    expect(describeRequest({ protocol: "http", host: "h.test", port: 80 })).toBe("GET http://h.test:80/");
+    expect(describeRequest({ protocol: "http", host: "h.test", port: 8080, method: "PUT", path: "/a?b" })).toBe("PUT http://h.test:8080/a?b");
+    expect(describeRequest({ protocol: "tcp", host: "db.test", port: 5432, method: "GET" })).toBe("tcp db.test:5432");
+  });
+
+  it("replay: lastSeen is the latest of a line's records, in whatever order they come", () => {
+    const r = replay([rec({ host: "a.test", decision: "allow", time: "2026-12-03T00:00:00.000Z" }), rec({ host: "a.test", decision: "allow", time: "2026-12-02T00:00:00.000Z" })], policy(EMPTY));
+    expect(r.newlyDenied).toEqual([{ request: "https a.test:443", count: 2, lastSeen: "2026-12-03T00:00:00.000Z", because: "no_matching_rule" }]);
+  });
+
+  it("replay: only a denial for a lockdown is skipped; an https tunnel is judged as a tunnel (no method), as it was", () => {
+    const r = replay([rec({ host: "a.test", decision: "would_deny", reason: "lockdown_control_session_lost" })], policy(EMPTY));
+    expect([r.skipped, r.newlyDenied.length]).toEqual([0, 1]);
+    const tunnel = `version: 1\nnetwork:\n  rules:\n    - name: t\n      endpoints:\n        - { host: a.test, protocol: https, port: 443, tls: terminate, rules: [{ methods: [POST] }] }\n`;
+    const t = replay([rec({ host: "a.test", decision: "allow" })], policy(tunnel));
+    expect([t.newlyDenied, t.unchanged]).toEqual([[], { allowed: 1, denied: 0 }]);
+  });
+
+  it("suggest: a rule's name from its host (other characters as -, at most 63), methods sorted and only real ones, paths sorted, / for the root", () => {
+    const s = suggestRules(
+      [
+        rec({ host: "api_v2.example.com", decision: "deny", reason: "no_matching_rule" }),
+        rec({ host: `${"x".repeat(70)}.test`, decision: "deny", reason: "no_matching_rule" }),
+        rec({ host: "h.test", port: 80, protocol: "http", method: "POST", path: "/v2/x", decision: "deny", reason: "no_matching_rule" }),
+        rec({ host: "h.test", port: 80, protocol: "http", path: "/", decision: "deny", reason: "no_matching_rule" }),
+        rec({ host: "h.test", port: 80, protocol: "http", method: "BREW", path: "/v1/y", decision: "deny", reason: "no_matching_rule" }),
+        rec({ host: "odd.test", port: 80, protocol: "http", method: "BREW", decision: "deny", reason: "no_matching_rule" }),
+      ],
+      policy(EMPTY),
+    );
+    expect(s.rules.map((r) => r.name)).toEqual(["suggested-api-v2-example-com-443", "suggested-h-test-80", "suggested-odd-test-80", `suggested-${"x".repeat(70)}-test-443`.slice(0, 63)]);
+    expect(s.rules[1]!.endpoints[0]!.rules).toEqual([{ methods: ["GET", "POST"], paths: ["/", "/v1/**", "/v2/**"] }]);
+    // No real method seen: a rule for the whole host, not one that admits nothing.
+    expect(s.rules[2]!.endpoints[0]).toEqual({ host: "odd.test", ports: [80], protocol: "http", allowPrivate: [] });
+  });
+
+  it("suggest: one host's ports in order; what was allowed is never suggested, whatever its reason", () => {
+    const s = suggestRules(
+      [
+        rec({ host: "h.test", port: 8080, decision: "deny", reason: "no_matching_rule" }),
+        rec({ host: "h.test", port: 80, decision: "deny", reason: "no_matching_rule" }),
+        rec({ host: "ok.test", decision: "allow", reason: "no_matching_rule" }),
+      ],
+      policy(EMPTY),
+    );
+    expect(s.rules.map((r) => r.name)).toEqual(["suggested-h-test-80", "suggested-h-test-8080"]);
+  });
+
+  it("suggest: what the current policy allows is judged as the request was (http: its method and path, GET / when unsaid; https: the tunnel)", () => {
+    const current = policy(`${http("h.test", '{ methods: [POST], paths: ["/p/**"] }, { methods: [GET], paths: ["/"] }').trimEnd()}\n        - { host: t.test, protocol: https, port: 443, tls: terminate, rules: [{ methods: [POST] }] }\n`);
+    const s = suggestRules(
+      [
+        rec({ host: "h.test", port: 80, protocol: "http", method: "POST", path: "/p/x", decision: "deny", reason: "no_matching_rule" }),
+        rec({ host: "h.test", port: 80, protocol: "http", decision: "deny", reason: "no_matching_rule" }),
+        rec({ host: "t.test", decision: "deny", reason: "no_matching_rule" }),
+      ],
+      current,
+    );
+    expect(s.rules).toEqual([]);
+  });
+});
