@@ -7,6 +7,8 @@ export default defineConfig({
     include: [
       "test/unit/lifecycle-*.test.ts",
       "test/unit/policy-*.test.ts",
+      // policy/credentials.ts and credential-scope.ts (with the supervisor's swap, also pure).
+      "test/unit/credentials.test.ts",
       "test/unit/monitor-classify.test.ts",
       "test/unit/monitor-decide.test.ts",
       "test/unit/sandbox-subnets.test.ts",

@@ -4,6 +4,7 @@
 // and repeated placeholders, unknown names, refusals that never carry a value.
 import { describe, expect, it } from "vitest";
 import { credentialScope, policyFromObject, referencedSecrets, secretBindings, type Policy } from "../../src/policy/index.js";
+import { validateCredentials } from "../../src/policy/credentials.js";
 import { tlsMode as tlsModeOf } from "../../src/policy/schema.js";
 import { MAX_SUBSTITUTIONS, findPlaceholders, percentEncode, rewriteBody, rewriteHeaders, rewriteTarget, type CredentialContext } from "../../src/supervisor/credentials.js";
 
@@ -100,6 +101,30 @@ describe("where a secret may go", () => {
       { rule: "gh", host: "up.test", ports: [443, 8443], paths: null, form: "placeholder" },
     ]);
     expect(secretBindings(GH, "apikey")).toEqual([{ rule: "gh", host: "up.test", ports: [443, 8443], paths: null, form: "header" }]);
+  });
+});
+
+describe("the credentials in force for one request", () => {
+  it("over every endpoint that allows it: a header once (the first in file order), a secret's body swap if any binding asks, the largest body bound, a binding on any of its paths", () => {
+    const p = policy(
+      [{ host: "api.x.test", port: 443, protocol: "https", credentials: [{ secret: "a", body: { maxBytes: 100 }, paths: ["/x/**", "/y/**"] }, { header: "Authorization", value: "first {{secret:a}}" }] }],
+      [{ name: "second", endpoints: [{ host: "*.x.test", port: 443, protocol: "https", credentials: [{ secret: "a" }, { secret: "b", body: { maxBytes: 50 } }, { header: "authorization", value: "second {{secret:b}}" }] }] }],
+    );
+    expect(credentialScope(p, { host: "api.x.test", port: 443, protocol: "https", method: "GET", path: "/y/1" })).toEqual({
+      placeholders: new Map([
+        ["a", { body: true }],
+        ["b", { body: true }],
+      ]),
+      bodyMaxBytes: 100,
+      headers: [{ header: "authorization", value: "first {{secret:a}}" }],
+    });
+  });
+
+  it("an endpoint that only sets a header still has a scope; one with nothing for the path has none", () => {
+    const h = policy([{ host: "h.test", port: 443, protocol: "https", credentials: [{ header: "x-key", value: "{{secret:k}}", paths: ["/k/**"] }] }]);
+    const req = (path: string) => ({ host: "h.test", port: 443, protocol: "https" as const, method: "GET", path });
+    expect(credentialScope(h, req("/k/1"))).toEqual({ placeholders: new Map(), bodyMaxBytes: null, headers: [{ header: "x-key", value: "{{secret:k}}", paths: ["/k/**"] }] });
+    expect(credentialScope(h, req("/other"))).toEqual({ placeholders: new Map(), bodyMaxBytes: null, headers: [] });
   });
 });
 
@@ -219,5 +244,41 @@ describe("swapping in bodies", () => {
     const r = rewriteBody(Buffer.from("sandgate:secret:github"), "text/plain", c);
     expect(r).toMatchObject({ ok: false, refusal: { reason: "credential_endpoint_mismatch", where: "body" } });
     expect(!r.ok && r.refusal.message).toContain("in a request body (the binding does not opt in with body)");
+  });
+});
+
+// validateCredentials itself, where the policy's schema does not check first: each issue's
+// path and whole message, and the bounds at their edges.
+describe("validateCredentials, directly", () => {
+  const v = (credentials: unknown): unknown => validateCredentials(credentials, "https", undefined);
+  const issue = (path: (string | number)[], message: string) => ({ ok: false, issues: [{ path, message }] });
+
+  it("each entry's mistakes, at its own path, in one line", () => {
+    expect(v(["x"])).toEqual(issue([0], 'expected a mapping with "secret" (a placeholder binding) or "header" and "value" (a header the supervisor sets), got "x"'));
+    expect(v([{ secret: "a", x: 1, y: 2 }])).toEqual(issue([0], 'unknown keys "x", "y" (allowed: secret, paths, body)'));
+    expect(v([{ header: "a", value: "{{secret:a}}", x: 1 }])).toEqual(issue([0], 'unknown key "x" (allowed: header, value, paths)'));
+    expect(v([{ secret: 5 }])).toEqual(issue([0, "secret"], "expected a secret name, got 5"));
+    expect(v([{ secret: "a", paths: [5] }])).toEqual(issue([0, "paths", 0], 'expected a path glob starting with "/", got 5'));
+    expect(v([{ header: "a", value: "{{secret:a}}", paths: ["a"] }])).toEqual(issue([0, "paths", 0], '"a": a path glob must start with "/"'));
+    expect(v([{ header: "a", value: "{{secret:a}}{{" }])).toEqual(issue([0, "value"], '"{{secret:a}}{{": the only template is {{secret:NAME}}'));
+  });
+
+  it("body: false or absent is none, true the default; { maxBytes } from 1 to the bound, a whole number; anything else refused", () => {
+    const body = (b: unknown): unknown => v([{ secret: "a", body: b }]);
+    expect(body(false)).toEqual({ ok: true, value: [{ secret: "a" }] });
+    expect(body(true)).toEqual({ ok: true, value: [{ secret: "a", body: { maxBytes: 65536 } }] });
+    expect(body({ maxBytes: 1 })).toEqual({ ok: true, value: [{ secret: "a", body: { maxBytes: 1 } }] });
+    expect(body({ maxBytes: 1048576 })).toEqual({ ok: true, value: [{ secret: "a", body: { maxBytes: 1048576 } }] });
+    expect(body({})).toEqual(issue([0, "body", "maxBytes"], "required (bytes, 1-1048576)"));
+    for (const n of [0, 1.5, "5"]) expect(body({ maxBytes: n })).toEqual(issue([0, "body", "maxBytes"], `expected bytes 1-1048576, got ${JSON.stringify(n)}`));
+    expect(body({ maxBytes: 1, x: 1 })).toEqual(issue([0, "body"], 'unknown key "x" (allowed: maxBytes)'));
+    for (const b of [null, [], "yes"]) expect((body(b) as { ok: boolean }).ok).toBe(false);
+  });
+
+  it("a header value up to 8192 characters; 16 credentials an endpoint", () => {
+    const value = (n: number): string => `{{secret:a}}${"x".repeat(n - 12)}`;
+    expect(v([{ header: "a", value: value(8192) }])).toMatchObject({ ok: true });
+    expect(v([{ header: "a", value: value(8193) }])).toEqual(issue([0, "value"], "longer than 8192 characters"));
+    expect(v(Array.from({ length: 16 }, (_, i) => ({ secret: `s${String(i)}` })))).toMatchObject({ ok: true });
   });
 });
