@@ -23,7 +23,6 @@ import { BENCH_DIR, machine, parseNumber, printTable, progress, sleep, writeResu
 const MODES = ["ws-idle", "ws-ping-pong", "ws-ping", "udp-hmac", "file-sweep"] as const;
 type Mode = (typeof MODES)[number];
 
-
 interface Senders {
   start(): void;
   stop(): void;

@@ -20,7 +20,6 @@ import { BENCH_DIR, machine, parseNumber, printTable, progress, stats, writeResu
 
 const MIB = 1 << 20;
 
-
 export async function run(o: BenchOptions): Promise<void> {
   const m = machine();
   const mib = parseNumber(o.flags.mib, o.quick ? 10 : 300);

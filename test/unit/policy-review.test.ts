@@ -248,7 +248,6 @@ describe("recordedDecisions", () => {
   });
 });
 
-
 // The exact text and order a person reviewing a change reads (what mutation testing asked
 // for: each line kind whole, every separator, every default, and the order of equal counts).
 describe("review output, exactly", () => {
