@@ -5,11 +5,9 @@
 // (1000 workload, 1001 supervisor) and with a random low id, can do none of it; root
 // (the positive control) can. Ids a host account already holds are refused at start.
 
-import { execFile } from "node:child_process";
 import { randomBytes, randomInt } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DockerDriver } from "../../src/driver/docker/docker-driver.js";
@@ -19,43 +17,13 @@ import { DEFAULT_IDS } from "../../src/driver/docker/rootfs.js";
 import { LAUNCH_DIR, LAUNCH_TOKEN_FILE } from "../../src/protocol/launch.js";
 import { cli } from "../support/cli-runner.js";
 import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
+import { HostUsers, freeLowId, hostIdTaken, shAs as as } from "../support/host-user.js";
 import { cliExec, engineGet, waitPhase } from "../support/sandbox-helpers.js";
 
-const run = promisify(execFile);
-
 let fx: DockerFixture;
-const tag = randomBytes(3).toString("hex");
-/** Host users this test made (removed in afterAll): name → uid. */
-const made = new Map<string, number>();
-
-function hostIdTaken(id: number): boolean {
-  const used = (file: string, fields: number[]): boolean =>
-    readFileSync(file, "utf8")
-      .split("\n")
-      .some((l) => fields.some((f) => l.split(":")[f] === String(id)));
-  return used("/etc/passwd", [2, 3]) || used("/etc/group", [2]);
-}
-
-/** A host user (and group) with this uid; -o: the id may already be someone's (the old ids often are). */
-async function makeUser(role: string, uid: number): Promise<string> {
-  const name = `sgt${tag}${role}`;
-  await run("groupadd", ["-o", "-g", String(uid), name]);
-  made.set(name, uid);
-  await run("useradd", ["-o", "-u", String(uid), "-g", String(uid), "-M", "-d", "/nonexistent", "-s", "/bin/sh", name]);
-  return name;
-}
-
-/** Run a shell command as `uid` (its own gid, no supplementary groups, no capabilities left). */
-async function as(uid: number | "root", script: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const argv = uid === "root" ? ["sh", "-c", script] : ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", "--", "sh", "-c", script];
-  try {
-    const r = await run(argv[0]!, argv.slice(1), { encoding: "utf8" });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
-  }
-}
+/** Host users this test made (removed in afterAll). */
+const accounts = new HostUsers();
+const makeUser = async (role: string, uid: number): Promise<string> => accounts.nameOf(await accounts.make(role, uid));
 
 beforeAll(async () => {
   fx = await startDockerFixture({ liveRestore: true, name: "hostids" });
@@ -65,15 +33,11 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const name of made.keys()) {
-    await run("userdel", [name]).catch(() => undefined);
-    // -f: a group sharing its gid with another user's primary group (the old ids often are) is still ours to remove.
-    await run("groupdel", ["-f", name]).catch(() => undefined);
-  }
+  await accounts.removeAll();
   await fx?.close();
   // Nothing of ours is left in the account databases.
-  expect(readFileSync("/etc/passwd", "utf8")).not.toContain(`sgt${tag}`);
-  expect(readFileSync("/etc/group", "utf8")).not.toContain(`sgt${tag}`);
+  expect(readFileSync("/etc/passwd", "utf8")).not.toContain(accounts.prefix);
+  expect(readFileSync("/etc/group", "utf8")).not.toContain(accounts.prefix);
 });
 
 describe("container users are nobody on the host", () => {
@@ -106,8 +70,7 @@ describe("container users are nobody on the host", () => {
     const tokenOnHost = join(fx.cliEnv.SANDGATE_HOME!, "launch", `${s.id}-g1`, LAUNCH_TOKEN_FILE);
     const token = readFileSync(tokenOnHost, "utf8").trim();
 
-    let low = randomInt(20_000, 60_000);
-    while (hostIdTaken(low)) low = randomInt(20_000, 60_000);
+    const low = freeLowId();
     const users = [
       { role: "oldwl", uid: 1000 },
       { role: "oldsup", uid: 1001 },
