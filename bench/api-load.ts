@@ -17,7 +17,8 @@ interface LoadConfig {
 
 async function main(): Promise<void> {
   const cfg = JSON.parse(process.argv[2] ?? "{}") as LoadConfig;
-  const pool = new Pool(cfg.url, { connections: cfg.concurrency, pipelining: 1 });
+  // The gateway's unix:// URL: its API socket.
+  const pool = new Pool("http://sandgate", { socketPath: cfg.url.replace(/^unix:\/\//, ""), connections: cfg.concurrency, pipelining: 1 });
   const headers = { authorization: `Bearer ${cfg.token}` };
   let next = 0;
   let errors = 0;

@@ -9,6 +9,7 @@ import { statSync } from "node:fs";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { startDockerFixture } from "../test/support/docker-fixture.js";
 import { Cleanup, machine, parseNumber, printTable, progress, sleep, stats, writeResult, type BenchOptions, type Stats } from "./lib.js";
+import { apiFetch } from "../test/support/api-client.js";
 
 /** In the workload: denied requests through the proxy at up to RATE/s; prints the count every second. */
 const FLOOD = (rate: number, seconds: number): string => `
@@ -32,12 +33,12 @@ const tick = setInterval(() => {
 }, 10);
 `;
 
-async function probeLatency(url: string, token: string, ms: number): Promise<Stats> {
+async function probeLatency(url: string, path: string, token: string, ms: number): Promise<Stats> {
   const samples: number[] = [];
   const until = Date.now() + ms;
   while (Date.now() < until) {
     const t0 = performance.now();
-    const r = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+    const r = await apiFetch(url, path, { headers: { authorization: `Bearer ${token}` } });
     await r.arrayBuffer();
     samples.push(performance.now() - t0);
     await sleep(20);
@@ -65,9 +66,10 @@ export async function run(o: BenchOptions): Promise<void> {
       if (s.body.phase === "Error") throw new Error(`sandbox failed: ${s.body.reasonText}`);
       await sleep(200);
     }
-    const url = `${fx.t.url}/v1/sandboxes/flood`;
+    const url = fx.t.url;
+    const path = "/v1/sandboxes/flood";
     progress(`audit-flood: quiet p99 of GET /v1/sandboxes/flood (${quietMs / 1000} s)`);
-    const quiet = await probeLatency(url, fx.t.token, quietMs);
+    const quiet = await probeLatency(url, path, fx.t.token, quietMs);
 
     const dbBefore = dbBytes(fx.t.home.db);
     const auditBefore = (await fx.t.api("GET", "/v1/status")).body.audit;
@@ -79,7 +81,7 @@ export async function run(o: BenchOptions): Promise<void> {
     let out = "";
     session.stdout.on("data", (b: Buffer) => (out += b.toString()));
     session.stderr.resume();
-    const during = await probeLatency(url, fx.t.token, seconds * 1000);
+    const during = await probeLatency(url, path, fx.t.token, seconds * 1000);
     await session.exitCode;
     h.disable();
     // Let the last aggregated records land (flushes every 1 s in the supervisor, 250 ms here).

@@ -76,7 +76,7 @@ async function sandgateDelete(fx: DockerFixture, t: Transport, name: string): Pr
 /** `sandgate sandbox exec NAME -- true` as the CLI does it: the exec WebSocket, eof, the exit message; ms to the close. */
 function sandgateExec(fx: DockerFixture, name: string): Promise<number> {
   const t0 = performance.now();
-  const ws = new WebSocket(`${fx.t.url.replace(/^http/, "ws")}/v1/sandboxes/${name}/exec?cmd=true&tty=0`, { headers: { authorization: `Bearer ${fx.t.token}` }, perMessageDeflate: false });
+  const ws = new WebSocket(fx.t.wsUrl(`/v1/sandboxes/${name}/exec?cmd=true&tty=0`), { headers: { authorization: `Bearer ${fx.t.token}` }, perMessageDeflate: false });
   return new Promise((resolve, reject) => {
     let exit: number | undefined;
     ws.on("open", () => ws.send(JSON.stringify({ type: "eof" })));

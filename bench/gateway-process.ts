@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { mountPoints } from "../src/driver/docker/workspace-disk.js";
 import { PROJECT_ROOT, sleep } from "./lib.js";
+import { apiFetch } from "../test/support/api-client.js";
 
 export interface GatewayProcess {
   pid: number;
@@ -20,7 +21,7 @@ export interface GatewayProcess {
   stop(): Promise<void>;
 }
 
-/** `sandgate --home H gateway start --port 0` against the daemon at dockerHost; resolves once the runtime is ready. */
+/** `sandgate --home H gateway start` (the API on the home's socket) against the daemon at dockerHost; resolves once the runtime is ready. */
 export async function startGatewayProcess(dockerHost: string, opts: { readyTimeoutMs?: number } = {}): Promise<GatewayProcess> {
   const home = mkdtempSync(join(tmpdir(), "sg-bench-home-"));
   const logFile = join(home, "gateway.out");
@@ -28,7 +29,7 @@ export async function startGatewayProcess(dockerHost: string, opts: { readyTimeo
   // SANDGATE_BENCH_GATEWAY_PROFILE=DIR: the gateway writes a V8 CPU profile there when it stops.
   const profileDir = process.env.SANDGATE_BENCH_GATEWAY_PROFILE;
   const prof = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
-  const child: ChildProcess = spawn(process.execPath, [...prof, "--import", "tsx", join(PROJECT_ROOT, "src", "cli", "main.ts"), "--home", home, "gateway", "start", "--port", "0"], {
+  const child: ChildProcess = spawn(process.execPath, [...prof, "--import", "tsx", join(PROJECT_ROOT, "src", "cli", "main.ts"), "--home", home, "gateway", "start"], {
     cwd: PROJECT_ROOT,
     env: { ...process.env, DOCKER_HOST: dockerHost, SANDGATE_HOME: home },
     stdio: ["ignore", out, out],
@@ -89,7 +90,7 @@ export async function startGatewayProcess(dockerHost: string, opts: { readyTimeo
 
 function makeApi(url: string, token: string): GatewayProcess["api"] {
   return async (method, path, body) => {
-    const res = await fetch(url + path, {
+    const res = await apiFetch(url, path, {
       method,
       headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
       body: body === undefined ? undefined : JSON.stringify(body),

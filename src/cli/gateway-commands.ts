@@ -3,8 +3,9 @@
 import { spawn } from "node:child_process";
 import { openSync, readFileSync, statSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
-import { DEFAULT_PORT, ensureHomeDir, inspectAddress, readAddress, resolveHome } from "../gateway/home.js";
-import { commandLine } from "../gateway/startup.js";
+import { formatListenAddress, parseListenAddress, type ListenAddress } from "../gateway/api/listen-address.js";
+import { DEFAULT_PORT, ensureHomeDir, inspectAddress, readAddress, resolveHome, type HomePaths } from "../gateway/home.js";
+import { assertPortFree, commandLine, printableCommand } from "../gateway/startup.js";
 import { filesLimitsFromEnv } from "../gateway/files/limits.js";
 import { SettingError, fromFlagOrEnv, parseDecimal, parseDuration, parseInteger } from "../util/settings.js";
 import { SUPERVISOR_RESOURCES } from "../driver/docker/objects.js";
@@ -48,12 +49,30 @@ function resolveUidBase(flag: number | undefined): number {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** --listen (else SANDGATE_LISTEN, comma-separated), then --port as tcp://127.0.0.1:PORT; each checked. */
+function listenAddresses(flags: string[], env: string | undefined, port: number | undefined): ListenAddress[] {
+  const given = flags.length > 0 ? flags.map((v) => ({ what: "--listen", v })) : (env ?? "").split(",").map((v) => v.trim()).filter(Boolean).map((v) => ({ what: "SANDGATE_LISTEN", v }));
+  const out = given.map(({ what, v }) => {
+    const r = parseListenAddress(v);
+    if (!r.ok) throw new SettingError(`${what}: ${r.error}`);
+    return r.address;
+  });
+  if (port !== undefined) out.push({ kind: "tcp", host: "127.0.0.1", port });
+  return out;
+}
+
 export function gatewayCommands(global: () => Common): Command {
   const gw = new Command("gateway").description("run and inspect the gateway");
 
   gw.command("start")
     .description("start the gateway (foreground; --detach to run it in the background)")
-    .option("--port <port>", "API port on 127.0.0.1 (0 picks a free one)", intArg("--port", PORT), DEFAULT_PORT)
+    .option(
+      "--listen <url>",
+      "also serve the API at unix:///PATH or tcp://HOST:PORT (TLS only, with <home>/api-cert.pem, which a client pins: SANDGATE_CERT); repeatable (env SANDGATE_LISTEN, comma-separated). The API always listens on <home>/api.sock, which the CLI, SDK and MCP use",
+      (v: string, prev: string[]) => [...prev, v],
+      [] as string[],
+    )
+    .option("--port <port>", `the same as --listen tcp://127.0.0.1:PORT (0 picks a free one; e.g. ${DEFAULT_PORT})`, intArg("--port", PORT))
     .option("--detach", "run in the background, logging to <home>/gateway.log")
     .option("--log-level <level>", `${LOG_LEVELS.join(", ")} (env SANDGATE_LOG_LEVEL; default info)`)
     .option("--recovery-deadline <seconds>", `how long a sandbox may stay Recovering before it fails closed (env SANDGATE_RECOVERY_DEADLINE; default ${RECOVERY_DEADLINE_DEFAULT_S})`)
@@ -84,11 +103,11 @@ export function gatewayCommands(global: () => Common): Command {
       (v: string, prev: string[]) => [...prev, v],
       [] as string[],
     )
-    .action(async (raw: { port: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string; containerLogSize?: string; containerLogFiles?: string; logStreams?: string; detachedExecs?: string; proposalsPending?: string; proposalsKept?: string; sandboxSubnets?: string }) => {
+    .action(async (raw: { listen: string[]; port?: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string; containerLogSize?: string; containerLogFiles?: string; logStreams?: string; detachedExecs?: string; proposalsPending?: string; proposalsKept?: string; sandboxSubnets?: string }) => {
       // Every setting is checked before anything starts: flag, else environment, else default.
       const env = process.env;
       const o = {
-        port: raw.port,
+        listen: setting(() => listenAddresses(raw.listen, env.SANDGATE_LISTEN, raw.port)),
         logLevel: setting(() => fromFlagOrEnv({ name: "--log-level", value: raw.logLevel }, { name: "SANDGATE_LOG_LEVEL", value: env.SANDGATE_LOG_LEVEL }, "info", logLevel)),
         recoveryDeadline: setting(() =>
           fromFlagOrEnv({ name: "--recovery-deadline", value: raw.recoveryDeadline }, { name: "SANDGATE_RECOVERY_DEADLINE", value: env.SANDGATE_RECOVERY_DEADLINE }, RECOVERY_DEADLINE_DEFAULT_S, (w, r) => parseDuration(w, r, DEADLINE)),
@@ -132,13 +151,22 @@ export function gatewayCommands(global: () => Common): Command {
       const { chooseResolvers } = await import("../gateway/control/resolvers.js");
       const resolvers = chooseResolvers({ flags: o.resolver, env: process.env.SANDGATE_RESOLVERS });
       if (!resolvers.ok) throw new CliError(resolvers.error, EXIT.usage);
-      const running = readAddress(paths);
-      if (running && (await answers(new GatewayClient({ home: global().home })))) {
-        throw new CliError(`a gateway is already running at ${running.url} (pid ${running.pid})`, EXIT.conflict);
+      // Another gateway of this home answers on its socket (only the home's owner can have
+      // made one there): asked with the token over that socket only, never over TCP.
+      const running = await homeGateway(paths);
+      if (running) throw new CliError(`a gateway is already running on ${paths.dir} (pid ${running.pid}, at ${running.url})`, EXIT.conflict);
+      // A TCP port held by another process is named now, before anything starts (and nothing is sent to it).
+      for (const a of o.listen) {
+        if (a.kind !== "tcp") continue;
+        try {
+          await assertPortFree("the API", a.host, a.port);
+        } catch (err) {
+          throw new CliError((err as Error).message, EXIT.usage);
+        }
       }
       if (raw.detach) return detach(paths.dir, paths.log, o);
       const { runGatewayForeground } = await import("./gateway-run.js");
-      await runGatewayForeground({ home: paths, port: o.port, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor, containerLog: o.containerLog, logStreams: o.logStreams, detachedExecs: o.detachedExecs, proposals: o.proposals, files: o.files, sandboxSubnets: o.sandboxSubnets });
+      await runGatewayForeground({ home: paths, listen: o.listen, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor, containerLog: o.containerLog, logStreams: o.logStreams, detachedExecs: o.detachedExecs, proposals: o.proposals, files: o.files, sandboxSubnets: o.sandboxSubnets });
     });
 
   gw.command("status")
@@ -165,7 +193,7 @@ export function gatewayCommands(global: () => Common): Command {
       const cmd = commandLine(addr.pid);
       if (!(await isOurGateway(addr, cmd, paths.dir))) {
         throw new CliError(
-          `the gateway is not running: ${paths.address} names pid ${addr.pid}, which is now ${cmd ? `"${cmd.slice(0, 120)}"` : "another process"}, not a sandgate gateway; nothing was signalled (remove the stale file)`,
+          `the gateway is not running: ${paths.address} names pid ${addr.pid}, which is now ${cmd ? `"${printableCommand(cmd.slice(0, 120))}"` : "another process"}, not a sandgate gateway; nothing was signalled (remove the stale file)`,
           EXIT.unreachable,
         );
       }
@@ -216,6 +244,16 @@ function alive(pid: number): boolean {
   }
 }
 
+/** The gateway answering on the home's socket (its status), or null when none does. */
+async function homeGateway(paths: HomePaths): Promise<{ pid: number; url: string } | null> {
+  try {
+    const status = await new GatewayClient({ home: paths.dir, url: `unix://${paths.socket}` }).request<{ pid?: number }>("GET", "/v1/status");
+    return { pid: status.pid ?? 0, url: `unix://${paths.socket}` };
+  } catch {
+    return null;
+  }
+}
+
 async function answers(client: GatewayClient): Promise<boolean> {
   try {
     await client.request("GET", "/v1/status");
@@ -251,11 +289,11 @@ function readable(line: string): string {
  * showing its start-up steps from the log as they come. When it exits first,
  * say so at once with the last lines it logged.
  */
-async function detach(homeDir: string, logPath: string, o: { port: number; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number }; containerLog: { maxBytes: number; files: number }; logStreams: number; detachedExecs: number; proposals: { pending: number; kept: number }; sandboxSubnets: string }): Promise<void> {
+async function detach(homeDir: string, logPath: string, o: { listen: readonly ListenAddress[]; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number }; containerLog: { maxBytes: number; files: number }; logStreams: number; detachedExecs: number; proposals: { pending: number; kept: number }; sandboxSubnets: string }): Promise<void> {
   ensureHomeDir(resolveHome(homeDir));
   const out = openSync(logPath, "a");
   const from = statSync(logPath).size;
-  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", "--port", String(o.port), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb), "--container-log-size", String(o.containerLog.maxBytes), "--container-log-files", String(o.containerLog.files), "--log-streams", String(o.logStreams), "--detached-execs", String(o.detachedExecs), "--proposals-pending", String(o.proposals.pending), "--proposals-kept", String(o.proposals.kept), "--sandbox-subnets", o.sandboxSubnets];
+  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", ...o.listen.flatMap((a) => ["--listen", formatListenAddress(a)]), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb), "--container-log-size", String(o.containerLog.maxBytes), "--container-log-files", String(o.containerLog.files), "--log-streams", String(o.logStreams), "--detached-execs", String(o.detachedExecs), "--proposals-pending", String(o.proposals.pending), "--proposals-kept", String(o.proposals.kept), "--sandbox-subnets", o.sandboxSubnets];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out] });
   let exited: { code: number | null; signal: string | null } | null = null;
   child.once("exit", (code, signal) => (exited = { code, signal }));
@@ -275,9 +313,10 @@ async function detach(homeDir: string, logPath: string, o: { port: number; logLe
     }
     shown = lines.length;
     const addr = readAddress(resolveHome(homeDir));
-    if (addr?.pid === child.pid && (await answers(new GatewayClient({ home: homeDir })))) {
-      process.stdout.write(`gateway listening on ${addr!.url} (pid ${addr!.pid})\n`);
-      const status = await new GatewayClient({ home: homeDir }).request<{ runtime?: { ready: boolean; problem: string | null } }>("GET", "/v1/status");
+    const own = new GatewayClient({ home: homeDir, url: `unix://${resolveHome(homeDir).socket}` });
+    if (addr?.pid === child.pid && (await answers(own))) {
+      process.stdout.write(`gateway listening on ${addr!.listeners.join(", ")} (pid ${addr!.pid})\n`);
+      const status = await own.request<{ runtime?: { ready: boolean; problem: string | null } }>("GET", "/v1/status");
       if (status.runtime && !status.runtime.ready) {
         process.stderr.write(`warning: the runtime is not ready yet (${status.runtime.problem ?? "?"}); the gateway keeps retrying\n`);
       }

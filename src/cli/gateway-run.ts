@@ -9,8 +9,9 @@ import { CliError, EXIT } from "./errors.js";
 import { roleIds } from "../driver/docker/host-ids.js";
 import { portForwardLimitsFromEnv } from "../gateway/api/port-forward-ws.js";
 import type { FilesLimits } from "../gateway/files/limits.js";
+import type { ListenAddress } from "../gateway/api/listen-address.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; port: number; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; containerLog?: { maxBytes: number; files: number }; logStreams?: number; detachedExecs?: number; proposals?: { pending: number; kept: number }; files?: FilesLimits; sandboxSubnets?: string }): Promise<void> {
+export async function runGatewayForeground(opts: { home: HomePaths; listen: readonly ListenAddress[]; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; containerLog?: { maxBytes: number; files: number }; logStreams?: number; detachedExecs?: number; proposals?: { pending: number; kept: number }; files?: FilesLimits; sandboxSubnets?: string }): Promise<void> {
   let portForward: ReturnType<typeof portForwardLimitsFromEnv>;
   try {
     portForward = portForwardLimitsFromEnv(process.env);
@@ -36,7 +37,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; port: number
       home: opts.home,
       driver,
       log,
-      port: opts.port,
+      listen: opts.listen,
       resolvers: opts.resolvers,
       portForward,
       supervisorLimits: { cpus: driver.supervisorResources.cpus, memoryMb: driver.supervisorResources.memoryMb },

@@ -69,10 +69,12 @@ function who(): string {
  * SANDGATE_URL) may be another gateway, or a host that would keep the token.
  */
 function approverToken(client: GatewayClient): string {
-  const recorded = (inspectAddress(client.paths).address?.url ?? "").replace(/\/+$/, "");
-  if (client.url !== recorded) {
+  // The address the home records (what the CLI uses unless told otherwise), or another listener it records.
+  const address = inspectAddress(client.paths).address;
+  const recorded = address === null ? [] : [address.url, ...address.listeners];
+  if (!recorded.includes(client.url)) {
     throw new CliError(
-      `the approver token of ${client.paths.dir} goes only to the gateway that home records (${recorded || "none recorded"}), not to ${client.url}: drop --url and SANDGATE_URL, or give the --home of that gateway`,
+      `the approver token of ${client.paths.dir} goes only to the gateway that home records (${[...new Set(recorded)].join(", ") || "none recorded"}), not to ${client.url}: drop --url and SANDGATE_URL, or give the --home of that gateway`,
       EXIT.unauthorized,
     );
   }

@@ -32,10 +32,10 @@ interface ForwardOptions {
 const hostPort = (address: string, port: number): string => (address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`);
 
 /** Relays one accepted connection; `onRefused` hears the gateway's refusals (the sandbox may be gone). */
-function relayConnection(sock: net.Socket, url: string, headers: Record<string, string>, onRefused: (code: string) => void): void {
+function relayConnection(sock: net.Socket, open: () => WebSocket, onRefused: (code: string) => void): void {
   const peer = hostPort(sock.remoteAddress ?? "?", sock.remotePort ?? 0);
   const say = (msg: string): void => void process.stderr.write(`sandgate: connection from ${peer}: ${msg}\n`);
-  const ws = new WebSocket(url, { headers, perMessageDeflate: false, maxPayload: CONNECTION_HIGH_WATER });
+  const ws = open();
   let error: string | null = null;
   let outstanding = 0;
 
@@ -109,8 +109,7 @@ async function runForward(client: GatewayClient, o: ForwardOptions): Promise<num
   const path = `/v1/sandboxes/${encodeURIComponent(o.name)}`;
   const s = await client.request<SandboxView>("GET", path);
   if (s.phase !== "Ready") throw new CliError(`sandbox "${s.name}" is ${s.phase}; port-forward needs Ready`, EXIT.conflict);
-  const headers = client.authHeader();
-  const wsUrl = `${client.url.replace(/^http/, "ws")}${path}/port-forward?port=${o.remote}`;
+  const open = (): WebSocket => client.transport.webSocket(`${path}/port-forward?port=${o.remote}`, { perMessageDeflate: false, maxPayload: CONNECTION_HIGH_WATER });
 
   const server = net.createServer({ pauseOnConnect: true });
   await new Promise<void>((resolve, reject) => {
@@ -169,7 +168,7 @@ async function runForward(client: GatewayClient, o: ForwardOptions): Promise<num
     server.on("connection", (sock: net.Socket) => {
       sockets.add(sock);
       sock.on("close", () => sockets.delete(sock));
-      relayConnection(sock, wsUrl, headers, (code) => {
+      relayConnection(sock, open, (code) => {
         // A refusal for the sandbox's sake (gone, not Ready, bad token) ends the forward now.
         if (code === "not_allowed" || code === "not_found") void check();
         if (code === "unauthorized") end({ error: new CliError("the gateway refused the API token", exitCodeForApi(code)) });

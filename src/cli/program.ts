@@ -18,7 +18,7 @@ export function buildProgram(): Command {
     .description("Sandgate: isolated sandboxes for AI-agent workloads on Docker")
     .version(VERSION)
     .option("--home <dir>", "gateway state directory (env SANDGATE_HOME, default ~/.sandgate)")
-    .option("--url <url>", "gateway API address (env SANDGATE_URL, default: read from <home>/gateway.json)")
+    .option("--url <url>", "gateway API address, unix:///PATH or https://HOST:PORT (env SANDGATE_URL; default: the socket <home>/gateway.json names). An https gateway must present the certificate in <home>/api-cert.pem, or in the file SANDGATE_CERT names, before any token is sent")
     // Global options go before the command, so that `policy check --url` means the checked URL.
     .enablePositionalOptions()
     .addHelpText(

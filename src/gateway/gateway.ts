@@ -2,7 +2,7 @@
 // together: state store, lifecycle (controller, generation handles, tasks,
 // recovery sink, runtime monitor), the supervisors' control plane, and the API.
 
-import { rmSync } from "node:fs";
+import { chmodSync, rmSync } from "node:fs";
 import type { Logger } from "pino";
 import type { ComputeDriver, RuntimeMonitor } from "../driver/contract.js";
 import { Store } from "../store/store.js";
@@ -19,7 +19,10 @@ import { ControlPlane } from "./control/control-plane.js";
 import { SecretStore, ensureSecretsKey } from "./secrets/secret-store.js";
 import { SecretDelivery, secretValuesFrom } from "./secrets/secret-delivery.js";
 import { ensureApproverToken, ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
-import { StartupError, assertPortFree, isAddrInUse, portInUse } from "./startup.js";
+import { StartupError, assertPortFree } from "./startup.js";
+import { checkSocketPath, claimSocketPath, openExtraListeners, type ExtraListeners } from "./api/listeners.js";
+import { clientUrl, type ListenAddress } from "./api/listen-address.js";
+import { ensureTlsIdentity } from "./control/tls.js";
 import { createLifecycle, type Lifecycle } from "./sandboxes/lifecycle.js";
 import { FileTransfers } from "./files/transfers.js";
 import type { FilesLimits } from "./files/limits.js";
@@ -32,8 +35,11 @@ export interface GatewayOptions {
   home: HomePaths;
   driver: ComputeDriver;
   log: Logger;
-  host?: string;
-  port?: number;
+  /**
+   * Listeners besides the home's Unix socket (`<home>/api.sock`, always there): more sockets, and
+   * TCP listeners, which serve TLS with the home's API certificate only (listen-address.ts).
+   */
+  listen?: readonly ListenAddress[];
   service?: ServiceOptions;
   /** Port of the supervisors' control endpoint (on the runtime's bridge address). Default 7421. */
   supervisorPort?: number;
@@ -64,7 +70,10 @@ export interface GatewayOptions {
 }
 
 export interface RunningGateway {
+  /** `unix://<home>/api.sock`: where this home's clients reach it. */
   url: string;
+  /** Every listener as a client URL: the home's socket first, then those of `listen` (TCP with the port it got). */
+  listeners: readonly string[];
   service: SandboxService;
   read: SandboxReadModel;
   store: Store;
@@ -96,9 +105,10 @@ function openStore(path: string): Store {
 
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const { home, driver, log } = opts;
-  const host = opts.host ?? "127.0.0.1";
-  // A busy port is known at once, not after the images are built.
-  await assertPortFree("the API", host, opts.port ?? 0);
+  const extra = opts.listen ?? [];
+  // A busy port or a socket path too long is known at once, not after the images are built.
+  checkSocketPath(home.socket);
+  for (const a of extra) if (a.kind === "tcp") await assertPortFree("the API", a.host, a.port);
   ensureHomeDir(home);
   const token = ensureToken(home);
   const approverToken = ensureApproverToken(home);
@@ -149,6 +159,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       driver: driver.kind,
       ...(opts.supervisorLimits === undefined ? {} : { supervisorLimits: opts.supervisorLimits }),
       runtime: runtime.status(),
+      api: { listeners: urls },
       supervisorEndpoint: control ? { url: control.url, ...control.stats() } : null,
       sandboxes: read.countByPhase(),
       monitor: monitor?.metrics() ?? null,
@@ -169,6 +180,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     files,
     proposals: { proposals, approverToken },
   });
+  const url = clientUrl({ kind: "unix", path: home.socket });
+  const urls = [url];
   const exec = attachExec(app.server, { execs: lifecycle.execs, token, log });
   const forwards = attachPortForward(app.server, { execs: lifecycle.execs, read, token, log, ...(opts.portForward === undefined ? {} : { limits: opts.portForward }) });
   // In this order: no new sessions or requests, then the work they started, then the store.
@@ -182,28 +195,35 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await driver.close();
     store.close();
   };
-  let url: string;
+  let listeners: ExtraListeners;
   try {
-    // Loopback only: the API is never exposed to other hosts or to sandboxes.
-    url = await app.listen({ host, port: opts.port ?? 0 });
+    // The home's socket: only the home's owner can enter the directory (0700), so only
+    // they reach it; more listeners only where the operator asked for them.
+    await claimSocketPath(home.socket);
+    await app.listen({ path: home.socket });
+    chmodSync(home.socket, 0o600);
+    listeners = await openExtraListeners(app.server, app.handler, extra, () => ensureTlsIdentity({ key: home.apiKey, cert: home.apiCert }, "sandgate-gateway API"));
   } catch (err) {
     await closeParts();
-    throw isAddrInUse(err) ? portInUse("the API", host, opts.port ?? 0) : err;
+    throw err;
   }
-  writeAddress(home, { url, pid: process.pid, startedAt: startedAt.toISOString(), version: VERSION });
+  urls.push(...listeners.urls);
+  writeAddress(home, { url, listeners: urls, pid: process.pid, startedAt: startedAt.toISOString(), version: VERSION });
   lifecycle.resume();
-  log.info({ url, home: home.dir, driver: driver.kind }, "gateway listening");
+  log.info({ url, listeners: urls, home: home.dir, driver: driver.kind }, "gateway listening");
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> =>
     (closing ??= (async () => {
       log.info("gateway shutting down");
+      await listeners.close();
       await closeParts();
       if (readAddress(home)?.pid === process.pid) rmSync(home.address, { force: true });
       log.info("gateway stopped");
     })());
   return {
     url,
+    listeners: urls,
     service,
     read,
     store,

@@ -6,11 +6,17 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 
+/** The port `--port` (a TCP listener with TLS) is documented with. */
 export const DEFAULT_PORT = 7420;
 
 export interface HomePaths {
   dir: string;
   db: string;
+  /** The API's Unix socket: the CLI, SDK and MCP reach the gateway here by default. */
+  socket: string;
+  /** The TLS identity of the API's TCP listeners (`--listen tcp://…`); clients pin the certificate. */
+  apiKey: string;
+  apiCert: string;
   token: string;
   /**
    * The approver token: approving or rejecting a policy proposal needs it besides the API
@@ -27,6 +33,9 @@ export function resolveHome(explicit?: string, env: NodeJS.ProcessEnv = process.
   return {
     dir,
     db: join(dir, "state.db"),
+    socket: join(dir, "api.sock"),
+    apiKey: join(dir, "api.key"),
+    apiCert: join(dir, "api-cert.pem"),
     token: join(dir, "token"),
     approverToken: join(dir, "approver-token"),
     address: join(dir, "gateway.json"),
@@ -63,7 +72,10 @@ function ensureSecretFile(path: string): string {
 }
 
 export interface GatewayAddress {
+  /** Where clients of this home reach the gateway: `unix://<home>/api.sock`. */
   url: string;
+  /** Every listener, as client URLs: the socket first, then `unix://` and `https://` ones of `--listen`. */
+  listeners: string[];
   pid: number;
   startedAt: string;
   version: string;
@@ -98,9 +110,24 @@ export function inspectAddress(paths: HomePaths): { address: GatewayAddress | nu
   }
   if (typeof v !== "object" || v === null) return bad("not a JSON object");
   const a = v as Record<string, unknown>;
-  if (typeof a.url !== "string" || !/^https?:\/\/[^/\s]+\/?$/.test(a.url)) return bad(`"url" must be an http:// address, got ${JSON.stringify(a.url)}`);
+  if (typeof a.url === "string" && /^http:\/\//.test(a.url)) {
+    return { address: null, problem: `${paths.address} was written by an older gateway (its API was plain HTTP at ${a.url}); restart it: sandgate gateway stop, then sandgate gateway start` };
+  }
+  if (typeof a.url !== "string" || !isClientUrl(a.url)) return bad(`"url" must be a unix:// or https:// address, got ${JSON.stringify(a.url)}`);
+  const listeners = Array.isArray(a.listeners) ? a.listeners.filter((l): l is string => typeof l === "string" && isClientUrl(l)) : [a.url];
   if (typeof a.pid !== "number" || !Number.isSafeInteger(a.pid) || a.pid < 1 || a.pid > 4_194_304) return bad(`"pid" must be a process id from 1 to 4194304, got ${JSON.stringify(a.pid)}`);
-  return { address: { url: a.url, pid: a.pid, startedAt: typeof a.startedAt === "string" ? a.startedAt : "", version: typeof a.version === "string" ? a.version : "" }, problem: null };
+  return { address: { url: a.url, listeners, pid: a.pid, startedAt: typeof a.startedAt === "string" ? a.startedAt : "", version: typeof a.version === "string" ? a.version : "" }, problem: null };
+}
+
+/** A URL a client may use: unix:///ABSOLUTE/PATH or https://HOST[:PORT] (never plain http: it would carry the token in the clear). */
+export function isClientUrl(s: string): boolean {
+  if (s.startsWith("unix://")) return s.startsWith("unix:///") && !/[\0-\x1f]/.test(s);
+  try {
+    const u = new URL(s);
+    return u.protocol === "https:" && u.host !== "" && (u.pathname === "/" || u.pathname === "") && u.search === "" && u.username === "" && u.password === "";
+  } catch {
+    return false;
+  }
 }
 
 /** Reads or creates the gateway's id in its home (stable across restarts). */

@@ -5,6 +5,14 @@
 import { readFileSync, readdirSync, readlinkSync } from "node:fs";
 import { createServer } from "node:net";
 import { tcpSockets } from "../util/proc-net.js";
+import { HIDDEN_CHARS } from "../policy/proposals.js";
+
+/**
+ * Another user's process chose its own command line: a line end or an escape sequence in it
+ * must not reach the operator's terminal as such (shown as \u{…}).
+ */
+const UNSHOWABLE = new RegExp(`[\\u0000-\\u001f${HIDDEN_CHARS}]`, "gu");
+export const printableCommand = (s: string): string => s.replace(UNSHOWABLE, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
 
 export class StartupError extends Error {
   override readonly name = "StartupError";
@@ -52,7 +60,7 @@ export function commandLine(pid: number): string {
 
 export function portInUse(what: string, host: string, port: number): StartupError {
   const holder = portHolder(port);
-  const by = holder ? `; it is held by pid ${holder.pid}${holder.command ? ` (${holder.command.slice(0, 120)})` : ""}` : "";
+  const by = holder ? `; it is held by pid ${holder.pid}${holder.command ? ` (${printableCommand(holder.command.slice(0, 120))})` : ""}` : "";
   return new StartupError(`cannot listen on ${host}:${port} (${what}): the port is in use${by}; stop that process or choose another port`);
 }
 

@@ -24,9 +24,11 @@ export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
  * `timeout` (no answer, or a wait, in time), `connection_lost` (the gateway cut a
  * request or stream), `bad_response` (an answer this client cannot read),
  * `sandbox_failed` (a wait ended in a phase other than the one waited for),
- * `signal_failed` (an exec's command could not be signalled).
+ * `signal_failed` (an exec's command could not be signalled), `untrusted_server` (what
+ * answers is not the gateway: a socket another user could have made, or a TLS server
+ * without the pinned certificate; no token was sent).
  */
-export type ClientErrorCode = "not_running" | "timeout" | "connection_lost" | "bad_response" | "sandbox_failed" | "signal_failed";
+export type ClientErrorCode = "not_running" | "timeout" | "connection_lost" | "bad_response" | "sandbox_failed" | "signal_failed" | "untrusted_server";
 
 export type SandgateErrorCode = ApiErrorCode | ClientErrorCode;
 
@@ -41,6 +43,7 @@ const BY_CODE: Partial<Record<string, number>> = {
   stale_generation: EXIT.conflict,
   stale_revision: EXIT.conflict,
   not_running: EXIT.unreachable,
+  untrusted_server: EXIT.unreachable,
   timeout: EXIT.timeout,
 };
 

@@ -93,11 +93,9 @@ export class ExecSession {
     });
     // A caller that awaits only `exit` later must not see an unhandled rejection meanwhile.
     this.exit.catch(() => undefined);
-    if (!t.url) throw t.notRunning();
-    const url = `${t.url.replace(/^http/, "ws")}/v1/sandboxes/${encodeURIComponent(sandbox)}/exec?${execQuery(req).toString()}`;
     // A gateway (or Docker behind it) that never answers the upgrade must not hold the
     // caller for good: the handshake has the request deadline.
-    this.#ws = new WebSocket(url, { headers: t.authHeader(), perMessageDeflate: false, handshakeTimeout: t.timeoutMs });
+    this.#ws = t.webSocket(`/v1/sandboxes/${encodeURIComponent(sandbox)}/exec?${execQuery(req).toString()}`, { perMessageDeflate: false, handshakeTimeout: t.timeoutMs });
     const ws = this.#ws;
 
     ws.on("unexpected-response", (request, res) => {
@@ -123,8 +121,7 @@ export class ExecSession {
       });
     });
     ws.on("error", (err: Error & { code?: string }) => {
-      const unreachable = err.code === "ECONNREFUSED" || err.code === "ENOENT";
-      this.#inOrder(() => this.#settle({ error: unreachable ? t.notRunning(err.code) : new SandgateError(`exec connection failed: ${err.message}`, "connection_lost") }));
+      this.#inOrder(() => this.#settle({ error: t.connectionError(err, () => new SandgateError(`exec connection failed: ${err.message}`, "connection_lost")) }));
     });
     ws.on("open", () => this.#h.onOpen?.());
     ws.on("message", (data: Buffer, isBinary: boolean) => {

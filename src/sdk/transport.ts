@@ -1,14 +1,19 @@
 // The one way to the gateway, for the SDK and the CLI alike: finding it (an explicit
-// URL, SANDGATE_URL, else the address file in the gateway's home), the bearer token
-// (explicit, SANDGATE_TOKEN, else the home's token file), requests, and turning every
-// failure into a SandgateError with a one-line message.
+// URL, SANDGATE_URL, else the home's socket), proving it is the gateway before any token
+// is sent (endpoint.ts), the bearer token (explicit, SANDGATE_TOKEN, else the home's
+// token file), requests, and turning every failure into a SandgateError with a one-line
+// message. Requests go through node:http, not fetch: fetch cannot reach a Unix socket,
+// and it refuses the WHATWG "bad ports" (6000, 6666, …) that a gateway may listen on.
 
 import { readFileSync } from "node:fs";
-import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
+import { request as httpRequest, type ClientRequest, type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { Readable } from "node:stream";
+import { WebSocket, type ClientOptions } from "ws";
 import { inspectAddress, resolveHome, type HomePaths } from "../gateway/home.js";
 import { SandgateError, fromApiBody } from "./errors.js";
 import { drained } from "../util/drained.js";
+import { certFile, connectOptions, endpointOf, isUntrusted, socketTrustProblem, webSocketTarget, type Endpoint } from "./endpoint.js";
 
 /** Connection errors that mean nothing listens at the address (as opposed to a gateway that cut the request). */
 const NO_LISTENER = new Set(["ECONNREFUSED", "ENOENT", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT"]);
@@ -17,12 +22,17 @@ const NO_LISTENER = new Set(["ECONNREFUSED", "ENOENT", "EHOSTUNREACH", "ENETUNRE
 export const REQUEST_TIMEOUT_MS = 30_000;
 
 export interface ConnectOptions {
-  /** The gateway's home (default: SANDGATE_HOME, else ~/.sandgate): where its address and token are. */
+  /** The gateway's home (default: SANDGATE_HOME, else ~/.sandgate): its socket, address and token. */
   home?: string;
-  /** The gateway's URL (default: SANDGATE_URL, else the home's gateway.json). */
+  /** The gateway's URL, unix:///PATH or https://HOST:PORT (default: SANDGATE_URL, else the home's socket). */
   url?: string;
   /** The API token (default: SANDGATE_TOKEN, else the home's token file). */
   token?: string;
+  /**
+   * For an https:// URL: the gateway's API certificate (PEM text), which the server must
+   * present before the token is sent (default: the file SANDGATE_CERT names, else the home's api-cert.pem).
+   */
+  cert?: string;
   /** The environment to read SANDGATE_* from (default: process.env). */
   env?: NodeJS.ProcessEnv;
   /** How long a plain request may take, answer read whole, before it fails with `timeout` (default REQUEST_TIMEOUT_MS). */
@@ -35,13 +45,14 @@ export interface TransportOptions extends ConnectOptions {
 }
 
 export class Transport {
-  /** The gateway's base URL without a trailing slash; "" when none was found. */
+  /** The gateway's URL (unix:///…/api.sock or https://HOST:PORT); "" when none was found. */
   readonly url: string;
   readonly paths: HomePaths;
   /** A plain request's deadline (see ConnectOptions.requestTimeoutMs). */
   readonly timeoutMs: number;
   readonly #token: string | undefined;
   readonly #addressProblem: string | null = null;
+  readonly #endpoint: Endpoint | undefined;
   readonly #opts: TransportOptions;
 
   constructor(opts: TransportOptions = {}) {
@@ -52,16 +63,18 @@ export class Transport {
     const env = opts.env ?? process.env;
     this.paths = resolveHome(opts.home, env);
     const given = opts.url !== undefined ? { what: opts.urlName ?? "url", url: opts.url } : env.SANDGATE_URL ? { what: "SANDGATE_URL", url: env.SANDGATE_URL } : null;
-    let url: string | undefined;
+    const pin = (): { pem: string; source: string } | null =>
+      opts.cert !== undefined ? { pem: opts.cert, source: "the cert option" } : env.SANDGATE_CERT ? (certFile(env.SANDGATE_CERT) ?? missingCert(env.SANDGATE_CERT)) : certFile(this.paths.apiCert);
     if (given) {
-      if (!isHttpUrl(given.url)) throw new SandgateError(`${given.what} must be an http:// or https:// address; got ${JSON.stringify(given.url)}`, "invalid_request");
-      url = given.url;
+      this.#endpoint = endpointOf(given.url, given.what, pin);
     } else {
       const found = inspectAddress(this.paths);
       this.#addressProblem = found.problem;
-      url = found.address?.url;
+      // The address file of a running gateway names its socket (in its home; a copy of the
+      // file in another home, an agent's, names the same socket).
+      if (found.address !== null) this.#endpoint = endpointOf(found.address.url, this.paths.address, pin);
     }
-    this.url = (url ?? "").replace(/\/+$/, "");
+    this.url = this.#endpoint?.url ?? "";
     this.#token = opts.token ?? env.SANDGATE_TOKEN ?? readToken(this.paths.token);
   }
 
@@ -111,30 +124,108 @@ export class Transport {
   }
 
   /**
-   * A fetch against the gateway with auth; connection failures become `not_running`
-   * (nothing listens) or `connection_lost` (it cut the request). Without `signal` the
-   * request (its body too) times out after `timeoutMs`; an abort of `signal` rejects with its AbortError.
-   * `extra` headers go besides the token's (the approver token of a proposal's decision).
+   * A request to the gateway with auth, answered as a fetch Response (its body a stream);
+   * connection failures become `not_running` (nothing listens), `untrusted_server` (what
+   * answers is not the gateway; nothing was sent) or `connection_lost` (it cut the request).
+   * Without `signal` the request (its body too) times out after `timeoutMs`; an abort of
+   * `signal` rejects with its reason. `extra` headers go besides the token's (the approver
+   * token of a proposal's decision).
    */
   async raw(method: string, path: string, body?: unknown, signal?: AbortSignal, extra?: Record<string, string>): Promise<Response> {
-    if (!this.url) throw this.notRunning();
+    this.#ready(); // "not running" before "no token"
     const headers: Record<string, string> = { ...extra, ...this.authHeader() };
-    if (body !== undefined) headers["content-type"] = "application/json";
-    try {
-      return await fetch(this.url + path, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: signal ?? AbortSignal.timeout(this.timeoutMs),
-      });
-    } catch (err) {
-      const c = (err as { cause?: { code?: string; message?: string } }).cause;
-      // Only a connection that could not be made means no gateway; one it cut is an answer.
-      if (err instanceof Error && err.name !== "AbortError" && err.name !== "TimeoutError" && (c?.code === undefined || NO_LISTENER.has(c.code))) {
-        throw this.notRunning(c?.code ?? c?.message ?? err.message);
-      }
-      throw this.#failed(err, `${method} ${path.replace(/\?.*/, "")}`);
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    if (text !== undefined) {
+      headers["content-type"] = "application/json";
+      headers["content-length"] = String(Buffer.byteLength(text));
     }
+    const sig = signal ?? AbortSignal.timeout(this.timeoutMs);
+    const what = `${method} ${path.replace(/\?.*/, "")}`;
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = this.#open(method, path, headers, sig);
+      req.on("response", resolve);
+      req.on("error", (err: Error & { code?: string }) => reject(sig.aborted ? abortReason(sig) : this.#connectError(err, what)));
+      req.end(text);
+    }).catch((err: unknown) => {
+      throw this.#failed(err, what);
+    });
+    const status = res.statusCode ?? 0;
+    const noBody = status === 204 || status === 205 || status === 304 || method === "HEAD";
+    if (noBody) res.resume();
+    return new Response(noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status, statusText: res.statusMessage ?? "", headers: headersOf(res) });
+  }
+
+  /**
+   * A request to the endpoint; `signal` aborts it (its answer's body too) with its reason.
+   * Throws `not_running` at once when there is no endpoint, and `untrusted_server` for a
+   * socket another user could have made.
+   */
+  #open(method: string, path: string, headers: OutgoingHttpHeaders, signal?: AbortSignal): ClientRequest {
+    const e = this.#ready();
+    const req = (e.kind === "https" ? httpsRequest : httpRequest)({ ...connectOptions(e), method, path, headers, agent: false });
+    if (signal) {
+      if (signal.aborted) {
+        req.destroy(signal.reason as Error);
+        return req;
+      }
+      const abort = (): void => {
+        req.destroy(signal.reason as Error);
+        res?.destroy(signal.reason as Error);
+      };
+      let res: IncomingMessage | undefined;
+      signal.addEventListener("abort", abort, { once: true });
+      req.on("response", (r: IncomingMessage) => {
+        res = r;
+        r.once("close", () => signal.removeEventListener("abort", abort));
+      });
+      req.once("error", () => {
+        if (!res) signal.removeEventListener("abort", abort);
+      });
+    }
+    return req;
+  }
+
+  /** The endpoint, once it may be sent a token. */
+  #ready(): Endpoint {
+    const e = this.#endpoint;
+    if (!e) throw this.notRunning();
+    if (e.kind === "unix") {
+      const problem = socketTrustProblem(e.socketPath);
+      if (problem !== null) throw new SandgateError(`refusing to send the API token to ${e.socketPath}: ${problem}, so another local user could have put a listener there; nothing was sent`, "untrusted_server");
+    }
+    return e;
+  }
+
+  /** A connection error as the caller's error: nothing listens, an impostor, or a cut connection. */
+  #connectError(err: Error & { code?: string }, what: string): Error {
+    if (err instanceof SandgateError) return err;
+    if (err.code !== undefined && NO_LISTENER.has(err.code)) return this.notRunning(err.code);
+    if (isUntrusted(err.code)) return this.untrusted(err);
+    return this.#failed(err, what);
+  }
+
+  /** The error for a server that did not prove it is the gateway (a TLS error); nothing was sent. */
+  untrusted(err: Error & { code?: string }): SandgateError {
+    const e = this.#endpoint;
+    const pinned = e?.kind === "https" ? ` (pinned from ${e.certSource})` : "";
+    const why = err.code === "EPROTO" || err.code?.startsWith("ERR_SSL_") ? `it does not speak TLS (${(err as { reason?: string }).reason ?? err.code})` : (err.message.split("\n")[0] ?? "").trim();
+    return new SandgateError(`what answers at ${this.url} is not the gateway${pinned}: ${why}; the API token was not sent`, "untrusted_server");
+  }
+
+  /**
+   * A WebSocket to `path` with the token (exec, port-forward); its connection errors go
+   * through `connectionError`. Throws like `raw` when there is no endpoint.
+   */
+  webSocket(path: string, options: ClientOptions = {}): WebSocket {
+    const t = webSocketTarget(this.#ready(), path);
+    return new WebSocket(t.url, { ...options, ...t.options, headers: { ...options.headers, ...this.authHeader() } });
+  }
+
+  /** A WebSocket's 'error' as a SandgateError: not running, an impostor, or `fallback`. */
+  connectionError(err: Error & { code?: string }, fallback: () => SandgateError): SandgateError {
+    if (err.code !== undefined && NO_LISTENER.has(err.code)) return this.notRunning(err.code);
+    if (isUntrusted(err.code)) return this.untrusted(err);
+    return fallback();
   }
 
   /**
@@ -167,20 +258,17 @@ export class Transport {
    * `what` names the request in the message of a connection the gateway cuts.
    */
   stream(method: string, path: string, o: { headers?: OutgoingHttpHeaders; body?: AsyncIterable<Uint8Array>; signal?: AbortSignal; what: string }): Promise<IncomingMessage> {
-    if (!this.url) return Promise.reject(this.notRunning());
-    const url = new URL(this.url + path);
-    const headers = { ...this.authHeader(), ...o.headers };
     return new Promise<IncomingMessage>((resolve, reject) => {
+      this.#ready(); // "not running" before "no token"
       let answered = false;
-      const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(url, { method, headers, ...(o.signal ? { signal: o.signal } : {}) });
+      const req = this.#open(method, path, { ...this.authHeader(), ...o.headers }, o.signal);
       req.on("response", (res) => {
         answered = true;
         resolve(res);
       });
       req.on("error", (err: Error & { code?: string }) => {
         if (answered) return;
-        if (err.code === "ECONNREFUSED" || err.code === "ENOENT") return reject(this.notRunning(err.code));
-        reject(this.#failed(err, o.what));
+        reject(o.signal?.aborted ? abortReason(o.signal) : this.#connectError(err, o.what));
       });
       if (!o.body) return void req.end();
       const body = o.body;
@@ -200,13 +288,24 @@ export class Transport {
   }
 }
 
-export function isHttpUrl(s: string): boolean {
-  try {
-    const u = new URL(s);
-    return (u.protocol === "http:" || u.protocol === "https:") && u.host !== "";
-  } catch {
-    return false;
+/** What an aborted request rejects with, as fetch does: the signal's reason. */
+function abortReason(signal: AbortSignal): Error {
+  const r: unknown = signal.reason;
+  return r instanceof Error ? r : new DOMException(String(r), "AbortError");
+}
+
+/** An answer's headers as fetch Headers (repeated ones appended). */
+function headersOf(res: IncomingMessage): Headers {
+  const h = new Headers();
+  for (const [k, v] of Object.entries(res.headers)) {
+    if (Array.isArray(v)) for (const x of v) h.append(k, x);
+    else if (v !== undefined) h.set(k, v);
   }
+  return h;
+}
+
+function missingCert(path: string): never {
+  throw new SandgateError(`SANDGATE_CERT names ${path}, which cannot be read: give the path of a copy of the gateway home's api-cert.pem`, "invalid_request");
 }
 
 function readToken(path: string): string | undefined {

@@ -11,6 +11,7 @@ import { FaultProxy } from "../support/fault-proxy.js";
 import { PrivateDockerd } from "../support/dockerd.js";
 import { eventually } from "../support/gateway-fixture.js";
 import { CLI_MAIN } from "../support/cli-build.js";
+import { apiFetch } from "../support/api-client.js";
 
 
 let dockerd: PrivateDockerd;
@@ -31,7 +32,7 @@ function startGatewayProcess(): ChildProcess {
 async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
   const addr = JSON.parse(readFileSync(join(home, "gateway.json"), "utf8")) as { url: string };
   const token = readFileSync(join(home, "token"), "utf8").trim();
-  const res = await fetch(addr.url + path, {
+  const res = await apiFetch(addr.url, path, {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) },
     body: body ? JSON.stringify(body) : undefined,

@@ -35,7 +35,7 @@ async function create(name: string, command: string[], body: Record<string, unkn
 
 /** The records of GET .../logs (end record left out). */
 async function records(name: string, query = ""): Promise<{ t: string; s: string; l: string; p?: true }[]> {
-  const res = await fetch(`${fx.t.url}/v1/sandboxes/${name}/logs${query}`, { headers: { authorization: `Bearer ${fx.t.token}` } });
+  const res = await fx.t.fetch(`/v1/sandboxes/${name}/logs${query}`, { headers: { authorization: `Bearer ${fx.t.token}` } });
   const text = await res.text();
   if (res.status !== 200) throw new Error(`logs ${name}${query}: ${res.status} ${text}`);
   return text.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l)).filter((r) => "t" in r);

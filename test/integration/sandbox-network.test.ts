@@ -122,7 +122,8 @@ function connects(host: string, port: number): Promise<boolean> {
 const connectedTargets = (results: ProbeResults): [string, string][] => Object.entries(results).filter(([, r]) => r === "connected");
 
 beforeAll(async () => {
-  fx = await startDockerFixture({ liveRestore: true, name: "network" });
+  // A TCP listener of the API besides its socket, so that the probes below have a port to try.
+  fx = await startDockerFixture({ liveRestore: true, name: "network", listen: [{ kind: "tcp", host: "127.0.0.1", port: 0 }] });
   workloadImage = fx.driver.imageRefs!.workload.ref;
   egressNet = egressNetworkName(fx.driver.gatewayId);
 
@@ -226,8 +227,8 @@ describe("egress from a Docker sandbox", () => {
     }
   });
 
-  it("cannot reach the gateway's API port (loopback only) nor its supervisor endpoint (7421 on the egress bridge)", async () => {
-    const apiPort = Number(new URL(fx.t.url).port);
+  it("cannot reach the gateway's API (its socket is not mounted; a TCP listener on loopback) nor its supervisor endpoint (7421 on the egress bridge)", async () => {
+    const apiPort = Number(new URL(fx.t.gw.listeners.find((l) => l.startsWith("https://"))!).port);
     const supervisorPort = Number(new URL((await fx.t.api("GET", "/v1/status")).body.supervisorEndpoint.url as string).port);
     expect(supervisorPort).toBe(7421);
     const hosts = [egressGateway, ...(internalGateway ? [internalGateway] : []), ...hostAddrs];

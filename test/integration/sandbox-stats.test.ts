@@ -22,7 +22,7 @@ afterAll(async () => {
 });
 
 async function scrape(): Promise<Scrape> {
-  const r = await fetch(`${fx.t.url}/metrics`, { headers: { authorization: `Bearer ${fx.t.token}` } });
+  const r = await fx.t.fetch(`/metrics`, { headers: { authorization: `Bearer ${fx.t.token}` } });
   expect(r.status).toBe(200);
   return parseScrape(await r.text());
 }
@@ -94,7 +94,7 @@ describe("GET /metrics against Docker", () => {
     expect(m.value("sandgate_monitor_docker_connected")).toBe(1);
     for (const secret of ["st-metrics-7c1d", s.id, s.runtime!.workload.id.slice(0, 12), s.runtime!.supervisor.id.slice(0, 12)]) expect(m.text).not.toContain(secret);
 
-    const denied = await fetch(`${fx.t.url}/metrics`);
+    const denied = await fx.t.fetch(`/metrics`);
     expect(denied.status).toBe(401);
   });
 });

@@ -14,6 +14,7 @@ import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
 import type { ContainerLogBound } from "../../src/driver/docker/log-config.js";
 import { PrivateDockerd, type DockerdOptions } from "./dockerd.js";
 import { FaultProxy } from "./fault-proxy.js";
+import type { ListenAddress } from "../../src/gateway/api/listen-address.js";
 import { eventually, startTestGateway, type TestGateway } from "./gateway-fixture.js";
 
 export interface DockerFixture {
@@ -31,7 +32,7 @@ export interface DockerFixture {
 }
 
 export async function startDockerFixture(
-  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number; originCaPem?: string; logSink?: (line: string) => void; containerLog?: ContainerLogBound; sandboxSubnets?: string } = {},
+  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number; originCaPem?: string; logSink?: (line: string) => void; containerLog?: ContainerLogBound; sandboxSubnets?: string; listen?: ListenAddress[] } = {},
 ): Promise<DockerFixture> {
   const dockerd = await PrivateDockerd.start({
     liveRestore: opts.liveRestore ?? true,
@@ -61,6 +62,7 @@ export async function startDockerFixture(
     ...(opts.resolvers === undefined ? {} : { resolvers: opts.resolvers }),
     ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddressIntervalMs: opts.hostAddressIntervalMs }),
     ...(opts.logSink === undefined ? {} : { logSink: opts.logSink }),
+    ...(opts.listen === undefined ? {} : { listen: opts.listen }),
   });
   const fx: DockerFixture = {
     dockerd,

@@ -2,6 +2,7 @@
 // (`sandgate-result`) can be read and an upload's body streamed.
 import { request } from "node:http";
 import { drained } from "../../src/util/drained.js";
+import { socketOf } from "./api-client.js";
 
 export interface HttpAnswer {
   status: number;
@@ -14,6 +15,7 @@ export interface HttpAnswer {
 }
 
 export function filesRequest(
+  /** The gateway's unix:// URL. */
   base: string,
   token: string,
   method: "GET" | "PUT",
@@ -21,10 +23,10 @@ export function filesRequest(
   opts: { body?: Buffer | AsyncIterable<Buffer>; headers?: Record<string, string>; onChunk?: (c: Buffer) => void; keep?: boolean } = {},
 ): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
-    const u = new URL(path, base);
+    const u = new URL(path, "http://sandgate");
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, ...opts.headers };
     if (Buffer.isBuffer(opts.body) && headers["content-length"] === undefined && headers["transfer-encoding"] === undefined) headers["content-length"] = String(opts.body.length);
-    const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method, headers });
+    const req = request({ socketPath: socketOf(base), path: u.pathname + u.search, method, headers });
     let answered = false;
     req.on("response", (res) => {
       answered = true;

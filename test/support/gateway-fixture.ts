@@ -16,9 +16,12 @@ import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
 import type { FilesLimits } from "../../src/gateway/files/limits.js";
 import type { ProposalLimits } from "../../src/gateway/sandboxes/policy-proposals.js";
 import { checkAnswer } from "./openapi-check.js";
+import type { ListenAddress } from "../../src/gateway/api/listen-address.js";
+import { apiFetch, wsUrl } from "./api-client.js";
 
 export interface TestGateway {
   home: HomePaths;
+  /** unix:///…/api.sock: give it to the SDK or the CLI (SANDGATE_URL), or use `fetch` and `wsUrl`. */
   url: string;
   token: string;
   /** The approver token (deciding policy proposals): <home>/approver-token. */
@@ -30,6 +33,10 @@ export interface TestGateway {
    * body its schema refuses throws, so the test fails naming the route and the field.
    */
   api(method: string, path: string, body?: unknown, token?: string, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
+  /** A raw request to the API's socket (no token added, no contract check). */
+  fetch(path: string, init?: Parameters<typeof apiFetch>[2]): ReturnType<typeof apiFetch>;
+  /** The ws URL of an upgrade route (exec, port-forward) on the API's socket. */
+  wsUrl(path: string): string;
   close(opts?: { keepHome?: boolean }): Promise<void>;
 }
 
@@ -53,16 +60,19 @@ export async function startTestGateway(
     files?: Partial<FilesLimits>;
     /** Bounds of policy proposals. */
     proposals?: Partial<ProposalLimits>;
+    /** Listeners besides the home's socket (`gateway start --listen`). */
+    listen?: ListenAddress[];
   } = {},
 ): Promise<TestGateway> {
   const home = resolveHome(opts.homeDir ?? mkdtempSync(join(tmpdir(), "sg-home-")));
   const log = opts.logSink === undefined ? pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" }) : pino({ level: "debug" }, { write: opts.logSink });
-  const gw = await startGateway({ home, driver, log, port: 0, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs, supervisorPort: opts.supervisorPort, watch: opts.watch, audit: opts.audit, logs: opts.logs,
+  const gw = await startGateway({ home, driver, log, service: opts.service, supervisorGraceMs: opts.supervisorGraceMs, supervisorPort: opts.supervisorPort, watch: opts.watch, audit: opts.audit, logs: opts.logs,
     ...(opts.resolvers === undefined ? {} : { resolvers: opts.resolvers }),
     ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddressIntervalMs: opts.hostAddressIntervalMs }),
     ...(opts.portForward === undefined ? {} : { portForward: opts.portForward }),
     ...(opts.files === undefined ? {} : { files: opts.files }),
     ...(opts.proposals === undefined ? {} : { proposals: opts.proposals }),
+    ...(opts.listen === undefined ? {} : { listen: opts.listen }),
   });
   const token = ensureToken(home);
   const approverToken = ensureApproverToken(home);
@@ -72,8 +82,10 @@ export async function startTestGateway(
     token,
     approverToken,
     gw,
+    fetch: (path, init) => apiFetch(gw.url, path, init),
+    wsUrl: (path) => wsUrl(gw.url, path),
     async api(method, path, body, tok = token, headers = {}) {
-      const res = await fetch(gw.url + path, {
+      const res = await apiFetch(gw.url, path, {
         method,
         headers: { ...headers, authorization: `Bearer ${tok}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
         body: body === undefined ? undefined : JSON.stringify(body),

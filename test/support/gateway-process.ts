@@ -7,6 +7,7 @@ import { EngineClient } from "../../src/driver/docker/engine/client.js";
 import { PrivateDockerd } from "./dockerd.js";
 import { eventually } from "./gateway-fixture.js";
 import { CLI_MAIN } from "./cli-build.js";
+import { apiFetch } from "./api-client.js";
 
 
 export interface GatewayProcess {
@@ -29,7 +30,7 @@ export function gatewayProcess(home: string): GatewayProcess {
     },
     start(socketPath, extraArgs = [], env = {}) {
       rmSync(join(home, "gateway.json"), { force: true });
-      child = spawn(process.execPath, [CLI_MAIN, "--home", home, "gateway", "start", "--port", "0", "--log-level", "warn", ...extraArgs], {
+      child = spawn(process.execPath, [CLI_MAIN, "--home", home, "gateway", "start", "--log-level", "warn", ...extraArgs], {
         env: { ...process.env, DOCKER_HOST: `unix://${socketPath}`, ...env },
         stdio: ["ignore", "ignore", "inherit"],
       });
@@ -38,7 +39,7 @@ export function gatewayProcess(home: string): GatewayProcess {
     async api(method, path, body) {
       const addr = JSON.parse(readFileSync(join(home, "gateway.json"), "utf8")) as { url: string };
       const token = readFileSync(join(home, "token"), "utf8").trim();
-      const res = await fetch(addr.url + path, {
+      const res = await apiFetch(addr.url, path, {
         method,
         headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) },
         body: body ? JSON.stringify(body) : undefined,

@@ -12,7 +12,6 @@ const gw = await startGateway({
   home: resolveHome(home),
   driver: new MemoryDriver(),
   log: pino({ level: "silent" }),
-  port: 0,
   ...(maxBuffered ? { watch: { maxBufferedBytes: Number(maxBuffered) } } : {}),
 });
 process.stdout.write(`ready ${gw.url}\n`);

@@ -11,8 +11,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { CLI_TEST_TIMEOUT_MS, cli, type CliRun } from "../support/cli-runner.js";
 import { MemoryDriver } from "../support/memory-driver.js";
-import { freePort } from "../support/net.js";
 import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
+import { listenOnSocket } from "../support/api-client.js";
 
 // Spawn-heavy: see CLI_TEST_TIMEOUT_MS.
 vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
@@ -102,8 +102,8 @@ describe("CLI mistakes before a gateway runs", () => {
     try {
       for (const [text, why] of [
         ["{not json", "not JSON"],
-        ['{"url": 5, "pid": 1}', '"url" must be an http:// address, got 5'],
-        ['{"url": "http://127.0.0.1:1", "pid": "abc"}', '"pid" must be a process id from 1 to 4194304, got "abc"'],
+        ['{"url": 5, "pid": 1}', '"url" must be a unix:// or https:// address, got 5'],
+        ['{"url": "unix:///x/api.sock", "pid": "abc"}', '"pid" must be a process id from 1 to 4194304, got "abc"'],
       ]) {
         writeFileSync(join(bad, "gateway.json"), text!);
         for (const args of [["sandbox", "list"], ["gateway", "stop"]]) {
@@ -114,7 +114,7 @@ describe("CLI mistakes before a gateway runs", () => {
       }
       const url = await cli(["--url", "not a url", "sandbox", "list"]);
       expect(url.code).toBe(2);
-      expect(oneLine(url)).toBe('sandgate: --url must be an http:// or https:// address; got "not a url"');
+      expect(oneLine(url)).toBe('sandgate: --url must be unix:///PATH or https://HOST:PORT; got "not a url"');
     } finally {
       rmSync(bad, { recursive: true, force: true });
     }
@@ -158,21 +158,35 @@ describe("CLI mistakes before a gateway runs", () => {
       }
     });
 
-    it("with --detach: reports the failure with the log's last lines, exit 2, instead of waiting", async () => {
+    it("with --detach: refused before it detaches, one line naming the port and the process, exit 2", async () => {
       const h = mkdtempSync(join(tmpdir(), "sg-mistakes-detach-"));
       try {
         const r = await cli(["--home", h, "gateway", "start", "--port", String(port), "--detach"], NO_DOCKER);
         expect(r.code).toBe(2);
-        const lines = r.stderr.trim().split("\n");
-        expect(lines[0]).toMatch(/^starting gateway \(pid \d+\); log: /);
-        expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^  \\| sandgate: cannot listen on 127\\.0\\.0\\.1:${port} \\(the API\\): the port is in use`)));
-        expect(lines.at(-1)).toBe(`sandgate: the gateway exited during start-up (exit code 2); see ${join(h, "gateway.log")}`);
-        expect(r.stderr).not.toMatch(/\bat .+:\d+:\d+/);
+        expect(oneLine(r)).toMatch(new RegExp(`^sandgate: cannot listen on 127\\.0\\.0\\.1:${port} \\(the API\\): the port is in use; it is held by pid ${process.pid} `));
+        expect(existsSync(join(h, "gateway.log"))).toBe(false);
         expect(r.stdout).toBe("");
       } finally {
         rmSync(h, { recursive: true, force: true });
       }
     });
+  });
+
+  it("gateway start --detach that fails in the child reports it with the log's last lines, exit 2, instead of waiting", async () => {
+    const h = mkdtempSync(join(tmpdir(), "sg-mistakes-detach-"));
+    try {
+      writeFileSync(join(h, "state.db"), "not a database, but a mistake\n".repeat(200));
+      const r = await cli(["--home", h, "gateway", "start", "--detach"], NO_DOCKER);
+      expect(r.code).toBe(2);
+      const lines = r.stderr.trim().split("\n");
+      expect(lines[0]).toMatch(/^starting gateway \(pid \d+\); log: /);
+      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^  \\| sandgate: ${join(h, "state.db").replace(/[.]/g, "\\.")} is not a readable Sandgate database`)));
+      expect(lines.at(-1)).toBe(`sandgate: the gateway exited during start-up (exit code 2); see ${join(h, "gateway.log")}`);
+      expect(r.stderr).not.toMatch(/\bat .+:\d+:\d+/);
+      expect(r.stdout).toBe("");
+    } finally {
+      rmSync(h, { recursive: true, force: true });
+    }
   });
 });
 
@@ -181,8 +195,7 @@ describe("item 8: gateway stop checks that the pid is the gateway", () => {
     const h = mkdtempSync(join(tmpdir(), "sg-mistakes-stale-"));
     const other = spawn("sleep", ["60"], { stdio: "ignore" });
     try {
-      const port = await freePort();
-      writeFileSync(join(h, "gateway.json"), JSON.stringify({ url: `http://127.0.0.1:${port}`, pid: other.pid, startedAt: "", version: "0" }));
+      writeFileSync(join(h, "gateway.json"), JSON.stringify({ url: `unix://${join(h, "api.sock")}`, pid: other.pid, startedAt: "", version: "0" }));
       const r = await cli(["--home", h, "gateway", "stop"]);
       expect(r.code).toBe(3);
       expect(oneLine(r)).toBe(`sandgate: the gateway is not running: ${join(h, "gateway.json")} names pid ${other.pid}, which is now "sleep 60", not a sandgate gateway; nothing was signalled (remove the stale file)`);
@@ -200,10 +213,12 @@ describe("item 8: gateway stop checks that the pid is the gateway", () => {
     try {
       const started = await cli(["--home", h, "gateway", "start", "--port", "0", "--detach"], NO_DOCKER);
       expect(started.code, started.stderr).toBe(0);
-      expect(started.stdout).toMatch(/^gateway listening on http:\/\/127\.0\.0\.1:\d+ \(pid \d+\)\n$/);
+      // Its socket, and the TCP listener --port asked for (TLS, on the port it got).
+      const { pid, listeners } = JSON.parse(readFileSync(join(h, "gateway.json"), "utf8")) as { pid: number; listeners: string[] };
+      expect(listeners).toEqual([`unix://${join(h, "api.sock")}`, expect.stringMatching(/^https:\/\/127\.0\.0\.1:\d+$/)]);
+      expect(started.stdout).toBe(`gateway listening on ${listeners.join(", ")} (pid ${pid})\n`);
       expect(started.stderr).toMatch(/^starting gateway \(pid \d+\); log: /);
       expect(started.stderr).toMatch(/warning: the runtime is not ready yet/);
-      const pid = (JSON.parse(readFileSync(join(h, "gateway.json"), "utf8")) as { pid: number }).pid;
       const stopped = await cli(["--home", h, "gateway", "stop"]);
       expect([stopped.code, stopped.stdout, stopped.stderr]).toEqual([0, `gateway (pid ${pid}) stopped\n`, ""]);
     } finally {
@@ -275,14 +290,13 @@ describe("CLI mistakes against a gateway", () => {
   });
 
   it("item 5: an HTTP error the gateway answers while cutting the connection is never reported as a missing gateway", async () => {
-    // A server that cuts the upload at its first bytes (a reset, as a gateway may when the body is over its
+    // A server that cuts the upload at its first bytes (as a gateway may when the body is over its
     // limit and the client is still sending): the gateway is there, so this is not "not running".
     const cutter = createServer((sock) => {
-      sock.once("data", () => sock.resetAndDestroy());
+      sock.once("data", () => sock.destroy());
     });
-    await new Promise<void>((r) => cutter.listen(0, "127.0.0.1", () => r()));
+    const url = await listenOnSocket(cutter);
     try {
-      const url = `http://127.0.0.1:${(cutter.address() as { port: number }).port}`;
       const r = await cli(["--url", url, "policy", "set", "x", "--policy", file("mid.yaml", `version: 1\n#${"y".repeat(900_000)}\n`)], { SANDGATE_TOKEN: "t" });
       expect(r.code).toBe(1);
       expect(oneLine(r)).toMatch(new RegExp(`^sandgate: the gateway at ${url} closed the connection during PUT /v1/sandboxes/x/policy \\(\\w+\\); see its log$`));

@@ -3,7 +3,6 @@
 // approver token read from the home (and refused without it), exit codes of each refusal.
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -14,6 +13,7 @@ import { CLI_TEST_TIMEOUT_MS, cli } from "../support/cli-runner.js";
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 import { MemoryDriver } from "../support/memory-driver.js";
 import { ACTIVE, TIGHTER } from "../support/review-policies.js";
+import { listenOnSocket } from "../support/api-client.js";
 
 // Spawn-heavy: see CLI_TEST_TIMEOUT_MS.
 vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
@@ -180,13 +180,13 @@ describe("refusals: one line, the documented exit code, nothing changed", () => 
         seen.push(`${req.method ?? "?"} ${req.url ?? "?"}`);
         res.writeHead(500).end();
       });
-      await new Promise<void>((r) => elsewhere.listen(0, "127.0.0.1", r));
+      // Another socket of the same user, which the gateway's home does not record.
+      const url = await listenOnSocket(elsewhere);
       try {
-        const url = `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}`;
         for (const args of [["--url", url], []]) {
           const r = await cli(["--home", t.home.dir, ...args, "policy", "approve", "cp3", p.id], args.length === 0 ? { SANDGATE_URL: url } : {});
           expect(r.code, r.stderr).toBe(7);
-          expect(r.stderr).toMatch(new RegExp(`^sandgate: the approver token of ${t.home.dir} goes only to the gateway that home records \\(http://127\\.0\\.0\\.1:\\d+\\), not to ${url}: `));
+          expect(r.stderr).toMatch(new RegExp(`^sandgate: the approver token of ${t.home.dir} goes only to the gateway that home records \\(unix://${t.home.socket}\\), not to ${url}: `));
         }
         expect(seen).toEqual([]);
       } finally {
@@ -197,8 +197,8 @@ describe("refusals: one line, the documented exit code, nothing changed", () => 
     }
     expect((await t.api("GET", `/v1/sandboxes/cp3/policy/proposals/${p.id}`)).body.state).toBe("pending");
     expect((await t.api("GET", "/v1/sandboxes/cp3/policy")).body.revision).toBe(1);
-    // The recorded address given explicitly (a trailing slash) is the same gateway: sent.
-    const same = await cli(["--home", t.home.dir, "--url", `${(JSON.parse(readFileSync(t.home.address, "utf8")) as { url: string }).url}/`, "policy", "reject", "cp3", p.id]);
+    // The recorded address given explicitly is the same gateway: sent.
+    const same = await cli(["--home", t.home.dir, "--url", (JSON.parse(readFileSync(t.home.address, "utf8")) as { url: string }).url, "policy", "reject", "cp3", p.id]);
     expect(same.code, same.stderr).toBe(0);
   });
 

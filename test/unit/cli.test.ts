@@ -36,10 +36,16 @@ describe("CLI without a gateway", () => {
   it("says so too when the address file points at a dead gateway", async () => {
     writeFileSync(join(emptyHome, "token"), "x\n");
     const port = await freePort();
-    writeFileSync(join(emptyHome, "gateway.json"), JSON.stringify({ url: `http://127.0.0.1:${port}`, pid: 1 }));
+    const sock = join(emptyHome, "api.sock");
+    writeFileSync(join(emptyHome, "gateway.json"), JSON.stringify({ url: `unix://${sock}`, listeners: [`unix://${sock}`, `https://127.0.0.1:${port}`], pid: 1 }));
     const r = await cli(["--home", emptyHome, "sandbox", "get", "demo"]);
     expect(r.code).toBe(3);
-    expect(oneLine(r)).toBe(`sandgate: the gateway is not running at http://127.0.0.1:${port}: ECONNREFUSED; start it with: sandgate gateway start`);
+    expect(oneLine(r)).toBe(`sandgate: the gateway is not running at unix://${sock}: ENOENT; start it with: sandgate gateway start`);
+    // An address file of a gateway from before the API moved to its socket says what to do.
+    writeFileSync(join(emptyHome, "gateway.json"), JSON.stringify({ url: `http://127.0.0.1:${port}`, pid: 1 }));
+    const old = await cli(["--home", emptyHome, "sandbox", "get", "demo"]);
+    expect(old.code).toBe(3);
+    expect(oneLine(old)).toBe(`sandgate: cannot find the gateway: ${join(emptyHome, "gateway.json")} was written by an older gateway (its API was plain HTTP at http://127.0.0.1:${port}); restart it: sandgate gateway stop, then sandgate gateway start`);
   });
 
   it("has --help everywhere, exit 0", async () => {

@@ -54,7 +54,7 @@ interface WsRun {
 function wsExec(name: string, params: [string, string][], onOpen?: (ws: WebSocket, out: () => string) => void): Promise<WsRun> {
   const q = new URLSearchParams(params);
   if (!q.has("tty")) q.set("tty", "0");
-  const ws = new WebSocket(`${t.url.replace(/^http/, "ws")}/v1/sandboxes/${name}/exec?${q.toString()}`, { headers: { authorization: `Bearer ${t.token}` } });
+  const ws = new WebSocket(t.wsUrl(`/v1/sandboxes/${name}/exec?${q.toString()}`), { headers: { authorization: `Bearer ${t.token}` } });
   const run: WsRun = { stdout: "", exit: undefined, frames: [] };
   return new Promise((resolve, reject) => {
     ws.on("unexpected-response", (_req, res) => {

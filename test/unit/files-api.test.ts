@@ -314,7 +314,7 @@ describe("limits and phases", () => {
     const closed = driver.closedExecs;
     await new Promise<void>((resolve) => {
       const ac = new AbortController();
-      void fetch(`${t.url}/v1/sandboxes/${NAME}/files?path=/sandbox/big.bin`, { headers: { authorization: `Bearer ${t.token}` }, signal: ac.signal })
+      void t.fetch(`/v1/sandboxes/${NAME}/files?path=/sandbox/big.bin`, { headers: { authorization: `Bearer ${t.token}` }, signal: ac.signal })
         .then(async (res) => {
           const reader = res.body!.getReader();
           await reader.read();

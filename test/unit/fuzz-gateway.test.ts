@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { main } from "../../src/cli/program.js";
 import { MemoryDriver } from "../support/memory-driver.js";
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
+import { socketOf } from "../support/api-client.js";
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261203);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 0);
@@ -103,7 +104,7 @@ describe("fuzz: HTTP API", () => {
         if (withToken && path.endsWith("e")) headers["x-sandgate-approver"] = t.approverToken;
         if (b) headers["content-type"] = b.type;
         const sendsBody = b !== undefined && m !== "GET" && m !== "HEAD";
-        const res = await fetch(t.url + path + q, { method: m, headers, body: sendsBody ? b.text : undefined, signal: AbortSignal.timeout(10_000) }).catch((err: unknown) => err as Error);
+        const res = await t.fetch(path + q, { method: m, headers, body: sendsBody ? b.text : undefined, signal: AbortSignal.timeout(10_000) }).catch((err: unknown) => err as Error);
         if (res instanceof Error) throw new Error(`${m} ${path}${q}: no answer (${res.message})`);
         const type = res.headers.get("content-type") ?? "";
         const isWatch = res.status < 400 && (type.startsWith("text/event-stream") || type.startsWith("application/x-ndjson"));
@@ -144,10 +145,9 @@ describe("fuzz: HTTP API", () => {
 describe("fuzz: WebSocket frames on exec", () => {
   it("random bytes after the upgrade end that session only", async () => {
     await fzReady();
-    const port = Number(new URL(t.url).port);
     await fc.assert(
       fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 300 }), async (bytes) => {
-        const s = connect({ host: "127.0.0.1", port });
+        const s = connect({ path: socketOf(t.url) });
         s.on("error", () => undefined);
         await new Promise<void>((r) => s.once("connect", () => r()));
         s.write(

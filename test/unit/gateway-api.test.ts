@@ -31,7 +31,7 @@ describe("auth", () => {
   it("creates the token with mode 0600 and refuses requests without it or with a wrong one", async () => {
     expect(statSync(t.home.token).mode & 0o777).toBe(0o600);
     const before = snapshot();
-    const none = await fetch(`${t.url}/v1/sandboxes`, { method: "POST", body: JSON.stringify({ name: "x" }), headers: { "content-type": "application/json" } });
+    const none = await t.fetch(`/v1/sandboxes`, { method: "POST", body: JSON.stringify({ name: "x" }), headers: { "content-type": "application/json" } });
     expect(none.status).toBe(401);
     const wrong = await t.api("POST", "/v1/sandboxes", { name: "x" }, "not-the-token");
     expect(wrong.status).toBe(401);
@@ -166,7 +166,7 @@ describe("input validation", () => {
   });
 
   it("malformed JSON → 400, duplicate name → 409, unknown sandbox → 404", async () => {
-    const bad = await fetch(`${t.url}/v1/sandboxes`, {
+    const bad = await t.fetch(`/v1/sandboxes`, {
       method: "POST",
       headers: { authorization: `Bearer ${t.token}`, "content-type": "application/json" },
       body: "{not json",
@@ -226,10 +226,10 @@ describe("policy: fixed sections at creation, revisions after", () => {
 describe("watch and events", () => {
   it("streams every phase change as Server-Sent Events", async () => {
     const ac = new AbortController();
-    const res = await fetch(`${t.url}/v1/watch?sandbox=`, { headers: { authorization: `Bearer ${t.token}` }, signal: ac.signal });
+    const res = await t.fetch(`/v1/watch?sandbox=`, { headers: { authorization: `Bearer ${t.token}` }, signal: ac.signal });
     expect(res.status).toBe(400); // an empty sandbox filter is invalid input
     await t.api("POST", "/v1/sandboxes", { name: "w" });
-    const stream = await fetch(`${t.url}/v1/watch?sandbox=w`, { headers: { authorization: `Bearer ${t.token}` }, signal: ac.signal });
+    const stream = await t.fetch(`/v1/watch?sandbox=w`, { headers: { authorization: `Bearer ${t.token}` }, signal: ac.signal });
     expect(stream.headers.get("content-type")).toBe("text/event-stream");
     const seen: string[] = [];
     const reading = (async () => {

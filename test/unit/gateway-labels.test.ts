@@ -213,7 +213,7 @@ describe("GET /v1/watch?sandbox=ID of a deleted sandbox", () => {
   /** The stream's text until `until` matches (or the deadline). */
   async function readWatch(query: string, until: RegExp): Promise<{ status: number; text: string }> {
     const ac = new AbortController();
-    const res = await fetch(`${t.url}/v1/watch?${query}`, { headers: { authorization: `Bearer ${t.token}` }, signal: ac.signal });
+    const res = await t.fetch(`/v1/watch?${query}`, { headers: { authorization: `Bearer ${t.token}` }, signal: ac.signal });
     if (!res.ok) return { status: res.status, text: await res.text() };
     let text = "";
     const reader = res.body!.getReader();

@@ -42,7 +42,7 @@ const FAMILIES: [string, string][] = [
 const noAudit = (): AuditStats => ({ accepted: 0, dropped: 0, written: 0, pruned: { audit: 0, events: 0 }, decisions: { allow: 0, deny: 0, would_deny: 0 }, bytes: { out: 0, in: 0 } });
 
 async function scrape(t: TestGateway, token = t.token): Promise<{ status: number; type: string | null; text: string }> {
-  const r = await fetch(`${t.url}/metrics`, { headers: token === "" ? {} : { authorization: `Bearer ${token}` } });
+  const r = await t.fetch(`/metrics`, { headers: token === "" ? {} : { authorization: `Bearer ${token}` } });
   return { status: r.status, type: r.headers.get("content-type"), text: await r.text() };
 }
 async function metricsOf(t: TestGateway): Promise<Scrape> {

@@ -1,12 +1,13 @@
 // Hostile bytes on the gateway's sockets: a malformed WebSocket frame, an abrupt
 // close, garbage where HTTP belongs, a watch client that vanishes. None may crash
 // the gateway or leave anything behind; each socket handles its own errors.
-// Real gateway (HTTP on loopback, real SQLite file) on the in-memory driver.
+// Real gateway (HTTP on its Unix socket, real SQLite file) on the in-memory driver.
 import { connect, type Socket } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { MemoryDriver } from "../support/memory-driver.js";
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
+import { socketOf } from "../support/api-client.js";
 
 let driver: MemoryDriver;
 let t: TestGateway;
@@ -21,11 +22,10 @@ afterEach(async () => {
   await t.close();
 });
 
-const port = (): number => Number(new URL(t.url).port);
 
 function raw(): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const s = connect({ host: "127.0.0.1", port: port() }, () => resolve(s));
+    const s = connect({ path: socketOf(t.url) }, () => resolve(s));
     s.on("error", reject);
   });
 }
@@ -63,7 +63,7 @@ const closed = (s: Socket): Promise<void> =>
 /** The gateway still serves the API and a fresh exec round trip. */
 async function stillServing(): Promise<void> {
   expect((await t.api("GET", "/v1/status")).status).toBe(200);
-  const ws = new WebSocket(`${t.url.replace(/^http/, "ws")}/v1/sandboxes/box/exec?cmd=echo&cmd=alive&tty=0`, { headers: { authorization: `Bearer ${t.token}` } });
+  const ws = new WebSocket(t.wsUrl(`/v1/sandboxes/box/exec?cmd=echo&cmd=alive&tty=0`), { headers: { authorization: `Bearer ${t.token}` } });
   const out = await new Promise<string>((resolve, reject) => {
     let text = "";
     ws.on("message", (d: Buffer, bin: boolean) => {
@@ -80,7 +80,7 @@ describe("exec stdin backpressure", () => {
     // A frame bigger than the process's stdin buffer pauses reading; the EOF right behind it
     // ends stdin, and an ended stream never emits 'drain'. Reading must resume anyway, or the
     // client's close is never seen and the exec outlives its client.
-    const ws = new WebSocket(`${t.url.replace(/^http/, "ws")}/v1/sandboxes/box/exec?cmd=sink&tty=0`, { headers: { authorization: `Bearer ${t.token}` } });
+    const ws = new WebSocket(t.wsUrl(`/v1/sandboxes/box/exec?cmd=sink&tty=0`), { headers: { authorization: `Bearer ${t.token}` } });
     await new Promise<void>((resolve, reject) => ws.once("open", () => resolve()).once("error", reject));
     ws.send(Buffer.concat([Buffer.of(0), Buffer.alloc(256 * 1024, 0x78)]));
     ws.send(JSON.stringify({ type: "eof" }));

@@ -10,6 +10,7 @@ import { logRecords } from "../../src/gateway/api/logs-routes.js";
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 import { LogsDriver } from "../support/logs-driver.js";
 import { MemoryDriver } from "../support/memory-driver.js";
+import { socketOf } from "../support/api-client.js";
 
 const T = (n: number): string => `2026-12-03T13:16:${String(n).padStart(2, "0")}.000000000Z`;
 
@@ -36,8 +37,8 @@ async function ready(name: string): Promise<{ id: string; generation: number }> 
   });
 }
 
-async function logs(path: string): Promise<{ status: number; headers: Headers; records: any[] }> {
-  const res = await fetch(t!.url + path, { headers: { authorization: `Bearer ${t!.token}` } });
+async function logs(path: string): Promise<{ status: number; headers: { get(name: string): string | null }; records: any[] }> {
+  const res = await t!.fetch(path, { headers: { authorization: `Bearer ${t!.token}` } });
   const text = await res.text();
   return { status: res.status, headers: res.headers, records: text.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l)) };
 }
@@ -132,7 +133,7 @@ describe("the logs endpoint", () => {
   it("a stream the gateway's close cuts has no last record; the gateway's status counts streams", async () => {
     await ready("cut");
     driver.append(1, [{ t: T(1), s: "out", l: "first" }]);
-    const res = await fetch(`${t!.url}/v1/sandboxes/cut/logs?follow=1`, { headers: { authorization: `Bearer ${t!.token}` } });
+    const res = await t!.fetch(`/v1/sandboxes/cut/logs?follow=1`, { headers: { authorization: `Bearer ${t!.token}` } });
     const reader = res.body!.getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
     expect(JSON.parse(first.trim())).toEqual({ t: T(1), s: "out", l: "first" });
@@ -157,7 +158,7 @@ describe("the logs endpoint", () => {
   it("HEAD answers the headers; a runtime without logs answers 503; a sandbox still without containers 409", async () => {
     await ready("hd");
     driver.append(1, [{ t: T(1), s: "out", l: "x" }]);
-    const head = await fetch(`${t!.url}/v1/sandboxes/hd/logs`, { method: "HEAD", headers: { authorization: `Bearer ${t!.token}` } });
+    const head = await t!.fetch(`/v1/sandboxes/hd/logs`, { method: "HEAD", headers: { authorization: `Bearer ${t!.token}` } });
     expect(head.status).toBe(200);
     expect(head.headers.get("x-sandgate-generation")).toBe("1");
     let release!: () => void;
@@ -179,7 +180,7 @@ describe("bounds", () => {
     await ready("many");
     driver.append(1, [{ t: T(1), s: "out", l: "x" }]);
     const open = [new AbortController(), new AbortController()];
-    const streams = await Promise.all(open.map((ac) => fetch(`${t!.url}/v1/sandboxes/many/logs?follow=1`, { headers: { authorization: `Bearer ${t!.token}` }, signal: ac.signal })));
+    const streams = await Promise.all(open.map((ac) => t!.fetch(`/v1/sandboxes/many/logs?follow=1`, { headers: { authorization: `Bearer ${t!.token}` }, signal: ac.signal })));
     expect(streams.map((s) => s.status)).toEqual([200, 200]);
     const third = await t!.api("GET", "/v1/sandboxes/many/logs?follow=1");
     expect(third).toEqual({ status: 503, body: { error: { code: "unavailable", message: "too many log streams open (2); close one or raise the limit (gateway start --log-streams)" } } });
@@ -219,9 +220,8 @@ describe("bounds", () => {
     await ready("slow");
     const total = 200_000;
     driver.generated.set(LogsDriver.key(1), { count: total, make: (i) => ({ t: T(1), s: "out", l: `line ${i} ${"z".repeat(1000)}` }) });
-    const u = new URL(t!.url);
-    const sock = connect(Number(u.port), u.hostname);
-    sock.write(`GET /v1/sandboxes/slow/logs HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${t!.token}\r\n\r\n`);
+    const sock = connect({ path: socketOf(t!.url) });
+    sock.write(`GET /v1/sandboxes/slow/logs HTTP/1.1\r\nHost: sandgate\r\nAuthorization: Bearer ${t!.token}\r\n\r\n`);
     sock.pause();
     await eventually(() => (driver.waiting ? true : undefined), 30_000, "the driver to wait for the gateway");
     // The client reads nothing: the driver stays waiting with most of 200 MB not read.

@@ -34,7 +34,7 @@ const isWebSocket = (path: string, method: string): boolean => routeList().some(
 /** The answer to a WebSocket upgrade: 101, or the refusal's status and JSON body. */
 function upgrade(path: string, token = t.token): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(t.url.replace(/^http/, "ws") + path, { headers: { authorization: `Bearer ${token}` } });
+    const ws = new WebSocket(t.wsUrl(path), { headers: { authorization: `Bearer ${token}` } });
     ws.on("open", () => {
       ws.close();
       resolve({ status: 101, body: null });
@@ -79,7 +79,7 @@ describe("the document and the live routes", () => {
     const r = await t.api("GET", "/v1/openapi.json");
     expect(r.status).toBe(200);
     expect(r.body).toEqual(JSON.parse(JSON.stringify(doc)));
-    const none = await fetch(`${t.url}/v1/openapi.json`);
+    const none = await t.fetch(`/v1/openapi.json`);
     expect(none.status).toBe(401);
     expect((await t.api("GET", "/v1/openapi.json", undefined, "wrong")).status).toBe(401);
   });

@@ -176,7 +176,7 @@ interface Opened {
 type Refused = { status: number; body: { error: { code: string; message: string } } };
 
 function open(g: TestGateway, name: string, port: string, token = g.token): Promise<Opened | Refused> {
-  const ws = new WebSocket(`${g.url.replace(/^http/, "ws")}/v1/sandboxes/${name}/port-forward?port=${port}`, {
+  const ws = new WebSocket(g.wsUrl(`/v1/sandboxes/${name}/port-forward?port=${port}`), {
     headers: { authorization: `Bearer ${token}` },
     perMessageDeflate: false,
   });
@@ -353,7 +353,7 @@ describe("the port-forward API", () => {
 });
 
 function openExec(g: TestGateway): Promise<Opened | Refused> {
-  const ws = new WebSocket(`${g.url.replace(/^http/, "ws")}/v1/sandboxes/r/exec?cmd=true`, { headers: { authorization: `Bearer ${g.token}` } });
+  const ws = new WebSocket(g.wsUrl(`/v1/sandboxes/r/exec?cmd=true`), { headers: { authorization: `Bearer ${g.token}` } });
   return new Promise((resolve, reject) => {
     ws.on("open", () => resolve({ ws, data: [], texts: [], closed: Promise.resolve(0) }));
     ws.on("unexpected-response", (_req, res) => {

@@ -5,7 +5,6 @@
 // request that waits (`policy set --wait`, `policy approve --wait`) gets its wait on
 // top of the request deadline. The "gateways" here are bare node:http servers.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { GatewayClient } from "../../src/cli/client.js";
 import { CliError } from "../../src/cli/errors.js";
@@ -18,6 +17,7 @@ import { SandboxPolicy } from "../../src/sdk/policy.js";
 import { Transport } from "../../src/sdk/transport.js";
 import { CLI_TEST_TIMEOUT_MS, cli } from "../support/cli-runner.js";
 import { failure } from "../support/sdk-failure.js";
+import { listenOnSocket } from "../support/api-client.js";
 
 vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
@@ -35,8 +35,7 @@ afterEach(() => {
 async function serve(handle: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
   const s = createServer(handle);
   servers.push(s);
-  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+  return listenOnSocket(s);
 }
 
 /** Headers and the first bytes of a JSON body, then the socket destroyed. */
@@ -146,7 +145,7 @@ describe("a request that waits gets its wait on top of the deadline", () => {
 
   it("requestTimeoutMs must be a whole number of milliseconds above 0", () => {
     for (const bad of [0, -1, 1.5, Number.NaN]) {
-      expect(() => new Transport({ url: "http://127.0.0.1:1", token: "t", requestTimeoutMs: bad })).toThrow(/^requestTimeoutMs must be a whole number of milliseconds above 0; got /);
+      expect(() => new Transport({ url: "unix:///nonexistent/api.sock", token: "t", requestTimeoutMs: bad })).toThrow(/^requestTimeoutMs must be a whole number of milliseconds above 0; got /);
     }
   });
 });
@@ -177,8 +176,7 @@ describe("an exec whose upgrade is never answered", () => {
     const s = createServer();
     servers.push(s);
     s.on("upgrade", () => undefined); // holds the socket, answers nothing
-    await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
-    const url = `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+    const url = await listenOnSocket(s);
     const err = await failure(exec(new Transport({ url, token: "t", requestTimeoutMs: SHORT_MS }), "sb", ["true"]));
     expect(err.code).toBe("connection_lost");
     expect(err.message).toMatch(/handshake has timed out/);

@@ -15,6 +15,7 @@ import { eventually, startTestGateway, type TestGateway } from "../support/gatew
 import { LocalExecDriver } from "../support/local-exec-driver.js";
 import { LogsDriver } from "../support/logs-driver.js";
 import { failure } from "../support/sdk-failure.js";
+import { listenOnSocket } from "../support/api-client.js";
 
 describe("files", () => {
   let dir: string;
@@ -224,9 +225,9 @@ describe("a gateway that sends more than a record", () => {
       };
       pump();
     });
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    const url = await listenOnSocket(srv);
     try {
-      const t = new Transport({ url: `http://127.0.0.1:${(srv.address() as { port: number }).port}`, token: "t", env: {} });
+      const t = new Transport({ url, token: "t", env: {} });
       const err = await failure(readLogs(() => t, "x").next());
       expect([err.code, err.message]).toEqual(["bad_response", `a log record is over ${RECORD_MAX_BYTES} bytes`]);
     } finally {

@@ -3,8 +3,8 @@
 // checked against the CLI itself), sandboxes, exec (exit code, output callbacks in
 // order and with backpressure, stdin, env, cwd, AbortSignal → INT), policy, watch (a
 // loop that breaks leaves no stream), and `await using` (stop, delete, none).
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
@@ -87,18 +87,17 @@ describe("connect finds the gateway as the CLI does", () => {
     expect(noAddress.message).toBe(`the gateway is not running (no address in ${join(empty, "gateway.json")}); start it with: sandgate gateway start`);
     await sameAsCli(noAddress, ["--home", empty, "gateway", "status"]);
 
-    // A port nothing listens on.
-    const srv = createServer();
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-    const port = (srv.address() as { port: number }).port;
-    await new Promise((r) => srv.close(r));
+    // A socket nothing listens on (a gateway killed before it could remove it).
     const stale = join(dir, "stale");
-    mkdirSync(stale, { recursive: true });
-    writeFileSync(join(stale, "gateway.json"), JSON.stringify({ url: `http://127.0.0.1:${port}`, pid: 1 }));
+    mkdirSync(stale, { recursive: true, mode: 0o700 });
+    const sock = join(stale, "api.sock");
+    // A socket file bound and never listened on: connect is refused, as after a SIGKILL.
+    execFileSync("python3", ["-c", "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", sock]);
+    writeFileSync(join(stale, "gateway.json"), JSON.stringify({ url: `unix://${sock}`, listeners: [`unix://${sock}`], pid: 1 }));
     writeFileSync(join(stale, "token"), "tok\n");
     const refused = await failure(Sandgate.connect({ home: stale, env: {} }));
     expect(refused.code).toBe("not_running");
-    expect(refused.message).toMatch(new RegExp(`^the gateway is not running at http://127\\.0\\.0\\.1:${port}: ECONNREFUSED; start it with`));
+    expect(refused.message).toMatch(new RegExp(`^the gateway is not running at unix://${sock.replace(/[.]/g, "\\.")}: ECONNREFUSED; start it with`));
     await sameAsCli(refused, ["--home", stale, "gateway", "status"]);
 
     // The exec session, given no address, says the same before it dials anything.
@@ -123,9 +122,9 @@ describe("connect finds the gateway as the CLI does", () => {
     expect(none.message).toBe(`no API token found in ${join(empty, "token")}; start the gateway once to create it`);
 
     const badUrl = await failure(Sandgate.connect({ url: "ftp://x", env: {} }));
-    expect([badUrl.code, badUrl.exitCode, badUrl.message]).toEqual(["invalid_request", 2, 'url must be an http:// or https:// address; got "ftp://x"']);
+    expect([badUrl.code, badUrl.exitCode, badUrl.message]).toEqual(["invalid_request", 2, 'url must be unix:///PATH or https://HOST:PORT; got "ftp://x"']);
     const badEnv = await failure(Sandgate.connect({ env: { SANDGATE_URL: "localhost:7420" } }));
-    expect(badEnv.message).toBe('SANDGATE_URL must be an http:// or https:// address; got "localhost:7420"');
+    expect(badEnv.message).toBe('SANDGATE_URL must be unix:///PATH or https://HOST:PORT; got "localhost:7420"');
     await sameAsCli(badEnv, ["gateway", "status"], { SANDGATE_URL: "localhost:7420" });
   }, CLI_TEST_TIMEOUT_MS);
 });

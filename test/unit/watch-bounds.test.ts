@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { MemoryDriver } from "../support/memory-driver.js";
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 import { CLI_MAIN } from "../support/cli-build.js";
+import { apiFetch, socketOf } from "../support/api-client.js";
 
 let t: TestGateway | undefined;
 afterEach(async () => {
@@ -54,7 +55,7 @@ describe("watch streams are bounded", () => {
       const token = readFileSync(join(home, "token"), "utf8").trim();
       const api = async (method: string, path: string, body?: unknown): Promise<any> => {
         const headers: Record<string, string> = { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) };
-        const r = await fetch(url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+        const r = await apiFetch(url, path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
         return r.json();
       };
       // The gateway's RSS after a full collection (what it retains, socket buffers included).
@@ -82,11 +83,10 @@ describe("watch streams are bounded", () => {
       // serving them is there before the measurement (it is ~45 MB here, watchers or not).
       await churn(0);
 
-      const port = Number(new URL(url).port);
       const silent = await Promise.all(
         Array.from({ length: 50 }, () =>
           new Promise<Socket>((resolve, reject) => {
-            const s = connect({ host: "127.0.0.1", port }, () => {
+            const s = connect({ path: socketOf(url) }, () => {
               s.write(`GET /v1/watch HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`);
               s.pause(); // and never reads a byte
               resolve(s);
@@ -101,7 +101,7 @@ describe("watch streams are bounded", () => {
       const seen: number[] = [];
       const ac = new AbortController();
       const reader = (async () => {
-        const res = await fetch(`${url}/v1/watch?sandbox=churn`, { headers: { authorization: `Bearer ${token}` }, signal: ac.signal });
+        const res = await apiFetch(url, `/v1/watch?sandbox=churn`, { headers: { authorization: `Bearer ${token}` }, signal: ac.signal });
         let buf = "";
         for await (const chunk of res.body!) {
           buf += Buffer.from(chunk as Uint8Array).toString();

@@ -1,5 +1,6 @@
 // The gateway's REST/JSON API under /v1, on loopback, behind a bearer token.
 
+import http, { type RequestListener } from "node:http";
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { EXEC_ARGV_MAX_BYTES, LIST_PAGE_MAX } from "./schemas.js";
@@ -58,7 +59,13 @@ const nameParam = (req: FastifyRequest): string => (req.params as { name: string
 
 export function buildApi(ctx: ApiContext) {
   const { service, read } = ctx;
+  // The request handler, kept for the API's other listeners (listeners.ts): one handler behind them all.
+  let handler: RequestListener | undefined;
   const app = Fastify({
+    serverFactory: (h) => {
+      handler = h;
+      return http.createServer(h);
+    },
     loggerInstance: ctx.log,
     // Our own one-line request log (below) replaces fastify's two lines per request.
     logController: new Fastify.LogController({ disableRequestLogging: true }),
@@ -233,7 +240,7 @@ export function buildApi(ctx: ApiContext) {
   const logs = ctx.logs ? new LogStreams(read, ctx.logs.driver, ctx.log, ctx.logs.limits) : null;
   logs?.register(app);
 
-  return Object.assign(app, { watchStats: () => hub.stats(), logStats: () => logs?.stats() ?? null, registeredRoutes: (): readonly { method: string; url: string }[] => registered });
+  return Object.assign(app, { handler: handler!, watchStats: () => hub.stats(), logStats: () => logs?.stats() ?? null, registeredRoutes: (): readonly { method: string; url: string }[] => registered });
 }
 
 /** A policy (YAML text, or an object as JSON) is at most POLICY_MAX_BYTES: 413 naming its size. */

@@ -163,7 +163,13 @@ export function buildOpenApi(): OpenApiDocument {
         "The REST API of the Sandgate gateway, which the `sandgate` CLI drives. It listens on loopback only; every route, this document included, needs the bearer token in the gateway's home (`~/.sandgate/token`). Every GET also answers HEAD. Errors are `{\"error\": {\"code\", \"message\"}}`. Generated from the gateway's own schemas (docs/api.md).",
       license: { name: "Apache-2.0", identifier: "Apache-2.0" },
     },
-    servers: [{ url: "http://127.0.0.1:7420", description: "The default address; `gateway.json` in the gateway's home names the running one." }],
+    servers: [
+      {
+        url: "https://127.0.0.1:7420",
+        description:
+          "A TCP listener (`gateway start --listen tcp://127.0.0.1:7420`): TLS only, with the home's `api-cert.pem`, which a client pins. Local clients use the Unix socket `<home>/api.sock`; `gateway.json` in the gateway's home names every listener.",
+      },
+    ],
     security: [{ bearerAuth: [] }],
     tags: TAGS.map((name) => ({ name, description: TAG_TEXT[name] })),
     paths,

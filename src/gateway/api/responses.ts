@@ -447,6 +447,7 @@ export const StatusView = z
     driver: z.string(),
     supervisorLimits: z.strictObject({ cpus: z.number(), memoryMb: z.number() }).optional(),
     runtime: z.strictObject({ ready: z.boolean(), problem: nullableString }),
+    api: z.looseObject({ listeners: z.array(z.string()) }).describe("where the API listens (the home's socket first; https:// ones serve the home's api-cert.pem), and its connection counters"),
     supervisorEndpoint: z.looseObject({ url: nullableString }).nullable().describe("where supervisors reach the gateway, and its session counters; null where the runtime has no supervisors"),
     sandboxes: z.record(z.string(), count).describe("sandboxes by phase"),
     monitor: counters.nullable().describe("the runtime monitor's counters"),

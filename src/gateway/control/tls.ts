@@ -1,7 +1,8 @@
-// The supervisor endpoint's TLS identity: one self-signed ECDSA P-256 certificate kept in
-// the gateway's state dir. Supervisors trust it by its SHA-256 fingerprint (pinned in each
-// launch config), not through a CA, so the certificate names do not matter and it must stay
-// stable across gateway restarts: rotating it strands every running supervisor.
+// The gateway's TLS identities: self-signed ECDSA P-256 certificates kept in its home, one
+// for the supervisor endpoint and one for the API's TCP listeners. Each is trusted by its
+// SHA-256 fingerprint (pinned in each launch config, or by an API client from the home's
+// certificate file), not through a CA, so the certificate names do not matter and it must
+// stay stable across gateway restarts: rotating it strands every running supervisor.
 import "reflect-metadata";
 import { X509Certificate, randomBytes, webcrypto } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
@@ -62,14 +63,19 @@ export async function issueEndpointCertificate(opts: { commonName?: string; vali
  */
 export async function ensureEndpointTls(stateDir: string): Promise<EndpointTls> {
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-  const keyPath = join(stateDir, TLS_KEY_FILE);
-  const certPath = join(stateDir, TLS_CERT_FILE);
+  return ensureTlsIdentity({ key: join(stateDir, TLS_KEY_FILE), cert: join(stateDir, TLS_CERT_FILE) });
+}
+
+/** ensureEndpointTls for any pair of files: the certificate at `cert`, its key at `key` (0600). */
+export async function ensureTlsIdentity(files: { key: string; cert: string }, commonName?: string): Promise<EndpointTls> {
+  const keyPath = files.key;
+  const certPath = files.cert;
   if (existsSync(keyPath) && existsSync(certPath)) {
     chmodSync(keyPath, 0o600);
     const certPem = readFileSync(certPath, "utf8");
     return { certPem, keyPem: readFileSync(keyPath, "utf8"), fingerprint: certificateFingerprint(certPem) };
   }
-  const issued = await issueEndpointCertificate();
+  const issued = await issueEndpointCertificate(commonName === undefined ? {} : { commonName });
   const suffix = `.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
   writeFileSync(keyPath + suffix, issued.keyPem, { mode: 0o600 });
   renameSync(keyPath + suffix, keyPath);
