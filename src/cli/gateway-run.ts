@@ -26,6 +26,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; port: number
   }
   try {
     driver.checkHostIds();
+    driver.checkLaunchPaths();
   } catch (err) {
     await driver.close();
     throw new CliError((err as Error).message, EXIT.usage);
