@@ -53,6 +53,7 @@ import {
 } from "./objects.js";
 import { runtimeChecks, type RuntimeProbes } from "./readiness.js";
 import { healthSocketOf, launchDirOf, runDirOf, socketPathProblem } from "./launch-paths.js";
+import { ensureRangeUnreachable } from "./route-table.js";
 import type { Resources } from "../../lifecycle/spec.js";
 import { DEFAULT_IDS } from "./rootfs.js";
 import { hostIdConflicts, type HostIdFiles, type RoleIds } from "./host-ids.js";
@@ -220,6 +221,9 @@ export class DockerDriver implements ComputeDriver {
   async prepare(onProgress?: (msg: string) => void): Promise<void> {
     this.checkHostIds();
     this.checkLaunchPaths();
+    // Before anything of Docker: the host reaches no sandbox network, whether Docker is up or not.
+    const range = formatCidr(this.sandboxSubnets);
+    if ((await ensureRangeUnreachable(range)) === "installed") this.log.info({ range }, "host route installed: the sandbox range is unreachable from the host");
     const ping = await this.engine.ping();
     if (ping.kind !== "ok") {
       throw new Error(`cannot reach the Docker daemon at ${this.engine.socketPath} (${describe(ping)}); is dockerd running? (DOCKER_HOST selects another socket)`);
