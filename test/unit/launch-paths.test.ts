@@ -2,11 +2,12 @@
 // (<home>/launch/<id>-g<generation>/run/health.sock) must fit a Unix socket path (107 bytes),
 // else the gateway refuses its home at start, in one line naming the home and the limit.
 import { describe, expect, it } from "vitest";
-import { healthSocketOf, launchDirOf, runDirOf, socketPathProblem } from "../../src/driver/docker/launch-paths.js";
+import { healthSocketOf, launchDirOf, launchRootOf, runDirOf, socketPathProblem } from "../../src/driver/docker/launch-paths.js";
 import { HEALTH_SOCKET_PATH, LAUNCH_DIR, RUN_DIR } from "../../src/protocol/launch.js";
 
 describe("launch paths", () => {
   it("the run directory sits in the launch directory as RUN_DIR sits in LAUNCH_DIR: the socket has one name inside and out", () => {
+    expect(launchRootOf("/h")).toBe("/h/launch");
     expect(launchDirOf("/h/launch", "sbx_0123456789abcdef", 12)).toBe("/h/launch/sbx_0123456789abcdef-g12");
     expect(runDirOf("/h/launch/sbx_0123456789abcdef-g12")).toBe("/h/launch/sbx_0123456789abcdef-g12/run");
     expect(healthSocketOf("/h/launch", "sbx_0123456789abcdef", 12)).toBe("/h/launch/sbx_0123456789abcdef-g12/run/health.sock");

@@ -52,7 +52,7 @@ import {
   type SandboxObjectsInput,
 } from "./objects.js";
 import { runtimeChecks, type RuntimeProbes } from "./readiness.js";
-import { healthSocketOf, launchDirOf, runDirOf, socketPathProblem } from "./launch-paths.js";
+import { healthSocketOf, launchDirOf, launchRootOf, runDirOf, socketPathProblem } from "./launch-paths.js";
 import { ensureRangeUnreachable } from "./route-table.js";
 import type { Resources } from "../../lifecycle/spec.js";
 import { DEFAULT_IDS } from "./rootfs.js";
@@ -184,7 +184,7 @@ export class DockerDriver implements ComputeDriver {
     return new DockerDriver({
       engine: EngineClient.fromEnv(opts.env ?? process.env),
       gatewayId: ensureGatewayId(opts.homeDir),
-      launchRoot: join(opts.homeDir, "launch"),
+      launchRoot: launchRootOf(opts.homeDir),
       workspaceRoot: join(opts.homeDir, "workspaces"),
       caRoot: join(opts.homeDir, "cas"),
       log: opts.log,

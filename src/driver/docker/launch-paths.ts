@@ -6,6 +6,9 @@
 import { dirname, join } from "node:path";
 import { HEALTH_SOCKET_FILE, MAX_SOCKET_PATH_BYTES, RUN_DIR_NAME } from "../../protocol/launch.js";
 
+/** Where a gateway home keeps its launch directories. */
+export const launchRootOf = (homeDir: string): string => join(homeDir, "launch");
+
 export const launchDirOf = (launchRoot: string, sandboxId: string, generation: number): string => join(launchRoot, `${sandboxId}-g${generation}`);
 
 export const runDirOf = (launchDir: string): string => join(launchDir, RUN_DIR_NAME);
