@@ -20,6 +20,11 @@ describe("parseRoutes", () => {
     ]);
     expect(parseRoutes("")).toEqual([]);
     expect(parseRoutes("\n \n")).toEqual([]);
+    // Any run of blanks between fields; a line of one word has no destination.
+    expect(parseRoutes("unreachable \t 198.18.0.0/15\nunreachable")).toEqual([
+      { type: "unreachable", dst: RANGE, line: "unreachable \t 198.18.0.0/15" },
+      { type: "unreachable", dst: "", line: "unreachable" },
+    ]);
   });
 });
 
