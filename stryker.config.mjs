@@ -21,6 +21,8 @@ export default {
     "src/driver/docker/monitor/classify.ts",
     "src/driver/docker/monitor/decide.ts",
     "src/driver/docker/sandbox-subnets.ts",
+    "src/driver/docker/range-route.ts",
+    "src/driver/docker/launch-paths.ts",
   ],
   thresholds: { high: 90, low: 85, break: 85 },
   reporters: ["clear-text", "progress", "html", "json"],

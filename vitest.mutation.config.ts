@@ -12,6 +12,8 @@ export default defineConfig({
       "test/unit/monitor-classify.test.ts",
       "test/unit/monitor-decide.test.ts",
       "test/unit/sandbox-subnets.test.ts",
+      "test/unit/range-route.test.ts",
+      "test/unit/launch-paths.test.ts",
     ],
     // Generous: the host is shared and a mutant may make a property test slow.
     testTimeout: 30_000,

@@ -16,7 +16,8 @@ import WebSocket from "ws";
 import { startExec } from "../src/driver/docker/exec-session.js";
 import type { EngineClient } from "../src/driver/docker/engine/client.js";
 import { describe, type EngineResult } from "../src/driver/docker/engine/result.js";
-import { HEALTH_PORT, PROXY_PORT } from "../src/protocol/launch.js";
+import { HEALTH_SOCKET_PATH, PROXY_PORT } from "../src/protocol/launch.js";
+import { runDirOf } from "../src/driver/docker/launch-paths.js";
 import {
   NO_RESOLVER,
   egressNetworkName,
@@ -114,12 +115,11 @@ interface Baseline {
 async function plainDockerCreate(b: Baseline, i: SandboxObjectsInput, trace: CallTrace, keep: boolean): Promise<number> {
   // The launch file is written (untimed) like the driver does, so the supervisor has its config.
   const launchDir = join(b.launchRoot, i.sandboxId);
-  mkdirSync(launchDir, { recursive: true, mode: 0o700 });
+  mkdirSync(runDirOf(launchDir), { recursive: true, mode: 0o700 });
   const policy = JSON.parse(serializePolicy(defaultPolicy())) as unknown;
-  const launch = { sandboxId: i.sandboxId, generation: 1, nonce: i.nonce, proxyPort: PROXY_PORT, healthPort: HEALTH_PORT, policy, policyRevision: 1 };
+  const launch = { sandboxId: i.sandboxId, generation: 1, nonce: i.nonce, proxyPort: PROXY_PORT, healthSocket: HEALTH_SOCKET_PATH, policy, policyRevision: 1 };
   writeFileSync(join(launchDir, "launch.json"), JSON.stringify(launch));
-  chownSync(launchDir, SUPERVISOR_UID, SUPERVISOR_UID);
-  chownSync(join(launchDir, "launch.json"), SUPERVISOR_UID, SUPERVISOR_UID);
+  for (const p of [launchDir, runDirOf(launchDir), join(launchDir, "launch.json")]) chownSync(p, SUPERVISOR_UID, SUPERVISOR_UID);
 
   const t0 = performance.now();
   trace.begin();

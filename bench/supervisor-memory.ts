@@ -49,12 +49,12 @@ function stop(child: ChildProcess): Promise<void> {
   });
 }
 
-async function untilHealthy(port: number, child: ChildProcess): Promise<void> {
+async function untilHealthy(socketPath: string, child: ChildProcess): Promise<void> {
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`the supervisor exited (${String(child.exitCode)})`);
     const ok = await new Promise<boolean>((resolve) => {
       http
-        .get({ host: "127.0.0.1", port, path: "/healthz", agent: false }, (res) => {
+        .get({ socketPath, path: "/healthz", agent: false }, (res) => {
           res.resume();
           resolve(res.statusCode === 200);
         })
@@ -107,13 +107,13 @@ export async function run(o: BenchOptions): Promise<void> {
 
       progress(`supervisor-memory: rep ${rep}/${reps}, the supervisor idle`);
       const proxyPort = await freePort();
-      const healthPort = await freePort();
+      const healthSocket = join(dir, `health-${rep}.sock`);
       const launch = {
         sandboxId: "sbx_bench_memory",
         generation: 1,
         nonce: "bench",
         proxyPort,
-        healthPort,
+        healthSocket,
         policyRevision: 1,
         // localhost from /etc/hosts: no DNS server needed. Nothing listens upstream; the leaf is issued before that matters.
         policy: { version: 1, network: { rules: [{ name: "terminated", endpoints: [{ host: "localhost", port: 9, protocol: "https", allowPrivate: ["127.0.0.0/8"], rules: [{ methods: ["GET"] }] }] }] } },
@@ -123,7 +123,7 @@ export async function run(o: BenchOptions): Promise<void> {
       writeFileSync(file, JSON.stringify(launch), { mode: 0o600 });
       const sup = spawn(process.execPath, [PREBUILT_SUPERVISOR_BUNDLE], { stdio: "ignore", env: { ...process.env, SANDGATE_LAUNCH_CONFIG: file } });
       try {
-        await untilHealthy(healthPort, sup);
+        await untilHealthy(healthSocket, sup);
         rows.idle.push(await sample(sup.pid!, settleS, windowS));
         progress(`supervisor-memory: rep ${rep}/${reps}, after a first terminated connection`);
         await terminatedRequest(proxyPort);

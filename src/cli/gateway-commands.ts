@@ -96,7 +96,7 @@ export function gatewayCommands(global: () => Common): Command {
     .option("--detached-execs <n>", `detached execs (exec --detach) kept per sandbox; when every one is running, another is refused (${DETACHED_EXECS_RANGE.min}-${DETACHED_EXECS_RANGE.max}; env SANDGATE_DETACHED_EXECS; default ${DEFAULT_DETACHED_EXECS})`)
     .option("--proposals-pending <n>", `pending policy proposals per sandbox; past it a new one is refused until a person decides one (${PROPOSALS_PENDING_RANGE.min}-${PROPOSALS_PENDING_RANGE.max}; env SANDGATE_PROPOSALS_PENDING; default ${DEFAULT_PROPOSAL_LIMITS.pending})`)
     .option("--proposals-kept <n>", `decided policy proposals kept per sandbox, the most recently decided (${PROPOSALS_KEPT_RANGE.min}-${PROPOSALS_KEPT_RANGE.max}; env SANDGATE_PROPOSALS_KEPT; default ${DEFAULT_PROPOSAL_LIMITS.kept})`)
-    .option("--sandbox-subnets <cidr>", `IPv4 range each sandbox's internal network takes a /28 from, instead of Docker's address pools (/8-/24; env SANDGATE_SANDBOX_SUBNETS; default ${DEFAULT_SANDBOX_SUBNETS})`)
+    .option("--sandbox-subnets <cidr>", `IPv4 range each sandbox's internal network takes a /28 from, instead of Docker's address pools; the host gets an unreachable route for it (/8-/24; env SANDGATE_SANDBOX_SUBNETS; default ${DEFAULT_SANDBOX_SUBNETS})`)
     .option(
       "--resolver <addr>",
       "a DNS server supervisors ask directly, IP[:port] (repeatable; env SANDGATE_RESOLVERS; default: the host's /etc/resolv.conf)",

@@ -5,6 +5,7 @@ import { startGateway } from "../gateway/gateway.js";
 import { createLogger } from "../gateway/logger.js";
 import { StartupError } from "../gateway/startup.js";
 import { DockerDriver } from "../driver/docker/docker-driver.js";
+import { launchRootOf, socketPathProblem } from "../driver/docker/launch-paths.js";
 import { CliError, EXIT } from "./errors.js";
 import { roleIds } from "../driver/docker/host-ids.js";
 import { portForwardLimitsFromEnv } from "../gateway/api/port-forward-ws.js";
@@ -18,6 +19,9 @@ export async function runGatewayForeground(opts: { home: HomePaths; listen: read
   } catch (err) {
     throw new CliError((err as Error).message, EXIT.usage);
   }
+  // Before anything is made in the home: its supervisors' health sockets must fit a socket path.
+  const tooLong = socketPathProblem(launchRootOf(opts.home.dir));
+  if (tooLong !== null) throw new CliError(tooLong, EXIT.usage);
   const log = createLogger({ level: opts.logLevel });
   let driver: DockerDriver;
   try {

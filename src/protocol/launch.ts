@@ -8,13 +8,22 @@ import { normalizeFingerprint } from "./wire.js";
 
 /** The supervisor's egress proxy port, as the workload sees it. */
 export const PROXY_PORT = 3128;
-/** The supervisor's health endpoint (on the egress network only). */
-export const HEALTH_PORT = 9901;
 /** Where the launch files are mounted in the supervisor (read-only). */
 export const LAUNCH_DIR = "/run/sandgate";
 export const LAUNCH_CONFIG_FILE = "launch.json";
 export const LAUNCH_TOKEN_FILE = "token";
 export const LAUNCH_CONFIG_PATH = `${LAUNCH_DIR}/${LAUNCH_CONFIG_FILE}`;
+/**
+ * The supervisor's one writable directory of the host's (`run` in its launch directory,
+ * mounted there read-write), where it serves its health endpoint as a Unix socket: only the
+ * gateway (root) reaches it from the host; the workload, never (not mounted there).
+ */
+export const RUN_DIR_NAME = "run";
+export const RUN_DIR = `${LAUNCH_DIR}/${RUN_DIR_NAME}`;
+export const HEALTH_SOCKET_FILE = "health.sock";
+export const HEALTH_SOCKET_PATH = `${RUN_DIR}/${HEALTH_SOCKET_FILE}`;
+/** The longest path a Unix socket can have on Linux (sun_path is 108 bytes with its NUL). */
+export const MAX_SOCKET_PATH_BYTES = 107;
 /** Session down this long → the supervisor denies all egress. */
 export const DEFAULT_GRACE_MS = 15_000;
 export const GRACE_MS_RANGE = { min: 100, max: 3_600_000 } as const;
@@ -26,15 +35,17 @@ export interface LaunchConfig {
   /** Per-launch secret, also in the containers' labels; never logged. */
   nonce: string;
   proxyPort: number;
-  healthPort: number;
   /** The policy in its canonical JSON form (serializePolicy). */
   policy: unknown;
   policyRevision: number;
   /**
-   * The egress network's subnet (CIDR): the health endpoint listens only on the
-   * supervisor's address in it, out of the workload's reach.
+   * The sandbox network's subnet (CIDR): the proxy listens only on the supervisor's address
+   * in it, never on its leg on the egress network (where the host and other supervisors are).
+   * Absent: `host` of the supervisor's options (standalone use).
    */
-  healthSubnet?: string;
+  proxySubnet?: string;
+  /** The health endpoint's Unix socket (HEALTH_SOCKET_PATH). Absent: no health endpoint (standalone use). */
+  healthSocket?: string;
   control?: ControlSettings;
   /**
    * Every address of the gateway's host (all interfaces) at launch: the proxy refuses them
@@ -86,9 +97,10 @@ export interface LaunchSettings {
   generation: number | null;
   nonce: string | null;
   proxyPort: number;
-  healthPort: number;
-  /** Canonical CIDR the health endpoint binds in; null: every interface (standalone use). */
-  healthSubnet: string | null;
+  /** Canonical CIDR the proxy binds in; null: the supervisor's `host` option. */
+  proxySubnet: string | null;
+  /** Absolute path of the health endpoint's Unix socket; null: none. */
+  healthSocket: string | null;
   /** Null: no control session configured (standalone; the launch policy applies as is). */
   control: ControlSettings | null;
   /** Canonical text; empty when the launch file names none. */
@@ -229,7 +241,7 @@ function parseTls(raw: unknown, errors: string[]): LaunchTls | null {
 /** Validate a parsed launch file; every problem is listed, and any problem withholds the policy. */
 export function parseLaunchConfig(raw: unknown): LaunchLoadResult {
   const errors: string[] = [];
-  const settings: LaunchSettings = { sandboxId: null, generation: null, nonce: null, proxyPort: PROXY_PORT, healthPort: HEALTH_PORT, healthSubnet: null, control: null, hostAddresses: [], resolvers: null, tls: null };
+  const settings: LaunchSettings = { sandboxId: null, generation: null, nonce: null, proxyPort: PROXY_PORT, proxySubnet: null, healthSocket: null, control: null, hostAddresses: [], resolvers: null, tls: null };
   if (!isRecord(raw)) return { settings, policy: undefined, errors: ["launch config must be a JSON object"] };
 
   if (typeof raw.sandboxId === "string" && raw.sandboxId !== "") settings.sandboxId = raw.sandboxId;
@@ -239,12 +251,15 @@ export function parseLaunchConfig(raw: unknown): LaunchLoadResult {
   if (typeof raw.nonce === "string" && raw.nonce !== "") settings.nonce = raw.nonce;
   else errors.push("nonce must be a non-empty string");
   settings.proxyPort = port(raw.proxyPort, PROXY_PORT, "proxyPort", errors);
-  settings.healthPort = port(raw.healthPort, HEALTH_PORT, "healthPort", errors);
-  if (settings.proxyPort === settings.healthPort) errors.push("proxyPort and healthPort must differ");
-  if (raw.healthSubnet !== undefined) {
-    const c = typeof raw.healthSubnet === "string" ? parseCidr(raw.healthSubnet) : null;
-    if (c?.ok) settings.healthSubnet = formatCidr(c.cidr);
-    else errors.push("healthSubnet must be a CIDR such as 10.0.0.0/24");
+  if (raw.proxySubnet !== undefined) {
+    const c = typeof raw.proxySubnet === "string" ? parseCidr(raw.proxySubnet) : null;
+    if (c?.ok && c.cidr.family === 4) settings.proxySubnet = formatCidr(c.cidr);
+    else errors.push("proxySubnet must be an IPv4 CIDR such as 198.18.0.0/28");
+  }
+  if (raw.healthSocket !== undefined) {
+    const p = raw.healthSocket;
+    if (typeof p === "string" && p.startsWith("/") && !p.includes("\0") && Buffer.byteLength(p) <= MAX_SOCKET_PATH_BYTES) settings.healthSocket = p;
+    else errors.push(`healthSocket must be an absolute path of at most ${String(MAX_SOCKET_PATH_BYTES)} bytes`);
   }
   settings.control = parseControl(raw.control, errors);
   settings.hostAddresses = parseHostAddresses(raw.hostAddresses, errors);

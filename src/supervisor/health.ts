@@ -1,10 +1,10 @@
-// Health endpoint for the companion container: the gateway (and Docker's
-// healthcheck) ask whether this supervisor can actually enforce a policy.
+// Health endpoint for the companion container: the gateway asks whether this supervisor
+// can actually enforce a policy. It is served on a Unix socket, never a network port
+// (supervisor.ts): the host's users and the workload cannot reach it.
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 import type { PolicyHolder } from "./policy-holder.js";
 import type { ControlSessionStatus } from "./control-session.js";
-import { listen } from "./listen.js";
+import { listenUnix } from "./listen.js";
 
 export interface HealthIdentity {
   sandboxId: string | null;
@@ -53,7 +53,8 @@ export function healthReport(opts: HealthServerOptions): HealthReport {
 
 export interface HealthServer {
   readonly server: http.Server;
-  listen(port: number, host?: string): Promise<AddressInfo>;
+  /** Listen on a Unix socket at `path` (each launch has a fresh run directory: nothing is there before). */
+  listenUnix(path: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -79,8 +80,8 @@ export function createHealthServer(opts: HealthServerOptions): HealthServer {
   });
   return {
     server,
-    listen(port, host = "0.0.0.0") {
-      return listen(server, port, host);
+    listenUnix(path) {
+      return listenUnix(server, path);
     },
     close() {
       return new Promise((resolve) => {

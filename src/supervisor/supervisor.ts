@@ -22,7 +22,7 @@ import { SecretVault } from "./secret-vault.js";
 export interface SupervisorOptions {
   configPath: string;
   logger: Logger;
-  /** Listen address for both servers; 0.0.0.0 in the container. */
+  /** The proxy's listen address when the launch config names no proxySubnet (standalone use). Default 0.0.0.0. */
   host?: string;
   resolve?: Resolver;
   shutdownGraceMs?: number;
@@ -40,13 +40,13 @@ export interface Supervisor {
   readonly secrets: SecretVault;
   readonly health: HealthServer;
   readonly proxyAddress: AddressInfo;
-  readonly healthAddress: AddressInfo;
+  /** The health endpoint's Unix socket; null when the launch config names none. */
+  readonly healthSocket: string | null;
   close(): Promise<void>;
 }
 
 export async function startSupervisor(opts: SupervisorOptions): Promise<Supervisor> {
   const { logger } = opts;
-  const host = opts.host ?? "0.0.0.0";
   const loaded = await readLaunchConfig(opts.configPath);
   const { settings } = loaded;
   const policy = new LockdownPolicyHolder(loaded.policy);
@@ -149,28 +149,31 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
     await session?.stop();
   };
   try {
-    // The health endpoint answers on the egress network only: the workload reaches
-    // the proxy's port and nothing else of its supervisor.
-    let healthHost = host;
-    if (settings.healthSubnet !== null) {
-      const inSubnet = addressIn(settings.healthSubnet);
-      if (inSubnet === null) throw new Error(`no address of this container is in the egress subnet ${settings.healthSubnet}`);
-      healthHost = inSubnet;
+    // The proxy listens on the sandbox network's side only: on the egress leg, where the host
+    // and other supervisors are, this container has no listening socket at all. No address in
+    // that subnet: it does not start (a proxy on every address would be open to the host).
+    let proxyHost = opts.host ?? "0.0.0.0";
+    if (settings.proxySubnet !== null) {
+      const inSubnet = addressIn(settings.proxySubnet);
+      if (inSubnet === null) throw new Error(`no address of this container is in the sandbox subnet ${settings.proxySubnet}`);
+      proxyHost = inSubnet;
     }
-    const healthAddress = await health.listen(settings.healthPort, healthHost);
-    const proxyAddress = await proxy.listen(settings.proxyPort, host);
+    // Health is no network port: a Unix socket in a directory only the gateway (root) reaches.
+    if (settings.healthSocket !== null) await health.listenUnix(settings.healthSocket);
+    const proxyAddress = await proxy.listen(settings.proxyPort, proxyHost);
     logger.info("supervisor listening", {
       ...ids,
       policy: loaded.policy === undefined ? "missing" : "loaded",
       policyRevision: loaded.policy?.revision ?? null,
+      proxyAddress: proxyAddress.address,
       proxyPort: proxyAddress.port,
-      healthPort: healthAddress.port,
+      healthSocket: settings.healthSocket,
       control: c === null ? null : c.url,
       hostAddresses: hostAddresses.size,
       resolvers: settings.resolvers ?? "container",
     });
     session?.start();
-    return { settings, policy, control: session, proxy, secrets, health, proxyAddress, healthAddress, close };
+    return { settings, policy, control: session, proxy, secrets, health, proxyAddress, healthSocket: settings.healthSocket, close };
   } catch (err) {
     await close();
     throw err;

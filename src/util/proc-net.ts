@@ -15,10 +15,13 @@ export interface TcpSocket {
   inode: string;
 }
 
-/** Every TCP socket of this network namespace, IPv4 and IPv6 (an unreadable table is skipped). */
-export function tcpSockets(): TcpSocket[] {
+/**
+ * Every TCP socket of a network namespace, IPv4 and IPv6 (an unreadable table is skipped):
+ * this process's by default, another's with `/proc/PID/net`.
+ */
+export function tcpSockets(procNet = "/proc/net"): TcpSocket[] {
   const out: TcpSocket[] = [];
-  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+  for (const table of [`${procNet}/tcp`, `${procNet}/tcp6`]) {
     let text: string;
     try {
       text = readFileSync(table, "utf8");
@@ -39,3 +42,13 @@ export function tcpSockets(): TcpSocket[] {
 
 /** Whether a kernel hex address is a loopback one (127.0.0.1, ::1 or ::ffff:127.0.0.1). */
 export const isLoopbackHex = (hex: string): boolean => hex === "0100007F" || hex === "00000000000000000000000001000000" || hex.endsWith("0100007F");
+
+/** A kernel hex address as text: "0200C90A" → "10.201.0.2"; 32 hex digits → IPv6 (uncompressed groups). */
+export function addressOfHex(hex: string): string {
+  // Each 32-bit word is in host (little-endian) byte order.
+  const bytes = (hex.match(/.{8}/g) ?? []).flatMap((w) => [6, 4, 2, 0].map((i) => Number.parseInt(w.slice(i, i + 2), 16)));
+  if (bytes.length === 4) return bytes.join(".");
+  const groups: string[] = [];
+  for (let i = 0; i < bytes.length; i += 2) groups.push(((bytes[i]! << 8) | bytes[i + 1]!).toString(16));
+  return groups.join(":");
+}

@@ -5,6 +5,7 @@
 // control that shows the same target answers from a container that is allowed
 // to reach it, so a probe that could never connect proves nothing by passing.
 
+import { execFile } from "node:child_process";
 import { connect, createServer, type Server } from "node:net";
 import { networkInterfaces } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -242,7 +243,7 @@ describe("egress from a Docker sandbox", () => {
     expect(await probeFromEgress([{ host: egressGateway, port: supervisorPort }])).toEqual({ [`${egressGateway}:${supervisorPort}`]: "connected" });
   });
 
-  it("cannot reach its supervisor's health endpoint, only its proxy", async () => {
+  it("reaches nothing of its supervisor but the proxy; other containers on the egress network reach nothing of it", async () => {
     const sup = await engineGet(fx, `/containers/${sandbox.runtime!.supervisor.id}/json`);
     const internalIp = sup.NetworkSettings.Networks[networkName(sandbox.id)].IPAddress as string;
     const egressIp = sup.NetworkSettings.Networks[egressNet].IPAddress as string;
@@ -250,12 +251,22 @@ describe("egress from a Docker sandbox", () => {
       { host: internalIp, port: 9901 },
       { host: egressIp, port: 9901 },
       { host: internalIp, port: 3128 },
+      { host: egressIp, port: 3128 },
     ]);
     expect(r[`${internalIp}:3128`]).toBe("connected");
-    expect(r[`${internalIp}:9901`]).not.toBe("connected");
+    expect(r[`${internalIp}:9901`]).toBe("ECONNREFUSED");
     expect(r[`${egressIp}:9901`]).not.toBe("connected");
-    // Control: the gateway's probe path (the egress network) answers.
-    expect(await probeFromEgress([{ host: egressIp, port: 9901 }])).toEqual({ [`${egressIp}:9901`]: "connected" });
+    expect(r[`${egressIp}:3128`]).not.toBe("connected");
+    // A container on the egress network (as another sandbox's supervisor is): the supervisor has
+    // no listening socket on that leg, and the host refuses to route into the sandbox range
+    // (proven first: nothing is sent off the machine).
+    const route = await new Promise<string>((resolve) => execFile("ip", ["route", "get", internalIp], (err, out, errOut) => resolve(err ? errOut : out)));
+    expect(route).toMatch(/No route to host/);
+    expect(await probeFromEgress([{ host: egressIp, port: 3128 }, { host: egressIp, port: 9901 }, { host: internalIp, port: 3128 }])).toEqual({
+      [`${egressIp}:3128`]: "ECONNREFUSED",
+      [`${egressIp}:9901`]: "ECONNREFUSED",
+      [`${internalIp}:3128`]: "EHOSTUNREACH",
+    });
   });
 
   it("cannot reach a host service listening on 0.0.0.0, which a container on the egress network can", async () => {

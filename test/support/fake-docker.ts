@@ -3,14 +3,16 @@
 // the test writes to, cuts or ends, an exec endpoint for the readiness probe, and
 // switches that make the whole daemon refuse, hang or answer again. A model of
 // what the monitor reads, not of dockerd's logic.
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { pino } from "pino";
 import { RECOVERY_DEADLINE_DEFAULT_S, type ComputeDriver, type ExecSession, type LaunchRequest, type MonitorConfig, type MonitorSink, type ReadinessReport, type RuntimeRecord } from "../../src/driver/contract.js";
 import { DockerMonitor, type MonitorOptions } from "../../src/driver/docker/monitor/docker-monitor.js";
 import type { DockerEvent } from "../../src/driver/docker/engine/types.js";
-import { LABEL, egressNetworkName } from "../../src/driver/docker/objects.js";
+import { LABEL } from "../../src/driver/docker/objects.js";
 import { FakeEngine, type HandlerContext } from "./fake-engine.js";
 
 export interface FakeContainer {
@@ -51,9 +53,9 @@ export class FakeDocker {
     return this.engine.socketPath;
   }
 
-  /** Port of the fake supervisors' health endpoint (all of them on 127.0.0.1). */
-  get healthPort(): number {
-    return (this.health.address() as AddressInfo).port;
+  /** The fake supervisors' health socket (one for all of them). */
+  get healthSocket(): string {
+    return this.health.address() as string;
   }
 
   /** The supervisor health answer: true → 200. */
@@ -64,7 +66,7 @@ export class FakeDocker {
     const health = createServer((_req, res) => {
       res.writeHead(fd.healthy ? 200 : 503, { "content-type": "application/json" }).end(JSON.stringify({ ok: fd.healthy }));
     });
-    await new Promise<void>((r) => health.listen(0, "127.0.0.1", () => r()));
+    await new Promise<void>((r) => health.listen(join(mkdtempSync(join(tmpdir(), "sg-fake-health-")), "health.sock"), () => r()));
     const fd: FakeDocker = new FakeDocker(engine, gatewayId, health);
     fd.routes();
     return fd;
@@ -148,8 +150,10 @@ export class FakeDocker {
     this.resume();
     for (const res of this.streams) res.end();
     this.streams.clear();
+    const socket = this.healthSocket;
     await new Promise<void>((r) => this.health.close(() => r()));
     this.health.closeAllConnections();
+    rmSync(join(socket, ".."), { recursive: true, force: true });
     await this.engine.close();
   }
 
@@ -161,7 +165,7 @@ export class FakeDocker {
       Image: "sha256:fake",
       Config: { Image: "fake", Labels: c.labels },
       State: { Status: c.status, Running: c.running, Paused: false, Restarting: false, Pid: c.pid, ExitCode: c.exitCode, StartedAt: c.startedAt, FinishedAt: c.finishedAt, Error: "", OOMKilled: false },
-      NetworkSettings: { Networks: { [egressNetworkName(this.gatewayId)]: { IPAddress: "127.0.0.1" } } },
+      NetworkSettings: { Networks: {} },
     };
   }
 
@@ -310,7 +314,7 @@ export class FakeDockerDriver implements ComputeDriver {
       gatewayId: this.fd.gatewayId,
       sink: this.sink,
       log: pino({ level: process.env.SANDGATE_TEST_LOG ?? "silent" }),
-      healthPort: this.fd.healthPort,
+      healthSocket: () => this.fd.healthSocket,
       pingIntervalMs: 100,
       pingTimeoutMs: 300,
       retryIntervalMs: 50,

@@ -1,5 +1,6 @@
-// Small network helpers for tests on loopback.
+// Small network helpers for tests on loopback and Unix sockets.
 
+import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 
 /** A TCP port on 127.0.0.1 that nothing listens on (bound, then released). */
@@ -9,4 +10,18 @@ export async function freePort(): Promise<number> {
   const { port } = s.address() as AddressInfo;
   await new Promise<void>((r) => s.close(() => r()));
   return port;
+}
+
+/** GET `path` over the Unix socket at `socketPath` (a supervisor's health endpoint); the body as JSON. */
+export function getOverUnix(socketPath: string, path = "/healthz"): Promise<{ status: number; body: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ socketPath, path, agent: false }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (text += c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> }));
+      })
+      .on("error", reject);
+  });
 }

@@ -120,6 +120,14 @@ describe("CLI mistakes before a gateway runs", () => {
     }
   });
 
+  it("a home too long for its supervisors' health sockets (107 bytes a Unix socket path): one line naming it and the limit, exit 2, nothing created", async () => {
+    const long = join(scratch, "h".repeat(60));
+    const r = await cli(["--home", long, "gateway", "start", "--port", "0"], NO_DOCKER);
+    expect(r.code).toBe(2);
+    expect(oneLine(r)).toMatch(new RegExp(`^sandgate: the gateway home ${long} is too long for the supervisors' health sockets: .* is \\d+ bytes, a Unix socket path at most 107; choose a home of at most 51 bytes \\(--home, SANDGATE_HOME\\)$`));
+    expect(existsSync(long)).toBe(false);
+  });
+
   it("item 3: a corrupt state.db: one line saying so and what to do, exit 2, the file left as it was", async () => {
     const h = mkdtempSync(join(tmpdir(), "sg-mistakes-db-"));
     try {

@@ -31,7 +31,7 @@ import { startSupervisor } from "../../src/supervisor/supervisor.js";
 import { SecretVault } from "../../src/supervisor/secret-vault.js";
 import { SUPERVISOR_PATH, parseSupervisorMessage } from "../../src/protocol/wire.js";
 import type { HeartbeatMessage } from "../../src/protocol/wire.js";
-import { freePort } from "../support/net.js";
+import { freePort, getOverUnix } from "../support/net.js";
 import { connect, probe, rawClient, rawRequest, status } from "../support/proxy-client.js";
 import net from "node:net";
 
@@ -740,7 +740,7 @@ describe("supervisor program with a control section", () => {
         generation: 6,
         nonce: "n-prog",
         proxyPort: await freePort(),
-        healthPort: await freePort(),
+        healthSocket: join(dir, "health.sock"),
         policyRevision: 1,
         policy: { version: 1 },
         control: { url: gw.endpoint.url, fingerprint: tlsId.fingerprint, tokenPath: join(dir, "token"), graceMs: 400 },
@@ -756,15 +756,10 @@ describe("supervisor program with a control section", () => {
     cleanups.push(() => sup.close());
     await healthy(gw, "sb-prog");
 
-    const healthz = async (): Promise<Record<string, unknown>> =>
-      new Promise((resolve, reject) => {
-        http.get({ host: "127.0.0.1", port: sup.healthAddress.port, path: "/healthz", agent: false }, (res) => {
-          let t = "";
-          res.setEncoding("utf8");
-          res.on("data", (c: string) => (t += c));
-          res.on("end", () => resolve({ status: res.statusCode, ...(JSON.parse(t) as object) }));
-        }).on("error", reject);
-      });
+    const healthz = async (): Promise<Record<string, unknown>> => {
+      const h = await getOverUnix(sup.healthSocket!);
+      return { status: h.status, ...h.body };
+    };
     expect(await healthz()).toMatchObject({ status: 200, ok: true, session: "up", lockdown: null, policyRevision: 12 });
     expect((await proxyGet(sup.proxyAddress.port, "/pushed/a")).status).toBe(200);
 
@@ -803,7 +798,7 @@ describe("supervisor program: the gateway host's addresses", () => {
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
     await writeFile(
       join(dir, "launch.json"),
-      JSON.stringify({ sandboxId: "sb-host", generation: 1, nonce: "n-host", proxyPort: await freePort(), healthPort: await freePort(), policyRevision: 1, policy: { version: 1, network: policyAllowingNames }, ...extra }),
+      JSON.stringify({ sandboxId: "sb-host", generation: 1, nonce: "n-host", proxyPort: await freePort(), policyRevision: 1, policy: { version: 1, network: policyAllowingNames }, ...extra }),
     );
     return dir;
   }
@@ -851,7 +846,6 @@ describe("revocation through the control session", () => {
         generation: 1,
         nonce: `n-${sandboxId}`,
         proxyPort: await freePort(),
-        healthPort: await freePort(),
         policyRevision: 1,
         policy: { version: 1 },
         control: { url: gw.endpoint.url, fingerprint: tlsId.fingerprint, tokenPath: join(dir, "token"), graceMs: 60_000 },
@@ -945,7 +939,7 @@ describe("revocation through the control session", () => {
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
     await writeFile(join(dir, "token"), token, { mode: 0o600 });
     await writeFile(join(dir, "launch.json"), JSON.stringify({
-      sandboxId: "sb-grace", generation: 1, nonce: "n-grace", proxyPort: await freePort(), healthPort: await freePort(), policyRevision: 1, policy: { version: 1 },
+      sandboxId: "sb-grace", generation: 1, nonce: "n-grace", proxyPort: await freePort(), policyRevision: 1, policy: { version: 1 },
       control: { url: gw.endpoint.url, fingerprint: tlsId.fingerprint, tokenPath: join(dir, "token"), graceMs: 300 },
     }));
     const sup = await startSupervisor({ configPath: join(dir, "launch.json"), logger: silentLogger, host: "127.0.0.1", control: { heartbeatMs: 100, backoffInitialMs: 50, backoffMaxMs: 200 } });

@@ -14,13 +14,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parseLaunchConfig } from "../../src/protocol/launch.js";
 import { readLaunchConfig } from "../../src/supervisor/launch-config.js";
 import { addressIn } from "../../src/supervisor/listen.js";
-import type { NetworkInterfaceInfo } from "node:os";
+import { networkInterfaces, type NetworkInterfaceInfo } from "node:os";
 import { BoundaryRegistry } from "../../src/gateway/control/boundary.js";
 import { LaunchTokens } from "../../src/gateway/control/launch-tokens.js";
 import { startSupervisorEndpoint } from "../../src/gateway/control/supervisor-endpoint.js";
 import { ensureEndpointTls } from "../../src/gateway/control/tls.js";
 import { policyFromObject } from "../../src/policy/index.js";
-import { freePort } from "../support/net.js";
+import { freePort, getOverUnix } from "../support/net.js";
 
 let dir: string;
 let bundle: string;
@@ -94,6 +94,9 @@ async function runSupervisor(config: unknown): Promise<Running> {
   return { child, lines, exited, stdout: () => out };
 }
 
+/** A fresh path for a supervisor's health socket. */
+const socketPath = (): string => join(dir, `health-${String(Math.random()).slice(2, 10)}.sock`);
+
 function get(port: number, path: string, agent: http.Agent | false = false): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     http
@@ -153,13 +156,13 @@ describe("supervisor bundle", () => {
     const origin = await startHeldOrigin();
     const originPort = origin.port;
     const echoPort = await startEcho();
-    const [proxyPort, healthPort] = [await freePort(), await freePort()];
+    const [proxyPort, healthSocket] = [await freePort(), socketPath()];
     const sup = await runSupervisor({
       sandboxId: "sb-main",
       generation: 4,
       nonce: "secret-nonce-value",
       proxyPort,
-      healthPort,
+      healthSocket,
       policyRevision: 9,
       policy: {
         version: 1,
@@ -177,9 +180,9 @@ describe("supervisor bundle", () => {
       },
     });
 
-    const health = await get(healthPort, "/healthz");
+    const health = await getOverUnix(healthSocket);
     expect(health.status).toBe(200);
-    expect(JSON.parse(health.body)).toEqual({ ok: true, sandboxId: "sb-main", generation: 4, policyRevision: 9, policy: "loaded", proxy: "listening", session: "disabled", lockdown: null });
+    expect(health.body).toEqual({ ok: true, sandboxId: "sb-main", generation: 4, policyRevision: 9, policy: "loaded", proxy: "listening", session: "disabled", lockdown: null });
 
     // An idle keep-alive client connection and an established tunnel must not hold shutdown up.
     const agent = new http.Agent({ keepAlive: true });
@@ -234,24 +237,24 @@ describe("supervisor bundle", () => {
 
   it("fails closed on an invalid policy: health 503, every request denied, SIGINT exits 0", async () => {
     const originPort = await startOrigin(0);
-    const [proxyPort, healthPort] = [await freePort(), await freePort()];
+    const [proxyPort, healthSocket] = [await freePort(), socketPath()];
     const sup = await runSupervisor({
       sandboxId: "sb-bad",
       generation: 1,
       nonce: "n",
       proxyPort,
-      healthPort,
+      healthSocket,
       policyRevision: 1,
       // "allow" is not a policy key: the whole policy is refused, nothing falls back to open.
       policy: { version: 1, allow: "*", network: { rules: [{ name: "x", endpoints: [{ host: "localhost", port: originPort, protocol: "http", allowPrivate: ["127.0.0.0/8"] }] }] } },
     });
 
-    const health = await get(healthPort, "/healthz");
+    const health = await getOverUnix(healthSocket);
     const denied = await get(proxyPort, `http://localhost:${originPort}/`);
     sup.child.kill("SIGINT");
 
     expect(health.status).toBe(503);
-    expect(JSON.parse(health.body)).toMatchObject({ ok: false, sandboxId: "sb-bad", policy: "missing", proxy: "listening" });
+    expect(health.body).toMatchObject({ ok: false, sandboxId: "sb-bad", policy: "missing", proxy: "listening" });
     expect(denied.status).toBe(403);
     expect(JSON.parse(denied.body)).toMatchObject({ error: "policy_denied", reason: "policy_missing" });
     expect(await sup.exited).toEqual({ code: 0, signal: null });
@@ -259,22 +262,54 @@ describe("supervisor bundle", () => {
   });
 
   it("fails closed when a config field other than the policy is invalid", async () => {
-    const [proxyPort, healthPort] = [await freePort(), await freePort()];
-    const sup = await runSupervisor({ sandboxId: "sb-x", generation: "one", nonce: "n", proxyPort, healthPort, policyRevision: 1, policy: { version: 1 } });
+    const [proxyPort, healthSocket] = [await freePort(), socketPath()];
+    const sup = await runSupervisor({ sandboxId: "sb-x", generation: "one", nonce: "n", proxyPort, healthSocket, policyRevision: 1, policy: { version: 1 } });
 
-    const health = await get(healthPort, "/healthz");
+    const health = await getOverUnix(healthSocket);
     sup.child.kill("SIGTERM");
 
     expect(health.status).toBe(503);
-    expect(JSON.parse(health.body)).toMatchObject({ policy: "missing", sandboxId: "sb-x", generation: null });
+    expect(health.body).toMatchObject({ policy: "missing", sandboxId: "sb-x", generation: null });
     expect(await sup.exited).toEqual({ code: 0, signal: null });
+  });
+});
+
+describe("supervisor bundle: where it listens", () => {
+  it("with a proxy subnet, the proxy listens on its address in it only: another address of the host is refused", async () => {
+    const [proxyPort, healthSocket] = [await freePort(), socketPath()];
+    const sup = await runSupervisor({ sandboxId: "sb-addr", generation: 1, nonce: "n", proxyPort, proxySubnet: "127.0.0.0/8", healthSocket, policyRevision: 1, policy: { version: 1 } });
+    expect(sup.lines.find((l) => l.msg === "supervisor listening")).toMatchObject({ proxyAddress: "127.0.0.1", proxyPort, healthSocket });
+    const other = Object.values(networkInterfaces())
+      .flat()
+      .find((a) => a?.family === "IPv4" && !a.internal)?.address;
+    expect(other, "this host has an IPv4 address besides loopback").toBeDefined();
+    const result = (host: string): Promise<string> =>
+      new Promise((resolve) => {
+        const s = net.connect(proxyPort, host, () => {
+          s.destroy();
+          resolve("connected");
+        });
+        s.on("error", (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+      });
+    expect({ loopback: await result("127.0.0.1"), other: await result(other!) }).toEqual({ loopback: "connected", other: "ECONNREFUSED" });
+    expect((await getOverUnix(healthSocket)).status).toBe(200);
+    sup.child.kill("SIGTERM");
+    expect(await sup.exited).toEqual({ code: 0, signal: null });
+  });
+
+  it("with a proxy subnet holding no address of its own, it does not start: exit 1 naming the subnet, nothing listens", async () => {
+    const [proxyPort, healthSocket] = [await freePort(), socketPath()];
+    await expect(runSupervisor({ sandboxId: "sb-none", generation: 1, nonce: "n", proxyPort, proxySubnet: "203.0.113.0/28", healthSocket, policyRevision: 1, policy: { version: 1 } })).rejects.toThrow(
+      /exited early \(1\).*no address of this container is in the sandbox subnet 203\.0\.113\.0\/28/s,
+    );
+    await expect(getOverUnix(healthSocket)).rejects.toMatchObject({ code: "ENOENT" });
   });
 });
 
 describe("supervisor bundle with a control session", () => {
   it("authenticates to a real endpoint, enforces the pushed revision and keeps the token out of its logs", async () => {
     const originPort = await startOrigin(0);
-    const [proxyPort, healthPort] = [await freePort(), await freePort()];
+    const [proxyPort, healthSocket] = [await freePort(), socketPath()];
     const stateDir = join(dir, "gateway-state");
     const tls = await ensureEndpointTls(stateDir);
     const tokens = LaunchTokens.open(stateDir, "gw-bundle");
@@ -307,13 +342,13 @@ describe("supervisor bundle with a control session", () => {
       generation: 2,
       nonce: "n-ctl",
       proxyPort,
-      healthPort,
+      healthSocket,
       policyRevision: 1,
       policy: { version: 1 },
       control: { url: endpoint.url, fingerprint: tls.fingerprint, tokenPath, graceMs: 5000 },
     });
     expect((await boundary.waitForRevision("sb-ctl", 3, 10_000)).reached).toBe(true);
-    expect(JSON.parse((await get(healthPort, "/healthz")).body)).toMatchObject({ ok: true, session: "up", policyRevision: 3 });
+    expect((await getOverUnix(healthSocket)).body).toMatchObject({ ok: true, session: "up", policyRevision: 3 });
     expect((await get(proxyPort, `http://localhost:${originPort}/x`)).status).toBe(200);
     sup.child.kill("SIGTERM");
     expect(await sup.exited).toEqual({ code: 0, signal: null });
@@ -331,7 +366,7 @@ describe("launch config", () => {
     await writeFile(path, JSON.stringify(valid));
     const r = await readLaunchConfig(path);
     expect(r.errors).toEqual([]);
-    expect(r.settings).toEqual({ sandboxId: "sb", generation: 0, nonce: "n", proxyPort: 3128, healthPort: 9901, healthSubnet: null, control: null, hostAddresses: [], resolvers: null, tls: null });
+    expect(r.settings).toEqual({ sandboxId: "sb", generation: 0, nonce: "n", proxyPort: 3128, proxySubnet: null, healthSocket: null, control: null, hostAddresses: [], resolvers: null, tls: null });
     expect(r.policy?.revision).toBe(2);
   });
 
@@ -351,16 +386,27 @@ describe("launch config", () => {
     }
   });
 
-  it("reads the health subnet in canonical form; a malformed one withholds the policy", () => {
-    expect(parseLaunchConfig({ ...valid, healthSubnet: "10.200.3.0/24" }).settings.healthSubnet).toBe("10.200.3.0/24");
-    for (const bad of ["10.0.0.0/33", "not-a-cidr", 7, ""]) {
-      const r = parseLaunchConfig({ ...valid, healthSubnet: bad });
-      expect(r.errors).toContain("healthSubnet must be a CIDR such as 10.0.0.0/24");
+  it("reads the proxy subnet in canonical form; a malformed or IPv6 one withholds the policy", () => {
+    expect(parseLaunchConfig({ ...valid, proxySubnet: "198.18.3.16/28" }).settings.proxySubnet).toBe("198.18.3.16/28");
+    for (const bad of ["10.0.0.0/33", "not-a-cidr", 7, "", "fd00::/64"]) {
+      const r = parseLaunchConfig({ ...valid, proxySubnet: bad });
+      expect(r.errors).toContain("proxySubnet must be an IPv4 CIDR such as 198.18.0.0/28");
       expect(r.policy).toBeUndefined();
     }
   });
 
-  it("binds the health endpoint to the address inside the egress subnet only", () => {
+  it("reads the health socket's path: absolute and at most 107 bytes, else the policy is withheld", () => {
+    const longest = `/${"s".repeat(106)}`;
+    expect(parseLaunchConfig({ ...valid, healthSocket: "/run/sandgate/run/health.sock" }).settings.healthSocket).toBe("/run/sandgate/run/health.sock");
+    expect(parseLaunchConfig({ ...valid, healthSocket: longest }).settings.healthSocket).toBe(longest);
+    for (const bad of [`${longest}s`, "run/health.sock", "", 9901, "/a\0b"]) {
+      const r = parseLaunchConfig({ ...valid, healthSocket: bad });
+      expect(r.errors).toContain("healthSocket must be an absolute path of at most 107 bytes");
+      expect(r.policy).toBeUndefined();
+    }
+  });
+
+  it("binds the proxy to the address inside the sandbox subnet only", () => {
     const ifs = {
       eth0: [{ address: "10.201.0.5", family: "IPv4" }],
       eth1: [{ address: "10.200.3.7", family: "IPv4" }, { address: "fe80::1", family: "IPv6" }],

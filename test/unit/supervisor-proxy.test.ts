@@ -12,6 +12,10 @@ import { createEgressProxy } from "../../src/supervisor/proxy.js";
 import type { AuditEvent, EgressProxy, Resolver } from "../../src/supervisor/proxy.js";
 import { createHealthServer } from "../../src/supervisor/health.js";
 import type { HealthServer } from "../../src/supervisor/health.js";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { getOverUnix } from "../support/net.js";
 import { silentLogger } from "../../src/supervisor/logger.js";
 
 const LOOPBACK = ["127.0.0.0/8"];
@@ -843,17 +847,19 @@ describe("egress proxy: policy holder", () => {
 });
 
 describe("health endpoint", () => {
-  async function startHealth(holder: PolicyHolder, proxyListening: () => boolean): Promise<number> {
+  /** The health server on a Unix socket (as in the container); its path. */
+  async function startHealth(holder: PolicyHolder, proxyListening: () => boolean): Promise<string> {
     const health: HealthServer = createHealthServer({ identity: { sandboxId: "sb-1", generation: 7 }, policy: holder, proxyListening });
-    const { port } = await health.listen(0, "127.0.0.1");
-    cleanups.push(() => health.close());
-    return port;
+    const dir = mkdtempSync(join(tmpdir(), "sg-health-"));
+    await health.listenUnix(join(dir, "health.sock"));
+    cleanups.push(async () => {
+      await health.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    return join(dir, "health.sock");
   }
 
-  async function getHealth(port: number): Promise<{ status: number; body: Record<string, unknown> }> {
-    const res = await fetch(`http://127.0.0.1:${port}/healthz`);
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-  }
+  const getHealth = (socketPath: string): ReturnType<typeof getOverUnix> => getOverUnix(socketPath);
 
   it("reports 200 with identity and revision when the proxy listens and a policy is loaded", async () => {
     const holder = new PolicyHolder({ policy: allowing({ host: "x.test", port: 80, protocol: "http" }), revision: 5 });

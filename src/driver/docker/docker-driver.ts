@@ -28,7 +28,7 @@ import {
 } from "../contract.js";
 import { ensureGatewayId } from "../../gateway/home.js";
 import { serializePolicy } from "../../policy/index.js";
-import { HEALTH_PORT, LAUNCH_CONFIG_FILE, LAUNCH_DIR, LAUNCH_TOKEN_FILE, PROXY_PORT, type LaunchConfig } from "../../protocol/launch.js";
+import { HEALTH_SOCKET_PATH, LAUNCH_CONFIG_FILE, LAUNCH_DIR, LAUNCH_TOKEN_FILE, PROXY_PORT, type LaunchConfig } from "../../protocol/launch.js";
 import { EngineClient } from "./engine/client.js";
 import { describe, type EngineResult } from "./engine/result.js";
 import type { ContainerInspect, NetworkCreateConfig } from "./engine/types.js";
@@ -52,6 +52,8 @@ import {
   type SandboxObjectsInput,
 } from "./objects.js";
 import { runtimeChecks, type RuntimeProbes } from "./readiness.js";
+import { healthSocketOf, launchDirOf, launchRootOf, runDirOf, socketPathProblem } from "./launch-paths.js";
+import { ensureRangeUnreachable } from "./route-table.js";
 import type { Resources } from "../../lifecycle/spec.js";
 import { DEFAULT_IDS } from "./rootfs.js";
 import { hostIdConflicts, type HostIdFiles, type RoleIds } from "./host-ids.js";
@@ -78,7 +80,7 @@ export interface DockerDriverOptions {
   engine: EngineClient;
   /** Stable id of this gateway: its objects carry it, other gateways' are never touched. */
   gatewayId: string;
-  /** Host directory for per-launch supervisor configuration (bind-mounted read-only). */
+  /** Host directory for per-launch supervisor configuration (bind-mounted read-only) and run directories (launch-paths.ts). */
   launchRoot: string;
   log: Logger;
   /** Command run in the workload as the readiness exec probe. */
@@ -150,7 +152,6 @@ export class DockerDriver implements ComputeDriver {
   readonly containerLogs: ContainerLogs;
   private images: EnsureImagesResult | undefined;
   private egressGateway: string | null = null;
-  private egressSubnet: string | null = null;
   private observer: ((call: RuntimeCall) => void) | null = null;
 
   constructor(opts: DockerDriverOptions) {
@@ -183,7 +184,7 @@ export class DockerDriver implements ComputeDriver {
     return new DockerDriver({
       engine: EngineClient.fromEnv(opts.env ?? process.env),
       gatewayId: ensureGatewayId(opts.homeDir),
-      launchRoot: join(opts.homeDir, "launch"),
+      launchRoot: launchRootOf(opts.homeDir),
       workspaceRoot: join(opts.homeDir, "workspaces"),
       caRoot: join(opts.homeDir, "cas"),
       log: opts.log,
@@ -193,6 +194,12 @@ export class DockerDriver implements ComputeDriver {
       ...(opts.containerLog === undefined ? {} : { containerLog: opts.containerLog }),
       ...(opts.sandboxSubnets === undefined ? {} : { sandboxSubnets: opts.sandboxSubnets }),
     });
+  }
+
+  /** Refuse a home whose launch directories would hold health sockets longer than a Unix socket path. */
+  checkLaunchPaths(): void {
+    const problem = socketPathProblem(this.launchRoot);
+    if (problem !== null) throw new Error(problem);
   }
 
   /** Refuse ids that a host account, group or subordinate range already holds. */
@@ -213,6 +220,10 @@ export class DockerDriver implements ComputeDriver {
 
   async prepare(onProgress?: (msg: string) => void): Promise<void> {
     this.checkHostIds();
+    this.checkLaunchPaths();
+    // Before anything of Docker: the host reaches no sandbox network, whether Docker is up or not.
+    const range = formatCidr(this.sandboxSubnets);
+    if ((await ensureRangeUnreachable(range)) === "installed") this.log.info({ range }, "host route installed: the sandbox range is unreachable from the host");
     const ping = await this.engine.ping();
     if (ping.kind !== "ok") {
       throw new Error(`cannot reach the Docker daemon at ${this.engine.socketPath} (${describe(ping)}); is dockerd running? (DOCKER_HOST selects another socket)`);
@@ -221,7 +232,6 @@ export class DockerDriver implements ComputeDriver {
     await this.ensureNetwork(egressNetworkConfig(this.gatewayId));
     const egress = must("inspect egress network", await this.engine.inspectNetwork(egressNetworkName(this.gatewayId)));
     this.egressGateway = egress.IPAM.Config?.[0]?.Gateway ?? null;
-    this.egressSubnet = egress.IPAM.Config?.[0]?.Subnet ?? null;
     if (!this.egressGateway) throw new Error(`the egress network ${egress.Name} has no gateway address for supervisors to reach`);
     mkdirSync(this.launchRoot, { recursive: true, mode: 0o755 });
     writeFileSync(this.resolvConfPath, NO_RESOLVER, { mode: 0o644 });
@@ -234,20 +244,28 @@ export class DockerDriver implements ComputeDriver {
 
   /** Create, or use the one of that name: a new sandbox's network is created in one call. */
   private async ensureNetwork(config: NetworkCreateConfig): Promise<string> {
-    return this.networkOf(config, await this.engine.createNetwork(config));
+    return (await this.networkOf(config, await this.engine.createNetwork(config))).id;
   }
 
-  /** The network a create call answered for; 409: it exists (a retried launch, a restarted gateway, a concurrent call), use it. */
-  private async networkOf(config: NetworkCreateConfig, created: EngineResult<{ Id: string }>): Promise<string> {
-    if (created.kind === "docker" && created.status === 409) return must(`inspect network ${config.Name}`, await this.engine.inspectNetwork(config.Name)).Id;
-    return must(`create network ${config.Name}`, created).Id;
+  /**
+   * The network a create call answered for, and its IPv4 subnet; 409: it exists (a retried
+   * launch, a restarted gateway, a concurrent call), use it with the subnet it was given.
+   */
+  private async networkOf(config: NetworkCreateConfig, created: EngineResult<{ Id: string }>): Promise<{ id: string; subnet: string | null }> {
+    const ipv4 = (configs: readonly { Subnet?: string }[] | null | undefined): string | null => configs?.find((c) => c.Subnet !== undefined && !c.Subnet.includes(":"))?.Subnet ?? null;
+    if (created.kind === "docker" && created.status === 409) {
+      const existing = must(`inspect network ${config.Name}`, await this.engine.inspectNetwork(config.Name));
+      return { id: existing.Id, subnet: ipv4(existing.IPAM.Config) };
+    }
+    return { id: must(`create network ${config.Name}`, created).Id, subnet: ipv4(config.IPAM?.Config) };
   }
 
   /**
    * The sandbox's internal network on a /28 of its own (sandbox-subnets.ts): from the one its id
    * points at, the next while Docker says a subnet overlaps another network's, at most SUBNET_TRIES.
+   * Its subnet: the supervisor's proxy listens on its address in it, and nowhere else.
    */
-  private async ensureSandboxNetwork(i: SandboxObjectsInput): Promise<void> {
+  private async ensureSandboxNetwork(i: SandboxObjectsInput): Promise<string> {
     const range = this.sandboxSubnets;
     const first = firstSubnetIndex(i.sandboxId, range);
     const tries = Math.min(SUBNET_TRIES, subnetCount(range));
@@ -256,8 +274,9 @@ export class DockerDriver implements ComputeDriver {
       const created = await this.engine.createNetwork(config);
       if (created.kind === "docker" && created.status !== 409 && isSubnetOverlap(created.message)) continue;
       // An existing network (a retried launch) keeps the subnet it was given.
-      await this.networkOf(config, created);
-      return;
+      const { subnet } = await this.networkOf(config, created);
+      if (subnet === null) throw new ProvisionError(`the sandbox network ${config.Name} has no IPv4 subnet for the proxy to listen in`);
+      return subnet;
     }
     throw new ProvisionError(`no free /${SANDBOX_SUBNET_PREFIX} for the sandbox network in ${formatCidr(range)} (${tries} tried): give the gateway a larger or unused range (gateway start --sandbox-subnets)`);
   }
@@ -278,25 +297,25 @@ export class DockerDriver implements ComputeDriver {
     return join(this.launchRoot, "workload-resolv.conf");
   }
 
-  private launchDir(sandboxId: string, generation: number): string {
-    return join(this.launchRoot, `${sandboxId}-g${generation}`);
-  }
-
-  /** The supervisor's launch configuration, readable only by the supervisor's uid. */
-  private writeLaunchConfig(req: LaunchRequest, ca: CaMaterial): string {
-    const dir = this.launchDir(req.sandboxId, req.generation);
+  /**
+   * The supervisor's launch configuration, readable only by the supervisor's uid, and its run
+   * directory (its health socket), the supervisor's uid's only: no host user reaches either.
+   */
+  private writeLaunchConfig(req: LaunchRequest, ca: CaMaterial, proxySubnet: string): string {
+    const dir = launchDirOf(this.launchRoot, req.sandboxId, req.generation);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
+    mkdirSync(runDirOf(dir), { mode: 0o700 });
     const file = join(dir, LAUNCH_CONFIG_FILE);
     const config: LaunchConfig = {
       sandboxId: req.sandboxId,
       generation: req.generation,
       nonce: req.nonce,
       proxyPort: PROXY_PORT,
-      healthPort: HEALTH_PORT,
+      proxySubnet,
+      healthSocket: HEALTH_SOCKET_PATH,
       policy: JSON.parse(serializePolicy(req.policy.policy)) as unknown,
       policyRevision: req.policy.revision,
     };
-    if (this.egressSubnet) config.healthSubnet = this.egressSubnet;
     if (req.control) {
       config.control = { url: req.control.url, fingerprint: req.control.fingerprint, tokenPath: `${LAUNCH_DIR}/${LAUNCH_TOKEN_FILE}`, graceMs: req.control.graceMs };
     }
@@ -317,6 +336,7 @@ export class DockerDriver implements ComputeDriver {
     try {
       const uid = this.ids.supervisor;
       chownSync(dir, uid, uid);
+      chownSync(runDirOf(dir), uid, uid);
       for (const f of files) chownSync(f, uid, uid);
     } catch (err) {
       throw new ProvisionError(`cannot hand the launch configuration to the supervisor's user (${(err as Error).message}); the gateway must run as root`);
@@ -341,14 +361,14 @@ export class DockerDriver implements ComputeDriver {
     workspaceReady.catch(() => undefined);
     trustReady.catch(() => undefined);
     try {
-      await this.ensureSandboxNetwork(i);
+      const subnet = await this.ensureSandboxNetwork(i);
       // A retried launch of this generation starts clean.
       await this.stop(req.sandboxId, req.generation);
 
       // The boundary comes up first: the workload never runs without its supervisor.
       onProgress("starting supervisor");
       const trust = await trustReady;
-      const launchDir = this.writeLaunchConfig(req, trust.ca);
+      const launchDir = this.writeLaunchConfig(req, trust.ca, subnet);
       const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir, this.ids.supervisor, this.supervisorResources, this.containerLog));
       const supId = this.provisionStep("create supervisor container", sup).Id;
       this.provisionStep("connect supervisor to egress network", await this.engine.connectNetwork(egressNetworkName(this.gatewayId), supId));
@@ -435,7 +455,7 @@ export class DockerDriver implements ComputeDriver {
       const exited = await this.exitedWorkload(record);
       return { ready: false, checks, ...(exited === null ? {} : { exited }) };
     }
-    checks.push(...(await runtimeChecks(this.probes, inspected.supervisor, record)));
+    checks.push(...(await runtimeChecks(this.probes, req, record)));
     return { ready: checks.every((c) => c.ok), checks };
   }
 
@@ -449,7 +469,7 @@ export class DockerDriver implements ComputeDriver {
   }
 
   private get probes(): RuntimeProbes {
-    return { engine: this.engine, gatewayId: this.gatewayId, probeCommand: this.probeCommand };
+    return { engine: this.engine, probeCommand: this.probeCommand, healthSocket: (id, generation) => healthSocketOf(this.launchRoot, id, generation) };
   }
 
   private async listOwned(labels: Record<string, string>): Promise<{ Id: string; Labels: Record<string, string> | null; State: string }[]> {
@@ -562,6 +582,7 @@ export class DockerDriver implements ComputeDriver {
       sink,
       log: this.log,
       probeCommand: this.probeCommand,
+      healthSocket: (id, generation) => healthSocketOf(this.launchRoot, id, generation),
       recoveryDeadlineMs: config.recoveryDeadlineMs,
       boundaryDeadlineMs: config.boundaryDeadlineMs,
       ...(this.observer === null ? {} : { observe: this.observer }),

@@ -6,7 +6,8 @@ import type { Role } from "../contract.js";
 import type { Resources } from "../../lifecycle/spec.js";
 import type { ContainerCreateConfig, Labels, NetworkCreateConfig, VolumeCreateConfig } from "./engine/types.js";
 import { IMAGE_NODE_PATH, IMAGE_SUPERVISOR_PATH } from "./rootfs.js";
-import { LAUNCH_CONFIG_PATH, LAUNCH_DIR } from "../../protocol/launch.js";
+import { LAUNCH_CONFIG_PATH, LAUNCH_DIR, RUN_DIR } from "../../protocol/launch.js";
+import { runDirOf } from "./launch-paths.js";
 import { DEFAULT_CONTAINER_LOG, logConfig, type ContainerLogBound } from "./log-config.js";
 
 export const LABEL = {
@@ -63,7 +64,11 @@ export function internalNetworkConfig(i: SandboxObjectsInput, subnet?: string): 
   };
 }
 
-/** The network supervisors use to reach the outside (and, later, the gateway). */
+/**
+ * The network supervisors use to reach the outside and the gateway. Not internal: the host holds
+ * an address on it, so a supervisor listens on nothing there (the proxy binds its sandbox-network
+ * address, health is a Unix socket: supervisor.ts).
+ */
 export function egressNetworkConfig(gatewayId: string): NetworkCreateConfig {
   return {
     Name: egressNetworkName(gatewayId),
@@ -128,7 +133,11 @@ export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launch
       ...hardened(resources),
       LogConfig: logConfig(log),
       NetworkMode: networkName(i.sandboxId),
-      Mounts: [{ Type: "bind", Source: launchDirOnHost, Target: LAUNCH_DIR, ReadOnly: true }],
+      Mounts: [
+        { Type: "bind", Source: launchDirOnHost, Target: LAUNCH_DIR, ReadOnly: true },
+        // Its one writable host directory (the health socket), inside the launch directory: 0700, its uid's.
+        { Type: "bind", Source: runDirOf(launchDirOnHost), Target: RUN_DIR },
+      ],
     },
     NetworkingConfig: { EndpointsConfig: { [networkName(i.sandboxId)]: { Aliases: ["sandgate-proxy"] } } },
   };

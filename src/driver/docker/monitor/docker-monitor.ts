@@ -16,7 +16,6 @@ import type { ContainerInspect, ContainerSummary, DockerEvent } from "../engine/
 import { expectedInstance } from "../identity.js";
 import { LABEL, containerName } from "../objects.js";
 import { execProbeCheck, healthCheck, type RuntimeProbes } from "../readiness.js";
-import { HEALTH_PORT } from "../../../protocol/launch.js";
 import { classifyInspect, isTerminal, type Verdict } from "./classify.js";
 import { decide, type RoleVerdicts } from "./decide.js";
 import { MonitorRegistry } from "./registry.js";
@@ -43,8 +42,8 @@ export interface MonitorOptions {
   random?: () => number;
   /** Command run in the workload as the exec probe of a re-verification. Default ["true"]. */
   probeCommand?: string[];
-  /** The supervisors' health port. Default HEALTH_PORT. */
-  healthPort?: number;
+  /** Where a generation's supervisor serves its health endpoint, on the host (launch-paths.ts: healthSocketOf). */
+  healthSocket: (sandboxId: string, generation: number) => string;
   /** Told of every Docker call the monitor makes (the gateway's metrics). */
   observe?: (call: RuntimeCall) => void;
 }
@@ -132,7 +131,7 @@ export class DockerMonitor implements RuntimeMonitor {
       backoff: o.backoff ?? DEFAULT_BACKOFF,
       random: o.random ?? Math.random,
       probeCommand: o.probeCommand ?? ["true"],
-      healthPort: o.healthPort ?? HEALTH_PORT,
+      healthSocket: o.healthSocket,
     };
   }
 
@@ -363,8 +362,8 @@ export class DockerMonitor implements RuntimeMonitor {
     this.inflight.set(sandboxId, p);
   }
 
-  /** One inspect of the recorded instance, classified; the answer is kept for re-verification. */
-  private async verdictFor(w: Watched, role: "workload" | "supervisor"): Promise<{ verdict: Verdict; inspect?: ContainerInspect }> {
+  /** One inspect of the recorded instance, classified. */
+  private async verdictFor(w: Watched, role: "workload" | "supervisor"): Promise<{ verdict: Verdict }> {
     const expected = expectedInstance(this.gatewayId, w, role);
     const r: EngineResult<ContainerInspect> = await this.engine.inspectContainer(expected.id, { timeoutMs: this.opts.pingTimeoutMs });
     let v = classifyInspect(r, expected);
@@ -377,20 +376,20 @@ export class DockerMonitor implements RuntimeMonitor {
     }
     this.m.classifications[COUNTER[v.kind]]++;
     this.log.info({ sandboxId: w.sandboxId, generation: w.generation, role, instance: { id: expected.id.slice(0, 12), startedAt: expected.startedAt }, verdict: v }, "classification");
-    return v.kind === "Alive" && r.kind === "ok" ? { verdict: v, inspect: r.body } : { verdict: v };
+    return { verdict: v };
   }
 
   /**
-   * Everything a Recovering sandbox must prove before it is Ready again, on the
-   * inspect answers that showed both instances alive: supervisor health, the
+   * Everything a Recovering sandbox must prove before it is Ready again, once
+   * inspect showed both instances alive: supervisor health (its socket), the
    * gateway's own evidence of a healthy control session, and an exec probe in the
    * workload, unless the control session stayed up throughout (unbrokenSession).
    * The last check names the evidence used for the workload.
    */
-  private async reverify(w: Watched, supervisor: ContainerInspect): Promise<ReadinessReport> {
+  private async reverify(w: Watched): Promise<ReadinessReport> {
     const checks: ReadinessCheck[] = [{ name: "supervisor identity", ok: true }, { name: "workload identity", ok: true }];
     const report = (): ReadinessReport => ({ ready: checks.every((c) => c.ok), checks });
-    checks.push(await healthCheck(this.probes, supervisor));
+    checks.push(await healthCheck(this.probes, w));
     if (report().ready) checks.push(this.sink.boundary(w.sandboxId, w.generation));
     if (!report().ready) return report();
     const session = this.unbrokenSession(w);
@@ -412,7 +411,7 @@ export class DockerMonitor implements RuntimeMonitor {
   }
 
   private get probes(): RuntimeProbes {
-    return { engine: this.engine, gatewayId: this.gatewayId, probeCommand: this.opts.probeCommand, healthPort: this.opts.healthPort };
+    return { engine: this.engine, probeCommand: this.opts.probeCommand, healthSocket: this.opts.healthSocket };
   }
 
   private async checkOnce(sandboxId: string): Promise<void> {
@@ -453,9 +452,7 @@ export class DockerMonitor implements RuntimeMonitor {
         await this.lose(w, d.cause);
         return;
       case "verify": {
-        // decide() says verify only when both verdicts are Alive, which carry their inspect.
-        if (!supervisor.inspect) return;
-        const report = await this.reverify(w, supervisor.inspect);
+        const report = await this.reverify(w);
         if (!report.ready) {
           const r = this.recoveringAt.get(sandboxId);
           if (r) r.problem = report.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail ?? "failed"}`).join("; ");
