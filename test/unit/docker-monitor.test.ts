@@ -15,6 +15,7 @@ import type { ControlPlane } from "../../src/gateway/control/control-plane.js";
 import { createLifecycle, type Lifecycle } from "../../src/gateway/sandboxes/lifecycle.js";
 import { PolicyProposals } from "../../src/gateway/sandboxes/policy-proposals.js";
 import { PolicyTools } from "../../src/gateway/sandboxes/policy-tools.js";
+import type { LifecycleEvent } from "../../src/lifecycle/phases.js";
 import type { GatewayMessage } from "../../src/protocol/wire.js";
 import { Store, type SandboxRecord } from "../../src/store/store.js";
 import { FakeDocker, FakeDockerDriver } from "../support/fake-docker.js";
@@ -35,6 +36,8 @@ interface Harness {
    * session that dropped and came back.
    */
   session: { id: string | null };
+  /** Runs before the monitor's observation reaches the gateway's sink (a test acts "between the checks and the commit"). */
+  beforeApply: { hook: ((sandboxId: string, event: LifecycleEvent) => void) | null };
   /** With `supervisors`: each sandbox's supervisor, on a real BoundaryRegistry (else empty). */
   supervisors: Map<string, FakeSupervisor>;
   close(): Promise<void>;
@@ -95,7 +98,16 @@ async function harness(opts: { recoveryDeadlineMs?: number; boundaryDeadlineMs?:
   const fd = await FakeDocker.start("gw-unit");
   const boundary: Harness["boundary"] = { check: null };
   const session: Harness["session"] = { id: null };
-  const wrap = (s: MonitorSink): MonitorSink => ({ ...s, boundary: (id, g) => boundary.check ?? s.boundary(id, g), liveSession: (id, g) => session.id ?? s.liveSession(id, g) });
+  const beforeApply: Harness["beforeApply"] = { hook: null };
+  const wrap = (s: MonitorSink): MonitorSink => ({
+    ...s,
+    boundary: (id, g) => boundary.check ?? s.boundary(id, g),
+    liveSession: (id, g) => session.id ?? s.liveSession(id, g),
+    apply: (id, g, e, msg) => {
+      beforeApply.hook?.(id, e);
+      return s.apply(id, g, e, msg);
+    },
+  });
   const driver = new FakeDockerDriver(fd, {}, wrap);
   const store = Store.open(join(dir, "state.db"));
   const supervisors = new Map<string, FakeSupervisor>();
@@ -113,6 +125,7 @@ async function harness(opts: { recoveryDeadlineMs?: number; boundaryDeadlineMs?:
     lc,
     boundary,
     session,
+    beforeApply,
     supervisors,
     async close() {
       await lc.close();
@@ -586,6 +599,22 @@ describe("a policy set while Recovering (tightening a policy during an outage)",
     // Failed closed: the supervisor was locked down, the containers removed.
     expect(sup.lockdowns).toEqual(["sandbox_failed"]);
     await eventually(() => (containersOf(s).wl === undefined ? true : undefined), 10_000, "workload removed");
+  });
+
+  it("a revision accepted after the re-verification's checks passed, before Ready is committed: still Recovering until it is acked", async () => {
+    const { s, sup } = await recovering("between");
+    let accepted: number | null = null;
+    h.beforeApply.hook = (id, e) => {
+      if (id !== s.id || e.type !== "recovered" || accepted !== null) return;
+      sup.acks = false;
+      accepted = h.lc.service.setPolicy("between", TIGHT).revision;
+    };
+    h.fd.resume();
+    await eventually(() => (accepted !== null ? true : undefined), 10_000, "a revision accepted between the checks and the commit");
+    await heldBack("between");
+    sup.ack(accepted!);
+    await waitPhase("between", "Ready");
+    expect(h.lc.read.boundaryOf(s.id)).toMatchObject({ enforcedRevision: 2, desiredRevision: 2 });
   });
 
   it("policy approve while Recovering behaves as policy set: the proposal's revision is stored and pushed; Ready once acked", async () => {
