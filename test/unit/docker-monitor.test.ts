@@ -562,7 +562,7 @@ describe("a policy set while Recovering (tightening a policy during an outage)",
   it("is accepted: the revision is stored and pushed at once over the live session; Ready again only once the supervisor acks it", async () => {
     const { s, sup } = await recovering("tighten");
     sup.acks = false;
-    expect(h.lc.service.setPolicy("tighten", TIGHT)).toMatchObject({ revision: 2, pushed: true });
+    expect(h.lc.service.setPolicy("tighten", TIGHT)).toEqual({ revision: 2, pushed: true, phase: "Recovering" });
     expect(h.store.policy(s.id)?.revision).toBe(2);
     // Pushed while Docker is still down: the control session does not need it.
     expect(sup.pushed).toEqual([1, 2]);
@@ -623,7 +623,7 @@ describe("a policy set while Recovering (tightening a policy during an outage)",
     const p = proposals.propose("approve", TIGHT, { by: "agent", reason: "nothing out during the outage" });
     sup.acks = false;
     const r = proposals.approve("approve", p.id, "operator");
-    expect(r).toMatchObject({ revision: 2, pushed: true, proposal: { state: "approved", revision: 2 } });
+    expect(r).toMatchObject({ revision: 2, pushed: true, phase: "Recovering", proposal: { state: "approved", revision: 2 } });
     expect(sup.pushed).toEqual([1, 2]);
     h.fd.resume();
     await heldBack("approve");

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { ComputeDriver, ExecOptions, ExecSession } from "../../driver/contract.js";
 import { policyChangeRefused } from "../../lifecycle/machine.js";
-import { LIVE_PHASES, type UserEvent } from "../../lifecycle/phases.js";
+import { LIVE_PHASES, type Phase, type UserEvent } from "../../lifecycle/phases.js";
 import { DEFAULT_RESOURCES, checkSandboxName, type SandboxSpec } from "../../lifecycle/spec.js";
 import { DEFAULT_DISK_BYTES, checkDiskBytes, parseDiskSize } from "../../lifecycle/disk-size.js";
 import { checkLabels } from "../../lifecycle/labels.js";
@@ -156,7 +156,7 @@ export class SandboxService {
   /**
    * Accept a new policy revision. Invalid input changes nothing; while the
    * sandbox runs (Recovering included), it is pushed to the supervisor over its
-   * authenticated session.
+   * authenticated session. `phase`: the sandbox's phase when it was accepted.
    * `expectRevision`: only while that revision is active (else StaleRevisionError, nothing
    * changed); `within` runs in the transaction that records the revision (an approval).
    */
@@ -164,7 +164,7 @@ export class SandboxService {
     nameOrId: string,
     input: string | Record<string, unknown>,
     opts: { expectRevision?: number; within?: (revision: number, tx: InfoWriter) => void } = {},
-  ): { revision: number; pushed: boolean } {
+  ): { revision: number; pushed: boolean; phase: Phase } {
     this.#assertOpen();
     const s = this.d.read.get(nameOrId);
     const refused = policyChangeRefused(s.phase, s.name);
@@ -183,7 +183,7 @@ export class SandboxService {
     const live = LIVE_PHASES.includes(s.phase);
     const pushed = live && (this.d.generations.get(s.id, s.generation)?.desire(next, revision) ?? false);
     this.d.log.info({ sandboxId: s.id, revision, pushed, phase: s.phase }, "policy revision accepted");
-    return { revision, pushed };
+    return { revision, pushed, phase: s.phase };
   }
 
   /**
