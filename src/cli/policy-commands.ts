@@ -40,23 +40,35 @@ function closedText(n: number | null | undefined): string {
   return `; closed ${String(n)} connection${n === 1 ? "" : "s"}`;
 }
 
+/**
+ * What follows "revision N accepted": whether the supervisor enforces it (and what that
+ * closed), and, for a sandbox that was Recovering, what it still waits for.
+ */
+export function enforcementText(r: { enforced: boolean | null; connectionsClosed?: number | null; phase?: string }): string {
+  const enforced = r.enforced ? `; enforced by the supervisor${closedText(r.connectionsClosed)}` : "";
+  if (r.phase !== "Recovering") return enforced;
+  return r.enforced
+    ? `${enforced}; the sandbox is Recovering: Ready again once Docker answers and re-verifies it`
+    : "; the sandbox is Recovering: its supervisor enforces the revision once it acknowledges it (that needs no Docker), and the sandbox is Ready again only after that";
+}
+
 export function policyCommands(global: () => Common): Command {
   const policy = new Command("policy").description("view and change a sandbox's network policy");
   const client = (): GatewayClient => new GatewayClient(global());
 
   policy
     .command("set")
-    .description("accept a new policy revision (hot: no restart); an invalid policy changes nothing")
+    .description("accept a new policy revision (hot: no restart); an invalid policy changes nothing; allowed while Recovering (the supervisor's session needs no Docker)")
     .argument("<name>", "sandbox name or id")
     .requiredOption("--policy <file>", "policy YAML (see docs/policy.md)")
-    .option("--wait", "return only when the supervisor has acknowledged the revision as enforced")
+    .option("--wait", "return only when the supervisor has acknowledged the revision as enforced (a Recovering sandbox stays Recovering until Docker re-verifies it)")
     .option("--timeout <seconds>", "how long --wait waits (1-600 s)", secondsArg("--timeout", { minS: 1, maxS: 600 }), 30)
     .option("--json", "print the result as JSON")
     .action(async (name: string, o: { policy: string; wait?: boolean; timeout: number; json?: boolean }) => {
       const text = readPolicyFile(o.policy);
       const body: Record<string, unknown> = { policy: text };
       if (o.wait) body.wait = o.timeout;
-      const r = await client().request<{ revision: number; pushed: boolean; enforced: boolean | null; connectionsClosed?: number | null; boundary: BoundaryView | null }>(
+      const r = await client().request<{ revision: number; pushed: boolean; phase?: string; enforced: boolean | null; connectionsClosed?: number | null; boundary: BoundaryView | null }>(
         "PUT",
         `/v1/sandboxes/${enc(name)}/policy`,
         body,
@@ -64,7 +76,7 @@ export function policyCommands(global: () => Common): Command {
         o.wait ? o.timeout : undefined,
       );
       if (o.json) printJson(r);
-      else process.stdout.write(`${name}  policy revision ${r.revision} accepted${r.enforced ? `; enforced by the supervisor${closedText(r.connectionsClosed)}` : ""}\n`);
+      else process.stdout.write(`${name}  policy revision ${r.revision} accepted${enforcementText(r)}\n`);
       if (o.wait && !r.enforced) {
         throw new CliError(
           `revision ${r.revision} is stored but the supervisor did not acknowledge it within ${o.timeout} s (${boundaryLine(r.boundary)})`,

@@ -15,7 +15,7 @@ import { CliError, EXIT } from "./errors.js";
 import { HIDDEN_CHARS } from "../policy/proposals.js";
 import { inspectAddress } from "../gateway/home.js";
 import { printJson, table, when } from "./format.js";
-import { boundaryLine, readPolicyFile } from "./policy-commands.js";
+import { boundaryLine, enforcementText, readPolicyFile } from "./policy-commands.js";
 import { diffText, replayText } from "./policy-tools.js";
 import type { BoundaryView } from "./views.js";
 import type { ProposalView } from "../sdk/index.js";
@@ -170,7 +170,7 @@ export function addProposalCommands(policy: Command, client: () => GatewayClient
       const c = client();
       const body: Record<string, unknown> = { by: who() };
       if (o.wait) body.wait = o.timeout;
-      const r = await c.request<{ proposal: ProposalView; revision: number; pushed: boolean; enforced: boolean | null; connectionsClosed: number | null; boundary: BoundaryView | null }>(
+      const r = await c.request<{ proposal: ProposalView; revision: number; pushed: boolean; phase?: string; enforced: boolean | null; connectionsClosed: number | null; boundary: BoundaryView | null }>(
         "POST",
         `/v1/sandboxes/${enc(name)}/policy/proposals/${enc(id)}/approve`,
         body,
@@ -178,10 +178,7 @@ export function addProposalCommands(policy: Command, client: () => GatewayClient
         o.wait ? o.timeout : undefined,
       );
       if (o.json) printJson(r);
-      else {
-        const closed = r.connectionsClosed === null ? "" : `; closed ${r.connectionsClosed} connection${r.connectionsClosed === 1 ? "" : "s"}`;
-        process.stdout.write(`${name}  policy proposal ${id} approved: revision ${r.revision}${r.enforced ? `; enforced by the supervisor${closed}` : ""}\n`);
-      }
+      else process.stdout.write(`${name}  policy proposal ${id} approved: revision ${r.revision}${enforcementText(r)}\n`);
       if (o.wait && !r.enforced) {
         throw new CliError(`revision ${r.revision} is stored but the supervisor did not acknowledge it within ${o.timeout} s (${boundaryLine(r.boundary)})`, EXIT.timeout);
       }

@@ -45,6 +45,21 @@ export function describeAllowed(event: UserEvent): string {
   return joinOr(ACCEPTED_FROM[event]);
 }
 
+/**
+ * Phases in which a sandbox's policy may change (`policy set`, an approved proposal).
+ * Recovering too: the supervisor's control session needs no Docker, so a tighter revision
+ * reaches it during an outage, and recovery returns the sandbox to Ready only once the
+ * supervisor has acked the newest revision (src/gateway/sandboxes/recovery.ts). Not while
+ * Stopping or Deleting: that generation is on its way out.
+ */
+const POLICY_CHANGE_FROM: readonly Phase[] = ["Provisioning", "Ready", "Recovering", "Stopped", "Completed", "Error"];
+
+/** Why the policy of a sandbox in `phase` may not change, or null when it may. */
+export function policyChangeRefused(phase: Phase, name = "sandbox"): string | null {
+  if (POLICY_CHANGE_FROM.includes(phase)) return null;
+  return `cannot change the policy of sandbox "${name}": it is ${phase}; policy changes are allowed from ${joinOr(POLICY_CHANGE_FROM)}`;
+}
+
 function joinOr(items: readonly string[]): string {
   if (items.length === 1) return items[0]!;
   return `${items.slice(0, -1).join(", ")} or ${items[items.length - 1]!}`;

@@ -110,6 +110,12 @@ export interface PolicySetResult {
   revision: number;
   /** Whether the gateway sent it to a running supervisor. */
   pushed: boolean;
+  /**
+   * The sandbox's phase when the revision was accepted. `Recovering` (Docker lost): the
+   * supervisor enforces it once it acks it (its control session needs no Docker), and the
+   * sandbox is Ready again only after that.
+   */
+  phase: Phase;
   /** With `wait`: whether the supervisor acknowledged it in time; without: null. */
   enforced: boolean | null;
   /** With `wait`: the open connections the revision no longer allows, closed by the supervisor. */

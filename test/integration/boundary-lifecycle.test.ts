@@ -3,12 +3,10 @@
 // Error means closed at once — the gateway locks the boundary down over the
 // control session, even while Docker itself is down.
 
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deleteAllAndCheckMonitors, startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
 import { eventually } from "../support/gateway-fixture.js";
-import { ORIGIN_POLICY, createReady, execIn, phaseLog, startOrigin, waitPhase } from "../support/recovery-helpers.js";
+import { EGRESS_LOOP, ORIGIN_POLICY, createReady, egressLog, execIn, phaseLog, startOrigin, waitPhase } from "../support/recovery-helpers.js";
 
 let fx: DockerFixture;
 let origin: string;
@@ -66,22 +64,9 @@ describe("boundary health drives the lifecycle", () => {
 
 describe("Error means closed at once, even while Docker is down", () => {
   it("Docker away past the deadline → Error(RuntimeUnavailable) → the workload's allowed requests are refused while Docker is still down", async () => {
-    // The workload asks the origin every 200 ms and logs "<ms since epoch> <status> [<denial reason>]" in its workspace.
-    const loop = `const h=require("http"),fs=require("fs"),u=new URL(process.env.HTTP_PROXY);
-      const log=(at,s)=>{fs.appendFileSync("/sandbox/egress.log",at+" "+s+"\\n");setTimeout(tick,200)};
-      function tick(){const at=Date.now();const q=h.get({host:u.hostname,port:u.port,path:"http://${origin}:8080/tick",timeout:2000},r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>log(at,r.statusCode+(r.statusCode===403?" "+JSON.parse(b).reason:"")))});
-        q.on("error",()=>log(at,"ERR"));q.on("timeout",()=>q.destroy(new Error("timeout")))}
-      tick();`;
-    const s = await createReady(fx, "closed", { policy: ORIGIN_POLICY(origin), command: ["node", "-e", loop] });
-    const logFile = join(fx.driver.workspaces.dataPath(s.id), "egress.log");
-    // The log appears with the first answer, which may come after Ready.
-    const lines = (): { at: number; status: string; reason?: string }[] =>
-      (existsSync(logFile) ? readFileSync(logFile, "utf8") : "")
-        .trim()
-        .split("\n")
-        .map((l) => l.split(" "))
-        .filter((l) => l.length > 1)
-        .map(([at, status, reason]) => ({ at: Number(at), status: status!, reason }));
+    // The workload asks the origin every 200 ms and logs each answer in its workspace.
+    const s = await createReady(fx, "closed", { policy: ORIGIN_POLICY(origin), command: EGRESS_LOOP(origin) });
+    const lines = (): ReturnType<typeof egressLog> => egressLog(fx, s.id);
     await eventually(() => (lines().some((l) => l.status === "200") ? true : undefined), 30_000, "allowed requests pass");
 
     await fx.dockerd.stop("SIGTERM");

@@ -1,15 +1,20 @@
 // Monitoring and recovery against a real dockerd WITH live-restore, restarted,
 // killed and frozen by the test itself.
 
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cli } from "../support/cli-runner.js";
 import { deleteAllAndCheckMonitors, startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
 import { eventually } from "../support/gateway-fixture.js";
 import {
+  EGRESS_LOOP,
   ORIGIN_POLICY,
   PROXY_GET,
   createReady,
   destroyedAt,
+  egressLog,
   execIn,
   monitorMetrics,
   phase,
@@ -146,4 +151,46 @@ describe("live-restore on", () => {
     const m = await monitorMetrics(fx);
     expect(m.classifications.exited).toBeGreaterThan(exitedBefore);
   }, 120_000);
+
+  it("a tighter policy set while Docker is down (Recovering): accepted, enforced by the supervisor at once, and in force when the sandbox is Ready again", async () => {
+    const s = await createReady(fx, "lr-tighten", { policy: ORIGIN_POLICY(origin), command: EGRESS_LOOP(origin) });
+    await eventually(() => (egressLog(fx, s.id).some((l) => l.status === "200") ? true : undefined), 30_000, "allowed requests pass");
+    const dir = mkdtempSync(join(tmpdir(), "sg-tighten-"));
+    const tight = join(dir, "tight.yaml");
+    writeFileSync(tight, "version: 1\n"); // denies all egress
+    let setAt = 0;
+    await fx.dockerd.stop("SIGTERM");
+    try {
+      await waitPhase(fx, "lr-tighten", "Recovering", 30_000);
+      // The CLI, as an operator would during the outage; --wait returns once the supervisor acks.
+      const set = await cli(["policy", "set", "lr-tighten", "--policy", tight, "--wait", "--timeout", "30"], fx.cliEnv);
+      setAt = Date.now();
+      expect(set.stderr).toBe("");
+      expect(set.code).toBe(0);
+      expect(set.stdout).toMatch(/^lr-tighten {2}policy revision 2 accepted; enforced by the supervisor; closed \d+ connections?; the sandbox is Recovering: Ready again once Docker answers and re-verifies it\n$/);
+      // Enforced while Docker is still down: a request the old policy allowed is refused now.
+      await eventually(() => (egressLog(fx, s.id).some((l) => l.at > setAt && l.status === "403") ? true : undefined), 30_000, "a refused request after policy set");
+      expect(egressLog(fx, s.id).filter((l) => l.at > setAt && l.status !== "403")).toEqual([]);
+      expect(egressLog(fx, s.id).find((l) => l.at > setAt)?.reason).toBe("no_matching_rule");
+      expect(await fx.dockerd.ping()).toBe(false);
+      const during = await waitPhase(fx, "lr-tighten", "Recovering");
+      expect(during.boundary).toMatchObject({ enforcedRevision: 2, desiredRevision: 2 });
+      // Without --wait: accepted, and the answer says what the Recovering sandbox waits for.
+      const again = await cli(["policy", "set", "lr-tighten", "--policy", tight], fx.cliEnv);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toBe(
+        "lr-tighten  policy revision 3 accepted; the sandbox is Recovering: its supervisor enforces the revision once it acknowledges it (that needs no Docker), and the sandbox is Ready again only after that\n",
+      );
+    } finally {
+      await fx.dockerd.startAgain();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const after = await waitPhase(fx, "lr-tighten", "Ready", 60_000);
+    expect(after.runtime).toEqual(s.runtime);
+    expect(after.boundary).toMatchObject({ enforcedRevision: 3, desiredRevision: 3, healthy: true });
+    expect(await phaseLog(fx, "lr-tighten")).toEqual(["-→Provisioning", "Provisioning→Ready", "Ready→Recovering", "Recovering→Ready"]);
+    // Ready again with the tighter policy in force: what it allowed before is denied, and nothing got through since.
+    expect((await execIn(fx, "lr-tighten", PROXY_GET(`http://${origin}:8080/after`))).stdout).toMatch(/^403 .*"error":"policy_denied"/);
+    expect(egressLog(fx, s.id).filter((l) => l.at > setAt && l.status === "200")).toEqual([]);
+  }, 180_000);
 });

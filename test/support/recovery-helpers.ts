@@ -1,5 +1,7 @@
 // Helpers for monitoring and recovery tests against a real daemon.
 
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { expect } from "vitest";
 import type { DockerFixture } from "./docker-fixture.js";
 import { eventually } from "./gateway-fixture.js";
@@ -96,4 +98,30 @@ export async function destroyedAt(fx: DockerFixture, containerId: string): Promi
   );
   if (seen.length === 0) throw new Error(`no destroy event for ${containerId.slice(0, 12)} (stream ended: ${JSON.stringify(end)})`);
   return seen[0]!;
+}
+
+/**
+ * A workload command that asks `http://ORIGIN:8080/tick` through the supervisor proxy every
+ * 200 ms and logs "<ms since epoch> <status> [<denial reason>]" to /sandbox/egress.log: what
+ * its boundary decides, readable on the host (egressLog) even while Docker is down.
+ */
+export const EGRESS_LOOP = (origin: string): string[] => [
+  "node",
+  "-e",
+  `const h=require("http"),fs=require("fs"),u=new URL(process.env.HTTP_PROXY);
+      const log=(at,s)=>{fs.appendFileSync("/sandbox/egress.log",at+" "+s+"\\n");setTimeout(tick,200)};
+      function tick(){const at=Date.now();const q=h.get({host:u.hostname,port:u.port,path:"http://${origin}:8080/tick",timeout:2000},r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>log(at,r.statusCode+(r.statusCode===403?" "+JSON.parse(b).reason:"")))});
+        q.on("error",()=>log(at,"ERR"));q.on("timeout",()=>q.destroy(new Error("timeout")))}
+      tick();`,
+];
+
+/** The EGRESS_LOOP log of a sandbox, read from its workspace on the host (the log appears with the first answer). */
+export function egressLog(fx: DockerFixture, sandboxId: string): { at: number; status: string; reason?: string }[] {
+  const file = join(fx.driver.workspaces.dataPath(sandboxId), "egress.log");
+  return (existsSync(file) ? readFileSync(file, "utf8") : "")
+    .trim()
+    .split("\n")
+    .map((l) => l.split(" "))
+    .filter((l) => l.length > 1)
+    .map(([at, status, reason]) => ({ at: Number(at), status: status!, ...(reason === undefined ? {} : { reason }) }));
 }

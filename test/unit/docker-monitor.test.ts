@@ -8,9 +8,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { MonitorSink, ReadinessCheck } from "../../src/driver/contract.js";
+import type { LaunchControl, MonitorSink, ReadinessCheck } from "../../src/driver/contract.js";
 import type { MonitorMetrics } from "../../src/driver/docker/monitor/docker-monitor.js";
+import { BoundaryRegistry, type SessionLink } from "../../src/gateway/control/boundary.js";
+import type { ControlPlane } from "../../src/gateway/control/control-plane.js";
 import { createLifecycle, type Lifecycle } from "../../src/gateway/sandboxes/lifecycle.js";
+import { PolicyProposals } from "../../src/gateway/sandboxes/policy-proposals.js";
+import { PolicyTools } from "../../src/gateway/sandboxes/policy-tools.js";
+import type { LifecycleEvent } from "../../src/lifecycle/phases.js";
+import type { GatewayMessage } from "../../src/protocol/wire.js";
 import { Store, type SandboxRecord } from "../../src/store/store.js";
 import { FakeDocker, FakeDockerDriver } from "../support/fake-docker.js";
 import { eventually } from "../support/gateway-fixture.js";
@@ -30,20 +36,83 @@ interface Harness {
    * session that dropped and came back.
    */
   session: { id: string | null };
+  /** Runs before the monitor's observation reaches the gateway's sink (a test acts "between the checks and the commit"). */
+  beforeApply: { hook: ((sandboxId: string, event: LifecycleEvent) => void) | null };
+  /** With `supervisors`: each sandbox's supervisor, on a real BoundaryRegistry (else empty). */
+  supervisors: Map<string, FakeSupervisor>;
   close(): Promise<void>;
+}
+
+let sessions = 0;
+
+/**
+ * A supervisor's side of its control session, on the gateway's real BoundaryRegistry: it
+ * acks every revision pushed to it (unless told to hold them) and reports its proxy
+ * listening. Its session needs no Docker: it stays up while the fake daemon is down.
+ */
+class FakeSupervisor {
+  readonly link: SessionLink;
+  /** Revisions pushed to it, in order. */
+  readonly pushed: number[] = [];
+  readonly lockdowns: string[] = [];
+  /** false: a pushed revision is held, not acked (a supervisor that has not applied it). */
+  acks = true;
+
+  constructor(
+    private readonly b: BoundaryRegistry,
+    sandboxId: string,
+    generation: number,
+  ) {
+    this.link = { sessionId: `session-${++sessions}`, sandboxId, generation, send: (m) => this.#receive(m), close: () => undefined };
+    b.admit(this.link);
+  }
+
+  #receive(m: GatewayMessage): void {
+    if (m.type === "lockdown") this.lockdowns.push(m.reason);
+    if (m.type !== "policy") return;
+    this.pushed.push(m.revision);
+    if (this.acks) queueMicrotask(() => this.ack(m.revision));
+  }
+
+  ack(revision: number): void {
+    this.b.ack(this.link, { type: "ack", revision, applied: true, closed: 0 });
+    this.b.heartbeat(this.link, { type: "heartbeat", enforcedRevision: revision, proxy: "listening", lockdown: false, auditDropped: 0 });
+  }
+}
+
+/** The gateway's control plane as the lifecycle uses it: a real BoundaryRegistry; each launch connects a FakeSupervisor. */
+function fakeControl(supervisors: Map<string, FakeSupervisor>): ControlPlane {
+  // Heartbeats never go stale here: a test's supervisor beats only when it acks.
+  const boundary = new BoundaryRegistry({ heartbeatStaleMs: 600_000, sessionIdleMs: 600_000 });
+  const launchControl = async (l: { sandboxId: string; generation: number }): Promise<LaunchControl> => {
+    supervisors.set(l.sandboxId, new FakeSupervisor(boundary, l.sandboxId, l.generation));
+    return { url: "wss://127.0.0.1:9/fake", fingerprint: "fake", token: "fake", graceMs: 15_000 };
+  };
+  return { boundary, launchControl, launchNetwork: () => ({ hostAddresses: [], resolvers: null }) } as unknown as ControlPlane;
 }
 
 let dir: string;
 let h: Harness;
 
-async function harness(opts: { recoveryDeadlineMs?: number; boundaryDeadlineMs?: number } = {}): Promise<Harness> {
+async function harness(opts: { recoveryDeadlineMs?: number; boundaryDeadlineMs?: number; supervisors?: boolean } = {}): Promise<Harness> {
   const fd = await FakeDocker.start("gw-unit");
   const boundary: Harness["boundary"] = { check: null };
   const session: Harness["session"] = { id: null };
-  const wrap = (s: MonitorSink): MonitorSink => ({ ...s, boundary: (id, g) => boundary.check ?? s.boundary(id, g), liveSession: (id, g) => session.id ?? s.liveSession(id, g) });
+  const beforeApply: Harness["beforeApply"] = { hook: null };
+  const wrap = (s: MonitorSink): MonitorSink => ({
+    ...s,
+    boundary: (id, g) => boundary.check ?? s.boundary(id, g),
+    liveSession: (id, g) => session.id ?? s.liveSession(id, g),
+    apply: (id, g, e, msg) => {
+      beforeApply.hook?.(id, e);
+      return s.apply(id, g, e, msg);
+    },
+  });
   const driver = new FakeDockerDriver(fd, {}, wrap);
   const store = Store.open(join(dir, "state.db"));
-  const lc = createLifecycle({ store, driver, control: null, log, options: { recoveryDeadlineMs: opts.recoveryDeadlineMs ?? 60_000, boundaryDeadlineMs: opts.boundaryDeadlineMs ?? 30_000, readyTimeoutMs: 5_000 } });
+  const supervisors = new Map<string, FakeSupervisor>();
+  const control = opts.supervisors ? fakeControl(supervisors) : null;
+  const lc = createLifecycle({ store, driver, control, log, options: { recoveryDeadlineMs: opts.recoveryDeadlineMs ?? 60_000, boundaryDeadlineMs: opts.boundaryDeadlineMs ?? 30_000, readyTimeoutMs: 5_000 } });
   await lc.runtime.prepare();
   lc.resume();
   // Sandboxes made Ready before the monitor's stream is open go Recovering at once
@@ -56,9 +125,12 @@ async function harness(opts: { recoveryDeadlineMs?: number; boundaryDeadlineMs?:
     lc,
     boundary,
     session,
+    beforeApply,
+    supervisors,
     async close() {
       await lc.close();
       const leaks = lc.pending();
+      control?.boundary.close();
       store.close();
       await fd.close();
       expect(leaks).toEqual({ tasks: 0, checks: 0, timers: 0 });
@@ -455,5 +527,108 @@ describe("late and stale observations", () => {
     expect(phase("gens")).toBe("Ready");
     expect(h.store.get("gens")?.generation).toBe(2);
     expect(containersOf(s2).sup).toBeDefined();
+  });
+});
+
+describe("a policy set while Recovering (tightening a policy during an outage)", () => {
+  /** Denies all egress: tighter than any policy. */
+  const TIGHT = "version: 1\n";
+
+  /** A sandbox with a supervisor on the real BoundaryRegistry, Ready, then Docker down: Recovering, its session still up. */
+  async function recovering(name: string, opts: { recoveryDeadlineMs?: number } = {}): Promise<{ s: SandboxRecord; sup: FakeSupervisor }> {
+    await h.close();
+    h = await harness({ supervisors: true, ...opts });
+    const s = await ready(name);
+    const sup = h.supervisors.get(s.id)!;
+    expect(sup.pushed).toEqual([1]);
+    h.fd.stop();
+    await entered(name, "Recovering");
+    return { s, sup };
+  }
+
+  /** Docker answers again and the sandbox was re-checked several times (both instances alive each time), staying Recovering. */
+  async function heldBack(name: string): Promise<void> {
+    const checked = metrics().classifications.alive;
+    await eventually(
+      () => {
+        expect(phaseLog(name).slice(2)).toEqual(["Ready→Recovering"]);
+        return metrics().dockerConnected && metrics().classifications.alive >= checked + 6 ? true : undefined;
+      },
+      10_000,
+      `re-checks of ${name}`,
+    );
+  }
+
+  it("is accepted: the revision is stored and pushed at once over the live session; Ready again only once the supervisor acks it", async () => {
+    const { s, sup } = await recovering("tighten");
+    sup.acks = false;
+    expect(h.lc.service.setPolicy("tighten", TIGHT)).toEqual({ revision: 2, pushed: true, phase: "Recovering" });
+    expect(h.store.policy(s.id)?.revision).toBe(2);
+    // Pushed while Docker is still down: the control session does not need it.
+    expect(sup.pushed).toEqual([1, 2]);
+    h.fd.resume();
+    // Same instances, health fine, session unbroken: only the missing ack holds it.
+    await heldBack("tighten");
+    expect(h.lc.read.boundaryOf(s.id)).toMatchObject({ enforcedRevision: 1, desiredRevision: 2, problem: "enforcing revision 1, want 2" });
+    sup.ack(2);
+    await waitPhase("tighten", "Ready");
+    expect(h.lc.read.boundaryOf(s.id)).toMatchObject({ enforcedRevision: 2, desiredRevision: 2, healthy: true });
+    expect(phaseLog("tighten").slice(2)).toEqual(["Ready→Recovering", "Recovering→Ready"]);
+  });
+
+  it("--wait reports it enforced once the supervisor acks, while Docker is still down; the sandbox stays Recovering until Docker re-verifies it", async () => {
+    const { s, sup } = await recovering("tighten-wait");
+    const { revision } = h.lc.service.setPolicy("tighten-wait", TIGHT);
+    expect(await h.lc.service.waitForPolicy(s.id, revision, 10_000)).toMatchObject({ enforced: true, connectionsClosed: 0 });
+    expect(sup.pushed).toEqual([1, 2]);
+    expect(metrics().dockerConnected).toBe(false);
+    expect(phase("tighten-wait")).toBe("Recovering");
+    h.fd.resume();
+    await waitPhase("tighten-wait", "Ready");
+  });
+
+  it("a supervisor that never acks the newest revision: the deadline still applies, Error(BoundaryUnhealthy) naming it, never Ready", async () => {
+    const { s, sup } = await recovering("never-acks", { recoveryDeadlineMs: 3_000 });
+    sup.acks = false;
+    h.lc.service.setPolicy("never-acks", TIGHT);
+    h.fd.resume();
+    const failed = await waitPhase("never-acks", "Error");
+    expect(failed.reason).toMatchObject({ code: "BoundaryUnhealthy" });
+    expect(failed.reason?.code === "BoundaryUnhealthy" && failed.reason.detail).toMatch(/control session: enforcing revision 1, want 2/);
+    expect(phaseLog("never-acks").slice(2)).toEqual(["Ready→Recovering", "Recovering→Error"]);
+    // Failed closed: the supervisor was locked down, the containers removed.
+    expect(sup.lockdowns).toEqual(["sandbox_failed"]);
+    await eventually(() => (containersOf(s).wl === undefined ? true : undefined), 10_000, "workload removed");
+  });
+
+  it("a revision accepted after the re-verification's checks passed, before Ready is committed: still Recovering until it is acked", async () => {
+    const { s, sup } = await recovering("between");
+    let accepted: number | null = null;
+    h.beforeApply.hook = (id, e) => {
+      if (id !== s.id || e.type !== "recovered" || accepted !== null) return;
+      sup.acks = false;
+      accepted = h.lc.service.setPolicy("between", TIGHT).revision;
+    };
+    h.fd.resume();
+    await eventually(() => (accepted !== null ? true : undefined), 10_000, "a revision accepted between the checks and the commit");
+    await heldBack("between");
+    sup.ack(accepted!);
+    await waitPhase("between", "Ready");
+    expect(h.lc.read.boundaryOf(s.id)).toMatchObject({ enforcedRevision: 2, desiredRevision: 2 });
+  });
+
+  it("policy approve while Recovering behaves as policy set: the proposal's revision is stored and pushed; Ready once acked", async () => {
+    const { s, sup } = await recovering("approve");
+    const proposals = new PolicyProposals({ store: h.store, read: h.lc.read, service: h.lc.service, tools: new PolicyTools(h.lc.read), log });
+    const p = proposals.propose("approve", TIGHT, { by: "agent", reason: "nothing out during the outage" });
+    sup.acks = false;
+    const r = proposals.approve("approve", p.id, "operator");
+    expect(r).toMatchObject({ revision: 2, pushed: true, phase: "Recovering", proposal: { state: "approved", revision: 2 } });
+    expect(sup.pushed).toEqual([1, 2]);
+    h.fd.resume();
+    await heldBack("approve");
+    sup.ack(2);
+    await waitPhase("approve", "Ready");
+    expect(h.store.policy(s.id)?.revision).toBe(2);
   });
 });

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { describeAllowed, transition, type LifecycleState } from "../../src/lifecycle/machine.js";
+import { describeAllowed, policyChangeRefused, transition, type LifecycleState } from "../../src/lifecycle/machine.js";
 import { EVENT_TYPES, PHASES, type EventType, type LifecycleEvent, type Phase } from "../../src/lifecycle/phases.js";
 
 const sample: Record<EventType, LifecycleEvent> = {
@@ -78,6 +78,27 @@ describe("lifecycle state machine: every phase × every event", () => {
     if (want === "Error") expect(t.next.reason).not.toBeNull();
     else expect(t.next.reason).toBeNull();
     expect(t.terminal).toBe(event === "deleted");
+  });
+});
+
+// Whether a sandbox's policy may change (policy set, policy approve) in each phase, by hand.
+// Recovering: yes, the control session needs no Docker (docs/recovery.md).
+const POLICY_CHANGE: Record<Phase, boolean> = {
+  Provisioning: true,
+  Ready: true,
+  Recovering: true,
+  Stopping: false,
+  Stopped: true,
+  Completed: true,
+  Error: true,
+  Deleting: false,
+};
+
+describe("policy changes: every phase", () => {
+  it.each(PHASES.map((phase) => ({ phase, allowed: POLICY_CHANGE[phase] })))("$phase: allowed $allowed", ({ phase, allowed }) => {
+    expect(policyChangeRefused(phase, "demo")).toBe(
+      allowed ? null : `cannot change the policy of sandbox "demo": it is ${phase}; policy changes are allowed from Provisioning, Ready, Recovering, Stopped, Completed or Error`,
+    );
   });
 });
 

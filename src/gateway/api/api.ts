@@ -170,11 +170,11 @@ export function buildApi(ctx: ApiContext) {
   route(app, "setPolicy", async (req, _reply, input) => {
     const body = input.body();
     checkPolicySize(body.policy);
-    const { revision, pushed } = service.setPolicy(nameParam(req), body.policy);
+    const { revision, pushed, phase } = service.setPolicy(nameParam(req), body.policy);
     const s = read.get(nameParam(req));
-    if (!body.wait) return { revision, pushed, enforced: null, connectionsClosed: null, boundary: read.boundaryOf(s.id) };
+    if (!body.wait) return { revision, pushed, phase, enforced: null, connectionsClosed: null, boundary: read.boundaryOf(s.id) };
     const w = await service.waitForPolicy(s.id, revision, body.wait * 1000);
-    return { revision, pushed, enforced: w.enforced, connectionsClosed: w.connectionsClosed, boundary: w.boundary };
+    return { revision, pushed, phase, enforced: w.enforced, connectionsClosed: w.connectionsClosed, boundary: w.boundary };
   });
 
   route(app, "checkPolicy", async (req, _reply, input) => {

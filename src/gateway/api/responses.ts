@@ -224,6 +224,9 @@ export const PolicyRevisionView = z.strictObject({
 export const SetPolicyResult = z.strictObject({
   revision: z.number().int(),
   pushed: z.boolean().describe("sent to a live supervisor session"),
+  phase: Phase.describe(
+    "the sandbox's phase when the revision was accepted. Recovering: the supervisor enforces it once it acknowledges it (its control session needs no Docker), and the sandbox is Ready again only after that",
+  ),
   enforced: z.boolean().nullable().describe("with `wait`: whether the supervisor acknowledged it in time; null without"),
   connectionsClosed: count.nullable().describe("with `wait`: open connections the revision no longer allows, closed; null when unknown"),
   boundary: BoundaryHealth.nullable(),

@@ -165,11 +165,11 @@ export class PolicyProposals {
    * only while its base revision is still active. When the policy changed since, the
    * proposal is superseded and this is a 409 (stale_revision).
    */
-  approve(nameOrId: string, id: string, byRaw: string | undefined): { proposal: ProposalView; revision: number; pushed: boolean } {
+  approve(nameOrId: string, id: string, byRaw: string | undefined): { proposal: ProposalView } & ReturnType<SandboxService["setPolicy"]> {
     const by = checkBy(byRaw, "approver");
     const s = this.d.read.get(nameOrId);
     const p = this.#pending(s, this.#get(s, id), "approve");
-    let result: { revision: number; pushed: boolean };
+    let result: ReturnType<SandboxService["setPolicy"]>;
     // The answer is built from the record as decided, not read back: with --proposals-kept 0
     // the pruning in the same transaction has already removed it.
     let decided: ProposalRecord = p;

@@ -61,6 +61,16 @@ export function recoverySink(d: RecoveryDeps): MonitorSink {
       await d.serial.run(
         id,
         async () => {
+          // The monitor's checks ran before this turn of the queue: a policy revision accepted
+          // since (policy set while Recovering) is not in force until the supervisor acks it.
+          // Ready only with the boundary's evidence holding now; the monitor checks again.
+          if (event.type === "recovered") {
+            const session = sessionCheck(d.control, id, generation);
+            if (!session.ok) {
+              d.log.info({ sandboxId: id, generation, problem: session.detail }, "not re-verified at the commit; still Recovering");
+              return;
+            }
+          }
           applied = d.controller.observe(id, generation, event, msg) !== null;
         },
         (err) => d.log.error({ sandboxId: id, err: message(err) }, "monitor observation failed"),

@@ -6,7 +6,8 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { ComputeDriver, ExecOptions, ExecSession } from "../../driver/contract.js";
-import type { UserEvent } from "../../lifecycle/phases.js";
+import { policyChangeRefused } from "../../lifecycle/machine.js";
+import { LIVE_PHASES, type Phase, type UserEvent } from "../../lifecycle/phases.js";
 import { DEFAULT_RESOURCES, checkSandboxName, type SandboxSpec } from "../../lifecycle/spec.js";
 import { DEFAULT_DISK_BYTES, checkDiskBytes, parseDiskSize } from "../../lifecycle/disk-size.js";
 import { checkLabels } from "../../lifecycle/labels.js";
@@ -59,9 +60,6 @@ export interface ServiceDeps {
   read: SandboxReadModel;
   log: Logger;
 }
-
-/** Phases in which the policy may change (never while Recovering: new work waits for re-verification). */
-const POLICY_PHASES: SandboxRecord["phase"][] = ["Provisioning", "Ready", "Stopped", "Completed", "Error"];
 
 /** The labels of a create request, checked again here (the API schema checks them first): null when valid. */
 function checkLabelsInput(labels: unknown): string | null {
@@ -157,7 +155,8 @@ export class SandboxService {
 
   /**
    * Accept a new policy revision. Invalid input changes nothing; while the
-   * sandbox runs, it is pushed to the supervisor over its authenticated session.
+   * sandbox runs (Recovering included), it is pushed to the supervisor over its
+   * authenticated session. `phase`: the sandbox's phase when it was accepted.
    * `expectRevision`: only while that revision is active (else StaleRevisionError, nothing
    * changed); `within` runs in the transaction that records the revision (an approval).
    */
@@ -165,15 +164,11 @@ export class SandboxService {
     nameOrId: string,
     input: string | Record<string, unknown>,
     opts: { expectRevision?: number; within?: (revision: number, tx: InfoWriter) => void } = {},
-  ): { revision: number; pushed: boolean } {
+  ): { revision: number; pushed: boolean; phase: Phase } {
     this.#assertOpen();
     const s = this.d.read.get(nameOrId);
-    if (!POLICY_PHASES.includes(s.phase)) {
-      throw new ApiError(
-        "not_allowed",
-        `cannot change the policy of sandbox "${s.name}": it is ${s.phase}; policy changes are allowed from ${POLICY_PHASES.slice(0, -1).join(", ")} or ${POLICY_PHASES.at(-1)!}`,
-      );
-    }
+    const refused = policyChangeRefused(s.phase, s.name);
+    if (refused) throw new ApiError("not_allowed", refused);
     const { policy: next } = this.checkPolicyChange(s.id, input);
     // A direct set (not an approval, which records its own) is a record in the audit
     // trail, committed with the revision: every policy change is accounted for.
@@ -184,10 +179,11 @@ export class SandboxService {
         this.d.store.appendAudit([{ sandboxId: s.id, generation: s.generation, time, decision: "policy", count: 1, event: { type: "policy_set", action: "set", by: "api", revision, hash: policyHash(next), time } }]);
       });
     const revision = this.d.store.addPolicy(s, next, typeof input === "string" ? input : null, { ...opts, within });
-    const live = s.phase === "Provisioning" || s.phase === "Ready";
+    // Recovering too: the control session needs no Docker, and recovery waits for this ack.
+    const live = LIVE_PHASES.includes(s.phase);
     const pushed = live && (this.d.generations.get(s.id, s.generation)?.desire(next, revision) ?? false);
-    this.d.log.info({ sandboxId: s.id, revision, pushed }, "policy revision accepted");
-    return { revision, pushed };
+    this.d.log.info({ sandboxId: s.id, revision, pushed, phase: s.phase }, "policy revision accepted");
+    return { revision, pushed, phase: s.phase };
   }
 
   /**
