@@ -146,7 +146,7 @@ describe("processUserProblem", () => {
     const line = processUserProblem("1001:1001", ids, { ...none, passwd: "alice:x:1001:1001::/:/bin/sh\n" });
     expect(line).toBe(
       "process.user: uid 1001 is the uid of host user alice (/etc/passwd); gid 1001 is the primary gid of host user alice (/etc/passwd); " +
-        "a workload must run as ids that no host account, group or subordinate range holds, nor the supervisor: choose others, or leave process.user out to run as the gateway's workload id",
+        "a workload must run as ids that no host account, group or subordinate range holds, nor the supervisor (without process.user it runs as the gateway's workload id)",
     );
     expect(line).not.toContain("\n");
   });

@@ -125,5 +125,5 @@ export function processUserConflicts(user: string, ids: RoleIds, files: HostIdFi
 export function processUserProblem(user: string, ids: RoleIds, files: HostIdFiles): string | null {
   const conflicts = processUserConflicts(user, ids, files);
   if (conflicts.length === 0) return null;
-  return `process.user: ${conflicts.join("; ")}; a workload must run as ids that no host account, group or subordinate range holds, nor the supervisor: choose others, or leave process.user out to run as the gateway's workload id`;
+  return `process.user: ${conflicts.join("; ")}; a workload must run as ids that no host account, group or subordinate range holds, nor the supervisor (without process.user it runs as the gateway's workload id)`;
 }
