@@ -52,7 +52,7 @@ export function replayText(r: { window: AuditWindow } & ReplayResult): string {
 export function addPolicyTools(policy: Command, client: () => GatewayClient): void {
   policy
     .command("validate")
-    .description("check a policy file offline: exit 0 when valid, 2 naming every problem")
+    .description("check a policy file offline: exit 0 when valid, 2 naming every problem (process.user against the host's accounts is checked by the gateway, at create and set)")
     .argument("<file>", "policy YAML")
     .option("--json", "print the result as JSON")
     .action((file: string, o: { json?: boolean }) => {

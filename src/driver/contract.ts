@@ -271,6 +271,11 @@ export interface ComputeDriver {
   logs?(req: LogRequest, deliver: (line: LogLine) => void | Promise<void>): Promise<LogEnd>;
   /** The user ("uid:gid") a workload runs as when its policy names none; undefined when the runtime does not say. */
   readonly workloadUser?: string;
+  /**
+   * Why a workload may not run as `user` (a policy's process.user, already validated) on this
+   * runtime's host, in one line; null when it may. Absent: the runtime has no such rule.
+   */
+  checkWorkloadUser?(user: string): string | null;
   /** Address on which supervisors can reach the gateway (after prepare); null when it has no supervisors. */
   controlAddress(): string | null;
   /** A monitor for this runtime (it owns its own connection), or null when the runtime cannot be watched. */

@@ -3,10 +3,11 @@
 // through /proc/PID/root, read the containers' environments, and read or write the
 // workspace. Host users made by this test, with the ids containers used to run as
 // (1000 workload, 1001 supervisor) and with a random low id, can do none of it; root
-// (the positive control) can. Ids a host account already holds are refused at start.
+// (the positive control) can. Ids a host account already holds are refused at start,
+// and so is a policy's process.user that a host account (or the supervisor) holds.
 
 import { randomBytes, randomInt } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,10 +16,10 @@ import { roleIds } from "../../src/driver/docker/host-ids.js";
 import { EngineClient } from "../../src/driver/docker/engine/client.js";
 import { DEFAULT_IDS } from "../../src/driver/docker/rootfs.js";
 import { LAUNCH_DIR, LAUNCH_TOKEN_FILE } from "../../src/protocol/launch.js";
-import { cli } from "../support/cli-runner.js";
+import { CLI_TEST_TIMEOUT_MS, cli } from "../support/cli-runner.js";
 import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
 import { HostUsers, freeLowId, hostIdTaken, shAs as as } from "../support/host-user.js";
-import { cliExec, engineGet, waitPhase } from "../support/sandbox-helpers.js";
+import { cliExec, engineGet, getSandbox, waitPhase } from "../support/sandbox-helpers.js";
 
 let fx: DockerFixture;
 /** Host users this test made (removed in afterAll). */
@@ -108,7 +109,8 @@ describe("container users are nobody on the host", () => {
     expect((await as("root", reads["workspace on the host"])).stdout.trim()).toBe(secret);
     expect((await as("root", reads["supervisor's environment"])).stdout).toContain("SANDGATE_LAUNCH_CONFIG=");
     // Nothing was planted, the secret is unchanged.
-    expect((await cliExec(fx, "ids", ["sh", "-c", "ls /sandbox; cat /sandbox/secret.txt"])).stdout).toBe(`f\nsecret.txt\n${secret}\n`);
+    // (Whatever else earlier tests left in /sandbox: this test may run first.)
+    expect((await cliExec(fx, "ids", ["sh", "-c", "ls /sandbox | grep -c planted; cat /sandbox/secret.txt"])).stdout).toBe(`0\n${secret}\n`);
   });
 
   it("keeps the launch files readable by the supervisor id only", async () => {
@@ -159,4 +161,101 @@ describe("container users are nobody on the host", () => {
       expect(line).toContain(`invalid uid base ${shown}: expected an integer from 65536 to 2147483646`);
     }
   });
+});
+
+describe("a policy's process.user is no host account", () => {
+  const policyYaml = (user: string): string => `version: 1\nprocess:\n  user: "${user}"\n`;
+  const policyFile = (user: string): string => {
+    const file = join(fx.dockerd.dir, `policy-${user.replace(":", "-")}.yaml`);
+    writeFileSync(file, policyYaml(user));
+    return file;
+  };
+  const containerCount = async (): Promise<number> => ((await engineGet(fx, "/containers/json?all=1")) as unknown[]).length;
+
+  /**
+   * What `uid` gets of sandbox NAME's workload from the host: a file the workload wrote
+   * (read through /proc/PID/root) and its environment. "no such sandbox" when none was made.
+   */
+  async function workloadAs(uid: number | "root", name: string): Promise<string> {
+    if ((await getSandbox(fx, name)).status === 404) return "no such sandbox";
+    const s = await waitPhase(fx, name, "Ready");
+    const secret = `secret-${randomBytes(6).toString("hex")}`;
+    expect((await cliExec(fx, name, ["sh", "-c", `echo ${secret} > /tmp/secret.txt`])).code).toBe(0);
+    const pid = (await engineGet(fx, `/containers/${s.runtime!.workload.id}/json`)).State.Pid as number;
+    const file = await as(uid, `cat /proc/${pid}/root/tmp/secret.txt`);
+    const env = await as(uid, `tr '\\0' '\\n' < /proc/${pid}/environ`);
+    const got = [file.stdout.includes(secret) ? "its file" : null, env.stdout.includes("HTTP_PROXY=") ? "its environment" : null].filter((x) => x !== null);
+    if (got.length > 0) return `reads ${got.join(" and ")}`;
+    return /Permission denied/.test(file.stderr) && /Permission denied/.test(env.stderr) ? "denied" : `neither: ${file.stderr.trim()} / ${env.stderr.trim()}`;
+  }
+
+  it(
+    "refuses at create a process.user whose ids a host account holds: exit 2, one line naming the account, nothing created",
+    async () => {
+      const uid = await accounts.make("pol");
+      const name = accounts.nameOf(uid);
+      const before = await containerCount();
+      const r = await cli(["sandbox", "create", "victim", "--disk", "64M", "--policy", policyFile(`${uid}:${uid}`)], fx.cliEnv);
+      // Today's main created it, and the account read the workload's files and environment.
+      expect({ code: r.code, account: await workloadAs(uid, "victim") }).toEqual({ code: 2, account: "no such sandbox" });
+      expect(r.stderr.trim().split("\n")).toHaveLength(1);
+      expect(r.stderr).toContain(`invalid policy: process.user: uid ${uid} is the uid of host user ${name} (/etc/passwd)`);
+      expect(r.stderr).toContain(`gid ${uid} is the gid of host group ${name} (/etc/group)`);
+      // The API's answer; and nothing was made, in the gateway or in Docker.
+      const api = await fx.t.api("POST", "/v1/sandboxes", { name: "victim", disk: "64M", policy: policyYaml(`${uid}:${uid}`) });
+      expect(api.status).toBe(400);
+      expect(api.body.error.code).toBe("invalid_request");
+      expect(api.body.error.message).toContain(`host user ${name}`);
+      expect((await getSandbox(fx, "victim")).status).toBe(404);
+      expect(await containerCount()).toBe(before);
+    },
+    CLI_TEST_TIMEOUT_MS,
+  );
+
+  it("refuses the supervisor's id as process.user: nothing created", async () => {
+    const sup = DEFAULT_IDS.supervisor;
+    const r = await fx.t.api("POST", "/v1/sandboxes", { name: "as-supervisor", disk: "64M", policy: policyYaml(`${sup}:${sup}`) });
+    expect({ status: r.status, code: r.body.error?.code }).toEqual({ status: 400, code: "invalid_request" });
+    expect(r.body.error.message).toContain(`process.user: uid ${sup} is the supervisor's id (--uid-base + 1); gid ${sup} is the supervisor's id`);
+    expect((await getSandbox(fx, "as-supervisor")).status).toBe(404);
+  });
+
+  it(
+    "refuses at policy set a process.user a host account holds, naming it; the policy is unchanged",
+    async () => {
+      const uid = await accounts.make("set");
+      const name = accounts.nameOf(uid);
+      const r = await cli(["policy", "set", "ids", "--policy", policyFile(`${uid}:${uid}`)], fx.cliEnv);
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim().split("\n")).toHaveLength(1);
+      expect(r.stderr).toContain(`invalid policy: process.user: uid ${uid} is the uid of host user ${name} (/etc/passwd)`);
+      expect((await fx.t.api("GET", "/v1/sandboxes/ids/policy")).body.revision).toBe(1);
+    },
+    CLI_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "a free id creates fine and no other account reads its workload; an account that takes the id later does, and then policy set is refused naming it",
+    async () => {
+      const other = await accounts.make("other");
+      const free = freeLowId();
+      const file = policyFile(`${free}:${free}`);
+      const r = await cli(["sandbox", "create", "freeid", "--disk", "64M", "--policy", file], fx.cliEnv);
+      expect(r.code, r.stderr).toBe(0);
+      expect((await cliExec(fx, "freeid", ["id", "-u"])).stdout).toBe(`${free}\n`);
+      expect(await workloadAs(other, "freeid")).toBe("denied");
+      // Positive control: root reads both, so "denied" is about the ids.
+      expect(await workloadAs("root", "freeid")).toBe("reads its file and its environment");
+      // The hole the check closes: an account holding the workload's id reads it all.
+      const late = await accounts.make("late", free);
+      expect(await workloadAs(late, "freeid")).toBe("reads its file and its environment");
+      // Its policy (the same process section) is now refused, naming the account; revision 1 stays.
+      const set = await cli(["policy", "set", "freeid", "--policy", file], fx.cliEnv);
+      expect(set.code).toBe(2);
+      expect(set.stderr.trim().split("\n")).toHaveLength(1);
+      expect(set.stderr).toContain(`process.user: uid ${free} is the uid of host user ${accounts.nameOf(late)} (/etc/passwd)`);
+      expect((await fx.t.api("GET", "/v1/sandboxes/freeid/policy")).body.revision).toBe(1);
+    },
+    CLI_TEST_TIMEOUT_MS,
+  );
 });

@@ -15,6 +15,7 @@ import {
   type RuntimeRecord,
   type WorkloadStats,
 } from "../../src/driver/contract.js";
+import { DEFAULT_UID_BASE, processUserProblem, roleIds, type HostIdFiles } from "../../src/driver/docker/host-ids.js";
 
 /** FAKE resource figures the memory driver reports for a running workload: fixed numbers, never measured. */
 export const FAKE_STATS: WorkloadStats = { cpuPercent: 1.5, memory: { usedBytes: 8 * 1024 * 1024, limitBytes: 256 * 1024 * 1024 }, pids: { current: 3, limit: 256 } };
@@ -42,7 +43,13 @@ export class MemoryDriver implements ComputeDriver {
   /** While set, provision() waits for it: a test keeps a launch in Provisioning as long as it needs. */
   gate: Promise<void> | undefined;
   ready = true;
+  /** The host's account files as the (real) check of a policy's process.user reads them: an empty host unless a test fills it. */
+  hostIdFiles: HostIdFiles = { passwd: "", group: "", subuid: "", subgid: "" };
   private seq = 0;
+
+  checkWorkloadUser(user: string): string | null {
+    return processUserProblem(user, roleIds(DEFAULT_UID_BASE), this.hostIdFiles);
+  }
 
   private async pause(): Promise<void> {
     if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));

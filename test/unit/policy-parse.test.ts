@@ -11,6 +11,7 @@ import {
   serializePolicy,
   type Policy,
 } from "../../src/policy/index.js";
+import { DEFAULT_IDS } from "../../src/driver/docker/rootfs.js";
 
 const EXAMPLE = `version: 1
 network:
@@ -447,6 +448,9 @@ describe("docs/policy.md", () => {
     expect(example).toBeDefined();
     const policy = mustParse(example!);
     expect(policy.network.rules.map((r) => r.name)).toEqual(["npm-registry", "api", "cdn", "lan-origin"]);
+    // Not a low id that a host account may hold (the gateway refuses those, host-ids.ts), nor the supervisor's.
+    const ids = policy.process.user!.split(":").map(Number);
+    for (const id of ids) expect(id === DEFAULT_IDS.supervisor || id <= 65_535, String(id)).toBe(false);
   });
 
   it("its sample error messages are what the parser says for that input", () => {

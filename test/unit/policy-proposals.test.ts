@@ -20,11 +20,12 @@ const WIDER = `${ACTIVE}    - name: pypi
 `;
 
 let t: TestGateway;
+const driver = new MemoryDriver();
 const PENDING = 3;
 const KEPT = 2;
 
 beforeAll(async () => {
-  t = await startTestGateway(new MemoryDriver(), { proposals: { pending: PENDING, kept: KEPT } });
+  t = await startTestGateway(driver, { proposals: { pending: PENDING, kept: KEPT } });
 });
 afterAll(async () => {
   await t.close();
@@ -260,6 +261,37 @@ describe("refusals change nothing", () => {
     expect(big.status).toBe(413);
     expect(snapshot()).toBe(before);
     expect((await t.api("GET", base("pi"))).body.proposals).toEqual([]);
+  });
+
+  it("a process.user a host account holds: refused at create, set, propose and approve, naming the account; nothing changes", async () => {
+    const withUser = `${ACTIVE}process:\n  user: "4242:4242"\n`;
+    driver.hostIdFiles = { ...driver.hostIdFiles, passwd: "mallory:x:4242:4242::/:/bin/sh\n" };
+    const held = "invalid policy: process.user: uid 4242 is the uid of host user mallory (/etc/passwd); gid 4242 is the primary gid of host user mallory (/etc/passwd)";
+    try {
+      const created = await t.api("POST", "/v1/sandboxes", { name: "pu", policy: withUser });
+      expect({ status: created.status, code: created.body.error?.code }).toEqual({ status: 400, code: "invalid_request" });
+      expect(created.body.error.message).toContain(held);
+      expect((await t.api("GET", "/v1/sandboxes/pu")).status).toBe(404);
+      // Made while the id was free; then an account takes it.
+      driver.hostIdFiles = { ...driver.hostIdFiles, passwd: "" };
+      expect((await t.api("POST", "/v1/sandboxes", { name: "pu", policy: withUser })).status).toBe(201);
+      const p = await propose("pu", `${withUser}# before the account\n`);
+      driver.hostIdFiles = { ...driver.hostIdFiles, passwd: "mallory:x:4242:4242::/:/bin/sh\n" };
+      const before = snapshot();
+      for (const [method, path, body, headers] of [
+        ["PUT", "/v1/sandboxes/pu/policy", { policy: withUser }, undefined],
+        ["POST", base("pu"), { policy: withUser }, undefined],
+        ["POST", `${base("pu")}/${p.id}/approve`, { by: "cli:alice" }, approver()],
+      ] as const) {
+        const r = await t.api(method, path, body, undefined, headers);
+        expect({ path, status: r.status, code: r.body.error?.code }).toEqual({ path, status: 400, code: "invalid_request" });
+        expect(r.body.error.message).toContain(held);
+      }
+      expect(snapshot()).toBe(before);
+      expect((await t.api("GET", "/v1/sandboxes/pu/policy")).body.revision).toBe(1);
+    } finally {
+      driver.hostIdFiles = { ...driver.hostIdFiles, passwd: "" };
+    }
   });
 
   it("ids: a malformed one is a 400 naming the form, an unknown one a 404, an unknown sandbox a 404", async () => {

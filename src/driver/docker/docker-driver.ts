@@ -56,7 +56,7 @@ import { healthSocketOf, launchDirOf, launchRootOf, runDirOf, socketPathProblem 
 import { ensureRangeUnreachable } from "./route-table.js";
 import type { Resources } from "../../lifecycle/spec.js";
 import { DEFAULT_IDS } from "./rootfs.js";
-import { hostIdConflicts, type HostIdFiles, type RoleIds } from "./host-ids.js";
+import { hostIdConflicts, processUserProblem, type HostIdFiles, type RoleIds } from "./host-ids.js";
 import { WorkspaceDisks, type WorkspaceUsage } from "./workspace-disk.js";
 import { workloadStatsOf } from "./stats.js";
 import { DEFAULT_CONTAINER_LOG, keptBytes, type ContainerLogBound } from "./log-config.js";
@@ -71,7 +71,7 @@ function readOrEmpty(path: string): string {
   }
 }
 
-/** The host's account databases, read at gateway start. */
+/** The host's account databases as they are now (read at gateway start and for each policy naming a process.user). */
 export function readHostIdFiles(): HostIdFiles {
   return { passwd: readOrEmpty("/etc/passwd"), group: readOrEmpty("/etc/group"), subuid: readOrEmpty("/etc/subuid"), subgid: readOrEmpty("/etc/subgid") };
 }
@@ -89,7 +89,7 @@ export interface DockerDriverOptions {
   ids?: RoleIds;
   /** Where workspace images are kept and mounted. Default: <dirname(launchRoot)>/workspaces. */
   workspaceRoot?: string;
-  /** Read at prepare to check that no host account holds the ids. Default: the host's /etc files. */
+  /** Read at prepare, and for each policy naming a process.user, to check that no host account holds the ids. Default: the host's /etc files. */
   hostIdFiles?: () => HostIdFiles;
   /** Where each sandbox's CA is kept. Default: <dirname(launchRoot)>/cas. */
   caRoot?: string;
@@ -208,6 +208,11 @@ export class DockerDriver implements ComputeDriver {
     if (conflicts.length > 0) {
       throw new Error(`the sandbox user ids are taken on this host: ${conflicts.join("; ")}; choose another range with --uid-base (env SANDGATE_UID_BASE)`);
     }
+  }
+
+  /** Without user namespaces the policy's ids are the host's: read the host's files now (accounts come and go). */
+  checkWorkloadUser(user: string): string | null {
+    return processUserProblem(user, this.ids, this.hostIdFiles());
   }
 
   private input(req: LaunchRequest): SandboxObjectsInput {

@@ -3,8 +3,9 @@
 // user with the same id could read the supervisor's launch token through
 // /proc/PID/root, ptrace it, and write into workspaces. So both roles run as ids
 // from a high range no host account uses (distinct per role), checked against the
-// host's passwd, group, subuid and subgid at gateway start. Pure: the caller reads
-// the files.
+// host's passwd, group, subuid and subgid at gateway start; a policy's process.user
+// is checked the same way (and against the supervisor's id) when a policy is given.
+// Pure: the caller reads the files.
 
 export interface RoleIds {
   /** uid and gid of the workload's processes; owner of the workspace. */
@@ -50,42 +51,79 @@ function lines(text: string): string[][] {
     .map((l) => l.split(":"));
 }
 
+/** An id to look for: how messages name it, and whether it is used as a uid, a gid or both. */
+interface Sought {
+  id: number;
+  label: string;
+  as: "uid" | "gid" | "both";
+}
+
 /**
- * Every way the host already uses one of the ids: a user's uid or primary gid,
- * a group's gid, or a subordinate range (a rootless runtime's user owns those
- * ids in its containers). Empty when the ids are free.
+ * Every way the host already uses one of the ids: a user's uid or primary gid, a group's
+ * gid, or a subordinate range (a rootless runtime's user owns those ids in its containers).
+ * A uid is looked for among uids, a gid among gids.
  */
-export function hostIdConflicts(ids: RoleIds, files: HostIdFiles): string[] {
+function heldOnHost(sought: readonly Sought[], files: HostIdFiles): string[] {
   const conflicts: string[] = [];
-  const wanted = new Map<number, string>([
-    [ids.workload, "workload"],
-    [ids.supervisor, "supervisor"],
-  ]);
-  const hit = (id: number, what: string): void => {
-    const role = wanted.get(id);
-    if (role !== undefined) conflicts.push(`${role} id ${id} is ${what}`);
+  const usedAs = (s: Sought, as: "uid" | "gid"): boolean => s.as === "both" || s.as === as;
+  const hit = (id: number, as: "uid" | "gid", what: string): void => {
+    for (const s of sought) if (s.id === id && usedAs(s, as)) conflicts.push(`${s.label} ${id} is ${what}`);
   };
   for (const f of lines(files.passwd)) {
     if (f.length < 4) continue;
-    hit(Number(f[2]), `the uid of host user ${f[0]} (/etc/passwd)`);
-    hit(Number(f[3]), `the primary gid of host user ${f[0]} (/etc/passwd)`);
+    hit(Number(f[2]), "uid", `the uid of host user ${f[0]} (/etc/passwd)`);
+    hit(Number(f[3]), "gid", `the primary gid of host user ${f[0]} (/etc/passwd)`);
   }
   for (const f of lines(files.group)) {
     if (f.length < 3) continue;
-    hit(Number(f[2]), `the gid of host group ${f[0]} (/etc/group)`);
+    hit(Number(f[2]), "gid", `the gid of host group ${f[0]} (/etc/group)`);
   }
-  for (const [text, file] of [
-    [files.subuid, "/etc/subuid"],
-    [files.subgid, "/etc/subgid"],
+  for (const [text, file, as] of [
+    [files.subuid, "/etc/subuid", "uid"],
+    [files.subgid, "/etc/subgid", "gid"],
   ] as const) {
     for (const f of lines(text)) {
       if (f.length < 3 || !/^[0-9]+$/.test(f[1]!) || !/^[0-9]+$/.test(f[2]!)) continue;
       const start = Number(f[1]);
       const end = start + Number(f[2]);
-      for (const [id, role] of wanted) {
-        if (id >= start && id < end) conflicts.push(`${role} id ${id} is in the subordinate range ${start}-${end - 1} of ${f[0]} (${file})`);
+      for (const s of sought) {
+        if (usedAs(s, as) && s.id >= start && s.id < end) conflicts.push(`${s.label} ${s.id} is in the subordinate range ${start}-${end - 1} of ${f[0]} (${file})`);
       }
     }
   }
   return conflicts;
+}
+
+/** The role ids, each used as both uid and gid, against the host's accounts. Empty when the ids are free. */
+export function hostIdConflicts(ids: RoleIds, files: HostIdFiles): string[] {
+  return heldOnHost(
+    [
+      { id: ids.workload, label: "workload id", as: "both" },
+      { id: ids.supervisor, label: "supervisor id", as: "both" },
+    ],
+    files,
+  );
+}
+
+/**
+ * A policy's process.user ("uid" or "uid:gid", already validated) against the host's
+ * accounts and the supervisor's id: a host user holding the uid could read the workload's
+ * files through /proc/PID/root, its environment, and signal or trace it; a group holding
+ * the gid gets the workload's group access to its files; the supervisor's id would let the
+ * workload act on the supervisor and read its launch token. The workload's own id is fine.
+ * With "uid" alone the gid is the image's choice, which no host file says.
+ */
+export function processUserConflicts(user: string, ids: RoleIds, files: HostIdFiles): string[] {
+  const [uid, gid] = user.split(":");
+  const sought: Sought[] = [{ id: Number(uid), label: "uid", as: "uid" }];
+  if (gid !== undefined) sought.push({ id: Number(gid), label: "gid", as: "gid" });
+  const supervisor = sought.filter((s) => s.id === ids.supervisor).map((s) => `${s.label} ${s.id} is the supervisor's id (--uid-base + 1)`);
+  return [...supervisor, ...heldOnHost(sought, files)];
+}
+
+/** processUserConflicts as the one line a refusal shows, or null when the user is free. */
+export function processUserProblem(user: string, ids: RoleIds, files: HostIdFiles): string | null {
+  const conflicts = processUserConflicts(user, ids, files);
+  if (conflicts.length === 0) return null;
+  return `process.user: ${conflicts.join("; ")}; a workload must run as ids that no host account, group or subordinate range holds, nor the supervisor (without process.user it runs as the gateway's workload id)`;
 }

@@ -82,8 +82,8 @@ export class SandboxService {
     const bad = checkSandboxName(input.name) ?? checkLabelsInput(input.labels);
     if (bad) throw new ApiError("invalid_request", bad);
     const policy = parsePolicyInput(input.policy);
-    const fsProblem = checkFilesystemPolicy(policy);
-    if (fsProblem) throw new ApiError("invalid_request", `invalid policy: ${fsProblem}`);
+    const problem = checkFilesystemPolicy(policy) ?? this.#userProblem(policy);
+    if (problem) throw new ApiError("invalid_request", `invalid policy: ${problem}`);
     let diskBytes = DEFAULT_DISK_BYTES;
     if (typeof input.disk === "string") {
       const d = parseDiskSize(input.disk);
@@ -147,9 +147,10 @@ export class SandboxService {
     const next = parsePolicyInput(input);
     const active = activePolicy(this.d.store, s.id);
     const fixed = changedFixedSections(active.policy, next);
-    if (fixed.length > 0) {
-      throw new ApiError("invalid_request", `invalid policy: ${fixed.join(" and ")} ${fixed.length > 1 ? "are" : "is"} fixed at creation and cannot change`);
-    }
+    // The user is checked again even when unchanged: a host account may have taken its ids since.
+    const problems = [this.#userProblem(next), fixed.length > 0 ? `${fixed.join(" and ")} ${fixed.length > 1 ? "are" : "is"} fixed at creation and cannot change` : null];
+    const named = problems.filter((p) => p !== null);
+    if (named.length > 0) throw new ApiError("invalid_request", `invalid policy: ${named.join("; ")}`);
     return { sandbox: s, policy: next, activeRevision: active.revision };
   }
 
@@ -223,6 +224,12 @@ export class SandboxService {
 
   close(): void {
     this.#closed = true;
+  }
+
+  /** Why the runtime's host refuses the policy's process.user (a host account or the supervisor holds its ids); null when it does not. */
+  #userProblem(policy: Policy): string | null {
+    const user = policy.process.user;
+    return user === undefined ? null : (this.d.driver.checkWorkloadUser?.(user) ?? null);
   }
 
   #assertOpen(): void {
