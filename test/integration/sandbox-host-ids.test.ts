@@ -235,7 +235,7 @@ describe("a policy's process.user is no host account", () => {
   );
 
   it(
-    "a free id creates fine and no other account reads its workload; an account that takes the id later does, and then policy set is refused naming it",
+    "a free id creates fine and no other account reads its workload; an account that takes the id later does, and then the sandbox is not started again (a policy change still is taken)",
     async () => {
       const other = await accounts.make("other");
       const free = freeLowId();
@@ -249,12 +249,17 @@ describe("a policy's process.user is no host account", () => {
       // The hole the check closes: an account holding the workload's id reads it all.
       const late = await accounts.make("late", free);
       expect(await workloadAs(late, "freeid")).toBe("reads its file and its environment");
-      // Its policy (the same process section) is now refused, naming the account; revision 1 stays.
+      // A policy change is still taken (a tighter policy must always be possible)…
       const set = await cli(["policy", "set", "freeid", "--policy", file], fx.cliEnv);
-      expect(set.code).toBe(2);
-      expect(set.stderr.trim().split("\n")).toHaveLength(1);
-      expect(set.stderr).toContain(`process.user: uid ${free} is the uid of host user ${accounts.nameOf(late)} (/etc/passwd)`);
-      expect((await fx.t.api("GET", "/v1/sandboxes/freeid/policy")).body.revision).toBe(1);
+      expect(set.code, set.stderr).toBe(0);
+      expect((await fx.t.api("GET", "/v1/sandboxes/freeid/policy")).body.revision).toBe(2);
+      // …but the sandbox is not launched again as that account: start is refused naming it, exit 2.
+      expect((await cli(["sandbox", "stop", "freeid"], fx.cliEnv)).code).toBe(0);
+      const start = await cli(["sandbox", "start", "freeid"], fx.cliEnv);
+      expect(start.code).toBe(2);
+      expect(start.stderr.trim().split("\n")).toHaveLength(1);
+      expect(start.stderr).toContain(`sandbox "freeid" cannot start: process.user: uid ${free} is the uid of host user ${accounts.nameOf(late)} (/etc/passwd)`);
+      expect((await fx.t.api("GET", "/v1/sandboxes/freeid")).body.phase).toBe("Stopped");
     },
     CLI_TEST_TIMEOUT_MS,
   );

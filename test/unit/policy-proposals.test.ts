@@ -34,6 +34,10 @@ afterAll(async () => {
 const approver = (): Record<string, string> => ({ [APPROVER_HEADER]: t.approverToken });
 const base = (name: string) => `/v1/sandboxes/${name}/policy/proposals`;
 
+/** Until the sandbox is in `phase`. */
+const until = (name: string, phase: string): Promise<true> =>
+  eventually(async () => ((await t.api("GET", `/v1/sandboxes/${name}`)).body?.phase === phase ? true : undefined), 30_000, `${name} ${phase}`);
+
 /** A new Ready sandbox with the ACTIVE policy (revision 1). */
 async function sandbox(name: string): Promise<{ id: string }> {
   expect((await t.api("POST", "/v1/sandboxes", { name, policy: ACTIVE })).status).toBe(201);
@@ -263,32 +267,33 @@ describe("refusals change nothing", () => {
     expect((await t.api("GET", base("pi"))).body.proposals).toEqual([]);
   });
 
-  it("a process.user a host account holds: refused at create, set, propose and approve, naming the account; nothing changes", async () => {
+  it("a process.user a host account holds: refused at create naming the account; one an account took later still takes a tighter policy, and is not started again", async () => {
     const withUser = `${ACTIVE}process:\n  user: "4242:4242"\n`;
     driver.hostIdFiles = { ...driver.hostIdFiles, passwd: "mallory:x:4242:4242::/:/bin/sh\n" };
-    const held = "invalid policy: process.user: uid 4242 is the uid of host user mallory (/etc/passwd); gid 4242 is the primary gid of host user mallory (/etc/passwd)";
+    const held = "process.user: uid 4242 is the uid of host user mallory (/etc/passwd); gid 4242 is the primary gid of host user mallory (/etc/passwd)";
     try {
       const created = await t.api("POST", "/v1/sandboxes", { name: "pu", policy: withUser });
       expect({ status: created.status, code: created.body.error?.code }).toEqual({ status: 400, code: "invalid_request" });
-      expect(created.body.error.message).toContain(held);
+      expect(created.body.error.message).toContain(`invalid policy: ${held}`);
       expect((await t.api("GET", "/v1/sandboxes/pu")).status).toBe(404);
       // Made while the id was free; then an account takes it.
       driver.hostIdFiles = { ...driver.hostIdFiles, passwd: "" };
       expect((await t.api("POST", "/v1/sandboxes", { name: "pu", policy: withUser })).status).toBe(201);
+      await until("pu", "Ready");
       const p = await propose("pu", `${withUser}# before the account\n`);
       driver.hostIdFiles = { ...driver.hostIdFiles, passwd: "mallory:x:4242:4242::/:/bin/sh\n" };
+      // A policy change is never blocked by it (a tighter policy must always be possible)…
+      expect((await t.api("PUT", "/v1/sandboxes/pu/policy", { policy: withUser })).status).toBe(200);
+      expect((await t.api("POST", `${base("pu")}/${p.id}/approve`, { by: "cli:alice" }, undefined, approver())).status).toBe(409); // stale: the set came first
+      // …but a new launch would run the workload as mallory: refused, naming the account.
+      expect((await t.api("POST", "/v1/sandboxes/pu/stop")).status).toBe(202);
+      await until("pu", "Stopped");
       const before = snapshot();
-      for (const [method, path, body, headers] of [
-        ["PUT", "/v1/sandboxes/pu/policy", { policy: withUser }, undefined],
-        ["POST", base("pu"), { policy: withUser }, undefined],
-        ["POST", `${base("pu")}/${p.id}/approve`, { by: "cli:alice" }, approver()],
-      ] as const) {
-        const r = await t.api(method, path, body, undefined, headers);
-        expect({ path, status: r.status, code: r.body.error?.code }).toEqual({ path, status: 400, code: "invalid_request" });
-        expect(r.body.error.message).toContain(held);
-      }
+      const start = await t.api("POST", "/v1/sandboxes/pu/start");
+      expect({ status: start.status, code: start.body.error?.code }).toEqual({ status: 400, code: "invalid_request" });
+      expect(start.body.error.message).toBe(`sandbox "pu" cannot start: ${held}; a workload must run as ids that no host account, group or subordinate range holds, nor the supervisor (without process.user it runs as the gateway's workload id); delete it and create it with other ids`);
       expect(snapshot()).toBe(before);
-      expect((await t.api("GET", "/v1/sandboxes/pu/policy")).body.revision).toBe(1);
+      expect((await t.api("GET", "/v1/sandboxes/pu")).body.phase).toBe("Stopped");
     } finally {
       driver.hostIdFiles = { ...driver.hostIdFiles, passwd: "" };
     }

@@ -128,7 +128,12 @@ export class SandboxService {
     if (expect.generation !== undefined && before.generation !== expect.generation) {
       throw new ApiError("stale_generation", `sandbox "${before.name}" is at generation ${before.generation}, not ${expect.generation} as the request expects; nothing was done`);
     }
-    if (intent === "start") this.d.runtime.assertReady();
+    if (intent === "start") {
+      this.d.runtime.assertReady();
+      // Each launch: a host account may have taken the policy's ids since the sandbox was made.
+      const problem = this.#userProblem(activePolicy(this.d.store, before.id).policy);
+      if (problem !== null) throw new ApiError("invalid_request", `sandbox "${before.name}" cannot start: ${problem}; delete it and create it with other ids`);
+    }
     const after = this.d.controller.intent(before, { type: intent }, `${intent} requested`);
     this.d.log.info({ sandboxId: after.id, name: after.name, generation: after.generation, intent }, "intent accepted");
     if (intent === "start") this.d.tasks.launch(after);
@@ -147,8 +152,10 @@ export class SandboxService {
     const next = parsePolicyInput(input);
     const active = activePolicy(this.d.store, s.id);
     const fixed = changedFixedSections(active.policy, next);
-    // The user is checked again even when unchanged: a host account may have taken its ids since.
-    const problems = [this.#userProblem(next), fixed.length > 0 ? `${fixed.join(" and ")} ${fixed.length > 1 ? "are" : "is"} fixed at creation and cannot change` : null];
+    // process.user is fixed, so it was checked at create; a host account that took its ids since
+    // keeps the sandbox from being launched again (start), never from getting a tighter policy.
+    // A change to it is refused, and named when it names a host account.
+    const problems = [fixed.includes("process") ? this.#userProblem(next) : null, fixed.length > 0 ? `${fixed.join(" and ")} ${fixed.length > 1 ? "are" : "is"} fixed at creation and cannot change` : null];
     const named = problems.filter((p) => p !== null);
     if (named.length > 0) throw new ApiError("invalid_request", `invalid policy: ${named.join("; ")}`);
     return { sandbox: s, policy: next, activeRevision: active.revision };
