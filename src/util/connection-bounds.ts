@@ -197,6 +197,8 @@ export function boundConnections(server: net.Server, opts: ConnectionBoundsOptio
       if (old !== undefined) closeWith(old, "evicted");
     }
     conns.set(raw, c);
+    // Ours is one more listener than the server's own code plans for (a proxy's tunnel has ten).
+    raw.setMaxListeners(raw.getMaxListeners() + 1);
     raw.once("close", () => {
       clearTimeout(c.timer);
       conns.delete(raw);
