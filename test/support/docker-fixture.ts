@@ -12,6 +12,7 @@ import { ensureGatewayId } from "../../src/gateway/home.js";
 import { EngineClient } from "../../src/driver/docker/engine/client.js";
 import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
 import type { ContainerLogBound } from "../../src/driver/docker/log-config.js";
+import type { ConnectionBoundsSettings } from "../../src/util/connection-bounds.js";
 import { PrivateDockerd, type DockerdOptions } from "./dockerd.js";
 import { FaultProxy } from "./fault-proxy.js";
 import { eventually, startTestGateway, type TestGateway } from "./gateway-fixture.js";
@@ -31,7 +32,7 @@ export interface DockerFixture {
 }
 
 export async function startDockerFixture(
-  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number; originCaPem?: string; logSink?: (line: string) => void; containerLog?: ContainerLogBound; sandboxSubnets?: string } = {},
+  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number; originCaPem?: string; logSink?: (line: string) => void; containerLog?: ContainerLogBound; sandboxSubnets?: string; connections?: Partial<ConnectionBoundsSettings>; proxyConnections?: number } = {},
 ): Promise<DockerFixture> {
   const dockerd = await PrivateDockerd.start({
     liveRestore: opts.liveRestore ?? true,
@@ -61,6 +62,8 @@ export async function startDockerFixture(
     ...(opts.resolvers === undefined ? {} : { resolvers: opts.resolvers }),
     ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddressIntervalMs: opts.hostAddressIntervalMs }),
     ...(opts.logSink === undefined ? {} : { logSink: opts.logSink }),
+    ...(opts.connections === undefined ? {} : { connections: opts.connections }),
+    ...(opts.proxyConnections === undefined ? {} : { proxyConnections: opts.proxyConnections }),
   });
   const fx: DockerFixture = {
     dockerd,

@@ -16,6 +16,7 @@ import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
 import type { FilesLimits } from "../../src/gateway/files/limits.js";
 import type { ProposalLimits } from "../../src/gateway/sandboxes/policy-proposals.js";
 import { checkAnswer } from "./openapi-check.js";
+import type { ConnectionBoundsSettings } from "../../src/util/connection-bounds.js";
 
 export interface TestGateway {
   home: HomePaths;
@@ -53,6 +54,10 @@ export async function startTestGateway(
     files?: Partial<FilesLimits>;
     /** Bounds of policy proposals. */
     proposals?: Partial<ProposalLimits>;
+    /** Bounds of the listeners' connections (--header-timeout, --max-unauthenticated, …). */
+    connections?: Partial<ConnectionBoundsSettings>;
+    /** Connections each workload may hold to its proxy (--proxy-connections). */
+    proxyConnections?: number;
   } = {},
 ): Promise<TestGateway> {
   const home = resolveHome(opts.homeDir ?? mkdtempSync(join(tmpdir(), "sg-home-")));
@@ -63,6 +68,8 @@ export async function startTestGateway(
     ...(opts.portForward === undefined ? {} : { portForward: opts.portForward }),
     ...(opts.files === undefined ? {} : { files: opts.files }),
     ...(opts.proposals === undefined ? {} : { proposals: opts.proposals }),
+    ...(opts.connections === undefined ? {} : { connections: opts.connections }),
+    ...(opts.proxyConnections === undefined ? {} : { proxyConnections: opts.proxyConnections }),
   });
   const token = ensureToken(home);
   const approverToken = ensureApproverToken(home);
