@@ -38,7 +38,7 @@ interface Listener {
  * pool is full), answers /stream with chunks until /stream-end, counts an upload's bytes,
  * and otherwise answers "ok".
  */
-async function listen(opts: ConnectionBoundsOptions & { tls?: boolean; setup?: (s: http.Server) => void }): Promise<Listener> {
+async function listen(opts: ConnectionBoundsOptions & { tls?: boolean; setup?: (s: http.Server) => void; serverOptions?: http.ServerOptions }): Promise<Listener> {
   const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     if (req.headers.authorization === TOKEN) {
       const a = l.bounds.authenticated(req.socket);
@@ -46,6 +46,11 @@ async function listen(opts: ConnectionBoundsOptions & { tls?: boolean; setup?: (
         res.writeHead(503, { connection: "close" }).end(a.reason);
         return;
       }
+    }
+    if (req.url === "/early") {
+      // Answered at once, before the body: node reads the rest of it and throws it away.
+      res.end("early");
+      return;
     }
     if (req.url === "/stream") {
       res.writeHead(200, { "content-type": "text/plain" });
@@ -58,7 +63,8 @@ async function listen(opts: ConnectionBoundsOptions & { tls?: boolean; setup?: (
     req.on("end", () => res.end(req.method === "POST" ? `got ${n}` : "ok"));
   };
   const streams: http.ServerResponse[] = [];
-  const server = opts.tls ? https.createServer({ cert: cert.certPem, key: cert.keyPem, ...boundedServerOptions(opts) }, handler) : http.createServer(boundedServerOptions(opts), handler);
+  const options = { ...boundedServerOptions(opts), ...opts.serverOptions };
+  const server = opts.tls ? https.createServer({ cert: cert.certPem, key: cert.keyPem, ...options }, handler) : http.createServer(options, handler);
   opts.setup?.(server);
   const closes: Listener["closes"] = [];
   const l: Listener = { server, bounds: boundConnections(server, { ...opts, onClose: (reason, connection) => closes.push({ reason, connection }) }), port: 0, closes };
@@ -225,6 +231,8 @@ describe("idle timeout", () => {
     const c = await connect(l.port);
     c.socket.write(GET());
     const first = await response(c);
+    // Clients are told when the server will close it (node's keepAliveTimeout, in whole seconds).
+    expect(first).toMatch(/\r\nKeep-Alive: timeout=1\r\n/);
     // A witness opened now is closed by the header timeout first: the header timeout does not
     // apply between two requests of a kept-alive connection, and the next one is served.
     const witness = await connect(l.port);
@@ -235,6 +243,17 @@ describe("idle timeout", () => {
     expect(await c.closed).toBe("closed");
     expect(l.bounds.stats().closed).toMatchObject({ idle: 1, header_timeout: 1 });
     expect(l.closes.map((x) => x.reason)).toEqual(["header_timeout", "idle"]);
+  });
+
+  it("a body still trickling in after its response was sent does not keep the connection open", async () => {
+    // node discards the rest of such a body, and each byte of it resets its keep-alive timer.
+    const l = await listen({ headerTimeoutMs: 200, idleTimeoutMs: 600 });
+    const c = await connect(l.port);
+    c.socket.write("POST /early HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n");
+    drip(c, "x".repeat(100_000), 50);
+    expect(await response(c)).toMatch(/^HTTP\/1\.1 200[^]*early$/);
+    expect(await c.closed).toBe("closed");
+    expect(l.bounds.stats().closed.idle).toBe(1);
   });
 });
 
@@ -248,8 +267,9 @@ describe("what is never cut", () => {
     await Promise.all([silent.closed, idle.closed]);
   }
 
-  it("a long upload (a slow chunked body) past both timeouts is received whole", async () => {
-    const l = await listen({ headerTimeoutMs: 200, idleTimeoutMs: 400 });
+  it("a long upload (a slow chunked body) past both timeouts is received whole, even on a server made with a request deadline", async () => {
+    // The bounds lift node's requestTimeout, which would cut it (it is 300 s by default).
+    const l = await listen({ headerTimeoutMs: 200, idleTimeoutMs: 400, serverOptions: { requestTimeout: 250 } });
     const c = await connect(l.port);
     c.socket.write("POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
     let sent = 0;

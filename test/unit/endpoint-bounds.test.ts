@@ -112,6 +112,8 @@ interface Slow {
 function track(socket: net.Socket): Slow {
   let done = false;
   socket.on("error", () => undefined);
+  // Read (and drop) what comes, so that the end is seen.
+  socket.resume();
   const closed = new Promise<void>((r) =>
     socket.once("close", () => {
       done = true;
@@ -160,8 +162,11 @@ function silentSocket(url: string): Slow {
 const stats = (gw: Gateway) => gw.endpoint.stats() as ReturnType<SupervisorEndpoint["stats"]> & { connections: { open: { unauthenticated: number; authenticated: number }; closed: Record<string, number> } };
 
 describe("supervisor endpoint: connections that never authenticate", () => {
-  it("closes a ClientHello that never ends, a header that never ends after TLS, and an upgrade without hello; a supervisor connects meanwhile", async () => {
-    const gw = await startGateway({ headerTimeoutMs: 500, maxUnauthenticated: 10_000 });
+  it("closes a ClientHello that never ends, a header that never ends after TLS, and an upgrade without hello; a supervisor connects meanwhile", { timeout: 120_000 }, async () => {
+    const gw = await startGateway({ headerTimeoutMs: 500, idleTimeoutMs: 3000, maxUnauthenticated: 10_000 });
+    // A witness: a plain request (answered 426), then kept alive until the idle timeout.
+    const witness = tls.connect({ port: gw.port, host: "127.0.0.1", rejectUnauthorized: false }, () => witness.write("GET /v1/supervisor HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const idle = track(witness);
     const slow = [
       ...Array.from({ length: 20 }, () => partialHello(gw.port)),
       ...Array.from({ length: 20 }, () => slowHeader(gw.port)),
@@ -173,6 +178,10 @@ describe("supervisor endpoint: connections that never authenticate", () => {
     await eventually(() => (slow.every((s) => s.isClosed()) ? true : undefined), 30_000, "every slow connection closed by the gateway");
     expect(stats(gw).connections.closed).toMatchObject({ handshake_timeout: 20, header_timeout: 20, evicted: 0 });
     expect(stats(gw).refused.auth_timeout).toBe(5);
+    // The hello's deadline follows the header timeout: the silent upgrades went before the idle witness.
+    expect(idle.isClosed()).toBe(false);
+    await idle.closed;
+    expect(stats(gw).connections.closed.idle).toBe(1);
     expect(stats(gw).connections.open).toEqual({ unauthenticated: 0, authenticated: 1 });
     expect(gw.boundary.health("sb-1").session).toBe("up");
   });
