@@ -106,12 +106,14 @@ const checkInterval = (headerTimeoutMs: number): number => Math.min(1000, Math.m
 interface Conn {
   raw: net.Socket;
   /** The socket HTTP runs on: the TLS socket once its handshake is done, else the raw one. */
-  http: Duplex | undefined;
+  http: net.Socket | undefined;
   tls: boolean;
   inflight: number;
   upgraded: boolean;
   timer: NodeJS.Timeout | undefined;
   closing: CloseReason | undefined;
+  /** Taken at accept: a destroyed socket no longer knows its addresses. */
+  where: ClosedConnection;
 }
 
 /** The events that end a request head, and those that hand the connection over (tunnel, upgrade). */
@@ -144,8 +146,6 @@ export function boundConnections(server: net.Server, opts: ConnectionBoundsOptio
     httpServer.keepAliveTimeout = o.keepAliveTimeout;
   }
 
-  const where = (c: Conn): ClosedConnection => ({ localAddress: c.raw.localAddress, localPort: c.raw.localPort, remoteAddress: c.raw.remoteAddress });
-
   /** Counts a close these bounds caused (once per connection). */
   const count = (c: Conn, reason: CloseReason): void => {
     if (c.closing !== undefined) return;
@@ -153,7 +153,7 @@ export function boundConnections(server: net.Server, opts: ConnectionBoundsOptio
     clearTimeout(c.timer);
     pools.release(c.raw);
     closed[reason]++;
-    opts.onClose?.(reason, where(c));
+    opts.onClose?.(reason, c.where);
   };
   const closeWith = (c: Conn, reason: CloseReason): void => {
     count(c, reason);
@@ -171,20 +171,17 @@ export function boundConnections(server: net.Server, opts: ConnectionBoundsOptio
     return conns.get(socket) ?? (parent === undefined ? undefined : conns.get(parent));
   };
 
-  /** The socket HTTP runs on: node's header check and keep-alive timeout show up on it. */
-  const watchHttp = (c: Conn, socket: Duplex): void => {
+  /** The socket HTTP runs on: node's header check shows up on it. */
+  const watchHttp = (c: Conn, socket: net.Socket): void => {
     c.http = socket;
     socket.on("error", (err: NodeJS.ErrnoException) => {
       if (err.code === "ERR_HTTP_REQUEST_TIMEOUT") count(c, "header_timeout");
-    });
-    socket.on("timeout", () => {
-      if (c.inflight === 0 && !c.upgraded) count(c, "idle");
     });
   };
 
   const onConnection = (raw: net.Socket): void => {
     accepted++;
-    const c: Conn = { raw, http: undefined, tls: isTls, inflight: 0, upgraded: false, timer: undefined, closing: undefined };
+    const c: Conn = { raw, http: undefined, tls: isTls, inflight: 0, upgraded: false, timer: undefined, closing: undefined, where: { localAddress: raw.localAddress, localPort: raw.localPort, remoteAddress: raw.remoteAddress } };
     const admission = pools.admit(raw);
     if (!admission.admitted) {
       count(c, "refused_full");
@@ -215,7 +212,12 @@ export function boundConnections(server: net.Server, opts: ConnectionBoundsOptio
     c.inflight++;
     res.once("close", () => {
       c.inflight--;
-      if (c.inflight === 0 && !c.upgraded && !c.raw.destroyed) arm(c, settings.idleTimeoutMs, () => "idle");
+      if (c.inflight === 0 && !c.upgraded && !c.raw.destroyed) {
+        // Ours instead of node's keep-alive timer, which each byte received resets (it still
+        // gives clients the Keep-Alive hint): node armed it when the response finished, just before.
+        c.http?.setTimeout(0);
+        arm(c, settings.idleTimeoutMs, () => "idle");
+      }
     });
   };
 
@@ -226,7 +228,7 @@ export function boundConnections(server: net.Server, opts: ConnectionBoundsOptio
     c.upgraded = true;
   };
 
-  const onSecure = (tlsSocket: Duplex): void => {
+  const onSecure = (tlsSocket: net.Socket): void => {
     const c = lookup(tlsSocket);
     if (c !== undefined) watchHttp(c, tlsSocket);
   };
@@ -275,7 +277,7 @@ export function boundConnections(server: net.Server, opts: ConnectionBoundsOptio
       if (r !== "full") return { ok: true };
       if (c !== undefined) {
         closed.refused_full++;
-        opts.onClose?.("refused_full", where(c));
+        opts.onClose?.("refused_full", c.where);
       }
       return { ok: false, reason: `the listener holds its ${settings.maxAuthenticated} authenticated connections (connections_full)` };
     },

@@ -189,9 +189,10 @@ describe("header timeout", () => {
     expect(l.closes[0]!.connection).toMatchObject({ localAddress: "127.0.0.1", localPort: l.port, remoteAddress: "127.0.0.1" });
   });
 
-  it("closes a later request on a kept-alive connection whose head never ends", async () => {
+  it("closes a later request on a kept-alive connection whose head never ends, also on a server made with node's header check off", async () => {
     // Idle much longer than the header timeout: the header check, not the idle timer, closes it.
-    const l = await listen({ headerTimeoutMs: 300, idleTimeoutMs: 60_000 });
+    // The server is made as fastify makes it (requestTimeout 0, so headersTimeout 0); the bounds turn the check on.
+    const l = await listen({ headerTimeoutMs: 300, idleTimeoutMs: 60_000, serverOptions: { requestTimeout: 0, headersTimeout: 0, connectionsCheckingInterval: 100 } });
     const c = await connect(l.port);
     c.socket.write(GET());
     const first = await response(c);
@@ -227,7 +228,8 @@ describe("header timeout", () => {
 
 describe("idle timeout", () => {
   it("closes a kept-alive connection with no request in flight; one with a request in flight is not idle", async () => {
-    const l = await listen({ headerTimeoutMs: 200, idleTimeoutMs: 1500 });
+    // Made with node's default keep-alive timeout (5 s): the bounds replace it.
+    const l = await listen({ headerTimeoutMs: 200, idleTimeoutMs: 1500, serverOptions: { keepAliveTimeout: 5000 } });
     const c = await connect(l.port);
     c.socket.write(GET());
     const first = await response(c);
