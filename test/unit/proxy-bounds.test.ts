@@ -5,7 +5,6 @@
 // timeout for client connections, which never cut a tunnel.
 import http from "node:http";
 import net from "node:net";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { policyFromObject } from "../../src/policy/index.js";
 import { PolicyHolder } from "../../src/supervisor/policy-holder.js";
@@ -14,23 +13,14 @@ import { AuditAggregator } from "../../src/supervisor/audit-aggregator.js";
 import { silentLogger } from "../../src/supervisor/logger.js";
 import { connect, rawClient, rawRequest } from "../support/proxy-client.js";
 import { eventually } from "../support/gateway-fixture.js";
+import { listenOn } from "../support/net.js";
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function listen(server: net.Server): Promise<number> {
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  cleanups.push(
-    () =>
-      new Promise<void>((r) => {
-        if (server instanceof http.Server) server.closeAllConnections();
-        server.close(() => r());
-      }),
-  );
-  return (server.address() as AddressInfo).port;
-}
+const listen = (server: net.Server): Promise<number> => listenOn(server, cleanups);
 
 /** An origin (http) and an echo server (tcp) on loopback, and a proxy whose policy allows both. */
 async function setup(connections: NonNullable<EgressProxyOptions["connections"]>): Promise<{ proxyPort: number; originPort: number; echoPort: number; audits: AuditEvent[]; sent: AuditEvent[] }> {

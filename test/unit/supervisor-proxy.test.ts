@@ -13,6 +13,7 @@ import type { AuditEvent, EgressProxy, Resolver } from "../../src/supervisor/pro
 import { createHealthServer } from "../../src/supervisor/health.js";
 import type { HealthServer } from "../../src/supervisor/health.js";
 import { silentLogger } from "../../src/supervisor/logger.js";
+import { listenOn } from "../support/net.js";
 
 const LOOPBACK = ["127.0.0.0/8"];
 const cleanups: (() => Promise<void>)[] = [];
@@ -55,17 +56,7 @@ interface SeenRequest {
   bodyLength: number;
 }
 
-async function listen(server: net.Server, host = "127.0.0.1"): Promise<number> {
-  await new Promise<void>((r) => server.listen(0, host, r));
-  cleanups.push(
-    () =>
-      new Promise<void>((r) => {
-        if (server instanceof http.Server) server.closeAllConnections();
-        server.close(() => r());
-      }),
-  );
-  return (server.address() as AddressInfo).port;
-}
+const listen = (server: net.Server, host = "127.0.0.1"): Promise<number> => listenOn(server, cleanups, host);
 
 /** Origin that records each request (with a hash of its body) and answers per `respond`. */
 async function startOrigin(
