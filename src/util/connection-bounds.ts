@@ -271,14 +271,11 @@ export function boundConnections(server: net.Server, opts: ConnectionBoundsOptio
   return {
     settings,
     authenticated(socket) {
+      // A connection gone meanwhile (or accepted before the bounds) holds no slot: nothing to move.
       const c = lookup(socket);
-      const key = c?.raw ?? socket;
-      const r = pools.authenticate(key);
-      if (r !== "full") return { ok: true };
-      if (c !== undefined) {
-        closed.refused_full++;
-        opts.onClose?.("refused_full", c.where);
-      }
+      if (c === undefined || pools.authenticate(c.raw) !== "full") return { ok: true };
+      closed.refused_full++;
+      opts.onClose?.("refused_full", c.where);
       return { ok: false, reason: `the listener holds its ${settings.maxAuthenticated} authenticated connections (connections_full)` };
     },
     stats: () => ({ open: pools.counts, limits: { ...settings }, accepted, closed: { ...closed } }),

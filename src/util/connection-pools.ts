@@ -18,8 +18,8 @@ export interface PoolLimits {
 
 export type Admission<K> = { admitted: true; evict?: K } | { admitted: false };
 
-/** moved: now authenticated; already: it was; full: the authenticated pool has no room (it stays where it was). */
-export type Authentication = "moved" | "already" | "full";
+/** moved: now authenticated; already: it was; full: the authenticated pool has no room (it stays where it was); unknown: not held (gone). */
+export type Authentication = "moved" | "already" | "full" | "unknown";
 
 export class ConnectionPools<K> {
   /** Insertion order is age: the first is the oldest. */
@@ -44,9 +44,10 @@ export class ConnectionPools<K> {
     return { admitted: true, evict: oldest };
   }
 
-  /** Moves a connection to the authenticated pool when there is room. One not held (untracked) is added the same way. */
+  /** Moves a connection to the authenticated pool when there is room. */
   authenticate(k: K): Authentication {
     if (this.#authenticated.has(k)) return "already";
+    if (!this.#unauthenticated.has(k)) return "unknown";
     if (this.#authenticated.size >= this.limits.authenticated) return "full";
     this.#unauthenticated.delete(k);
     this.#authenticated.add(k);

@@ -31,6 +31,8 @@ interface Listener {
   bounds: ConnectionBounds;
   port: number;
   closes: { reason: CloseReason; connection: ClosedConnection }[];
+  /** What authenticated() said for /late requests, called once their connection had closed. */
+  lateResults: boolean[];
 }
 
 /**
@@ -46,6 +48,11 @@ async function listen(opts: ConnectionBoundsOptions & { tls?: boolean; setup?: (
         res.writeHead(503, { connection: "close" }).end(a.reason);
         return;
       }
+    }
+    if (req.url === "/late") {
+      // A token check that ends after the client went away (e.g. a slow signature check).
+      req.socket.once("close", () => lateResults.push(l.bounds.authenticated(req.socket).ok));
+      return;
     }
     if (req.url === "/early") {
       // Answered at once, before the body: node reads the rest of it and throws it away.
@@ -63,11 +70,12 @@ async function listen(opts: ConnectionBoundsOptions & { tls?: boolean; setup?: (
     req.on("end", () => res.end(req.method === "POST" ? `got ${n}` : "ok"));
   };
   const streams: http.ServerResponse[] = [];
+  const lateResults: boolean[] = [];
   const options = { ...boundedServerOptions(opts), ...opts.serverOptions };
   const server = opts.tls ? https.createServer({ cert: cert.certPem, key: cert.keyPem, ...options }, handler) : http.createServer(options, handler);
   opts.setup?.(server);
   const closes: Listener["closes"] = [];
-  const l: Listener = { server, bounds: boundConnections(server, { ...opts, onClose: (reason, connection) => closes.push({ reason, connection }) }), port: 0, closes };
+  const l: Listener = { server, bounds: boundConnections(server, { ...opts, onClose: (reason, connection) => closes.push({ reason, connection }) }), port: 0, closes, lateResults };
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   l.port = (server.address() as AddressInfo).port;
   cleanups.push(async () => {
@@ -166,6 +174,7 @@ describe("pools (pure)", () => {
     expect(p.counts).toEqual({ unauthenticated: 2, authenticated: 1 });
     expect(p.release("b")).toBe(true);
     expect(p.release("b")).toBe(false);
+    expect(p.authenticate("b")).toBe("unknown");
     expect(p.authenticate("d")).toBe("moved");
     expect(p.isAuthenticated("d")).toBe(true);
     const r = new ConnectionPools<string>({ unauthenticated: 1, authenticated: 1 }, "refuse");
@@ -423,6 +432,19 @@ describe("caps", () => {
     const third = await connect(l.port);
     third.socket.write(GET("/", `Authorization: ${TOKEN}\r\n`));
     expect(await response(third)).toMatch(/^HTTP\/1\.1 200/);
+  });
+
+  it("a connection that closed before its token check ended takes no slot", async () => {
+    const l = await listen({ headerTimeoutMs: 60_000, maxAuthenticated: 1 });
+    const c = await connect(l.port);
+    c.socket.write(GET("/late"));
+    await eventually(() => (l.bounds.stats().open.unauthenticated === 1 ? true : undefined));
+    c.socket.destroy();
+    await eventually(() => (l.lateResults.length === 1 ? true : undefined));
+    expect(l.bounds.stats().open).toEqual({ unauthenticated: 0, authenticated: 0 });
+    const next = await connect(l.port);
+    next.socket.write(GET("/", `Authorization: ${TOKEN}\r\n`));
+    expect(await response(next)).toMatch(/^HTTP\/1\.1 200/);
   });
 
   it("refuse: past the cap a new connection is reset at once and reported; those held stay open", async () => {
