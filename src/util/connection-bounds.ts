@@ -4,10 +4,11 @@
 // apart from those that have (connection-pools.ts). Every close is counted by its reason.
 //
 // Node's own settings do not do this. `headersTimeout` is checked only every
-// `connectionsCheckingInterval` (30 s by default), only once a request's first byte came,
-// and it is 0 whenever `requestTimeout` is 0 (fastify's default); `requestTimeout` would
-// cut a long upload; `keepAliveTimeout` and TLS's `handshakeTimeout` are inactivity timers
-// that one byte now and then keeps resetting. So each connection here has a timer of its
+// `connectionsCheckingInterval` (30 s by default), never covers a TLS handshake (HTTP
+// starts after it; TLS's own `handshakeTimeout` is 120 s), and is 0 whenever
+// `requestTimeout` is 0 (fastify's default); `requestTimeout` would cut a long upload;
+// `keepAliveTimeout` is an inactivity timer that each byte received resets, also the bytes
+// of a body node discards after answering early. So each connection here has a timer of its
 // own, armed when it is accepted (the head of its first request, and for TLS the handshake
 // before it, must be in within `headerTimeoutMs`) and whenever its last response is over
 // (the next request head must be in within `idleTimeoutMs`). A request in flight (however
