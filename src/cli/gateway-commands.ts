@@ -24,6 +24,17 @@ const LOG_STREAMS = { min: 1, max: 100_000 };
 import { DEFAULT_DETACHED_EXECS, DETACHED_EXECS_RANGE } from "../gateway/sandboxes/detached-execs.js";
 import { DEFAULT_PROPOSAL_LIMITS, PROPOSALS_KEPT_RANGE, PROPOSALS_PENDING_RANGE } from "../gateway/sandboxes/policy-proposals.js";
 import { RECOVERY_DEADLINE_DEFAULT_S } from "../driver/contract.js";
+import { CONNECTION_BOUNDS_RANGES, DEFAULT_CONNECTION_BOUNDS } from "../util/connection-bounds.js";
+import { DEFAULT_PROXY_BOUNDS, PROXY_BOUNDS_RANGE } from "../protocol/launch.js";
+
+/** The connection bounds `gateway start` takes (seconds for the timeouts). */
+interface ConnectionSettings {
+  headerTimeoutS: number;
+  idleTimeoutS: number;
+  maxConnections: number;
+  maxUnauthenticated: number;
+  proxyConnections: number;
+}
 
 interface Common {
   home?: string;
@@ -97,13 +108,18 @@ export function gatewayCommands(global: () => Common): Command {
     .option("--proposals-pending <n>", `pending policy proposals per sandbox; past it a new one is refused until a person decides one (${PROPOSALS_PENDING_RANGE.min}-${PROPOSALS_PENDING_RANGE.max}; env SANDGATE_PROPOSALS_PENDING; default ${DEFAULT_PROPOSAL_LIMITS.pending})`)
     .option("--proposals-kept <n>", `decided policy proposals kept per sandbox, the most recently decided (${PROPOSALS_KEPT_RANGE.min}-${PROPOSALS_KEPT_RANGE.max}; env SANDGATE_PROPOSALS_KEPT; default ${DEFAULT_PROPOSAL_LIMITS.kept})`)
     .option("--sandbox-subnets <cidr>", `IPv4 range each sandbox's internal network takes a /28 from, instead of Docker's address pools; the host gets an unreachable route for it (/8-/24; env SANDGATE_SANDBOX_SUBNETS; default ${DEFAULT_SANDBOX_SUBNETS})`)
+    .option("--header-timeout <duration>", `a connection to the gateway's listeners or a sandbox's proxy that has not sent a complete request head (TLS handshake included) in this long is closed, e.g. 10s (${CONNECTION_BOUNDS_RANGES.headerTimeout.minS}s-10m; env SANDGATE_HEADER_TIMEOUT; default ${DEFAULT_CONNECTION_BOUNDS.headerTimeoutMs / 1000}s)`)
+    .option("--idle-timeout <duration>", `a kept-alive connection with no request in flight is closed after this long, on the same listeners (${CONNECTION_BOUNDS_RANGES.idleTimeout.minS}s-1h; env SANDGATE_IDLE_TIMEOUT; default ${DEFAULT_CONNECTION_BOUNDS.idleTimeoutMs / 1000}s)`)
+    .option("--max-connections <n>", `authenticated connections per listener; the supervisor endpoint holds one per running sandbox; past it a newly authenticated one is refused (${CONNECTION_BOUNDS_RANGES.maxAuthenticated.min}-${CONNECTION_BOUNDS_RANGES.maxAuthenticated.max}; env SANDGATE_MAX_CONNECTIONS; default ${DEFAULT_CONNECTION_BOUNDS.maxAuthenticated})`)
+    .option("--max-unauthenticated <n>", `connections not yet authenticated per listener; past it the oldest is closed to admit the new one (${CONNECTION_BOUNDS_RANGES.maxUnauthenticated.min}-${CONNECTION_BOUNDS_RANGES.maxUnauthenticated.max}; env SANDGATE_MAX_UNAUTHENTICATED; default ${DEFAULT_CONNECTION_BOUNDS.maxUnauthenticated})`)
+    .option("--proxy-connections <n>", `connections a sandbox's workload may hold open to its proxy; past it a new one is refused at once and counted in its audit trail (${PROXY_BOUNDS_RANGE.max.min}-${PROXY_BOUNDS_RANGE.max.max}; env SANDGATE_PROXY_CONNECTIONS; default ${DEFAULT_PROXY_BOUNDS.max})`)
     .option(
       "--resolver <addr>",
       "a DNS server supervisors ask directly, IP[:port] (repeatable; env SANDGATE_RESOLVERS; default: the host's /etc/resolv.conf)",
       (v: string, prev: string[]) => [...prev, v],
       [] as string[],
     )
-    .action(async (raw: { listen: string[]; port?: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string; containerLogSize?: string; containerLogFiles?: string; logStreams?: string; detachedExecs?: string; proposalsPending?: string; proposalsKept?: string; sandboxSubnets?: string }) => {
+    .action(async (raw: { listen: string[]; port?: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string; containerLogSize?: string; containerLogFiles?: string; logStreams?: string; detachedExecs?: string; proposalsPending?: string; proposalsKept?: string; sandboxSubnets?: string; headerTimeout?: string; idleTimeout?: string; maxConnections?: string; maxUnauthenticated?: string; proxyConnections?: string }) => {
       // Every setting is checked before anything starts: flag, else environment, else default.
       const env = process.env;
       const o = {
@@ -145,6 +161,13 @@ export function gatewayCommands(global: () => Common): Command {
           }),
         ),
         logStreams: setting(() => fromFlagOrEnv({ name: "--log-streams", value: raw.logStreams }, { name: "SANDGATE_LOG_STREAMS", value: env.SANDGATE_LOG_STREAMS }, DEFAULT_LOG_LIMITS.maxStreams, (w, r) => parseInteger(w, r, LOG_STREAMS))),
+        connections: {
+          headerTimeoutS: setting(() => fromFlagOrEnv({ name: "--header-timeout", value: raw.headerTimeout }, { name: "SANDGATE_HEADER_TIMEOUT", value: env.SANDGATE_HEADER_TIMEOUT }, DEFAULT_CONNECTION_BOUNDS.headerTimeoutMs / 1000, (w, r) => parseDuration(w, r, CONNECTION_BOUNDS_RANGES.headerTimeout))),
+          idleTimeoutS: setting(() => fromFlagOrEnv({ name: "--idle-timeout", value: raw.idleTimeout }, { name: "SANDGATE_IDLE_TIMEOUT", value: env.SANDGATE_IDLE_TIMEOUT }, DEFAULT_CONNECTION_BOUNDS.idleTimeoutMs / 1000, (w, r) => parseDuration(w, r, CONNECTION_BOUNDS_RANGES.idleTimeout))),
+          maxConnections: setting(() => fromFlagOrEnv({ name: "--max-connections", value: raw.maxConnections }, { name: "SANDGATE_MAX_CONNECTIONS", value: env.SANDGATE_MAX_CONNECTIONS }, DEFAULT_CONNECTION_BOUNDS.maxAuthenticated, (w, r) => parseInteger(w, r, CONNECTION_BOUNDS_RANGES.maxAuthenticated))),
+          maxUnauthenticated: setting(() => fromFlagOrEnv({ name: "--max-unauthenticated", value: raw.maxUnauthenticated }, { name: "SANDGATE_MAX_UNAUTHENTICATED", value: env.SANDGATE_MAX_UNAUTHENTICATED }, DEFAULT_CONNECTION_BOUNDS.maxUnauthenticated, (w, r) => parseInteger(w, r, CONNECTION_BOUNDS_RANGES.maxUnauthenticated))),
+          proxyConnections: setting(() => fromFlagOrEnv({ name: "--proxy-connections", value: raw.proxyConnections }, { name: "SANDGATE_PROXY_CONNECTIONS", value: env.SANDGATE_PROXY_CONNECTIONS }, DEFAULT_PROXY_BOUNDS.max, (w, r) => parseInteger(w, r, PROXY_BOUNDS_RANGE.max))),
+        } satisfies ConnectionSettings,
       };
       const paths = resolveHome(global().home);
       // Checked before anything starts, and once more in the detached child (same sources).
@@ -166,7 +189,7 @@ export function gatewayCommands(global: () => Common): Command {
       }
       if (raw.detach) return detach(paths.dir, paths.log, o);
       const { runGatewayForeground } = await import("./gateway-run.js");
-      await runGatewayForeground({ home: paths, listen: o.listen, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor, containerLog: o.containerLog, logStreams: o.logStreams, detachedExecs: o.detachedExecs, proposals: o.proposals, files: o.files, sandboxSubnets: o.sandboxSubnets });
+      await runGatewayForeground({ home: paths, listen: o.listen, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor, containerLog: o.containerLog, logStreams: o.logStreams, detachedExecs: o.detachedExecs, proposals: o.proposals, files: o.files, sandboxSubnets: o.sandboxSubnets, connections: o.connections });
     });
 
   gw.command("status")
@@ -263,6 +286,11 @@ async function answers(client: GatewayClient): Promise<boolean> {
   }
 }
 
+/** The connection bounds as `gateway start` flags, for the detached child. */
+function connectionArgs(c: ConnectionSettings): string[] {
+  return ["--header-timeout", `${c.headerTimeoutS}s`, "--idle-timeout", `${c.idleTimeoutS}s`, "--max-connections", String(c.maxConnections), "--max-unauthenticated", String(c.maxUnauthenticated), "--proxy-connections", String(c.proxyConnections)];
+}
+
 /** The log's lines from byte `from` on (what the detached gateway wrote). */
 function logSince(logPath: string, from: number): string[] {
   try {
@@ -289,11 +317,11 @@ function readable(line: string): string {
  * showing its start-up steps from the log as they come. When it exits first,
  * say so at once with the last lines it logged.
  */
-async function detach(homeDir: string, logPath: string, o: { listen: readonly ListenAddress[]; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number }; containerLog: { maxBytes: number; files: number }; logStreams: number; detachedExecs: number; proposals: { pending: number; kept: number }; sandboxSubnets: string }): Promise<void> {
+async function detach(homeDir: string, logPath: string, o: { listen: readonly ListenAddress[]; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number }; containerLog: { maxBytes: number; files: number }; logStreams: number; detachedExecs: number; proposals: { pending: number; kept: number }; sandboxSubnets: string; connections: ConnectionSettings }): Promise<void> {
   ensureHomeDir(resolveHome(homeDir));
   const out = openSync(logPath, "a");
   const from = statSync(logPath).size;
-  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", ...o.listen.flatMap((a) => ["--listen", formatListenAddress(a)]), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb), "--container-log-size", String(o.containerLog.maxBytes), "--container-log-files", String(o.containerLog.files), "--log-streams", String(o.logStreams), "--detached-execs", String(o.detachedExecs), "--proposals-pending", String(o.proposals.pending), "--proposals-kept", String(o.proposals.kept), "--sandbox-subnets", o.sandboxSubnets];
+  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", ...o.listen.flatMap((a) => ["--listen", formatListenAddress(a)]), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb), "--container-log-size", String(o.containerLog.maxBytes), "--container-log-files", String(o.containerLog.files), "--log-streams", String(o.logStreams), "--detached-execs", String(o.detachedExecs), "--proposals-pending", String(o.proposals.pending), "--proposals-kept", String(o.proposals.kept), "--sandbox-subnets", o.sandboxSubnets, ...connectionArgs(o.connections)];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out] });
   let exited: { code: number | null; signal: string | null } | null = null;
   child.once("exit", (code, signal) => (exited = { code, signal }));

@@ -12,7 +12,7 @@ import { portForwardLimitsFromEnv } from "../gateway/api/port-forward-ws.js";
 import type { FilesLimits } from "../gateway/files/limits.js";
 import type { ListenAddress } from "../gateway/api/listen-address.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; listen: readonly ListenAddress[]; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; containerLog?: { maxBytes: number; files: number }; logStreams?: number; detachedExecs?: number; proposals?: { pending: number; kept: number }; files?: FilesLimits; sandboxSubnets?: string }): Promise<void> {
+export async function runGatewayForeground(opts: { home: HomePaths; listen: readonly ListenAddress[]; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; containerLog?: { maxBytes: number; files: number }; logStreams?: number; detachedExecs?: number; proposals?: { pending: number; kept: number }; files?: FilesLimits; sandboxSubnets?: string; connections?: { headerTimeoutS: number; idleTimeoutS: number; maxConnections: number; maxUnauthenticated: number; proxyConnections: number } }): Promise<void> {
   let portForward: ReturnType<typeof portForwardLimitsFromEnv>;
   try {
     portForward = portForwardLimitsFromEnv(process.env);
@@ -52,6 +52,12 @@ export async function runGatewayForeground(opts: { home: HomePaths; listen: read
       ...(opts.logStreams === undefined ? {} : { logs: { maxStreams: opts.logStreams } }),
       ...(opts.files === undefined ? {} : { files: opts.files }),
       ...(opts.proposals === undefined ? {} : { proposals: opts.proposals }),
+      ...(opts.connections === undefined
+        ? {}
+        : {
+            connections: { headerTimeoutMs: Math.round(opts.connections.headerTimeoutS * 1000), idleTimeoutMs: Math.round(opts.connections.idleTimeoutS * 1000), maxAuthenticated: opts.connections.maxConnections, maxUnauthenticated: opts.connections.maxUnauthenticated },
+            proxyConnections: opts.connections.proxyConnections,
+          }),
       onProgress: (msg) => log.info({ step: msg }, "preparing"),
     });
   } catch (err) {

@@ -7,6 +7,7 @@ import type { Readable, Writable } from "node:stream";
 import type { LifecycleEvent, Phase } from "../lifecycle/phases.js";
 import type { SandboxSpec } from "../lifecycle/spec.js";
 import type { Policy } from "../policy/index.js";
+import type { ProxyBounds } from "../protocol/launch.js";
 
 export type Role = "workload" | "supervisor";
 
@@ -47,6 +48,8 @@ export interface LaunchNetwork {
   hostAddresses: string[];
   /** The host's DNS servers for the supervisor to ask directly; null: the container's own resolver. */
   resolvers: string[] | null;
+  /** Bounds on the workload's connections to its proxy; absent: the supervisor's defaults. */
+  connections?: ProxyBounds;
 }
 
 export interface LaunchRequest {

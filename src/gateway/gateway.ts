@@ -30,6 +30,7 @@ import type { SandboxReadModel } from "./sandboxes/read-model.js";
 import type { SandboxService, ServiceOptions } from "./sandboxes/service.js";
 import { PolicyProposals, type ProposalLimits } from "./sandboxes/policy-proposals.js";
 import { PolicyTools } from "./sandboxes/policy-tools.js";
+import type { ConnectionBoundsSettings } from "../util/connection-bounds.js";
 
 export interface GatewayOptions {
   home: HomePaths;
@@ -67,6 +68,10 @@ export interface GatewayOptions {
   files?: Partial<FilesLimits>;
   /** Bounds of policy proposals per sandbox (defaults: DEFAULT_PROPOSAL_LIMITS). */
   proposals?: Partial<ProposalLimits>;
+  /** Bounds of each listener's connections (header and idle timeouts, caps per pool; defaults: DEFAULT_CONNECTION_BOUNDS); the timeouts bound every proxy's too. */
+  connections?: Partial<ConnectionBoundsSettings>;
+  /** Open connections each sandbox's workload may hold to its proxy (default 512). */
+  proxyConnections?: number;
 }
 
 export interface RunningGateway {
@@ -129,6 +134,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         graceMs: opts.supervisorGraceMs,
         resolvers: opts.resolvers ?? null,
         secretValues: secretValuesFrom(secrets, log.child({ component: "secrets" })),
+        ...(opts.connections === undefined ? {} : { bounds: opts.connections }),
+        ...(opts.proxyConnections === undefined ? {} : { proxyConnections: opts.proxyConnections }),
         ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddresses: { intervalMs: opts.hostAddressIntervalMs } }),
       })
     : null;

@@ -37,11 +37,12 @@ export interface ReplayResult {
   /** What the candidate lets through only in audit mode (it would deny it enforcing): its would-deny records. */
   wouldDeny: ReplayLine[];
   unchanged: { allowed: number; denied: number };
-  /** Records that say nothing about the policy (lockdowns, no policy loaded). */
+  /** Records that say nothing about the policy (lockdowns, no policy loaded, connections past the proxy's cap). */
   skipped: number;
 }
 
-const POLICY_SILENT = /^(lockdown_|policy_missing$)/;
+// connection_limit: the proxy's cap on open connections refused them before any request was read.
+const POLICY_SILENT = /^(lockdown_|policy_missing$|connection_limit$)/;
 
 export const describeRequest = (r: { protocol: string; host: string; port: number; method?: string; path?: string }): string =>
   r.protocol === "http" ? `${r.method ?? "GET"} http://${r.host}:${r.port}${r.path ?? "/"}` : `${r.protocol} ${r.host}:${r.port}`;

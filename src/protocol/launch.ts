@@ -28,6 +28,20 @@ export const MAX_SOCKET_PATH_BYTES = 107;
 export const DEFAULT_GRACE_MS = 15_000;
 export const GRACE_MS_RANGE = { min: 100, max: 3_600_000 } as const;
 
+/**
+ * Bounds on the workload's connections to its proxy: at most `max` open at once (a CONNECT
+ * tunnel or a WebSocket counts as its connection; past it a new one is refused at once and
+ * audited as `connection_limit`), a request head within `headerTimeoutMs`, a kept-alive
+ * connection idle at most `idleTimeoutMs`.
+ */
+export interface ProxyBounds {
+  max: number;
+  headerTimeoutMs: number;
+  idleTimeoutMs: number;
+}
+export const DEFAULT_PROXY_BOUNDS: ProxyBounds = { max: 512, headerTimeoutMs: 10_000, idleTimeoutMs: 60_000 };
+export const PROXY_BOUNDS_RANGE = { max: { min: 1, max: 100_000 }, headerTimeoutMs: { min: 100, max: 600_000 }, idleTimeoutMs: { min: 100, max: 3_600_000 } } as const;
+
 /** The file's content, as the gateway writes it. */
 export interface LaunchConfig {
   sandboxId: string;
@@ -65,6 +79,8 @@ export interface LaunchConfig {
    * besides the system roots. Absent: such tunnels are refused (never tunnelled blind).
    */
   tls?: LaunchTls;
+  /** Absent (a launch file of an older gateway): DEFAULT_PROXY_BOUNDS. */
+  connections?: ProxyBounds;
 }
 
 export interface LaunchTls {
@@ -108,6 +124,7 @@ export interface LaunchSettings {
   /** Canonical "addr:port" / "[v6]:port" for dns.Resolver#setServers; null: the container's own resolver. */
   resolvers: string[] | null;
   tls: LaunchTls | null;
+  connections: ProxyBounds;
 }
 
 export interface LaunchPolicy {
@@ -238,10 +255,27 @@ function parseTls(raw: unknown, errors: string[]): LaunchTls | null {
   return { caCertPem: raw.caCertPem as string, caKeyPem: raw.caKeyPem as string, ...(raw.originCaPem === undefined ? {} : { originCaPem: raw.originCaPem as string }) };
 }
 
+function parseProxyBounds(raw: unknown, errors: string[]): ProxyBounds {
+  if (raw === undefined) return { ...DEFAULT_PROXY_BOUNDS };
+  if (!isRecord(raw)) {
+    errors.push("connections must be an object");
+    return { ...DEFAULT_PROXY_BOUNDS };
+  }
+  const out = { ...DEFAULT_PROXY_BOUNDS };
+  for (const key of ["max", "headerTimeoutMs", "idleTimeoutMs"] as const) {
+    const v = raw[key];
+    const r = PROXY_BOUNDS_RANGE[key];
+    if (v === undefined) continue;
+    if (typeof v === "number" && Number.isInteger(v) && v >= r.min && v <= r.max) out[key] = v;
+    else errors.push(`connections.${key} must be an integer from ${r.min} to ${r.max}`);
+  }
+  return out;
+}
+
 /** Validate a parsed launch file; every problem is listed, and any problem withholds the policy. */
 export function parseLaunchConfig(raw: unknown): LaunchLoadResult {
   const errors: string[] = [];
-  const settings: LaunchSettings = { sandboxId: null, generation: null, nonce: null, proxyPort: PROXY_PORT, proxySubnet: null, healthSocket: null, control: null, hostAddresses: [], resolvers: null, tls: null };
+  const settings: LaunchSettings = { sandboxId: null, generation: null, nonce: null, proxyPort: PROXY_PORT, proxySubnet: null, healthSocket: null, control: null, hostAddresses: [], resolvers: null, tls: null, connections: { ...DEFAULT_PROXY_BOUNDS } };
   if (!isRecord(raw)) return { settings, policy: undefined, errors: ["launch config must be a JSON object"] };
 
   if (typeof raw.sandboxId === "string" && raw.sandboxId !== "") settings.sandboxId = raw.sandboxId;
@@ -265,6 +299,7 @@ export function parseLaunchConfig(raw: unknown): LaunchLoadResult {
   settings.hostAddresses = parseHostAddresses(raw.hostAddresses, errors);
   settings.resolvers = parseResolvers(raw.resolvers, errors);
   settings.tls = parseTls(raw.tls, errors);
+  settings.connections = parseProxyBounds(raw.connections, errors);
 
   const revision = raw.policyRevision;
   if (!(typeof revision === "number" && Number.isSafeInteger(revision) && revision >= 0)) {

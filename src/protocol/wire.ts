@@ -13,6 +13,8 @@ export const TOKEN_TYPE = "sandgate-launch+jwt";
 export const CLOSE = {
   normal: 1000,
   goingAway: 1001,
+  /** RFC 6455's "Try Again Later": the gateway holds as many sessions as it may. */
+  tryAgainLater: 1013,
   malformed: 4400,
   refused: 4401,
   authTimeout: 4408,

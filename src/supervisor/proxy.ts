@@ -22,6 +22,8 @@ import { CREDENTIAL_ERROR, prepareRequest, readBoundedBody, refusalBody, refuseP
 import { HELLO_TIMEOUT_MS, readHello } from "./tls/hello-gate.js";
 import { WEBSOCKET, relayUpgrade, websocketUpgrade } from "./upgrade.js";
 import { meter, type Traffic } from "./traffic.js";
+import { DEFAULT_PROXY_BOUNDS, type ProxyBounds } from "../protocol/launch.js";
+import { boundConnections, boundedServerOptions, type ClosedConnection } from "../util/connection-bounds.js";
 
 export type Resolver = (host: string) => Promise<string[]>;
 
@@ -61,6 +63,8 @@ export interface EgressProxyOptions {
   credentials?: SecretValues;
   /** How long a blind https tunnel waits for its ClientHello (default HELLO_TIMEOUT_MS). */
   helloTimeoutMs?: number;
+  /** The workload's connections: how many may be open, header and idle timeouts (default DEFAULT_PROXY_BOUNDS). */
+  connections?: ProxyBounds;
 }
 
 /** Reason a tunnel that must be terminated is refused when the supervisor has no CA. */
@@ -93,6 +97,9 @@ export interface EgressProxy {
   /** Stops accepting, lets in-flight HTTP requests finish for up to graceMs, then cuts everything. */
   close(graceMs?: number): Promise<void>;
 }
+
+/** Reason of the audit record of connections refused past the cap on the workload's open connections. */
+export const CONNECTION_LIMIT = "connection_limit";
 
 /** Reason used when no policy is loaded: the proxy fails closed. */
 export const POLICY_MISSING = "policy_missing";
@@ -1053,11 +1060,23 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     else upReq.end();
   }
 
-  const server = http.createServer({
-    // Long uploads and long-polls are legitimate through a proxy; the client
-    // side enforces its own deadlines. Slow headers are still bounded.
-    requestTimeout: 0,
-    noDelay: true,
+  const limits = options.connections ?? DEFAULT_PROXY_BOUNDS;
+  const timeouts = { headerTimeoutMs: limits.headerTimeoutMs, idleTimeoutMs: limits.idleTimeoutMs };
+  // Long uploads and long-polls are legitimate through a proxy (no request deadline); a
+  // request head and a kept-alive connection's idle time are bounded.
+  const server = http.createServer({ ...boundedServerOptions(timeouts), noDelay: true });
+  // The workload is the one client and nothing authenticates: past the cap a new connection is
+  // refused at once (evicting would let the workload cut its own tunnels), and each refusal is
+  // an audit record, which the aggregator folds into one with a count.
+  const bounds = boundConnections(server, {
+    ...timeouts,
+    maxUnauthenticated: limits.max,
+    maxAuthenticated: 1,
+    whenFull: "refuse",
+    onClose: (reason, at: ClosedConnection) => {
+      if (reason !== "refused_full") return;
+      emit({ type: "egress", time: new Date().toISOString(), decision: "deny", reason: CONNECTION_LIMIT, host: at.localAddress ?? "", port: at.localPort ?? 0, protocol: "tcp" });
+    },
   });
   server.on("connection", (socket: net.Socket) => {
     clients.set(socket, { socket, carried: newGrantSet(), active: new Set(), stale: false });
@@ -1181,6 +1200,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     revoke,
     async close(graceMs = 5000) {
       closing = true;
+      bounds.close();
       const closed = new Promise<void>((r) => {
         if (!server.listening) r();
         else server.close(() => r());

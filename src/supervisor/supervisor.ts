@@ -97,6 +97,7 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
     ...(settings.tls === null ? {} : { tls: lazyLeafSource({ certPem: settings.tls.caCertPem, keyPem: settings.tls.caKeyPem }) }),
     ...(settings.tls?.originCaPem === undefined ? {} : { upstreamCa: settings.tls.originCaPem }),
     credentials: secrets,
+    connections: settings.connections,
   });
   // A lockdown closes every connection at once; a new revision closes what it no longer allows
   // (the control session calls revoke before its ack).

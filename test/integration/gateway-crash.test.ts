@@ -45,8 +45,8 @@ function prng(seed: number): () => number {
 }
 
 // Settings from a flag and from the environment (their ranges are cli-mistakes' job).
-const START_ARGS = ["--audit-rate", "7", "--audit-max-age", "2d", "--supervisor-cpus", "0.75"];
-const START_ENV = { SANDGATE_RECOVERY_DEADLINE: "60", SANDGATE_AUDIT_KEEP: "500", SANDGATE_SUPERVISOR_MEMORY: "192" };
+const START_ARGS = ["--audit-rate", "7", "--audit-max-age", "2d", "--supervisor-cpus", "0.75", "--header-timeout", "7s"];
+const START_ENV = { SANDGATE_RECOVERY_DEADLINE: "60", SANDGATE_AUDIT_KEEP: "500", SANDGATE_SUPERVISOR_MEMORY: "192", SANDGATE_MAX_UNAUTHENTICATED: "99" };
 
 beforeAll(async () => {
   rig = await startGatewayRig("crashr");
@@ -101,10 +101,13 @@ async function checkConsistent(round: number): Promise<void> {
 }
 
 describe("the gateway SIGKILLed at random points of lifecycle work", () => {
-  it("runs with the audit bounds and supervisor limits it was started with", async () => {
+  it("runs with the audit bounds, supervisor limits and connection bounds it was started with", async () => {
     const status = await gw.api("GET", "/v1/status");
     expect(status.body.audit.limits).toMatchObject({ ratePerSecond: 7, keepPerSandbox: 500, maxAgeS: 2 * 86_400 });
     expect(status.body.supervisorLimits).toEqual({ cpus: 0.75, memoryMb: 192 });
+    // The supervisor endpoint listens once the runtime is ready.
+    const connections = await eventually(async () => (await gw.api("GET", "/v1/status")).body.supervisorEndpoint?.connections, 60_000, "the supervisor endpoint's connections");
+    expect(connections.limits).toEqual({ headerTimeoutMs: 7000, idleTimeoutMs: 60_000, maxAuthenticated: 1024, maxUnauthenticated: 99 });
   });
 
   it(`${ROUNDS} rounds (seed ${SEED}): after each restart everything is consistent; after deleting all nothing is left`, async () => {

@@ -12,6 +12,7 @@ import { ensureGatewayId } from "../../src/gateway/home.js";
 import { EngineClient } from "../../src/driver/docker/engine/client.js";
 import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
 import type { ContainerLogBound } from "../../src/driver/docker/log-config.js";
+import type { ConnectionBoundsSettings } from "../../src/util/connection-bounds.js";
 import { PrivateDockerd, type DockerdOptions } from "./dockerd.js";
 import { FaultProxy } from "./fault-proxy.js";
 import type { ListenAddress } from "../../src/gateway/api/listen-address.js";
@@ -32,7 +33,7 @@ export interface DockerFixture {
 }
 
 export async function startDockerFixture(
-  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number; originCaPem?: string; logSink?: (line: string) => void; containerLog?: ContainerLogBound; sandboxSubnets?: string; listen?: ListenAddress[] } = {},
+  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number; originCaPem?: string; logSink?: (line: string) => void; containerLog?: ContainerLogBound; sandboxSubnets?: string; listen?: ListenAddress[]; connections?: Partial<ConnectionBoundsSettings>; proxyConnections?: number } = {},
 ): Promise<DockerFixture> {
   const dockerd = await PrivateDockerd.start({
     liveRestore: opts.liveRestore ?? true,
@@ -63,6 +64,8 @@ export async function startDockerFixture(
     ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddressIntervalMs: opts.hostAddressIntervalMs }),
     ...(opts.logSink === undefined ? {} : { logSink: opts.logSink }),
     ...(opts.listen === undefined ? {} : { listen: opts.listen }),
+    ...(opts.connections === undefined ? {} : { connections: opts.connections }),
+    ...(opts.proxyConnections === undefined ? {} : { proxyConnections: opts.proxyConnections }),
   });
   const fx: DockerFixture = {
     dockerd,

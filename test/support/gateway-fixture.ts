@@ -18,6 +18,7 @@ import type { ProposalLimits } from "../../src/gateway/sandboxes/policy-proposal
 import { checkAnswer } from "./openapi-check.js";
 import type { ListenAddress } from "../../src/gateway/api/listen-address.js";
 import { apiFetch, wsUrl } from "./api-client.js";
+import type { ConnectionBoundsSettings } from "../../src/util/connection-bounds.js";
 
 export interface TestGateway {
   home: HomePaths;
@@ -62,6 +63,10 @@ export async function startTestGateway(
     proposals?: Partial<ProposalLimits>;
     /** Listeners besides the home's socket (`gateway start --listen`). */
     listen?: ListenAddress[];
+    /** Bounds of the listeners' connections (--header-timeout, --max-unauthenticated, …). */
+    connections?: Partial<ConnectionBoundsSettings>;
+    /** Connections each workload may hold to its proxy (--proxy-connections). */
+    proxyConnections?: number;
   } = {},
 ): Promise<TestGateway> {
   const home = resolveHome(opts.homeDir ?? mkdtempSync(join(tmpdir(), "sg-home-")));
@@ -73,6 +78,8 @@ export async function startTestGateway(
     ...(opts.files === undefined ? {} : { files: opts.files }),
     ...(opts.proposals === undefined ? {} : { proposals: opts.proposals }),
     ...(opts.listen === undefined ? {} : { listen: opts.listen }),
+    ...(opts.connections === undefined ? {} : { connections: opts.connections }),
+    ...(opts.proxyConnections === undefined ? {} : { proxyConnections: opts.proxyConnections }),
   });
   const token = ensureToken(home);
   const approverToken = ensureApproverToken(home);

@@ -64,6 +64,12 @@ describe("CLI mistakes before a gateway runs", () => {
       // And the range sandbox networks take their subnets from.
       [["--sandbox-subnets", "10.0.0.0/30"], {}, /^sandgate: --sandbox-subnets: invalid sandbox subnet range "10\.0\.0\.0\/30": the prefix must be \/8 to \/24$/],
       [[], { SANDGATE_SANDBOX_SUBNETS: "fd00::/64" }, /^sandgate: SANDGATE_SANDBOX_SUBNETS: invalid sandbox subnet range "fd00::\/64": an IPv4 range such as 198\.18\.0\.0\/15 is wanted$/],
+      // And the bounds of every listener's connections.
+      [["--header-timeout", "500ms"], {}, /^sandgate: --header-timeout must be a duration from 1 s to 600 s .*; got "500ms"$/],
+      [[], { SANDGATE_IDLE_TIMEOUT: "2h" }, /^sandgate: SANDGATE_IDLE_TIMEOUT must be a duration from 1 s to 3600 s .*; got "2h"$/],
+      [["--max-connections", "0"], {}, /^sandgate: --max-connections must be a whole number from 1 to 1000000; got "0"$/],
+      [[], { SANDGATE_MAX_UNAUTHENTICATED: "many" }, /^sandgate: SANDGATE_MAX_UNAUTHENTICATED must be a whole number from 1 to 1000000; got "many"$/],
+      [["--proxy-connections", "100001"], {}, /^sandgate: --proxy-connections must be a whole number from 1 to 100000; got "100001"$/],
     ];
     for (const [args, env, message] of cases) {
       const r = await cli(["--home", home, "gateway", "start", "--port", "0", ...args], { ...NO_DOCKER, ...env });
@@ -219,7 +225,7 @@ describe("item 8: gateway stop checks that the pid is the gateway", () => {
   it("a real gateway (started with --detach, showing its progress) is stopped, exit 0", async () => {
     const h = mkdtempSync(join(tmpdir(), "sg-mistakes-real-"));
     try {
-      const started = await cli(["--home", h, "gateway", "start", "--port", "0", "--detach"], NO_DOCKER);
+      const started = await cli(["--home", h, "gateway", "start", "--port", "0", "--detach", "--header-timeout", "3s"], { ...NO_DOCKER, SANDGATE_PROXY_CONNECTIONS: "64" });
       expect(started.code, started.stderr).toBe(0);
       // Its socket, and the TCP listener --port asked for (TLS, on the port it got).
       const { pid, listeners } = JSON.parse(readFileSync(join(h, "gateway.json"), "utf8")) as { pid: number; listeners: string[] };
@@ -227,6 +233,10 @@ describe("item 8: gateway stop checks that the pid is the gateway", () => {
       expect(started.stdout).toBe(`gateway listening on ${listeners.join(", ")} (pid ${pid})\n`);
       expect(started.stderr).toMatch(/^starting gateway \(pid \d+\); log: /);
       expect(started.stderr).toMatch(/warning: the runtime is not ready yet/);
+      // The detached gateway got every setting, from a flag or the environment, as flags.
+      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      const after = (flag: string): string | undefined => argv[argv.indexOf(flag) + 1];
+      expect([after("--header-timeout"), after("--idle-timeout"), after("--max-connections"), after("--max-unauthenticated"), after("--proxy-connections")]).toEqual(["3s", "60s", "1024", "128", "64"]);
       const stopped = await cli(["--home", h, "gateway", "stop"]);
       expect([stopped.code, stopped.stdout, stopped.stderr]).toEqual([0, `gateway (pid ${pid}) stopped\n`, ""]);
     } finally {

@@ -158,6 +158,11 @@ describe("replay", () => {
     expect(r.skipped).toBe(9);
   });
 
+  it("connections refused past the proxy's cap say nothing about the policy: skipped", () => {
+    const r = replay([rec({ host: "10.1.2.3", port: 3128, protocol: "tcp", decision: "deny", reason: "connection_limit", count: 12 })], policy(TIGHTER));
+    expect([r.skipped, r.unchanged.denied, r.newlyAllowed.length]).toEqual([12, 0, 0]);
+  });
+
   it("replaying under the active policy changes nothing", () => {
     const r = replay(records.filter((x) => x.decision === "allow" || x.reason !== "method_not_allowed"), policy(ACTIVE));
     expect(r.newlyDenied).toEqual([]);

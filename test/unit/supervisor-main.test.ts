@@ -366,8 +366,24 @@ describe("launch config", () => {
     await writeFile(path, JSON.stringify(valid));
     const r = await readLaunchConfig(path);
     expect(r.errors).toEqual([]);
-    expect(r.settings).toEqual({ sandboxId: "sb", generation: 0, nonce: "n", proxyPort: 3128, proxySubnet: null, healthSocket: null, control: null, hostAddresses: [], resolvers: null, tls: null });
+    expect(r.settings).toEqual({ sandboxId: "sb", generation: 0, nonce: "n", proxyPort: 3128, proxySubnet: null, healthSocket: null, control: null, hostAddresses: [], resolvers: null, tls: null, connections: { max: 512, headerTimeoutMs: 10_000, idleTimeoutMs: 60_000 } });
     expect(r.policy?.revision).toBe(2);
+  });
+
+  it("reads the bounds of the proxy's connections (absent: the defaults); a bad one withholds the policy", () => {
+    expect(parseLaunchConfig({ ...valid, connections: { max: 16, headerTimeoutMs: 2000, idleTimeoutMs: 5000 } }).settings.connections).toEqual({ max: 16, headerTimeoutMs: 2000, idleTimeoutMs: 5000 });
+    expect(parseLaunchConfig({ ...valid, connections: { max: 16 } }).settings.connections).toEqual({ max: 16, headerTimeoutMs: 10_000, idleTimeoutMs: 60_000 });
+    for (const [bad, error] of [
+      [{ max: 0 }, "connections.max must be an integer from 1 to 100000"],
+      [{ max: 1.5 }, "connections.max must be an integer from 1 to 100000"],
+      [{ headerTimeoutMs: "10s" }, "connections.headerTimeoutMs must be an integer from 100 to 600000"],
+      [{ idleTimeoutMs: 3_600_001 }, "connections.idleTimeoutMs must be an integer from 100 to 3600000"],
+      [512, "connections must be an object"],
+    ] as const) {
+      const r = parseLaunchConfig({ ...valid, connections: bad });
+      expect(r.errors).toEqual([error]);
+      expect(r.policy).toBeUndefined();
+    }
   });
 
   it("reads the sandbox CA; a malformed one withholds the policy", () => {

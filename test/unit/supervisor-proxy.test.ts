@@ -17,6 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getOverUnix } from "../support/net.js";
 import { silentLogger } from "../../src/supervisor/logger.js";
+import { listenOn } from "../support/net.js";
 
 const LOOPBACK = ["127.0.0.0/8"];
 const cleanups: (() => Promise<void>)[] = [];
@@ -59,17 +60,7 @@ interface SeenRequest {
   bodyLength: number;
 }
 
-async function listen(server: net.Server, host = "127.0.0.1"): Promise<number> {
-  await new Promise<void>((r) => server.listen(0, host, r));
-  cleanups.push(
-    () =>
-      new Promise<void>((r) => {
-        if (server instanceof http.Server) server.closeAllConnections();
-        server.close(() => r());
-      }),
-  );
-  return (server.address() as AddressInfo).port;
-}
+const listen = (server: net.Server, host = "127.0.0.1"): Promise<number> => listenOn(server, cleanups, host);
 
 /** Origin that records each request (with a hash of its body) and answers per `respond`. */
 async function startOrigin(

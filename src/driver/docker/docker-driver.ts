@@ -327,6 +327,7 @@ export class DockerDriver implements ComputeDriver {
     if (req.network) {
       config.hostAddresses = req.network.hostAddresses;
       if (req.network.resolvers !== null) config.resolvers = req.network.resolvers;
+      if (req.network.connections !== undefined) config.connections = req.network.connections;
     }
     // The CA's key reaches the supervisor only (this file is 0400, its uid's).
     config.tls = { caCertPem: ca.certPem, caKeyPem: ca.keyPem, ...(this.originCaPem === undefined ? {} : { originCaPem: this.originCaPem }) };

@@ -439,6 +439,15 @@ export { FileStatView };
 // ---- the gateway ----
 
 const loose = z.looseObject({});
+/** One listener's connection bounds (src/util/connection-bounds.ts). */
+export const ConnectionStatsView = z
+  .strictObject({
+    open: z.strictObject({ unauthenticated: count, authenticated: count }),
+    limits: z.strictObject({ headerTimeoutMs: count, idleTimeoutMs: count, maxAuthenticated: count, maxUnauthenticated: count }),
+    accepted: count,
+    closed: z.strictObject({ header_timeout: count, handshake_timeout: count, idle: count, evicted: count, refused_full: count }).describe("connections these bounds closed, by reason"),
+  })
+  .describe("A listener's connections: open by pool (not yet authenticated, authenticated), its limits, accepted since start, and what its bounds closed.");
 /** An object of counters whose fields are the runtime's own (ComputeDriver's monitor). */
 const counters = z.custom<object>((v) => typeof v === "object" && v !== null && !Array.isArray(v), "expected an object").meta({ type: "object" });
 export const StatusView = z
@@ -451,7 +460,10 @@ export const StatusView = z
     supervisorLimits: z.strictObject({ cpus: z.number(), memoryMb: z.number() }).optional(),
     runtime: z.strictObject({ ready: z.boolean(), problem: nullableString }),
     api: z.looseObject({ listeners: z.array(z.string()) }).describe("where the API listens (the home's socket first; https:// ones serve the home's api-cert.pem), and its connection counters"),
-    supervisorEndpoint: z.looseObject({ url: nullableString }).nullable().describe("where supervisors reach the gateway, and its session counters; null where the runtime has no supervisors"),
+    supervisorEndpoint: z
+      .looseObject({ url: nullableString, connections: ConnectionStatsView.optional() })
+      .nullable()
+      .describe("where supervisors reach the gateway, its session counters and its connections (an established session is an authenticated connection); null where the runtime has no supervisors"),
     sandboxes: z.record(z.string(), count).describe("sandboxes by phase"),
     monitor: counters.nullable().describe("the runtime monitor's counters"),
     audit: loose.describe("the audit trail's counters and limits"),
@@ -488,4 +500,5 @@ export const SCHEMA_COMPONENTS = {
   Stats: StatsView,
   DetachedExec: DetachedExecView,
   FileStat: FileStatView,
+  ConnectionStats: ConnectionStatsView,
 } as const;

@@ -4,7 +4,8 @@
 // network can reach.
 
 import type { Logger } from "pino";
-import { DEFAULT_GRACE_MS } from "../../protocol/launch.js";
+import { DEFAULT_GRACE_MS, DEFAULT_PROXY_BOUNDS } from "../../protocol/launch.js";
+import { DEFAULT_CONNECTION_BOUNDS, type ConnectionBoundsSettings } from "../../util/connection-bounds.js";
 import type { LaunchControl, LaunchNetwork } from "../../driver/contract.js";
 import { HostAddressWatcher, type HostAddressWatcherOptions } from "./host-addresses.js";
 import { BoundaryRegistry, type SecretValuesSource } from "./boundary.js";
@@ -29,6 +30,10 @@ export interface ControlPlaneOptions {
   hostAddresses?: Omit<HostAddressWatcherOptions, "onChange" | "onFeedLost">;
   /** The values of the secrets a sandbox's policy references, for its supervisor only. */
   secretValues?: SecretValuesSource;
+  /** Bounds of the endpoint's connections; their header and idle timeouts also bound each proxy's (defaults: DEFAULT_CONNECTION_BOUNDS). */
+  bounds?: Partial<ConnectionBoundsSettings>;
+  /** Open connections each workload may hold to its proxy (default DEFAULT_PROXY_BOUNDS.max). */
+  proxyConnections?: number;
 }
 
 export class ControlPlane {
@@ -88,6 +93,7 @@ export class ControlPlane {
         expected: this.opts.expected,
         boundary: this.boundary,
         log: this.opts.log.child({ component: "supervisor-endpoint" }),
+        ...(this.opts.bounds === undefined ? {} : { bounds: this.opts.bounds }),
       });
       this.opts.log.info({ url: this.endpoint.url, fingerprint: this.tls.fingerprint }, "supervisor endpoint listening");
     })();
@@ -101,9 +107,18 @@ export class ControlPlane {
     return { url: this.endpoint.url, fingerprint: this.tls.fingerprint, token, graceMs: this.graceMs };
   }
 
-  /** What a launch file says of the host's network: its addresses now, and the resolvers. */
+  /** What a launch file says of the host's network: its addresses now, the resolvers, and the bounds of the proxy's connections. */
   launchNetwork(): LaunchNetwork {
-    return { hostAddresses: [...this.hostAddresses.current()], resolvers: this.opts.resolvers ?? null };
+    const b = this.opts.bounds;
+    return {
+      hostAddresses: [...this.hostAddresses.current()],
+      resolvers: this.opts.resolvers ?? null,
+      connections: {
+        max: this.opts.proxyConnections ?? DEFAULT_PROXY_BOUNDS.max,
+        headerTimeoutMs: b?.headerTimeoutMs ?? DEFAULT_CONNECTION_BOUNDS.headerTimeoutMs,
+        idleTimeoutMs: b?.idleTimeoutMs ?? DEFAULT_CONNECTION_BOUNDS.idleTimeoutMs,
+      },
+    };
   }
 
   async close(): Promise<void> {

@@ -3,14 +3,22 @@
 // WebSocket, verifies our certificate against its pin, then sends `hello` with its launch
 // token as the first message. We verify the token and bind it to the current launch before
 // the session exists; every refusal is logged with its reason and counted.
+//
+// Any local user can reach this port, so its connections are bounded (connection-bounds.ts):
+// a TLS handshake and upgrade request must be in within the header timeout, and the hello
+// within the auth timeout after it; connections that have not authenticated are capped apart
+// from established sessions (the oldest evicted for a newcomer), so a flood of them keeps
+// neither a new supervisor out nor an established one down.
 import { randomUUID } from "node:crypto";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import type { WebSocket } from "ws";
 import type { BoundaryRegistry, SessionLink } from "./boundary.js";
 import type { LaunchTokens } from "./launch-tokens.js";
 import { CLOSE, SUPERVISOR_PATH, parseSupervisorMessage } from "../../protocol/wire.js";
+import { DEFAULT_CONNECTION_BOUNDS, boundConnections, boundedServerOptions, type ConnectionBoundsSettings, type ConnectionBoundsStats } from "../../util/connection-bounds.js";
 import type { GatewayMessage, HelloMessage } from "../../protocol/wire.js";
 
 /** The launch a sandbox is expected to run now; null when none (stopped, deleted, unknown). */
@@ -34,6 +42,7 @@ export type RefusalReason =
   | "generation_mismatch"
   | "nonce_mismatch"
   | "duplicate_session"
+  | "connections_full"
   | "gateway_closing";
 
 export interface EndpointLog {
@@ -50,8 +59,10 @@ export interface SupervisorEndpointOptions {
   expected: (sandboxId: string) => ExpectedLaunch | null;
   boundary: BoundaryRegistry;
   log: EndpointLog;
-  /** Time a connection gets to authenticate. Default 5000. */
+  /** Time an upgraded connection gets to send a valid hello. Default: the header timeout. */
   authTimeoutMs?: number;
+  /** Header and idle timeouts, and caps on unauthenticated connections and on sessions (defaults: DEFAULT_CONNECTION_BOUNDS). */
+  bounds?: Partial<ConnectionBoundsSettings>;
   /** Largest accepted supervisor message. Default 256 KiB. */
   maxPayload?: number;
 }
@@ -61,6 +72,8 @@ export interface EndpointStats {
   refused: Partial<Record<RefusalReason, number>>;
   /** Authenticated sessions closed for a malformed message. */
   malformed: number;
+  /** The listener's connections: open by pool, limits, closes by reason. */
+  connections: ConnectionBoundsStats;
 }
 
 export interface SupervisorEndpoint {
@@ -75,16 +88,15 @@ type Check = { ok: true; link: SessionLink } | { ok: false; reason: RefusalReaso
 
 export async function startSupervisorEndpoint(opts: SupervisorEndpointOptions): Promise<SupervisorEndpoint> {
   const { boundary, tokens, log } = opts;
-  const authTimeoutMs = opts.authTimeoutMs ?? 5000;
-  const stats: EndpointStats = { accepted: 0, refused: {}, malformed: 0 };
+  const authTimeoutMs = opts.authTimeoutMs ?? opts.bounds?.headerTimeoutMs ?? DEFAULT_CONNECTION_BOUNDS.headerTimeoutMs;
+  const stats: Omit<EndpointStats, "connections"> = { accepted: 0, refused: {}, malformed: 0 };
   const sockets = new Set<WebSocket>();
 
-  const server = https.createServer({ cert: opts.tls.certPem, key: opts.tls.keyPem, minVersion: "TLSv1.3" }, (_req, res) => {
+  const server = https.createServer({ cert: opts.tls.certPem, key: opts.tls.keyPem, minVersion: "TLSv1.3", ...boundedServerOptions(opts.bounds) }, (_req, res) => {
     res.writeHead(426, { "content-type": "text/plain" }).end("WebSocket upgrade required\n");
   });
-  // Bounded: nothing here waits on a slow peer longer than the auth timeout.
-  server.headersTimeout = authTimeoutMs;
-  server.requestTimeout = authTimeoutMs;
+  // A session is authenticated once its hello and launch token are verified (authenticate below).
+  const bounds = boundConnections(server, opts.bounds ?? {});
   const wss = new WebSocketServer({ server, path: SUPERVISOR_PATH, maxPayload: opts.maxPayload ?? 256 * 1024, perMessageDeflate: false, clientTracking: false });
 
   function refuse(ws: WebSocket, remote: string | undefined, r: Check & { ok: false }): void {
@@ -93,11 +105,12 @@ export async function startSupervisorEndpoint(opts: SupervisorEndpointOptions): 
       { event: "supervisor_session_refused", reason: r.reason, detail: r.detail, sandboxId: r.sandboxId ?? null, generation: r.generation ?? null, remote: remote ?? null },
       "supervisor session refused",
     );
-    const code = r.reason === "duplicate_session" ? CLOSE.duplicate : r.reason === "auth_timeout" ? CLOSE.authTimeout : r.reason === "malformed_hello" ? CLOSE.malformed : CLOSE.refused;
+    const code =
+      r.reason === "duplicate_session" ? CLOSE.duplicate : r.reason === "auth_timeout" ? CLOSE.authTimeout : r.reason === "malformed_hello" ? CLOSE.malformed : r.reason === "connections_full" ? CLOSE.tryAgainLater : CLOSE.refused;
     ws.close(code, r.reason);
   }
 
-  async function authenticate(ws: WebSocket, hello: HelloMessage): Promise<Check> {
+  async function authenticate(ws: WebSocket, socket: Duplex, hello: HelloMessage): Promise<Check> {
     const claimed = { sandboxId: hello.sandboxId, generation: hello.generation };
     const verified = await tokens.verify(hello.token);
     if (!verified.ok) return { ...verified, ...claimed };
@@ -112,6 +125,9 @@ export async function startSupervisorEndpoint(opts: SupervisorEndpointOptions): 
     if (c.generation < expected.generation) return { ok: false, reason: "stale_generation", detail: `generation ${String(c.generation)} < current ${String(expected.generation)}`, ...ids };
     if (c.generation !== expected.generation) return { ok: false, reason: "generation_mismatch", detail: `generation ${String(c.generation)} != current ${String(expected.generation)}`, ...ids };
     if (c.nonce !== expected.nonce) return { ok: false, reason: "nonce_mismatch", detail: "launch nonce does not match the current launch", ...ids };
+    // A slot among the sessions, before the session exists; the supervisor retries with backoff.
+    const slot = bounds.authenticated(socket);
+    if (!slot.ok) return { ok: false, reason: "connections_full", detail: slot.reason, ...ids };
     const link: SessionLink = {
       sessionId: randomUUID(),
       sandboxId: c.sandboxId,
@@ -166,7 +182,7 @@ export async function startSupervisorEndpoint(opts: SupervisorEndpointOptions): 
           return;
         }
         authenticating = true;
-        authenticate(ws, parsed.message).then(
+        authenticate(ws, req.socket, parsed.message).then(
           (check) => {
             authenticating = false;
             if (ws.readyState !== ws.OPEN) {
@@ -221,12 +237,13 @@ export async function startSupervisorEndpoint(opts: SupervisorEndpointOptions): 
   return {
     url,
     address,
-    stats: () => ({ accepted: stats.accepted, refused: { ...stats.refused }, malformed: stats.malformed }),
+    stats: () => ({ accepted: stats.accepted, refused: { ...stats.refused }, malformed: stats.malformed, connections: bounds.stats() }),
     close: () =>
       (closing ??= new Promise<void>((resolve) => {
         // Cut like a crash would: supervisors reconnect with backoff, and their grace
         // period covers a gateway restart.
         for (const ws of sockets) ws.terminate();
+        bounds.close();
         wss.close();
         server.close(() => resolve());
         server.closeAllConnections();

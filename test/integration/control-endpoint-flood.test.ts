@@ -1,0 +1,135 @@
+// A local user floods the supervisor endpoint (the egress bridge's host address, port 7421,
+// which any local account can reach) with thousands of slow connections: half send the
+// start of a TLS ClientHello and nothing more, half finish TLS and then send an HTTP
+// request head a byte now and then; each one the gateway closes is opened again. The
+// attacker is a real unprivileged host account running node (issue 29, item 3). Meanwhile
+// an established sandbox keeps its control session, a new sandbox's supervisor gets a slot
+// and reaches Ready, and `sandbox list` and `exec` answer; once the attacker stops opening,
+// every one of its sockets is closed by the gateway (a short --header-timeout, so it ends
+// soon).
+
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ChildProcess } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cli } from "../support/cli-runner.js";
+import { deleteAllAndCheckMonitors, startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
+import { eventually } from "../support/gateway-fixture.js";
+import { HostUsers, spawnAs } from "../support/host-user.js";
+import { createReady, execIn } from "../support/recovery-helpers.js";
+
+const HEADER_TIMEOUT_MS = 2000;
+const HELLOS = 1500;
+const HEADERS = 1500;
+/** Connections the attacker opens again per second, once the gateway closes them. */
+const REOPEN_PER_S = 100;
+
+// The attacker: opens every connection at once, re-opens each one closed while it floods,
+// prints {"opened","open"} every half second; on SIGTERM it stops re-opening and, once the
+// gateway has closed every socket it holds, prints {"done":true,…} and exits.
+const ATTACKER = `
+const net = require("node:net"), tls = require("node:tls");
+const [host, port, hellos, headers, rate] = process.argv.slice(2).map((v, i) => (i === 0 ? v : Number(v)));
+const open = new Set(); const queue = []; let opened = 0, flooding = true;
+function start(kind) {
+  opened++;
+  let s;
+  if (kind === "hello") {
+    s = net.connect(port, host, () => s.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc])));
+  } else {
+    s = tls.connect({ host, port, rejectUnauthorized: false });
+    s.write("GET /v1/supervisor HTTP/1.1\\r\\nHost: x\\r\\nX-Slow: ");
+    const t = setInterval(() => (s.destroyed ? clearInterval(t) : s.write("a")), 500);
+  }
+  open.add(s);
+  s.on("error", () => {});
+  // Nothing here ever closes a socket: every close is the gateway's.
+  s.on("close", () => { open.delete(s); if (flooding) queue.push(kind); });
+}
+for (let i = 0; i < hellos; i++) start("hello");
+for (let i = 0; i < headers; i++) start("header");
+setInterval(() => { for (let n = rate / 50; n > 0 && queue.length > 0; n--) start(queue.shift()); }, 20);
+setInterval(() => {
+  if (flooding) console.log(JSON.stringify({ opened, open: open.size }));
+  else if (open.size === 0) { console.log(JSON.stringify({ done: true, opened })); process.exit(0); }
+}, 500);
+process.on("SIGTERM", () => { flooding = false; });
+`;
+
+let fx: DockerFixture;
+const users = new HostUsers();
+let scriptDir: string;
+
+beforeAll(async () => {
+  fx = await startDockerFixture({ name: "flood", connections: { headerTimeoutMs: HEADER_TIMEOUT_MS } });
+  scriptDir = mkdtempSync(join(tmpdir(), "sg-flood-"));
+  chmodSync(scriptDir, 0o755);
+  writeFileSync(join(scriptDir, "attacker.js"), ATTACKER, { mode: 0o644 });
+});
+afterAll(async () => {
+  if (fx) await deleteAllAndCheckMonitors(fx);
+  await fx?.close();
+  await users.removeAll();
+  rmSync(scriptDir, { recursive: true, force: true });
+});
+
+/** The attacker's stdout, line by line, as JSON. */
+function lines(p: ChildProcess): () => any[] {
+  let buf = "";
+  const out: any[] = [];
+  p.stdout!.on("data", (b: Buffer) => {
+    buf += b.toString();
+    for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+      out.push(JSON.parse(buf.slice(0, i)));
+      buf = buf.slice(i + 1);
+    }
+  });
+  return () => out;
+}
+
+describe("a local user floods the supervisor endpoint with slow connections", () => {
+  it("an established session stays up, a new sandbox reaches Ready, list and exec answer; every slow connection is closed", { timeout: 300_000 }, async () => {
+    await createReady(fx, "steady");
+    const before = (await fx.t.api("GET", "/v1/status")).body.supervisorEndpoint;
+    expect(before.accepted).toBe(1);
+    const endpoint = new URL(before.url as string);
+
+    const uid = await users.make("flood");
+    const attacker = spawnAs(uid, [process.execPath, join(scriptDir, "attacker.js"), endpoint.hostname, endpoint.port, String(HELLOS), String(HEADERS), String(REOPEN_PER_S)], { stdio: ["ignore", "pipe", "inherit"] });
+    const exited = new Promise<number | null>((r) => attacker.once("exit", (code) => r(code)));
+    const said = lines(attacker);
+    try {
+      await eventually(() => (said().some((l) => l.opened >= HELLOS + HEADERS) ? true : undefined), 60_000, "the attacker's connections opened");
+
+      // Throughout the flood: the API answers, exec runs, a new supervisor gets a slot.
+      const listed = await cli(["sandbox", "list", "-q"], fx.cliEnv);
+      expect([listed.code, listed.stdout]).toEqual([0, "steady\n"]);
+      expect((await execIn(fx, "steady", ["echo", "still here"])).stdout).toBe("still here\n");
+      await createReady(fx, "newcomer");
+      expect((await execIn(fx, "newcomer", ["echo", "in"])).stdout).toBe("in\n");
+      const flooding = said().at(-1);
+      expect(flooding.open, "the attacker still holds connections while the newcomer came up").toBeGreaterThan(0);
+      const during = (await cli(["sandbox", "list", "-q"], fx.cliEnv)).stdout;
+      expect(during).toBe("newcomer\nsteady\n");
+    } finally {
+      attacker.kill("SIGTERM");
+    }
+    // Once it stops opening, the gateway closes every socket it still holds.
+    const done = await eventually(() => said().find((l) => l.done === true), 60_000, "every attacker socket closed by the gateway");
+    expect(await exited).toBe(0);
+    expect(done.opened).toBeGreaterThanOrEqual(HELLOS + HEADERS);
+
+    const after = (await fx.t.api("GET", "/v1/status")).body.supervisorEndpoint;
+    // The established session was never lost (it would have been accepted again), and the newcomer's is the second.
+    expect(after.accepted).toBe(2);
+    expect(after.connections.open).toEqual({ unauthenticated: 0, authenticated: 2 });
+    expect(after.connections.limits).toMatchObject({ headerTimeoutMs: HEADER_TIMEOUT_MS, maxUnauthenticated: 128 });
+    const c = after.connections.closed as Record<string, number>;
+    // Every connection of the attacker was closed by these bounds, by one reason or another.
+    expect(c.evicted! + c.header_timeout! + c.handshake_timeout!).toBeGreaterThanOrEqual(done.opened);
+    expect(c.evicted).toBeGreaterThan(0);
+    const boundary = (await fx.t.api("GET", "/v1/sandboxes/steady")).body.boundary;
+    expect(boundary).toMatchObject({ healthy: true, session: "up" });
+  });
+});
