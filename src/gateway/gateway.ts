@@ -21,6 +21,8 @@ import { SecretDelivery, secretValuesFrom } from "./secrets/secret-delivery.js";
 import { ensureApproverToken, ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
 import { StartupError, assertPortFree } from "./startup.js";
 import { checkSocketPath, claimSocketPath, openExtraListeners, type ExtraListeners } from "./api/listeners.js";
+import type { Authenticated } from "./api/auth.js";
+import { boundConnections, boundedServerOptions, type ConnectionBounds, type ConnectionBoundsSettings } from "../util/connection-bounds.js";
 import { clientUrl, type ListenAddress } from "./api/listen-address.js";
 import { ensureTlsIdentity } from "./control/tls.js";
 import { createLifecycle, type Lifecycle } from "./sandboxes/lifecycle.js";
@@ -30,7 +32,6 @@ import type { SandboxReadModel } from "./sandboxes/read-model.js";
 import type { SandboxService, ServiceOptions } from "./sandboxes/service.js";
 import { PolicyProposals, type ProposalLimits } from "./sandboxes/policy-proposals.js";
 import { PolicyTools } from "./sandboxes/policy-tools.js";
-import type { ConnectionBoundsSettings } from "../util/connection-bounds.js";
 
 export interface GatewayOptions {
   home: HomePaths;
@@ -153,7 +154,19 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // Through the exec service: a transfer is a session --idle-stop waits for.
   const proposals = new PolicyProposals({ store, read, service, tools: new PolicyTools(read), log: log.child({ component: "proposals" }), ...(opts.proposals === undefined ? {} : { limits: opts.proposals }) });
   const files = new FileTransfers({ get: (n) => read.get(n), exec: (n, cmd) => lifecycle.execs.start(n, { cmd, tty: false }), log: log.child({ component: "files" }), ...(opts.files === undefined ? {} : { limits: opts.files }) });
+  // Each listener's connections are bounded (connection-bounds.ts); a request that passed the
+  // token check moves its connection to the authenticated pool of whichever listener has it.
+  const bounds: { url: () => string; bounds: ConnectionBounds }[] = [];
+  const authenticated: Authenticated = (socket) => {
+    for (const b of bounds) {
+      const r = b.bounds.authenticated(socket);
+      if (!r.ok) return r;
+    }
+    return { ok: true };
+  };
   const app: ReturnType<typeof buildApi> = buildApi({
+    ...(opts.connections === undefined ? {} : { connections: opts.connections }),
+    authenticated,
     service,
     read,
     token,
@@ -166,7 +179,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       driver: driver.kind,
       ...(opts.supervisorLimits === undefined ? {} : { supervisorLimits: opts.supervisorLimits }),
       runtime: runtime.status(),
-      api: { listeners: urls },
+      api: { listeners: urls, connections: bounds.map((b) => ({ url: b.url(), ...b.bounds.stats() })) },
       supervisorEndpoint: control ? { url: control.url, ...control.stats() } : null,
       sandboxes: read.countByPhase(),
       monitor: monitor?.metrics() ?? null,
@@ -189,10 +202,12 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
   const url = clientUrl({ kind: "unix", path: home.socket });
   const urls = [url];
-  const exec = attachExec(app.server, { execs: lifecycle.execs, token, log });
-  const forwards = attachPortForward(app.server, { execs: lifecycle.execs, read, token, log, ...(opts.portForward === undefined ? {} : { limits: opts.portForward }) });
+  const exec = attachExec(app.server, { execs: lifecycle.execs, token, log, authenticated });
+  const forwards = attachPortForward(app.server, { execs: lifecycle.execs, read, token, log, authenticated, ...(opts.portForward === undefined ? {} : { limits: opts.portForward }) });
+  bounds.push({ url: () => url, bounds: boundConnections(app.server, opts.connections ?? {}) });
   // In this order: no new sessions or requests, then the work they started, then the store.
   const closeParts = async (): Promise<void> => {
+    for (const b of bounds) b.bounds.close();
     exec.close();
     forwards.close();
     await app.close();
@@ -209,7 +224,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await claimSocketPath(home.socket);
     await app.listen({ path: home.socket });
     chmodSync(home.socket, 0o600);
-    listeners = await openExtraListeners(app.server, app.handler, extra, () => ensureTlsIdentity({ key: home.apiKey, cert: home.apiCert }, "sandgate-gateway API"));
+    listeners = await openExtraListeners(app.server, app.handler, extra, () => ensureTlsIdentity({ key: home.apiKey, cert: home.apiCert }, "sandgate-gateway API"), {
+      serverOptions: boundedServerOptions(opts.connections),
+      onServer: (server) => {
+        const n = bounds.length;
+        // Its URL once it listens (a TCP port 0 gets its port then).
+        bounds.push({ url: () => listeners.urls[n - 1] ?? "", bounds: boundConnections(server, opts.connections ?? {}) });
+      },
+    });
   } catch (err) {
     await closeParts();
     throw err;

@@ -186,8 +186,10 @@ export function boundConnections(server: net.Server, opts: ConnectionBoundsOptio
     const admission = pools.admit(raw);
     if (!admission.admitted) {
       count(c, "refused_full");
-      // At once and unmistakably (a reset, not an orderly close): nothing was read.
-      raw.resetAndDestroy();
+      // At once and unmistakably (a reset, not an orderly close): nothing was read. A Unix
+      // socket has no reset: it is just closed.
+      if (raw.remoteAddress === undefined) raw.destroy();
+      else raw.resetAndDestroy();
       return;
     }
     if (admission.evict !== undefined) {

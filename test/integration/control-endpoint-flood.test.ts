@@ -1,12 +1,13 @@
 // A local user floods the supervisor endpoint (the egress bridge's host address, port 7421,
-// which any local account can reach) with thousands of slow connections: half send the
+// which any local account can reach), and the API's TCP listener (TLS, on loopback), each
+// with thousands of slow connections: half send the
 // start of a TLS ClientHello and nothing more, half finish TLS and then send an HTTP
 // request head a byte now and then; each one the gateway closes is opened again. The
 // attacker is a real unprivileged host account running node (issue 29, item 3). Meanwhile
 // an established sandbox keeps its control session, a new sandbox's supervisor gets a slot
-// and reaches Ready, and `sandbox list` and `exec` answer; once the attacker stops opening,
-// every one of its sockets is closed by the gateway (a short --header-timeout, so it ends
-// soon).
+// and reaches Ready, and `sandbox list` and `exec` answer, through the API's socket and
+// through the flooded TCP listener alike; once the attacker stops opening, every one of its
+// sockets is closed by the gateway (a short --header-timeout, so it ends soon).
 
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -62,7 +63,7 @@ const users = new HostUsers();
 let scriptDir: string;
 
 beforeAll(async () => {
-  fx = await startDockerFixture({ name: "flood", connections: { headerTimeoutMs: HEADER_TIMEOUT_MS } });
+  fx = await startDockerFixture({ name: "flood", connections: { headerTimeoutMs: HEADER_TIMEOUT_MS }, listen: [{ kind: "tcp", host: "127.0.0.1", port: 0 }] });
   scriptDir = mkdtempSync(join(tmpdir(), "sg-flood-"));
   chmodSync(scriptDir, 0o755);
   writeFileSync(join(scriptDir, "attacker.js"), ATTACKER, { mode: 0o644 });
@@ -88,37 +89,55 @@ function lines(p: ChildProcess): () => any[] {
   return () => out;
 }
 
-describe("a local user floods the supervisor endpoint with slow connections", () => {
-  it("an established session stays up, a new sandbox reaches Ready, list and exec answer; every slow connection is closed", { timeout: 300_000 }, async () => {
+describe("a local user floods the supervisor endpoint and the API's TCP listener with slow connections", () => {
+  it("an established session stays up, a new sandbox reaches Ready, list and exec answer (socket and TCP); every slow connection is closed", { timeout: 300_000 }, async () => {
     await createReady(fx, "steady");
     const before = (await fx.t.api("GET", "/v1/status")).body.supervisorEndpoint;
     expect(before.accepted).toBe(1);
     const endpoint = new URL(before.url as string);
 
-    const uid = await users.make("flood");
-    const attacker = spawnAs(uid, [process.execPath, join(scriptDir, "attacker.js"), endpoint.hostname, endpoint.port, String(HELLOS), String(HEADERS), String(REOPEN_PER_S)], { stdio: ["ignore", "pipe", "inherit"] });
-    const exited = new Promise<number | null>((r) => attacker.once("exit", (code) => r(code)));
-    const said = lines(attacker);
-    try {
-      await eventually(() => (said().some((l) => l.opened >= HELLOS + HEADERS) ? true : undefined), 60_000, "the attacker's connections opened");
+    const api = new URL(fx.t.gw.listeners.find((l) => l.startsWith("https://"))!);
+    const viaTcp = { ...fx.cliEnv, SANDGATE_URL: api.origin };
 
-      // Throughout the flood: the API answers, exec runs, a new supervisor gets a slot.
-      const listed = await cli(["sandbox", "list", "-q"], fx.cliEnv);
-      expect([listed.code, listed.stdout]).toEqual([0, "steady\n"]);
+    const uid = await users.make("flood");
+    const flood = (host: string, port: string): ChildProcess =>
+      spawnAs(uid, [process.execPath, join(scriptDir, "attacker.js"), host, port, String(HELLOS), String(HEADERS), String(REOPEN_PER_S)], { stdio: ["ignore", "pipe", "inherit"] });
+    const attacker = flood(endpoint.hostname, endpoint.port);
+    const apiAttacker = flood(api.hostname, api.port);
+    const exited = new Promise<number | null>((r) => attacker.once("exit", (code) => r(code)));
+    const apiExited = new Promise<number | null>((r) => apiAttacker.once("exit", (code) => r(code)));
+    const said = lines(attacker);
+    const apiSaid = lines(apiAttacker);
+    try {
+      await eventually(() => (said().some((l) => l.opened >= HELLOS + HEADERS) && apiSaid().some((l) => l.opened >= HELLOS + HEADERS) ? true : undefined), 60_000, "the attackers' connections opened");
+
+      // Throughout the flood: the API answers (its socket and its flooded TCP listener), exec runs, a new supervisor gets a slot.
+      for (const env of [fx.cliEnv, viaTcp]) {
+        const listed = await cli(["sandbox", "list", "-q"], env);
+        expect([listed.code, listed.stdout, listed.stderr]).toEqual([0, "steady\n", ""]);
+        const echoed = await cli(["sandbox", "exec", "steady", "--", "echo", "still here"], env);
+        expect([echoed.code, echoed.stdout]).toEqual([0, "still here\n"]);
+      }
       expect((await execIn(fx, "steady", ["echo", "still here"])).stdout).toBe("still here\n");
       await createReady(fx, "newcomer");
       expect((await execIn(fx, "newcomer", ["echo", "in"])).stdout).toBe("in\n");
       const flooding = said().at(-1);
       expect(flooding.open, "the attacker still holds connections while the newcomer came up").toBeGreaterThan(0);
-      const during = (await cli(["sandbox", "list", "-q"], fx.cliEnv)).stdout;
-      expect(during).toBe("newcomer\nsteady\n");
+      expect(apiSaid().at(-1).open, "the API's attacker still holds connections").toBeGreaterThan(0);
+      for (const env of [fx.cliEnv, viaTcp]) expect((await cli(["sandbox", "list", "-q"], env)).stdout).toBe("newcomer\nsteady\n");
     } finally {
       attacker.kill("SIGTERM");
+      apiAttacker.kill("SIGTERM");
     }
-    // Once it stops opening, the gateway closes every socket it still holds.
+    // Once they stop opening, the gateway closes every socket they still hold.
     const done = await eventually(() => said().find((l) => l.done === true), 60_000, "every attacker socket closed by the gateway");
-    expect(await exited).toBe(0);
+    const apiDone = await eventually(() => apiSaid().find((l) => l.done === true), 60_000, "every API attacker socket closed by the gateway");
+    expect([await exited, await apiExited]).toEqual([0, 0]);
     expect(done.opened).toBeGreaterThanOrEqual(HELLOS + HEADERS);
+    expect(apiDone.opened).toBeGreaterThanOrEqual(HELLOS + HEADERS);
+    const tcp = ((await fx.t.api("GET", "/v1/status")).body.api.connections as { url: string; open: unknown; closed: Record<string, number> }[]).find((c) => c.url === api.origin)!;
+    expect(tcp.closed.evicted! + tcp.closed.header_timeout! + tcp.closed.handshake_timeout!).toBeGreaterThanOrEqual(apiDone.opened);
+    expect(tcp.closed.evicted).toBeGreaterThan(0);
 
     const after = (await fx.t.api("GET", "/v1/status")).body.supervisorEndpoint;
     // The established session was never lost (it would have been accepted again), and the newcomer's is the second.

@@ -4,7 +4,8 @@
 // made refused before a byte is sent, an https gateway trusted only with the certificate
 // the client pins (the home's, or SANDGATE_CERT), and ports fetch would refuse (6000…) usable.
 import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
-import { createServer, type Server } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -95,7 +96,11 @@ describe("the API's listeners", () => {
     expect(statSync(t.home.socket).mode & 0o777).toBe(0o600);
     expect(statSync(extraSocket).mode & 0o777).toBe(0o600);
     expect(statSync(t.home.dir).mode & 0o777).toBe(0o700);
-    expect((await t.api("GET", "/v1/status")).body.api).toEqual({ listeners: t.gw.listeners });
+    const api = (await t.api("GET", "/v1/status")).body.api;
+    expect(api.listeners).toEqual(t.gw.listeners);
+    // Each listener's connections, bounded with the defaults.
+    expect(api.connections.map((c: { url: string }) => c.url)).toEqual(t.gw.listeners);
+    for (const c of api.connections) expect(c.limits).toEqual({ headerTimeoutMs: 10_000, idleTimeoutMs: 60_000, maxAuthenticated: 1024, maxUnauthenticated: 128 });
     // The API certificate is made in the home for a TCP listener; its key is the owner's only.
     expect(statSync(t.home.apiKey).mode & 0o777).toBe(0o600);
   });
@@ -187,3 +192,58 @@ async function firstFree(ports: number[]): Promise<number> {
   }
   return freePort();
 }
+
+describe("the API's listeners are bounded (issue 29, item 3)", () => {
+  let t: TestGateway;
+  beforeAll(async () => {
+    t = await startTestGateway(new MemoryDriver(), {
+      listen: [{ kind: "tcp", host: "127.0.0.1", port: 0 }],
+      connections: { headerTimeoutMs: 600, idleTimeoutMs: 60_000, maxUnauthenticated: 4, maxAuthenticated: 2 },
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+  const tcp = (): URL => new URL(t.gw.listeners[1]!);
+  const stats = async (url: string): Promise<{ open: { unauthenticated: number; authenticated: number }; closed: Record<string, number> }> =>
+    ((await t.api("GET", "/v1/status")).body.api.connections as { url: string }[]).find((c) => c.url === url) as never;
+
+  it("slow connections (a TLS handshake never finished, a head never finished) are closed; the oldest makes room for a client that authenticates", async () => {
+    const url = tcp();
+    const slow: Socket[] = [];
+    const closed: boolean[] = [];
+    for (let i = 0; i < 4; i++) {
+      const s = i % 2 === 0 ? connect({ host: url.hostname, port: Number(url.port) }, () => s.write(Buffer.from([0x16, 0x03, 0x01]))) : tlsConnect({ host: url.hostname, port: Number(url.port), rejectUnauthorized: false }, () => s.write("GET /v1/status HTTP/1.1\r\nX-Slow: "));
+      s.on("error", () => undefined);
+      const k = closed.push(false) - 1;
+      s.on("close", () => (closed[k] = true));
+      slow.push(s);
+    }
+    await eventually(async () => ((await stats(url.origin)).open.unauthenticated === 4 ? true : undefined), 10_000, "4 slow connections held");
+    // The pool of the unauthenticated is full: a client with the token still gets in (the oldest goes).
+    await using sg = await Sandgate.connect({ url: url.origin, token: t.token, home: t.home.dir, env: {} });
+    expect((await sg.status()).version).toBeDefined();
+    // And the slow ones are all closed by the bounds, none by us.
+    await eventually(() => (closed.every(Boolean) ? true : undefined), 10_000, "every slow connection closed");
+    const s = await stats(url.origin);
+    expect(s.closed.evicted).toBeGreaterThanOrEqual(1);
+    expect(s.closed.evicted! + s.closed.header_timeout! + s.closed.handshake_timeout!).toBeGreaterThanOrEqual(4);
+  });
+
+  it("past --max-connections authenticated connections a request is 503 naming the limit; the socket's clients are bounded too", async () => {
+    // Two watch streams hold the two authenticated slots of the socket listener.
+    const held = [new AbortController(), new AbortController()];
+    const streams = await Promise.all(held.map((ac) => t.fetch("/v1/watch", { headers: { authorization: `Bearer ${t.token}` }, signal: ac.signal })));
+    try {
+      expect(streams.map((r) => r.status)).toEqual([200, 200]);
+      const refused = await t.fetch("/v1/status", { headers: { authorization: `Bearer ${t.token}` } });
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get("connection")).toBe("close");
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toBe("the listener holds its 2 authenticated connections (connections_full)");
+    } finally {
+      for (const ac of held) ac.abort();
+    }
+    // Slots free again once the streams end.
+    await eventually(async () => ((await t.fetch("/v1/status", { headers: { authorization: `Bearer ${t.token}` } })).status === 200 ? true : undefined), 10_000, "a slot again");
+  });
+});

@@ -20,7 +20,8 @@ import type { SandboxStats } from "../stats/sandbox-stats.js";
 import { registerFileRoutes } from "./files-routes.js";
 import type { FileTransfers } from "../files/transfers.js";
 import type { SecretStore } from "../secrets/secret-store.js";
-import { tokenMatches } from "./auth.js";
+import { tokenMatches, type Authenticated } from "./auth.js";
+import { boundedServerOptions, type ConnectionBoundsSettings } from "../../util/connection-bounds.js";
 import { ApiError, BODY_MAX_BYTES, POLICY_MAX_BYTES, tooLarge } from "../errors.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
 import type { SandboxService } from "../sandboxes/service.js";
@@ -51,6 +52,10 @@ export interface ApiContext {
   execs?: ExecService;
   /** `sandbox cp`: files in and out of Ready sandboxes. */
   files?: FileTransfers;
+  /** The bounds of the listeners' connections (the main server is made with node's matching options). */
+  connections?: Partial<ConnectionBoundsSettings>;
+  /** A request passed the token check on this socket (the listeners' connection bounds). */
+  authenticated?: Authenticated;
   /** Policy proposals; deciding one needs `approverToken` too (null: none can be decided). */
   proposals?: { proposals: PolicyProposals; approverToken: string | null };
 }
@@ -64,7 +69,7 @@ export function buildApi(ctx: ApiContext) {
   const app = Fastify({
     serverFactory: (h) => {
       handler = h;
-      return http.createServer(h);
+      return http.createServer(boundedServerOptions(ctx.connections), h);
     },
     loggerInstance: ctx.log,
     // Our own one-line request log (below) replaces fastify's two lines per request.
@@ -101,9 +106,14 @@ export function buildApi(ctx: ApiContext) {
     req.log.debug({ method: req.method, url: req.url.replace(/\?.*/, ""), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, "request");
   });
 
-  app.addHook("onRequest", async (req) => {
+  app.addHook("onRequest", async (req, reply) => {
     if (!tokenMatches(req.headers.authorization, ctx.token)) {
       throw new ApiError("unauthorized", "missing or wrong bearer token");
+    }
+    const admitted = ctx.authenticated?.(req.raw.socket) ?? { ok: true };
+    if (!admitted.ok) {
+      void reply.header("connection", "close");
+      throw new ApiError("unavailable", admitted.reason);
     }
   });
 

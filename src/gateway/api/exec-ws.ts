@@ -19,7 +19,7 @@ import { EXEC_SIGNALS, type ExecSession } from "../../driver/contract.js";
 import { ExecQueryFull, formatZodError } from "./schemas.js";
 import { execOptions } from "./exec-options.js";
 import { ApiError } from "../errors.js";
-import { tokenMatches } from "./auth.js";
+import { tokenMatches, type Authenticated } from "./auth.js";
 import { PORT_FORWARD_ROUTE } from "./port-forward-ws.js";
 import { ROUTES, pathPattern } from "./routes.js";
 import type { ExecService } from "../sandboxes/exec-service.js";
@@ -47,7 +47,7 @@ function refuse(socket: Duplex, err: ApiError): void {
 /** Output bytes a slow client may have outstanding before the process's output is paused. */
 export const EXEC_OUTPUT_HIGH_WATER = 1 << 20;
 
-export function attachExec(server: Server, ctx: { execs: ExecService; token: string; log: Logger }): { close(): void } {
+export function attachExec(server: Server, ctx: { execs: ExecService; token: string; log: Logger; authenticated?: Authenticated }): { close(): void } {
   // maxPayload: stdin frames are relayed as they come; nothing needs more than this.
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1 << 20, perMessageDeflate: false });
   const live = new Set<WebSocket>();
@@ -60,6 +60,8 @@ export function attachExec(server: Server, ctx: { execs: ExecService; token: str
       if (!m && PORT_FORWARD_ROUTE.test(req.url ?? "")) return; // port-forward-ws.ts answers it
       if (!m) return refuse(socket, new ApiError("not_found", `no route for upgrade ${req.url ?? ""}`));
       if (!tokenMatches(req.headers.authorization, ctx.token)) return refuse(socket, new ApiError("unauthorized", "missing or wrong bearer token"));
+      const admitted = ctx.authenticated?.(socket) ?? { ok: true };
+      if (!admitted.ok) return refuse(socket, new ApiError("unavailable", admitted.reason));
       const url = new URL(req.url ?? "", "http://gateway");
       const raw: Record<string, string | string[]> = {};
       for (const key of new Set(url.searchParams.keys())) {

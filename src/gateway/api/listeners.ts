@@ -90,7 +90,7 @@ export interface ExtraListeners {
  * Opens every extra listener on `handler`, forwarding upgrades and client errors to `main`
  * (whose handlers answer them). On a failure the ones already open are closed.
  */
-export async function openExtraListeners(main: Server, handler: RequestListener, addresses: readonly ListenAddress[], tls: () => Promise<TlsIdentity>): Promise<ExtraListeners> {
+export async function openExtraListeners(main: Server, handler: RequestListener, addresses: readonly ListenAddress[], tls: () => Promise<TlsIdentity>, o: { serverOptions?: http.ServerOptions; onServer?: (server: Server) => void } = {}): Promise<ExtraListeners> {
   const servers: Server[] = [];
   const urls: string[] = [];
   const close = async (): Promise<void> => {
@@ -108,7 +108,9 @@ export async function openExtraListeners(main: Server, handler: RequestListener,
   try {
     for (const a of addresses) {
       const id = a.kind === "tcp" ? await tls() : null;
-      const server = id === null ? http.createServer(handler) : https.createServer({ cert: id.certPem, key: id.keyPem, minVersion: "TLSv1.2" }, handler);
+      const options = o.serverOptions ?? {};
+      const server = id === null ? http.createServer(options, handler) : https.createServer({ ...options, cert: id.certPem, key: id.keyPem, minVersion: "TLSv1.2" }, handler);
+      o.onServer?.(server);
       server.on("upgrade", (...args) => main.emit("upgrade", ...args));
       server.on("clientError", (...args) => main.emit("clientError", ...args));
       servers.push(server);

@@ -46,7 +46,7 @@ const ERROR_TEXT: Record<number, string> = {
   409: "Not allowed in the sandbox's current phase, the name is taken, or the sandbox is not at the generation the request expects.",
   413: "The request is over a size limit, named in the message.",
   500: "The gateway failed; its log says why.",
-  503: "The gateway cannot do it now (the runtime is not ready, a limit of open streams is reached, it is shutting down); try again.",
+  503: "The gateway cannot do it now (the runtime is not ready, a limit of open streams is reached, the listener holds its --max-connections authenticated connections, it is shutting down); try again.",
 };
 
 /** Drops what only a JSON Schema document carries (`$schema`, `$id`). */

@@ -17,7 +17,7 @@ import { WebSocketServer, type WebSocket } from "ws";
 import type { ExecSession } from "../../driver/contract.js";
 import { parseInteger } from "../../util/settings.js";
 import { ApiError } from "../errors.js";
-import { tokenMatches } from "./auth.js";
+import { tokenMatches, type Authenticated } from "./auth.js";
 import { ROUTES, pathPattern } from "./routes.js";
 import type { ExecService } from "../sandboxes/exec-service.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
@@ -70,7 +70,7 @@ export interface PortForwardStats {
 
 export function attachPortForward(
   server: Server,
-  ctx: { execs: Pick<ExecService, "start">; read: SandboxReadModel; token: string; log: Logger; limits?: Partial<PortForwardLimits> },
+  ctx: { execs: Pick<ExecService, "start">; read: SandboxReadModel; token: string; log: Logger; limits?: Partial<PortForwardLimits>; authenticated?: Authenticated },
 ): { close(): void; stats(): PortForwardStats } {
   const limits: PortForwardLimits = { ...DEFAULT_PORT_FORWARD_LIMITS, ...ctx.limits };
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.bufferBytes, perMessageDeflate: false });
@@ -95,6 +95,8 @@ export function attachPortForward(
     socket.on("error", (err) => ctx.log.debug({ err: err.message }, "port-forward socket error before the upgrade"));
     void (async () => {
       if (!tokenMatches(req.headers.authorization, ctx.token)) return refuse(socket, new ApiError("unauthorized", "missing or wrong bearer token"));
+      const admitted = ctx.authenticated?.(socket) ?? { ok: true };
+      if (!admitted.ok) return refuse(socket, new ApiError("unavailable", admitted.reason));
       const url = new URL(req.url ?? "", "http://gateway");
       const p = parsePortQuery(url.searchParams.get("port"));
       if ("error" in p) return refuse(socket, new ApiError("invalid_request", p.error));

@@ -459,7 +459,9 @@ export const StatusView = z
     driver: z.string(),
     supervisorLimits: z.strictObject({ cpus: z.number(), memoryMb: z.number() }).optional(),
     runtime: z.strictObject({ ready: z.boolean(), problem: nullableString }),
-    api: z.looseObject({ listeners: z.array(z.string()) }).describe("where the API listens (the home's socket first; https:// ones serve the home's api-cert.pem), and its connection counters"),
+    api: z
+      .looseObject({ listeners: z.array(z.string()), connections: z.array(ConnectionStatsView.extend({ url: z.string() })) })
+      .describe("where the API listens (the home's socket first; https:// ones serve the home's api-cert.pem), and each listener's connections (open by pool, limits, closed by reason)"),
     supervisorEndpoint: z
       .looseObject({ url: nullableString, connections: ConnectionStatsView.optional() })
       .nullable()

@@ -84,8 +84,12 @@ export type ResponseContract = JsonResponse | StreamResponse | UpgradeResponse;
 
 /** Error statuses a route may answer besides those every route may (COMMON_ERRORS); the body is an ApiError. */
 export type ErrorStatus = 403 | 404 | 409 | 413 | 503;
-/** Error statuses every route may answer: a malformed request, a missing or wrong token, a failure of the gateway's own. */
-export const COMMON_ERRORS = [400, 401, 500] as const;
+/**
+ * Error statuses every route may answer: a malformed request, a missing or wrong token, a
+ * failure of the gateway's own, and a listener that holds as many authenticated connections
+ * as it may (`gateway start --max-connections`).
+ */
+export const COMMON_ERRORS = [400, 401, 500, 503] as const;
 
 export interface RouteContract {
   method: HttpMethod;
