@@ -251,10 +251,14 @@ async function isOurGateway(addr: { url: string; pid: number }, cmd: string, hom
 
 /** Nested status objects as dotted rows: monitor.classifications.exited  0 */
 function flatten(value: Record<string, unknown>, prefix = ""): string[][] {
+  const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
   return Object.entries(value).flatMap(([k, v]) =>
-    v !== null && typeof v === "object" && !Array.isArray(v)
-      ? flatten(v as Record<string, unknown>, `${prefix}${k}.`)
-      : [[`${prefix}${k}`, typeof v === "string" ? v : JSON.stringify(v)]],
+    isObject(v)
+      ? flatten(v, `${prefix}${k}.`)
+      : // A list of objects (each API listener's connections) row by row: api.connections[0].open.authenticated
+        Array.isArray(v) && v.length > 0 && v.every(isObject)
+        ? v.flatMap((item, i) => flatten(item, `${prefix}${k}[${i}].`))
+        : [[`${prefix}${k}`, typeof v === "string" ? v : JSON.stringify(v)]],
   );
 }
 

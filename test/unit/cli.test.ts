@@ -153,6 +153,15 @@ describe("CLI against a gateway", () => {
     const r = await cli([...home, "gateway", "status", "--json"]);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ url: t.url, pid: process.pid, driver: "memory (test double)" });
+    // For people, a table: nested counters row by row, a list of objects (each listener's connections) by index.
+    const table = await cli([...home, "gateway", "status"]);
+    expect(table.code).toBe(0);
+    const rows = new Map(table.stdout.trim().split("\n").slice(1).map((l) => l.split(/\s{2,}/) as [string, string]));
+    expect(rows.get("url")).toBe(t.url);
+    expect(rows.get("api.listeners")).toBe(JSON.stringify([t.url]));
+    expect(rows.get("api.connections[0].url")).toBe(t.url);
+    expect(rows.get("api.connections[0].limits.maxUnauthenticated")).toBe("128");
+    expect(rows.get("api.connections[0].open.authenticated")).toMatch(/^\d+$/);
   });
 });
 
