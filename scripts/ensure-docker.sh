@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Make sure this machine has what the Docker integration tests and the demo need:
 # dockerd (Debian's docker.io, which brings containerd and runc), busybox-static,
-# tmux, zsh and fish (completion tests), iproute2, and the clients of the client test image (test/support/client-image.ts):
+# tmux, zsh and fish (completion tests), iproute2, nftables and gcc (the transparent egress path
+# and its addon), and the clients of the client test image (test/support/client-image.ts):
 # curl, git (its https remote helper) and Debian's python3.11 with the stdlib urllib and
 # ssl need; and the reference proxies the proxy and https benchmarks compare the
 # supervisor with (bench/proxy.ts, bench/https.ts): Debian's tinyproxy, squid and
@@ -25,6 +26,10 @@ have tmux || need+=(tmux)
 have zsh || need+=(zsh)
 have fish || need+=(fish)
 have ip || need+=(iproute2)
+# nft: the gateway programs each sandbox's transparent egress (a redirect in the supervisor's
+# network namespace); cc: the supervisor's Node-API addon is built at `npm run build`.
+have nft || need+=(nftables)
+have cc || need+=(gcc)
 # Fixed paths, not PATH: the image copies these files (a pyenv python3 on PATH does not count).
 [ -x /usr/bin/curl ] || need+=(curl)
 [ -x /usr/lib/git-core/git-remote-http ] || need+=(git)

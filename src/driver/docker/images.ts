@@ -9,7 +9,7 @@ import { createReadStream, existsSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Readable } from "node:stream";
-import { PROJECT_ROOT, resolveSupervisorBundle } from "./supervisor-bundle.js";
+import { PROJECT_ROOT, resolveOrigDstAddon, resolveSupervisorBundle } from "./supervisor-bundle.js";
 import type { EngineResult } from "./engine/result.js";
 import {
   IMAGE_NODE_PATH,
@@ -43,6 +43,8 @@ export interface ImageRef {
 export interface EnsureImagesOptions extends HostInputs {
   /** Default: the prebuilt bundle (dist/supervisor/supervisor.mjs, made by `npm run build`). */
   supervisorBundlePath?: string;
+  /** Default: the prebuilt addon (dist/supervisor/orig-dst.node, made by `npm run build`). */
+  origDstAddonPath?: string;
   /** Where image tars are cached. Default: <project>/.cache/images. */
   cacheDir?: string;
   onProgress?: (msg: string) => void;
@@ -88,7 +90,7 @@ export async function planImage(kind: ImageKind, opts: EnsureImagesOptions = {})
   const layout =
     kind === "workload"
       ? await workloadLayout(opts)
-      : await supervisorLayout(opts.supervisorBundlePath ?? resolveSupervisorBundle(), opts);
+      : await supervisorLayout(opts.supervisorBundlePath ?? resolveSupervisorBundle(), { ...opts, origDstAddonPath: opts.origDstAddonPath ?? resolveOrigDstAddon() });
   const repo = kind === "workload" ? WORKLOAD_REPO : SUPERVISOR_REPO;
   // The changes carry the hash label, so hash what they say without it.
   const hash = await layoutHash(layout, imageChanges(kind, "", opts.ids));

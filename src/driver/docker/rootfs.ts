@@ -23,6 +23,8 @@ export const DEFAULT_IDS: RoleIds = roleIds(DEFAULT_UID_BASE);
 export const IMAGE_NODE_PATH = "/usr/local/bin/node";
 export const IMAGE_BUSYBOX_PATH = "/bin/busybox";
 export const IMAGE_SUPERVISOR_PATH = "/opt/sandgate/supervisor.mjs";
+/** The supervisor's Node-API addon, beside its bundle (the supervisor loads it from there). */
+export const IMAGE_ORIG_DST_PATH = "/opt/sandgate/orig-dst.node";
 export const IMAGE_PATH_ENV = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
 
 export type ImageKind = "workload" | "supervisor";
@@ -117,13 +119,14 @@ export async function workloadLayout(inputs: HostInputs = {}): Promise<RootfsLay
   };
 }
 
-/** No shell, no busybox: the supervisor image holds node, its libraries and the bundle. */
-export async function supervisorLayout(supervisorBundlePath: string, inputs: HostInputs = {}): Promise<RootfsLayout> {
+/** No shell, no busybox: the supervisor image holds node, its libraries, the bundle and its addon. */
+export async function supervisorLayout(supervisorBundlePath: string, inputs: HostInputs & { origDstAddonPath?: string } = {}): Promise<RootfsLayout> {
   const nodePath = inputs.nodePath ?? process.execPath;
   const uid = (inputs.ids ?? DEFAULT_IDS).supervisor;
+  const addon = inputs.origDstAddonPath === undefined ? [] : [{ src: inputs.origDstAddonPath, dest: IMAGE_ORIG_DST_PATH, mode: 0o644 }];
   return {
     kind: "supervisor",
-    files: [...(await nodeFiles(nodePath)), { src: supervisorBundlePath, dest: IMAGE_SUPERVISOR_PATH, mode: 0o644 }],
+    files: [...(await nodeFiles(nodePath)), { src: supervisorBundlePath, dest: IMAGE_SUPERVISOR_PATH, mode: 0o644 }, ...addon],
     texts: [
       { dest: "/etc/passwd", mode: 0o644, content: `root:x:0:0:root:/root:/usr/sbin/nologin\nsupervisor:x:${uid}:${uid}:supervisor:/opt/sandgate:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n` },
       { dest: "/etc/group", mode: 0o644, content: `root:x:0:\nsupervisor:x:${uid}:\nnogroup:x:65534:\n` },
