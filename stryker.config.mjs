@@ -23,6 +23,7 @@ export default {
     "src/driver/docker/sandbox-subnets.ts",
     "src/driver/docker/range-route.ts",
     "src/driver/docker/launch-paths.ts",
+    "src/driver/docker/transparent-rules.ts",
   ],
   thresholds: { high: 90, low: 85, break: 85 },
   reporters: ["clear-text", "progress", "html", "json"],

@@ -8,6 +8,16 @@ import { normalizeFingerprint } from "./wire.js";
 
 /** The supervisor's egress proxy port, as the workload sees it. */
 export const PROXY_PORT = 3128;
+/**
+ * The transparent path: the supervisor's network namespace redirects every TCP connection
+ * of the workload (to any address but the supervisor's own) to TRANSPARENT_PORT, every DNS
+ * query (UDP or TCP, port 53, to any server) to DNS_PORT, and every other UDP datagram to
+ * UDP_SINK_PORT, where it is counted and dropped (src/driver/docker/transparent-rules.ts).
+ * The supervisor listens on them on its sandbox-network address only, as on PROXY_PORT.
+ */
+export const TRANSPARENT_PORT = 15001;
+export const DNS_PORT = 15353;
+export const UDP_SINK_PORT = 15354;
 /** Where the launch files are mounted in the supervisor (read-only). */
 export const LAUNCH_DIR = "/run/sandgate";
 export const LAUNCH_CONFIG_FILE = "launch.json";
