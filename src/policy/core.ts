@@ -4,6 +4,7 @@
 export type { Policy, NetworkRule, Endpoint, HttpRule, DenyEntry, ProcessLimits, Protocol, HttpMethod } from "./schema.js";
 export { PROTOCOLS, HTTP_METHODS, PROCESS_LIMITS, ENFORCEMENT_MODES } from "./schema.js";
 export { policyFromObject, defaultPolicy, type PolicyParse } from "./from-object.js";
+export { nameDecision, DNS_AUDIT_RULE, type NameDecision } from "./dns.js";
 export { evaluate, AUDIT_MODE_RULE, type EgressRequest, type Decision, type DenyReason, type WouldDeny } from "./evaluate.js";
 export { decideTunnel, tunnelStaysOpen, tunnelKind, type TunnelDecision, type TunnelKind } from "./tunnel.js";
 export { checkResolvedAddress, hostAddressSet, NO_HOST_ADDRESSES, type AddressCheck, type HostAddresses } from "./address.js";
