@@ -6,11 +6,11 @@
 //   terminated.ts  requests inside terminated https, credential injection (credential-injector.ts)
 //   registry.ts    the open connections and their grants; revoke.ts re-checks them
 //   auditor.ts     audit records (shaped in audit-record.ts); refusals.ts / respond.ts the answers
-// A second listener (the transparent path) joins the same pieces: it adds its plain-HTTP
-// sockets to the registry and serves them with createPlainHttp(ctx, its TargetReader), and
-// hands the rest to Tunnels.open(socket, target, { head, answer }).
+// A second listener (the transparent path) joins the same pieces through `entries`.
 import http from "node:http";
 import type net from "node:net";
+import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 import { DEFAULT_PROXY_BOUNDS } from "../../protocol/launch.js";
 import { boundConnections, boundedServerOptions, type ClosedConnection } from "../../util/connection-bounds.js";
 import { listen } from "../listen.js";
@@ -19,15 +19,57 @@ import { connectionLimitRecord } from "./audit-record.js";
 import { createAuditor } from "./auditor.js";
 import { createAuthorizer } from "./authorize.js";
 import type { ProxyContext } from "./context.js";
-import { ABSOLUTE_FORM, createPlainHttp } from "./plain-http.js";
+import { ABSOLUTE_FORM, createPlainHttp, type PlainHttp, type TargetReader } from "./plain-http.js";
 import { ConnectionRegistry } from "./registry.js";
 import { revokeAll, revokeDenied } from "./revoke.js";
 import { createTerminatedHttps } from "./terminated.js";
-import { createTunnels } from "./tunnel.js";
-import { defaultResolver, type EgressProxy, type EgressProxyOptions, type Revocation } from "./types.js";
+import { createTunnels, type TunnelOptions } from "./tunnel.js";
+import { defaultResolver, type EgressProxyOptions, type Revocation } from "./types.js";
 
 export { CONNECTION_LIMIT, POLICY_MISSING, TLS_UNAVAILABLE, defaultResolver } from "./types.js";
-export type { AuditEvent, EgressProtocol, EgressProxy, EgressProxyOptions, Resolver, Revocation } from "./types.js";
+export type { AuditEvent, EgressProtocol, EgressProxyOptions, Resolver, Revocation } from "./types.js";
+export type { HttpTarget } from "./target.js";
+export type { PlainHttp, TargetReader } from "./plain-http.js";
+export type { TunnelAnswer } from "./respond.js";
+export type { TunnelOptions } from "./tunnel.js";
+
+/**
+ * The proxy's pieces for a second listener, whose sockets are not proxy connections (the
+ * transparent path): the same decisions, audit records, credential rules, registry and
+ * revocation as the forward proxy's. Its sockets are its own to accept, bound and close.
+ */
+export interface EgressEntries {
+  /**
+   * A socket whose target is known otherwise (an original destination, a ClientHello's SNI):
+   * registered, decided and carried exactly as after `CONNECT host:port` (raw tcp, blind https
+   * behind the hello gate, or terminated https); `opts.head`: its first bytes, already read.
+   */
+  tunnel: (socket: Duplex, target: { host: string; port: number }, opts: TunnelOptions) => void;
+  /** A socket that will carry plain HTTP, registered before its first request (revocation then reaches it). */
+  addClient: (socket: net.Socket) => void;
+  /** Handlers for a listener's own http.Server (requests, ws:// upgrades), its targets read by `reader`. */
+  plainHttp: (reader: TargetReader) => PlainHttp;
+}
+
+export interface EgressProxy {
+  readonly server: http.Server;
+  listen(port: number, host?: string): Promise<AddressInfo>;
+  isListening(): boolean;
+  /**
+   * Re-checks every open connection against the policy in force now (call it right after a
+   * new revision was installed, or a lockdown began) and closes, synchronously, each one it
+   * would not allow: a CONNECT tunnel whose host:port it denies; a client connection with a
+   * request in flight it denies, or idle after one; an idle upstream keep-alive socket that
+   * served one. Under lockdown or without a policy, every connection is closed.
+   */
+  revoke(): Revocation;
+  /** For a second listener: see EgressEntries. */
+  readonly entries: EgressEntries;
+  /** Stops accepting, lets in-flight HTTP requests finish for up to graceMs, then cuts everything. */
+  close(graceMs?: number): Promise<void>;
+}
+
+
 
 export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   const { policy, logger } = options;
@@ -96,6 +138,11 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     },
     isListening: () => server.listening,
     revoke,
+    entries: {
+      tunnel: tunnels.open,
+      addClient: (socket) => registry.addClient(socket),
+      plainHttp: (reader) => createPlainHttp(ctx, reader),
+    },
     async close(graceMs = 5000) {
       closing = true;
       bounds.close();

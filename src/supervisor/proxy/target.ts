@@ -61,9 +61,14 @@ export function parseConnectTarget(authority: string | undefined): Target | unde
   if (m === null) return undefined;
   const port = Number(m[3]);
   if (port < 1 || port > 65535) return undefined;
-  const host = normalizeHost(m[1] ?? m[2]!);
-  if (m[1] !== undefined && !isIPv6(host)) return undefined;
-  return { host, port, protocol: "https", method: "CONNECT" };
+  const t = connectTarget(m[1] ?? m[2]!, port);
+  if (m[1] !== undefined && !isIPv6(t.host)) return undefined;
+  return t;
+}
+
+/** The target of a tunnel to host:port, as a CONNECT names it (decideTunnel says what it carries). */
+export function connectTarget(host: string, port: number): Target {
+  return { host: normalizeHost(host), port, protocol: "https", method: "CONNECT" };
 }
 
 /** The Host header of a request to an https target: the port only when it is not 443. */

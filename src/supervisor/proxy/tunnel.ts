@@ -14,7 +14,7 @@ import { CONNECT_NEEDS_AUTHORITY, POLICY_ERROR, PROXY_ERROR, PROXY_FAILED, UPSTR
 import { grantOf, type Tunnel } from "./registry.js";
 import { CONNECT_ANSWER, type TunnelAnswer } from "./respond.js";
 import { splice } from "./splice.js";
-import { parseConnectTarget, type Target } from "./target.js";
+import { connectTarget, parseConnectTarget, type Target } from "./target.js";
 import type { TerminatedHttps } from "./terminated.js";
 import type { AuditEvent } from "./types.js";
 
@@ -29,11 +29,10 @@ export interface Tunnels {
   /** An http.Server's "connect": the request names host:port. */
   connect: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void;
   /**
-   * What a CONNECT does once its target is read, for a socket whose target is known otherwise:
-   * registered as a tunnel, authorized (audited), then spliced, gated or terminated.
-   * `target`: a host and port with protocol "https" and method "CONNECT" (as parseConnectTarget gives).
+   * What a CONNECT to host:port does once it is read, for a socket whose target is known
+   * otherwise: registered as a tunnel, authorized (audited), then spliced, gated or terminated.
    */
-  open: (socket: Duplex, target: Target, opts: TunnelOptions) => void;
+  open: (socket: Duplex, target: { host: string; port: number }, opts: TunnelOptions) => void;
 }
 
 export function createTunnels(ctx: ProxyContext, terminated: TerminatedHttps): Tunnels {
@@ -145,6 +144,6 @@ export function createTunnels(ctx: ProxyContext, terminated: TerminatedHttps): T
 
   return {
     connect,
-    open: (socket, target, opts) => authorizeTunnel(registry.asTunnel(socket), target, opts.head, opts.answer),
+    open: (socket, { host, port }, opts) => authorizeTunnel(registry.asTunnel(socket), connectTarget(host, port), opts.head, opts.answer),
   };
 }

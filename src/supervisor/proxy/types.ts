@@ -1,9 +1,7 @@
-// The egress proxy's public face (what the supervisor and the tests use): its options, the
-// EgressProxy interface, what a revocation closed, the audit record's type and the reasons
-// other modules name. Types and constants only, plus the default resolver.
-import type http from "node:http";
+// The egress proxy's vocabulary (index.ts re-exports it as its public face): its options,
+// what a revocation closed, the audit record's type and the reasons other modules name.
+// Types and constants only, plus the default resolver.
 import dns from "node:dns";
-import type { AddressInfo } from "node:net";
 import type { HostAddresses } from "../../policy/core.js";
 import type { WireAuditEvent } from "../../protocol/wire.js";
 import type { ProxyBounds } from "../../protocol/launch.js";
@@ -64,22 +62,6 @@ export interface Revocation {
   clients: number;
   /** Pooled upstream keep-alive sockets. */
   upstream: number;
-}
-
-export interface EgressProxy {
-  readonly server: http.Server;
-  listen(port: number, host?: string): Promise<AddressInfo>;
-  isListening(): boolean;
-  /**
-   * Re-checks every open connection against the policy in force now (call it right after a
-   * new revision was installed, or a lockdown began) and closes, synchronously, each one it
-   * would not allow: a CONNECT tunnel whose host:port it denies; a client connection with a
-   * request in flight it denies, or idle after one; an idle upstream keep-alive socket that
-   * served one. Under lockdown or without a policy, every connection is closed.
-   */
-  revoke(): Revocation;
-  /** Stops accepting, lets in-flight HTTP requests finish for up to graceMs, then cuts everything. */
-  close(graceMs?: number): Promise<void>;
 }
 
 /** Reason a tunnel that must be terminated is refused when the supervisor has no CA. */
