@@ -14,6 +14,10 @@ export default defineConfig({
       "test/unit/sandbox-subnets.test.ts",
       "test/unit/range-route.test.ts",
       "test/unit/launch-paths.test.ts",
+      // The egress proxy's pure pieces: target parsing, refusal bodies, audit record shapes.
+      "test/unit/proxy-target.test.ts",
+      "test/unit/proxy-refusals.test.ts",
+      "test/unit/proxy-audit-record.test.ts",
     ],
     // Generous: the host is shared and a mutant may make a property test slow.
     testTimeout: 30_000,

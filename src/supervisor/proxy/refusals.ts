@@ -64,7 +64,7 @@ const badRequest = (message: string): object => ({ error: "bad_request", message
 /** A request to the forward proxy that is not in absolute form. */
 export function notAbsoluteForm(rawUrl: string | undefined): object {
   return badRequest(
-    typeof rawUrl === "string" && /^https:\/\//i.test(rawUrl)
+    /^https:\/\//i.test(rawUrl ?? "")
       ? "https:// URLs must be tunnelled with CONNECT"
       : "this is a forward proxy: send absolute-form requests (GET http://host/path) or CONNECT",
   );

@@ -34,14 +34,15 @@ export function normalizeHost(hostname: string): string {
 
 /** An absolute-form http:// request target; undefined for anything else (origin form, https://, garbage). */
 export function parseAbsoluteHttp(rawUrl: string | undefined, method: string): HttpTarget | undefined {
-  if (rawUrl === undefined || !/^http:\/\//i.test(rawUrl)) return undefined;
+  const text = rawUrl ?? "";
+  if (!/^http:\/\//i.test(text)) return undefined;
   let url: URL;
   try {
-    url = new URL(rawUrl);
+    url = new URL(text);
   } catch {
     return undefined;
   }
-  if (url.protocol !== "http:" || url.hostname === "") return undefined;
+  // An http: URL (the prefix says so) always has a host: URL refuses an empty one.
   const host = normalizeHost(url.hostname);
   return {
     host,
@@ -56,8 +57,7 @@ export function parseAbsoluteHttp(rawUrl: string | undefined, method: string): H
 
 /** A CONNECT request's host:port (an IPv6 literal in brackets); undefined when malformed or port 0. */
 export function parseConnectTarget(authority: string | undefined): Target | undefined {
-  if (authority === undefined) return undefined;
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:/[\]@]+)):(\d{1,5})$/.exec(authority);
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:/[\]@]+)):(\d{1,5})$/.exec(authority ?? "");
   if (m === null) return undefined;
   const port = Number(m[3]);
   if (port < 1 || port > 65535) return undefined;
