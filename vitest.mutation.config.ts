@@ -9,15 +9,15 @@ export default defineConfig({
       "test/unit/policy-*.test.ts",
       // policy/credentials.ts and credential-scope.ts (with the supervisor's swap, also pure).
       "test/unit/credentials.test.ts",
+      // The egress proxy's pure pieces: target parsing, refusal bodies, audit record shapes.
+      "test/unit/proxy-target.test.ts",
+      "test/unit/proxy-refusals.test.ts",
+      "test/unit/proxy-audit-record.test.ts",
       "test/unit/monitor-classify.test.ts",
       "test/unit/monitor-decide.test.ts",
       "test/unit/sandbox-subnets.test.ts",
       "test/unit/range-route.test.ts",
       "test/unit/launch-paths.test.ts",
-      // The egress proxy's pure pieces: target parsing, refusal bodies, audit record shapes.
-      "test/unit/proxy-target.test.ts",
-      "test/unit/proxy-refusals.test.ts",
-      "test/unit/proxy-audit-record.test.ts",
     ],
     // Generous: the host is shared and a mutant may make a property test slow.
     testTimeout: 30_000,
