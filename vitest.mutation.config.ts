@@ -9,6 +9,10 @@ export default defineConfig({
       "test/unit/policy-*.test.ts",
       // policy/credentials.ts and credential-scope.ts (with the supervisor's swap, also pure).
       "test/unit/credentials.test.ts",
+      // The egress proxy's pure pieces: target parsing, refusal bodies, audit record shapes.
+      "test/unit/proxy-target.test.ts",
+      "test/unit/proxy-refusals.test.ts",
+      "test/unit/proxy-audit-record.test.ts",
       "test/unit/monitor-classify.test.ts",
       "test/unit/monitor-decide.test.ts",
       "test/unit/sandbox-subnets.test.ts",

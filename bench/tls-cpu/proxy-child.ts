@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { policyFromObject } from "../../src/policy/index.js";
 import { PolicyHolder } from "../../src/supervisor/policy-holder.js";
-import { createEgressProxy } from "../../src/supervisor/proxy.js";
+import { createEgressProxy } from "../../src/supervisor/proxy/index.js";
 import { silentLogger } from "../../src/supervisor/logger.js";
 import { LeafCertificates } from "../../src/supervisor/tls/leaf-certs.js";
 

@@ -3,7 +3,7 @@
 // out as one record with `count` (and their traffic summed) per flush interval. A workload hammering a denied host
 // costs one record per second, not one per request. The set of keys is bounded:
 // the least recently seen key is flushed and forgotten first.
-import type { AuditEvent } from "./proxy.js";
+import type { AuditEvent } from "./proxy/index.js";
 
 export interface AggregatorOptions {
   /** How often repeats are flushed. Default 1000 ms. */

@@ -12,7 +12,7 @@ import type { LockdownPolicyHolder } from "./lockdown.js";
 import { LOCKDOWN_SESSION_LOST } from "./lockdown.js";
 import type { Logger } from "./logger.js";
 import { errorFields } from "./logger.js";
-import type { AuditEvent } from "./proxy.js";
+import type { AuditEvent } from "./proxy/index.js";
 import { DEFAULT_GRACE_MS } from "../protocol/launch.js";
 import { ACCEPTS_HOST_ADDRESSES, ACCEPTS_SECRETS, CLOSE, normalizeFingerprint, parseGatewayMessage } from "../protocol/wire.js";
 import type { SecretVault } from "./secret-vault.js";

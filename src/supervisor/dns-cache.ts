@@ -4,7 +4,7 @@
 // lookup happens, never what is checked. Bounded: at most `maxEntries` names (the least
 // recently used go first); failures are not cached; concurrent lookups of one name share
 // one query.
-import type { Resolver } from "./proxy.js";
+import type { Resolver } from "./proxy/index.js";
 
 /** What a lookup found: the addresses and, when the source knows it, the records' TTL. */
 export interface Answer {

@@ -4,7 +4,7 @@
 // (NXDOMAIN or no A/AAAA records) falls back to the container's own resolver: container
 // names on the egress network, which only Docker knows, keep resolving while Docker runs.
 import dns from "node:dns";
-import type { Resolver } from "./proxy.js";
+import type { Resolver } from "./proxy/index.js";
 import type { AnswerSource } from "./dns-cache.js";
 
 const NOT_FOUND = new Set<string | undefined>([dns.NOTFOUND, dns.NODATA]);

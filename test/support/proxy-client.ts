@@ -1,8 +1,9 @@
 // Raw clients of the egress proxy for tests that must see exactly what happens to one
 // connection: CONNECT on a fresh socket, HTTP/1.1 requests on one kept-alive socket, and
-// probes that tell an answered write from a closed connection.
+// probes that tell an answered write from a closed connection; a second listener beside it.
 import net from "node:net";
 import type tls from "node:tls";
+import { listenOn } from "./net.js";
 
 /** A client socket to the proxy, destroyed at cleanup. */
 export function rawClient(port: number, cleanups: (() => unknown)[]): Promise<net.Socket> {
@@ -85,3 +86,32 @@ export function rawRequest(s: net.Socket, url: string): Promise<string> {
 }
 
 export const status = (response: string): string => response.split(" ")[1] ?? response;
+
+/**
+ * A listener of the test's own beside the proxy (as the transparent path will be): each accepted
+ * socket goes to `accept`; if that throws, the socket is closed (a client waiting on it must not hang).
+ */
+export async function secondListener(accept: (socket: net.Socket) => void, cleanups: (() => unknown)[]): Promise<number> {
+  const accepted: net.Socket[] = [];
+  const server = net.createServer((s) => {
+    accepted.push(s);
+    s.on("error", () => undefined);
+    guarded(s, () => accept(s));
+  });
+  const port = await listenOn(server, cleanups);
+  cleanups.push(() => accepted.forEach((s) => s.destroy()));
+  return port;
+}
+
+/** Runs `fn` for `socket`; if it throws, the socket is closed too. */
+export function guarded(socket: net.Socket, fn: () => void): void {
+  try {
+    fn();
+  } catch (err) {
+    socket.destroy();
+    throw err;
+  }
+}
+
+/** A record without what differs between two otherwise equal decisions: when, and how long. */
+export const sameDecision = <T extends { time: string; durationMs?: number }>({ time: _t, durationMs: _d, ...rest }: T): Omit<T, "time" | "durationMs"> => rest;

@@ -11,7 +11,7 @@ import { toOcsf } from "../../src/gateway/audit/ocsf.js";
 import { defaultPolicy } from "../../src/policy/index.js";
 import { Store } from "../../src/store/store.js";
 import { AuditAggregator } from "../../src/supervisor/audit-aggregator.js";
-import type { AuditEvent } from "../../src/supervisor/proxy.js";
+import type { AuditEvent } from "../../src/supervisor/proxy/index.js";
 import { startTestGateway } from "../support/gateway-fixture.js";
 import { MemoryDriver } from "../support/memory-driver.js";
 

@@ -8,7 +8,7 @@ import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { policyFromObject } from "../../src/policy/index.js";
 import { PolicyHolder } from "../../src/supervisor/policy-holder.js";
-import { createEgressProxy, type AuditEvent, type EgressProxyOptions } from "../../src/supervisor/proxy.js";
+import { createEgressProxy, type AuditEvent, type EgressProxyOptions } from "../../src/supervisor/proxy/index.js";
 import { AuditAggregator } from "../../src/supervisor/audit-aggregator.js";
 import { silentLogger } from "../../src/supervisor/logger.js";
 import { connect, rawClient, rawRequest } from "../support/proxy-client.js";

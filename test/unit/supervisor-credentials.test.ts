@@ -9,7 +9,7 @@ import tls from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { policyFromObject, type Policy } from "../../src/policy/index.js";
 import { PolicyHolder } from "../../src/supervisor/policy-holder.js";
-import { createEgressProxy, type AuditEvent, type EgressProxy } from "../../src/supervisor/proxy.js";
+import { createEgressProxy, type AuditEvent, type EgressProxy } from "../../src/supervisor/proxy/index.js";
 import { silentLogger } from "../../src/supervisor/logger.js";
 import { SecretVault } from "../../src/supervisor/secret-vault.js";
 import { LeafCertificates, issueSandboxCa, type CaMaterial } from "../../src/supervisor/tls/leaf-certs.js";

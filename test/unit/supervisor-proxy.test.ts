@@ -1,5 +1,6 @@
 // The egress proxy against real loopback servers: an origin node:http server, a TCP
-// echo server for CONNECT, and a FAKE resolver where DNS answers must be scripted.
+// echo server for CONNECT, a FAKE resolver where DNS answers must be scripted, and a second
+// listener of the test's own (a TEST reader of origin-form requests) joining the proxy.
 import http from "node:http";
 import net from "node:net";
 import { createHash, randomBytes } from "node:crypto";
@@ -8,8 +9,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { policyFromObject } from "../../src/policy/index.js";
 import type { Policy } from "../../src/policy/index.js";
 import { PolicyHolder } from "../../src/supervisor/policy-holder.js";
-import { createEgressProxy } from "../../src/supervisor/proxy.js";
-import type { AuditEvent, EgressProxy, Resolver } from "../../src/supervisor/proxy.js";
+import { createEgressProxy } from "../../src/supervisor/proxy/index.js";
+import type { AuditEvent, EgressProxy, HttpTarget, Resolver, TargetReader } from "../../src/supervisor/proxy/index.js";
 import { createHealthServer } from "../../src/supervisor/health.js";
 import type { HealthServer } from "../../src/supervisor/health.js";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -18,6 +19,7 @@ import { join } from "node:path";
 import { getOverUnix } from "../support/net.js";
 import { silentLogger } from "../../src/supervisor/logger.js";
 import { listenOn } from "../support/net.js";
+import { sameDecision, secondListener } from "../support/proxy-client.js";
 
 const LOOPBACK = ["127.0.0.0/8"];
 const cleanups: (() => Promise<void>)[] = [];
@@ -834,6 +836,50 @@ describe("egress proxy: policy holder", () => {
     expect(res.status).toBe(200);
     expect(res.body.toString()).toBe("late");
     expect(proxy.isListening()).toBe(false);
+  });
+});
+
+describe("egress proxy: a second listener's plain HTTP (EgressProxy.entries)", () => {
+  /** TEST reader: origin-form requests, the target named by the Host header (as the transparent path will read them). */
+  const originForm: TargetReader = {
+    read(req): HttpTarget | undefined {
+      const host = req.headers.host;
+      if (host === undefined || req.url?.startsWith("/") !== true) return undefined;
+      const url = new URL(req.url, `http://${host}`);
+      return { host: url.hostname, port: url.port === "" ? 80 : Number(url.port), protocol: "http", method: req.method ?? "GET", path: url.pathname, authority: url.host, requestPath: url.pathname + url.search };
+    },
+    refusal: () => ({ error: "bad_request", message: "origin form with a Host header" }),
+  };
+
+  it("origin form, its target from Host: the same request upstream and the same record as proxied; revocation closes its kept-alive connection", async () => {
+    const origin = await startOrigin();
+    const holder = new PolicyHolder({ policy: allowing({ host: "web.test", port: origin.port, protocol: "http", allowPrivate: LOOPBACK }), revision: 1 });
+    const { proxy, port, audits } = await startProxy(holder, { resolve: fakeResolver({ "web.test": ["127.0.0.1"] }).resolve });
+    const inner = http.createServer();
+    const plain = proxy.entries.plainHttp(originForm);
+    inner.on("request", (req, res) => plain.request(req, res, false));
+    const second = await secondListener((s) => {
+      proxy.entries.addClient(s);
+      inner.emit("connection", s);
+    }, cleanups);
+    const agent = new http.Agent({ keepAlive: true });
+    cleanups.push(async () => {
+      agent.destroy();
+      await Promise.resolve();
+    });
+
+    const proxied = await viaProxy(port, `http://web.test:${origin.port}/x?q=1`, { agent });
+    const joined = await viaProxy(second, "/x?q=1", { headers: { host: `web.test:${origin.port}` }, agent });
+    expect([proxied.status, joined.status]).toEqual([200, 200]);
+    expect(joined.body.toString()).toBe("hello from origin");
+    expect(origin.seen.map((r) => `${r.method} ${r.url} ${r.headers.host ?? ""}`)).toEqual([`GET /x?q=1 web.test:${origin.port}`, `GET /x?q=1 web.test:${origin.port}`]);
+    await expect.poll(() => audits.length).toBe(2);
+    expect(sameDecision(audits[1]!)).toEqual(sameDecision(audits[0]!));
+    expect(audits[0]).toMatchObject({ decision: "allow", protocol: "http", method: "GET", path: "/x", rule: "test", status: 200 });
+
+    holder.replace(allowing({ host: "other.test", port: 1, protocol: "http" }), 2);
+    // Both kept-alive client connections (the proxy's and the second listener's) sit idle after a request no longer allowed.
+    expect(proxy.revoke()).toMatchObject({ clients: 2 });
   });
 });
 

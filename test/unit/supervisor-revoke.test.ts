@@ -15,8 +15,8 @@ import { issueEndpointCertificate } from "../../src/gateway/control/tls.js";
 import type { EndpointTls } from "../../src/gateway/control/tls.js";
 import { PolicyHolder } from "../../src/supervisor/policy-holder.js";
 import { LockdownPolicyHolder } from "../../src/supervisor/lockdown.js";
-import { createEgressProxy } from "../../src/supervisor/proxy.js";
-import type { EgressProxy, Resolver } from "../../src/supervisor/proxy.js";
+import { createEgressProxy } from "../../src/supervisor/proxy/index.js";
+import type { EgressProxy, Resolver } from "../../src/supervisor/proxy/index.js";
 import { silentLogger } from "../../src/supervisor/logger.js";
 import { connect, nextEvent, probe, rawClient, rawRequest, status } from "../support/proxy-client.js";
 

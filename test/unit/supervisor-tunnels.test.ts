@@ -1,17 +1,18 @@
 // CONNECT tunnels that are not raw holes: a blind https tunnel opens only with a ClientHello
 // for the CONNECT host; a tcp endpoint carries any bytes. Real sockets on loopback: node's
 // TLS client, a TLS echo origin (certificate from a test CA), a TCP origin that records every
-// byte it receives, and the real egress proxy in front.
+// byte it receives, and the real egress proxy in front. A second listener of the test's own
+// (EgressProxy.entries, as the transparent path will use) gets what a CONNECT gets.
 import net from "node:net";
 import tls from "node:tls";
 import type { AddressInfo } from "node:net";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { policyFromObject, type Policy } from "../../src/policy/index.js";
 import { PolicyHolder } from "../../src/supervisor/policy-holder.js";
-import { createEgressProxy, type AuditEvent, type EgressProxy, type Resolver } from "../../src/supervisor/proxy.js";
+import { createEgressProxy, type AuditEvent, type EgressProxy, type Resolver, type TunnelAnswer } from "../../src/supervisor/proxy/index.js";
 import { silentLogger } from "../../src/supervisor/logger.js";
 import { LeafCertificates, issueSandboxCa, type CaMaterial } from "../../src/supervisor/tls/leaf-certs.js";
-import { connect, nextEvent, probe } from "../support/proxy-client.js";
+import { connect, guarded, nextEvent, probe, sameDecision, secondListener } from "../support/proxy-client.js";
 
 const LOOPBACK = ["127.0.0.0/8"];
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -245,5 +246,78 @@ describe("tcp endpoints carry any bytes", () => {
     holder.replace(rules(https("raw.test", raw.port), https("blind.test", blind.port, { rules: [{ methods: ["GET"] }] })), 3);
     expect(proxy.revoke()).toMatchObject({ tunnels: 1 });
     expect(await probe(b.socket!, "after")).toBe("closed");
+  });
+});
+
+/** TEST answer of a socket that never asked for a tunnel: nothing said; a refusal closes it. */
+const SILENT: TunnelAnswer = { established: () => undefined, refuse: (socket) => void socket.destroy() };
+
+async function dial(port: number): Promise<net.Socket> {
+  const s = net.connect(port, "127.0.0.1");
+  s.on("error", () => undefined);
+  cleanups.push(() => void s.destroy());
+  await new Promise((r) => s.once("connect", r));
+  return s;
+}
+
+describe("a second listener's socket, its target known otherwise, is carried as after a CONNECT to it", () => {
+  it("tcp: the same allow record as the CONNECT's, bytes relayed both ways, and revocation closes it", async () => {
+    const origin = await startRecorder();
+    const holder = new PolicyHolder({ policy: policyOf([{ name: "raw", endpoints: [tcp("raw.test", origin.port)] }]), revision: 1 });
+    const { proxy, port, audits } = await startProxy(holder);
+    const second = await secondListener((s) => proxy.entries.tunnel(s, { host: "Raw.Test.", port: origin.port }, { head: Buffer.alloc(0), answer: SILENT }), cleanups);
+
+    const viaConnect = await connect(port, `raw.test:${origin.port}`, cleanups);
+    expect(viaConnect.status).toBe(200);
+    expect(await probe(viaConnect.socket, "a")).toBe("data:a");
+    const joined = await dial(second);
+    expect(await probe(joined, "b")).toBe("data:b");
+    expect(audits).toHaveLength(2);
+    expect(sameDecision(audits[1]!)).toEqual(sameDecision(audits[0]!));
+    expect(audits[0]).toMatchObject({ decision: "allow", protocol: "tcp", host: "raw.test", port: origin.port, rule: "raw", address: "127.0.0.1", revision: 1 });
+
+    holder.replace(policyOf([]), 2);
+    expect(proxy.revoke()).toMatchObject({ tunnels: 2 });
+    expect(await probe(joined, "c")).toBe("closed");
+  });
+
+  it("a denied target: the same deny record as the CONNECT's, and the socket closed with nothing relayed", async () => {
+    const origin = await startRecorder();
+    const holder = new PolicyHolder({ policy: policyOf([]), revision: 3 });
+    const { proxy, port, audits } = await startProxy(holder);
+    const second = await secondListener((s) => proxy.entries.tunnel(s, { host: "raw.test", port: origin.port }, { head: Buffer.alloc(0), answer: SILENT }), cleanups);
+
+    expect((await connect(port, `raw.test:${origin.port}`, cleanups)).status).toBe(403);
+    expect(await probe(await dial(second), "x")).toBe("closed");
+    expect(audits).toHaveLength(2);
+    expect(sameDecision(audits[1]!)).toEqual(sameDecision(audits[0]!));
+    expect(audits[0]).toMatchObject({ decision: "deny", host: "raw.test", revision: 3 });
+    expect(origin.accepted).toHaveLength(0);
+  });
+
+  it("blind https: the ClientHello already read (head) passes the hello gate and reaches the origin first", async () => {
+    const origin = await startTlsEcho();
+    const holder = new PolicyHolder({ policy: policyOf([{ name: "blind", endpoints: [https("blind.test", origin.port)] }]), revision: 1 });
+    const { proxy, audits } = await startProxy(holder);
+    // As the transparent path will: the first bytes are read before the target is known.
+    const second = await secondListener(
+      (s) =>
+        s.once("data", (head: Buffer) => {
+          s.pause();
+          guarded(s, () => proxy.entries.tunnel(s, { host: "blind.test", port: origin.port }, { head, answer: SILENT }));
+        }),
+      cleanups,
+    );
+    const t = tls.connect({ host: "127.0.0.1", port: second, servername: "blind.test", ca: originCa.certPem });
+    t.on("error", () => undefined);
+    cleanups.push(() => void t.destroy());
+    const handshake = await new Promise((r) => {
+      t.once("secureConnect", () => r("secure"));
+      t.once("close", () => r("closed"));
+    });
+    expect(handshake).toBe("secure");
+    expect(t.getPeerX509Certificate()!.subject).toContain("CN=blind.test");
+    expect(await probe(t, "over tls")).toBe("data:over tls");
+    expect(audits).toEqual([expect.objectContaining({ decision: "allow", protocol: "https", host: "blind.test", rule: "blind", address: "127.0.0.1" })]);
   });
 });

@@ -12,7 +12,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { policyFromObject, type Policy } from "../../src/policy/index.js";
 import { PolicyHolder } from "../../src/supervisor/policy-holder.js";
 import { LockdownPolicyHolder } from "../../src/supervisor/lockdown.js";
-import { createEgressProxy, type AuditEvent, type EgressProxy, type Resolver } from "../../src/supervisor/proxy.js";
+import { createEgressProxy, type AuditEvent, type EgressProxy, type Resolver } from "../../src/supervisor/proxy/index.js";
 import { silentLogger } from "../../src/supervisor/logger.js";
 import { LeafCertificates, issueSandboxCa, type CaMaterial } from "../../src/supervisor/tls/leaf-certs.js";
 import { connect, rawClient } from "../support/proxy-client.js";

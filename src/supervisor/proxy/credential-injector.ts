@@ -3,8 +3,9 @@
 // answered in their place. The swap itself is pure (credentials.ts); this reads bodies
 // and words the answers, which name secrets and bindings, never values.
 import type http from "node:http";
-import { NO_CREDENTIALS, credentialScope, secretBindings, type Policy } from "../policy/core.js";
-import { rewriteBody, rewriteHeaders, rewriteTarget, type CredentialContext, type CredentialRefusal, type Rewrite, type SecretValues } from "./credentials.js";
+import { NO_CREDENTIALS, credentialScope, secretBindings, type Policy } from "../../policy/core.js";
+import { targetFields } from "./refusals.js";
+import { rewriteBody, rewriteHeaders, rewriteTarget, type CredentialContext, type CredentialRefusal, type Rewrite, type SecretValues } from "../credentials.js";
 
 /** X-Proxy-Error of a request refused for a placeholder. */
 export const CREDENTIAL_ERROR = "sandgate-credential";
@@ -76,6 +77,11 @@ export function readBoundedBody(req: http.IncomingMessage, maxBytes: number): Pr
 /** Swaps placeholders in a body that was read whole. */
 export function swapBody(body: Buffer, contentType: string | undefined, prepared: PreparedRequest): Rewrite<Buffer> {
   return rewriteBody(body, contentType, prepared.ctx);
+}
+
+/** The body of a request whose body could not be read for placeholders (413, 415). */
+export function unreadableBody(t: { host: string; port: number; method: string; path?: string }, r: BodyRead & { ok: false }): object {
+  return { error: r.error, ...targetFields(t), message: r.message };
 }
 
 /** The 403 body of a refusal: the secret's name and where it is bound, never a value. */

@@ -2,7 +2,10 @@
 // this relays it to the origin and, on 101, both sockets to each other. Only `websocket` is
 // relayed: another upgrade (h2c) would carry requests the proxy could no longer see.
 import type http from "node:http";
-import { pipeline, type Duplex } from "node:stream";
+import type { Duplex } from "node:stream";
+import { PROXY_ERROR, otherUpgrade } from "./refusals.js";
+import { endRawJson } from "./respond.js";
+import { splice } from "./splice.js";
 
 /** The one upgrade protocol relayed. */
 export const WEBSOCKET = "websocket";
@@ -12,6 +15,22 @@ export function websocketUpgrade(req: http.IncomingMessage): { ok: true } | { ok
   const asked = req.headers.upgrade ?? "";
   const tokens = asked.split(",").map((t) => t.trim().toLowerCase());
   return tokens.length === 1 && tokens[0] === WEBSOCKET && req.method === "GET" ? { ok: true } : { ok: false, asked };
+}
+
+/** Answers 400 to an Upgrade other than WebSocket on GET; true when it is one. */
+export function refuseOtherUpgrade(req: http.IncomingMessage, socket: Duplex): boolean {
+  const u = websocketUpgrade(req);
+  if (u.ok) return true;
+  endRawJson(socket, 400, PROXY_ERROR, otherUpgrade(req.method, u.asked));
+  return false;
+}
+
+/**
+ * An Upgrade request's headers as sent upstream: `headers`, its end-to-end ones (placeholders
+ * already swapped where that applies), then the authority checked and the upgrade asked for.
+ */
+export function upgradeHeaders(headers: readonly string[], authority: string): string[] {
+  return [...headers, "Host", authority, "Connection", "Upgrade", "Upgrade", WEBSOCKET];
 }
 
 /** An HTTP/1.1 response head written on a raw socket. */
@@ -58,14 +77,7 @@ export function relayUpgrade(r: UpgradeRelay): void {
     client.write(rawHead(101, res.statusMessage, res.rawHeaders));
     if (upHead.length > 0) client.write(upHead);
     if (r.head.length > 0) socket.write(r.head);
-    const done = (err: NodeJS.ErrnoException | null): void => {
-      if (err !== null) {
-        client.destroy();
-        socket.destroy();
-      }
-    };
-    pipeline(client, socket, done);
-    pipeline(socket, client, done);
+    splice(client, socket);
   });
   upstream.once("response", (res: http.IncomingMessage) => {
     answered = true;
