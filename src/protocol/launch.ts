@@ -91,6 +91,11 @@ export interface LaunchConfig {
   tls?: LaunchTls;
   /** Absent (a launch file of an older gateway): DEFAULT_PROXY_BOUNDS. */
   connections?: ProxyBounds;
+  /**
+   * The transparent path: the supervisor serves TRANSPARENT_PORT, DNS_PORT and UDP_SINK_PORT on
+   * its address in `proxySubnet` (required then), and its namespace redirects the workload there.
+   */
+  transparent?: boolean;
 }
 
 export interface LaunchTls {
@@ -135,6 +140,7 @@ export interface LaunchSettings {
   resolvers: string[] | null;
   tls: LaunchTls | null;
   connections: ProxyBounds;
+  transparent: boolean;
 }
 
 export interface LaunchPolicy {
@@ -285,7 +291,7 @@ function parseProxyBounds(raw: unknown, errors: string[]): ProxyBounds {
 /** Validate a parsed launch file; every problem is listed, and any problem withholds the policy. */
 export function parseLaunchConfig(raw: unknown): LaunchLoadResult {
   const errors: string[] = [];
-  const settings: LaunchSettings = { sandboxId: null, generation: null, nonce: null, proxyPort: PROXY_PORT, proxySubnet: null, healthSocket: null, control: null, hostAddresses: [], resolvers: null, tls: null, connections: { ...DEFAULT_PROXY_BOUNDS } };
+  const settings: LaunchSettings = { sandboxId: null, generation: null, nonce: null, proxyPort: PROXY_PORT, proxySubnet: null, healthSocket: null, control: null, hostAddresses: [], resolvers: null, tls: null, connections: { ...DEFAULT_PROXY_BOUNDS }, transparent: false };
   if (!isRecord(raw)) return { settings, policy: undefined, errors: ["launch config must be a JSON object"] };
 
   if (typeof raw.sandboxId === "string" && raw.sandboxId !== "") settings.sandboxId = raw.sandboxId;
@@ -310,6 +316,11 @@ export function parseLaunchConfig(raw: unknown): LaunchLoadResult {
   settings.resolvers = parseResolvers(raw.resolvers, errors);
   settings.tls = parseTls(raw.tls, errors);
   settings.connections = parseProxyBounds(raw.connections, errors);
+  if (raw.transparent !== undefined) {
+    if (typeof raw.transparent !== "boolean") errors.push("transparent must be true or false");
+    else if (raw.transparent && settings.proxySubnet === null) errors.push("transparent needs proxySubnet (the address it serves the workload on)");
+    else settings.transparent = raw.transparent;
+  }
 
   const revision = raw.policyRevision;
   if (!(typeof revision === "number" && Number.isSafeInteger(revision) && revision >= 0)) {

@@ -79,7 +79,13 @@ export const auditEventSchema = z.strictObject({
   rule: z.optional(z.string().check(z.maxLength(200))),
   host: z.string().check(z.maxLength(300)),
   port: z.int().check(z.minimum(0), z.maximum(65535)),
-  protocol: z.enum(["http", "https", "tcp"]),
+  /**
+   * What the record is about: a request or tunnel (http, https, tcp), a name the workload's
+   * resolver refused (dns; host is the name), or UDP the supervisor's namespace dropped (udp).
+   */
+  protocol: z.enum(["http", "https", "tcp", "dns", "udp"]),
+  /** How the workload reached the supervisor: absent, through its proxy; "transparent", without knowing it (redirected). */
+  via: z.optional(z.literal("transparent")),
   method: z.optional(z.string().check(z.maxLength(32))),
   path: z.optional(z.string().check(z.maxLength(8192))),
   address: z.optional(z.string().check(z.maxLength(64))),

@@ -17,6 +17,8 @@ export interface HealthServerOptions {
   proxyListening: () => boolean;
   /** The control session, when one is configured. */
   session?: () => ControlSessionStatus;
+  /** The transparent path's listeners, when the launch config turns it on (then part of being healthy). */
+  transparentListening?: () => boolean;
 }
 
 export interface HealthReport {
@@ -26,6 +28,8 @@ export interface HealthReport {
   policyRevision: number | null;
   policy: "loaded" | "missing";
   proxy: "listening" | "not_listening";
+  /** "disabled" when the launch config does not turn the transparent path on. */
+  transparent: "listening" | "not_listening" | "disabled";
   /** "disabled" when the launch config has no control section. */
   session: "connecting" | "up" | "down" | "stopped" | "disabled";
   /** Why all egress is denied regardless of policy (e.g. control_session_lost); null otherwise. */
@@ -35,17 +39,19 @@ export interface HealthReport {
 export function healthReport(opts: HealthServerOptions): HealthReport {
   const loaded = opts.policy.current();
   const listening = opts.proxyListening();
+  const transparent = opts.transparentListening?.();
   const session = opts.session?.();
   return {
     // Healthy only when it can enforce: a proxy without a policy (or locked down, which
     // hides the policy) denies everything. A session that is down within its grace
     // period still enforces the last confirmed policy, so it does not make this false.
-    ok: listening && loaded !== undefined,
+    ok: listening && transparent !== false && loaded !== undefined,
     sandboxId: opts.identity.sandboxId,
     generation: opts.identity.generation,
     policyRevision: loaded?.revision ?? null,
     policy: loaded === undefined ? "missing" : "loaded",
     proxy: listening ? "listening" : "not_listening",
+    transparent: transparent === undefined ? "disabled" : transparent ? "listening" : "not_listening",
     session: session?.state ?? "disabled",
     lockdown: session?.lockdown ?? null,
   };

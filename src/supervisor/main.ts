@@ -1,4 +1,5 @@
 // Supervisor entry point (bundled to one file for the companion container).
+import { fileURLToPath } from "node:url";
 import { LAUNCH_CONFIG_PATH } from "../protocol/launch.js";
 import { createJsonLogger, errorFields } from "./logger.js";
 import { startSupervisor } from "./supervisor.js";
@@ -11,7 +12,10 @@ process.on("unhandledRejection", (err) => {
   process.exitCode = 1;
 });
 
-startSupervisor({ configPath, logger }).then(
+// The transparent path's addon sits beside this bundle in the image (orig-dst.node).
+const origDstAddon = fileURLToPath(new URL("./orig-dst.node", import.meta.url));
+
+startSupervisor({ configPath, logger, origDstAddon }).then(
   (supervisor) => {
     let stopping = false;
     const stop = (signal: NodeJS.Signals): void => {

@@ -18,6 +18,7 @@ import type { Logger } from "./logger.js";
 import { addressIn } from "./listen.js";
 import { AuditAggregator } from "./audit-aggregator.js";
 import { SecretVault } from "./secret-vault.js";
+import { startTransparentPath, type TransparentPath } from "./transparent/index.js";
 
 export interface SupervisorOptions {
   configPath: string;
@@ -28,6 +29,10 @@ export interface SupervisorOptions {
   shutdownGraceMs?: number;
   /** Control-session timing overrides (tests); the grace period comes from the launch config. */
   control?: { heartbeatMs?: number; deadAfterMs?: number; backoffInitialMs?: number; backoffMaxMs?: number };
+  /** The transparent path's Node-API addon (in the image: beside the bundle). Needed when the launch config turns the path on. */
+  origDstAddon?: string;
+  /** The transparent path's ports (tests: free ones); default the protocol's. */
+  transparentPorts?: { transparent: number; dns: number; udpSink: number };
 }
 
 export interface Supervisor {
@@ -42,6 +47,8 @@ export interface Supervisor {
   readonly proxyAddress: AddressInfo;
   /** The health endpoint's Unix socket; null when the launch config names none. */
   readonly healthSocket: string | null;
+  /** The transparent path, when the launch config turns it on. */
+  readonly transparent: TransparentPath | null;
   close(): Promise<void>;
 }
 
@@ -136,15 +143,17 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
     logger.warn("no control session configured: enforcing the launch policy without the gateway", ids);
   }
   const session = control;
+  let transparent: TransparentPath | null = null;
   const health = createHealthServer({
     identity: ids,
     policy,
     proxyListening: () => proxy.isListening(),
     ...(session === null ? {} : { session: () => session.status() }),
+    ...(settings.transparent ? { transparentListening: () => transparent?.isListening() ?? false } : {}),
   });
 
   const close = async (): Promise<void> => {
-    await Promise.all([proxy.close(opts.shutdownGraceMs), health.close()]);
+    await Promise.all([proxy.close(opts.shutdownGraceMs), health.close(), transparent?.close()]);
     // After the drain: requests that finished during it (and cut tunnels) are recorded too.
     audit.close();
     await session?.stop();
@@ -162,6 +171,21 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
     // Health is no network port: a Unix socket in a directory only the gateway (root) reaches.
     if (settings.healthSocket !== null) await health.listenUnix(settings.healthSocket);
     const proxyAddress = await proxy.listen(settings.proxyPort, proxyHost);
+    // Every other connection and DNS packet of the workload, redirected by the namespace (the
+    // gateway's rules): on the same address, through the same pieces as the proxy.
+    if (settings.transparent) {
+      if (opts.origDstAddon === undefined) throw new Error("the launch config turns the transparent path on, but this supervisor has no addon to read original destinations");
+      transparent = await startTransparentPath({
+        host: proxyHost,
+        entries: proxy.entries,
+        policy: () => policy.current()?.policy,
+        resolve,
+        onAudit: (event) => audit.record(event),
+        addonPath: opts.origDstAddon,
+        maxConnections: settings.connections.max,
+        ...(opts.transparentPorts === undefined ? {} : { ports: opts.transparentPorts }),
+      });
+    }
     logger.info("supervisor listening", {
       ...ids,
       policy: loaded.policy === undefined ? "missing" : "loaded",
@@ -169,12 +193,13 @@ export async function startSupervisor(opts: SupervisorOptions): Promise<Supervis
       proxyAddress: proxyAddress.address,
       proxyPort: proxyAddress.port,
       healthSocket: settings.healthSocket,
+      transparent: transparent?.ports ?? null,
       control: c === null ? null : c.url,
       hostAddresses: hostAddresses.size,
       resolvers: settings.resolvers ?? "container",
     });
     session?.start();
-    return { settings, policy, control: session, proxy, secrets, health, proxyAddress, healthSocket: settings.healthSocket, close };
+    return { settings, policy, control: session, proxy, secrets, health, proxyAddress, healthSocket: settings.healthSocket, transparent, close };
   } catch (err) {
     await close();
     throw err;

@@ -39,6 +39,7 @@ import { DockerMonitor } from "./monitor/docker-monitor.js";
 import {
   LABEL,
   NO_RESOLVER,
+  resolverOf,
   containerName,
   egressNetworkConfig,
   egressNetworkName,
@@ -53,6 +54,10 @@ import {
 } from "./objects.js";
 import { runtimeChecks, type RuntimeProbes } from "./readiness.js";
 import { healthSocketOf, launchDirOf, launchRootOf, runDirOf, socketPathProblem } from "./launch-paths.js";
+import { programSupervisor, programWorkload, transparentProblem } from "./netns.js";
+
+/** The workload's resolv.conf, in its launch directory (bind-mounted read-only, 0644). */
+const WORKLOAD_RESOLV_FILE = "resolv.conf";
 import { ensureRangeUnreachable } from "./route-table.js";
 import type { Resources } from "../../lifecycle/spec.js";
 import { DEFAULT_IDS } from "./rootfs.js";
@@ -139,6 +144,8 @@ export class DockerDriver implements ComputeDriver {
   private readonly log: Logger;
   private readonly probeCommand: string[];
   readonly ids: RoleIds;
+  /** The host's kernel has IPv6: then it is turned off in sandboxes (their only path out is IPv4, governed). */
+  private readonly ipv6 = existsSync("/proc/sys/net/ipv6");
   readonly workspaces: WorkspaceDisks;
   private readonly hostIdFiles: () => HostIdFiles;
   readonly cas: SandboxCas;
@@ -318,6 +325,7 @@ export class DockerDriver implements ComputeDriver {
       proxyPort: PROXY_PORT,
       proxySubnet,
       healthSocket: HEALTH_SOCKET_PATH,
+      transparent: true,
       policy: JSON.parse(serializePolicy(req.policy.policy)) as unknown,
       policyRevision: req.policy.revision,
     };
@@ -375,13 +383,22 @@ export class DockerDriver implements ComputeDriver {
       onProgress("starting supervisor");
       const trust = await trustReady;
       const launchDir = this.writeLaunchConfig(req, trust.ca, subnet);
-      const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir, this.ids.supervisor, this.supervisorResources, this.containerLog));
+      const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir, this.ids.supervisor, this.supervisorResources, this.containerLog, this.ipv6));
       const supId = this.provisionStep("create supervisor container", sup).Id;
       this.provisionStep("connect supervisor to egress network", await this.engine.connectNetwork(egressNetworkName(this.gatewayId), supId));
       this.provisionStep("start supervisor", await this.engine.startContainer(supId));
       const supInspect = this.provisionStep("inspect supervisor", await this.engine.inspectContainer(supId));
       const ip = supInspect.NetworkSettings.Networks?.[networkName(req.sandboxId)]?.IPAddress;
       if (!ip) throw new ProvisionError("the supervisor has no address on the sandbox network");
+      // The transparent path: the supervisor's namespace redirects the workload's packets to it.
+      try {
+        await programSupervisor(supInspect.State.Pid, { subnet, supervisorIp: ip });
+      } catch (err) {
+        throw new ProvisionError(`transparent path: ${(err as Error).message}`);
+      }
+      // The workload's resolver is its supervisor (what any DNS packet reaches anyway).
+      const resolvConf = join(launchDir, WORKLOAD_RESOLV_FILE);
+      writeFileSync(resolvConf, resolverOf(ip), { mode: 0o644 });
 
       const workspace = await workspaceReady;
       onProgress("creating workload");
@@ -392,7 +409,8 @@ export class DockerDriver implements ComputeDriver {
         resources: req.spec.resources,
         proxyUrl: `http://${ip}:${PROXY_PORT}`,
         defaultImage: workloadImage.isDefault,
-        resolvConf: this.resolvConfPath,
+        resolvConf,
+        ipv6: this.ipv6,
         filesystem: req.policy.policy.filesystem,
         user: req.policy.policy.process.user,
         ...(req.spec.workdir === undefined ? {} : { workdir: req.spec.workdir }),
@@ -436,6 +454,13 @@ export class DockerDriver implements ComputeDriver {
     const workload = this.provisionStep("inspect workload", w);
     const supervisor = this.provisionStep("inspect supervisor", sup);
     const ip = supervisor.NetworkSettings.Networks?.[networkName(req.sandboxId)]?.IPAddress ?? "";
+    // Its every packet off its /28 goes to its supervisor (before this, to nowhere: Docker's
+    // gateway of an internal network has no address). Verified before Ready (verify).
+    try {
+      await programWorkload(workload.State.Pid, ip);
+    } catch (err) {
+      throw new ProvisionError(`transparent path: ${(err as Error).message}`);
+    }
     return {
       generation: req.generation,
       nonce: req.nonce,
@@ -474,8 +499,26 @@ export class DockerDriver implements ComputeDriver {
     return { exitCode: r.body.State.ExitCode, output: logs.kind === "ok" ? logs.body : [] };
   }
 
+  /**
+   * The transparent path of a launch, read back from both namespaces; null for a launch
+   * without it (its launch file, from an older gateway, does not turn it on).
+   */
+  private readonly transparentCheck = async (l: { sandboxId: string; generation: number }, record: RuntimeRecord): Promise<string | null> => {
+    let subnet: string | undefined;
+    try {
+      const config = JSON.parse(readFileSync(join(launchDirOf(this.launchRoot, l.sandboxId, l.generation), LAUNCH_CONFIG_FILE), "utf8")) as { transparent?: boolean; proxySubnet?: string };
+      if (config.transparent !== true) return null;
+      subnet = config.proxySubnet;
+    } catch (err) {
+      return `cannot read the launch file of ${l.sandboxId} generation ${l.generation}: ${(err as Error).message}`;
+    }
+    const supervisorIp = new URL(record.proxyUrl).hostname;
+    if (subnet === undefined) return "the launch file names no sandbox subnet";
+    return transparentProblem(record.supervisor.pid, record.workload.pid, { subnet, supervisorIp });
+  };
+
   private get probes(): RuntimeProbes {
-    return { engine: this.engine, probeCommand: this.probeCommand, healthSocket: (id, generation) => healthSocketOf(this.launchRoot, id, generation) };
+    return { engine: this.engine, probeCommand: this.probeCommand, healthSocket: (id, generation) => healthSocketOf(this.launchRoot, id, generation), transparent: this.transparentCheck };
   }
 
   private async listOwned(labels: Record<string, string>): Promise<{ Id: string; Labels: Record<string, string> | null; State: string }[]> {
@@ -589,6 +632,7 @@ export class DockerDriver implements ComputeDriver {
       log: this.log,
       probeCommand: this.probeCommand,
       healthSocket: (id, generation) => healthSocketOf(this.launchRoot, id, generation),
+      transparent: this.transparentCheck,
       recoveryDeadlineMs: config.recoveryDeadlineMs,
       boundaryDeadlineMs: config.boundaryDeadlineMs,
       ...(this.observer === null ? {} : { observe: this.observer }),

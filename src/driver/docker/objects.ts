@@ -120,7 +120,7 @@ export const SUPERVISOR_MALLOC_ENV = ["MALLOC_TOP_PAD_=4194304", "MALLOC_TRIM_TH
 /** What a user may set the supervisor's limits to. */
 export const SUPERVISOR_LIMITS = { cpus: { min: 0.1, max: 64 }, memoryMb: { min: 64, max: 65_536 } } as const;
 
-export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launchDirOnHost: string, uid: number, resources: Resources = SUPERVISOR_RESOURCES, log: ContainerLogBound = DEFAULT_CONTAINER_LOG): ContainerCreateConfig {
+export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launchDirOnHost: string, uid: number, resources: Resources = SUPERVISOR_RESOURCES, log: ContainerLogBound = DEFAULT_CONTAINER_LOG, ipv6 = true): ContainerCreateConfig {
   return {
     Image: imageId,
     Cmd: [IMAGE_NODE_PATH, IMAGE_SUPERVISOR_PATH],
@@ -133,6 +133,9 @@ export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launch
       ...hardened(resources),
       LogConfig: logConfig(log),
       NetworkMode: networkName(i.sandboxId),
+      // The workload's gateway must route nothing: a packet the transparent path's redirects
+      // miss goes nowhere (Docker turns forwarding on in a container's namespace). No IPv6.
+      Sysctls: { "net.ipv4.ip_forward": "0", ...(ipv6 ? NO_IPV6 : {}) },
       Mounts: [
         { Type: "bind", Source: launchDirOnHost, Target: LAUNCH_DIR, ReadOnly: true },
         // Its one writable host directory (the health socket), inside the launch directory: 0700, its uid's.
@@ -142,6 +145,18 @@ export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launch
     NetworkingConfig: { EndpointsConfig: { [networkName(i.sandboxId)]: { Aliases: ["sandgate-proxy"] } } },
   };
 }
+
+/**
+ * IPv6 off in a sandbox's containers: the transparent path governs IPv4, and the workload has
+ * nothing else. Only where the host's kernel has IPv6 (else these sysctls do not exist).
+ */
+export const NO_IPV6 = { "net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1" } as const;
+
+/** The workload's resolv.conf on the transparent path: its supervisor, which answers what the policy allows. */
+export const resolverOf = (supervisorIp: string): string => `# sandgate: names are answered by the supervisor, as the policy allows
+nameserver ${supervisorIp}
+options timeout:2 attempts:2
+`;
 
 /**
  * The workload's resolv.conf: a nameserver on its own loopback, where nothing
@@ -175,6 +190,8 @@ export function workloadConfig(
     workspace: string | null;
     /** The sandbox CA's public trust files and the environment that points clients at them. */
     trust?: { dir: string; target: string; env: Readonly<Record<string, string>> };
+    /** The host's kernel has IPv6 (then it is turned off in the workload). Default true. */
+    ipv6?: boolean;
     /** What Docker keeps of its output (log-config.ts). */
     log?: ContainerLogBound;
   },
@@ -196,6 +213,7 @@ export function workloadConfig(
         "/tmp": "rw,nosuid,nodev,size=64m",
         ...Object.fromEntries((opts.filesystem?.readWrite ?? []).filter((p) => p !== "/sandbox" && p !== "/tmp").map((p) => [p, "rw,nosuid,nodev,size=64m"])),
       },
+      ...(opts.ipv6 === false ? {} : { Sysctls: { ...NO_IPV6 } }),
       NetworkMode: networkName(i.sandboxId),
       // Docker's embedded DNS (127.0.0.11) still answers on this network; with a
       // loopback server configured for the container it forwards names to the

@@ -22,6 +22,8 @@ export interface RuntimeProbes {
   healthSocket: (sandboxId: string, generation: number) => string;
   healthTimeoutMs?: number;
   execTimeoutMs?: number;
+  /** The transparent path's kernel state of a launch: null when in place (or the launch has none), else what is wrong. */
+  transparent?: (launched: Launched, record: RuntimeRecord) => Promise<string | null>;
 }
 
 /** The generation a check is about. */
@@ -30,10 +32,17 @@ export interface Launched {
   generation: number;
 }
 
-/** Health endpoint, then exec probe; stops at the first failure. */
+/** Health endpoint, the transparent path, then exec probe; stops at the first failure. */
 export async function runtimeChecks(p: RuntimeProbes, launched: Launched, record: RuntimeRecord): Promise<ReadinessCheck[]> {
   const health = await healthCheck(p, launched);
-  return health.ok ? [health, await execProbeCheck(p, record)] : [health];
+  if (!health.ok) return [health];
+  const transparent = await transparentCheck(p, launched, record);
+  return transparent.ok ? [health, transparent, await execProbeCheck(p, record)] : [health, transparent];
+}
+
+/** The workload's route and its supervisor's redirects are in place (transparent-rules.ts). */
+export async function transparentCheck(p: RuntimeProbes, launched: Launched, record: RuntimeRecord): Promise<ReadinessCheck> {
+  return asCheck("transparent path", p.transparent === undefined ? null : await p.transparent(launched, record));
 }
 
 /** The supervisor's health endpoint answers 200 on its Unix socket. */

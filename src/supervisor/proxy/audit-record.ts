@@ -29,6 +29,7 @@ export function decisionRecord(t: Target, o: AuditedDecision, revision: number |
   if (rule !== undefined) event.rule = rule;
   if (t.method !== "CONNECT") event.method = t.method;
   if (t.path !== undefined) event.path = t.path;
+  if (t.via !== undefined) event.via = t.via;
   if (o.address !== undefined) event.address = o.address;
   if (revision !== undefined) event.revision = revision;
   return event;

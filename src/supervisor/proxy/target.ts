@@ -15,6 +15,8 @@ export interface Target {
   path?: string;
   /** HTTP only: the methods the request asks to be treated as (override headers, _method). */
   overrides?: string[];
+  /** Set when the connection came by the transparent path (recorded in its audit records). */
+  via?: "transparent";
 }
 
 export interface HttpTarget extends Target {

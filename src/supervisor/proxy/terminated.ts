@@ -55,7 +55,7 @@ export function createTerminatedHttps(ctx: ProxyContext, tls: LeafSource | undef
     entry.grant = grantOf(t, address);
     entry.onClose = audit.atClose(record, entry.client);
     answer.established(entry.client);
-    const tun: TerminatedTunnel = { host: t.host, port: t.port, address };
+    const tun: TerminatedTunnel = { host: t.host, port: t.port, address, ...(t.via === undefined ? {} : { via: t.via }) };
     entries.set(tun, entry);
     terminator.terminate(entry.client, head, tun).catch((err: unknown) => {
       logger.warn("TLS from the workload failed", { host: t.host, ...errorFields(err) });
@@ -68,7 +68,7 @@ export function createTerminatedHttps(ctx: ProxyContext, tls: LeafSource | undef
     const url = req.url ?? "/";
     if (!url.startsWith("/")) return undefined;
     const q = url.indexOf("?");
-    const t: Target = { host: tun.host, port: tun.port, protocol: "https", method, path: q < 0 ? url : url.slice(0, q), overrides: overrideMethods(req.rawHeaders, url) };
+    const t: Target = { host: tun.host, port: tun.port, protocol: "https", method, path: q < 0 ? url : url.slice(0, q), overrides: overrideMethods(req.rawHeaders, url), ...(tun.via === undefined ? {} : { via: tun.via }) };
     const d = authorizer.decideAt(t, tun.address, url);
     if (d.kind === "deny") return { t, outcome: d, record: audit.record(t, d) };
     // Placeholders are swapped where the policy binds them and refused anywhere else.

@@ -23,6 +23,8 @@ export interface TunnelOptions {
   head: Buffer;
   /** How the socket's client hears whether the tunnel was established (a CONNECT: CONNECT_ANSWER). */
   answer: TunnelAnswer;
+  /** The path the socket came by, when not the proxy's (its audit records say so). */
+  via?: "transparent";
 }
 
 export interface Tunnels {
@@ -144,6 +146,6 @@ export function createTunnels(ctx: ProxyContext, terminated: TerminatedHttps): T
 
   return {
     connect,
-    open: (socket, { host, port }, opts) => authorizeTunnel(registry.asTunnel(socket), connectTarget(host, port), opts.head, opts.answer),
+    open: (socket, { host, port }, opts) => authorizeTunnel(registry.asTunnel(socket), { ...connectTarget(host, port), ...(opts.via === undefined ? {} : { via: opts.via }) }, opts.head, opts.answer),
   };
 }

@@ -13,6 +13,8 @@ export interface TerminatedTunnel {
   host: string;
   port: number;
   address: string;
+  /** The path the tunnel came by, when not the proxy's (each request's audit record says so). */
+  via?: "transparent";
 }
 
 /** `expectContinue`: the client waits for 100 Continue, which only an allowed request gets. */

@@ -84,6 +84,8 @@ export interface HostConfig {
   PidsLimit?: number;
   Init?: boolean;
   Tmpfs?: Record<string, string>;
+  /** Namespaced sysctls (net.*) set in the container's namespaces before it starts. */
+  Sysctls?: Record<string, string>;
   ExtraHosts?: string[];
   Dns?: string[];
   LogConfig?: { Type: string; Config?: Record<string, string> };

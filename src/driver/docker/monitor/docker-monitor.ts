@@ -15,7 +15,7 @@ import { describe, type EngineResult } from "../engine/result.js";
 import type { ContainerInspect, ContainerSummary, DockerEvent } from "../engine/types.js";
 import { expectedInstance } from "../identity.js";
 import { LABEL, containerName } from "../objects.js";
-import { execProbeCheck, healthCheck, type RuntimeProbes } from "../readiness.js";
+import { execProbeCheck, healthCheck, transparentCheck, type RuntimeProbes } from "../readiness.js";
 import { classifyInspect, isTerminal, type Verdict } from "./classify.js";
 import { decide, type RoleVerdicts } from "./decide.js";
 import { MonitorRegistry } from "./registry.js";
@@ -44,6 +44,8 @@ export interface MonitorOptions {
   probeCommand?: string[];
   /** Where a generation's supervisor serves its health endpoint, on the host (launch-paths.ts: healthSocketOf). */
   healthSocket: (sandboxId: string, generation: number) => string;
+  /** The transparent path's check of a launch (readiness.ts RuntimeProbes.transparent). */
+  transparent?: RuntimeProbes["transparent"];
   /** Told of every Docker call the monitor makes (the gateway's metrics). */
   observe?: (call: RuntimeCall) => void;
 }
@@ -83,7 +85,7 @@ const WATCHED_ACTIONS = new Set(["die", "kill", "oom", "stop", "destroy", "start
 
 export class DockerMonitor implements RuntimeMonitor {
   readonly registry = new MonitorRegistry();
-  private readonly opts: Required<Omit<MonitorOptions, "socketPath" | "engineTimeoutMs" | "sink" | "log" | "gatewayId" | "observe">>;
+  private readonly opts: Required<Omit<MonitorOptions, "socketPath" | "engineTimeoutMs" | "sink" | "log" | "gatewayId" | "observe" | "transparent">> & Pick<MonitorOptions, "transparent">;
   private readonly engine: EngineClient;
   private readonly sink: MonitorSink;
   private readonly log: Logger;
@@ -132,6 +134,7 @@ export class DockerMonitor implements RuntimeMonitor {
       random: o.random ?? Math.random,
       probeCommand: o.probeCommand ?? ["true"],
       healthSocket: o.healthSocket,
+      ...(o.transparent === undefined ? {} : { transparent: o.transparent }),
     };
   }
 
@@ -390,6 +393,7 @@ export class DockerMonitor implements RuntimeMonitor {
     const checks: ReadinessCheck[] = [{ name: "supervisor identity", ok: true }, { name: "workload identity", ok: true }];
     const report = (): ReadinessReport => ({ ready: checks.every((c) => c.ok), checks });
     checks.push(await healthCheck(this.probes, w));
+    if (report().ready) checks.push(await transparentCheck(this.probes, w, w.record));
     if (report().ready) checks.push(this.sink.boundary(w.sandboxId, w.generation));
     if (!report().ready) return report();
     const session = this.unbrokenSession(w);
@@ -411,7 +415,7 @@ export class DockerMonitor implements RuntimeMonitor {
   }
 
   private get probes(): RuntimeProbes {
-    return { engine: this.engine, probeCommand: this.opts.probeCommand, healthSocket: this.opts.healthSocket };
+    return { engine: this.engine, probeCommand: this.opts.probeCommand, healthSocket: this.opts.healthSocket, ...(this.opts.transparent === undefined ? {} : { transparent: this.opts.transparent }) };
   }
 
   private async checkOnce(sandboxId: string): Promise<void> {

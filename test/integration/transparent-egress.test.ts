@@ -1,0 +1,102 @@
+// The transparent path on a real daemon: a client in the workload that knows nothing of the
+// proxy (node's http and dns with no proxy settings) reaches an allowed origin by name, and is
+// refused elsewhere, with the same decisions and audit records as through the proxy, marked
+// `via: transparent`; the workload's resolver is its supervisor (a denied name is NXDOMAIN and
+// recorded); UDP goes nowhere and is counted; the route and the redirects are in place before
+// Ready and the workload cannot change them. Traffic only to this test's origin container on
+// the gateway's egress network.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { egressNetworkName } from "../../src/driver/docker/objects.js";
+import { transparentProblem } from "../../src/driver/docker/netns.js";
+import { getOverUnix } from "../support/net.js";
+import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
+import { eventually } from "../support/gateway-fixture.js";
+import { cliExec, docker, engineGet, waitPhase, type SandboxJson } from "../support/sandbox-helpers.js";
+
+const POLICY = `
+version: 1
+network:
+  rules:
+    - name: origin
+      endpoints:
+        - host: tporigin
+          port: 8080
+          protocol: http
+          allowPrivate: ["10.0.0.0/8"]
+`;
+
+let fx: DockerFixture;
+let sandbox: SandboxJson;
+
+/** Runs a node program in the workload with every proxy variable unset. */
+async function noProxy(script: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return cliExec(fx, "tp", ["env", "-u", "HTTP_PROXY", "-u", "HTTPS_PROXY", "-u", "http_proxy", "-u", "https_proxy", "node", "-e", script, ...args]);
+}
+
+/** The sandbox's audit records (their events). */
+const audit = async (): Promise<any[]> => ((await fx.t.api("GET", "/v1/sandboxes/tp/audit")).body.audit as { event: unknown }[]).map((r) => r.event);
+
+beforeAll(async () => {
+  fx = await startDockerFixture({ liveRestore: true, name: "transparent" });
+  const image = fx.driver.imageRefs!.workload.ref;
+  const origin = await docker(fx, "run", "-d", "--name", "tporigin", "--network", egressNetworkName(fx.driver.gatewayId), image, "node", "-e", `require("http").createServer((q, s) => s.end("hello " + q.url)).listen(8080); require("http").createServer((q, s) => s.end("other")).listen(9090)`);
+  if (origin.code !== 0) throw new Error(`origin: ${origin.stderr}`);
+  const created = await fx.t.api("POST", "/v1/sandboxes", { name: "tp", policy: POLICY });
+  if (created.status !== 201) throw new Error(JSON.stringify(created.body));
+  sandbox = await waitPhase(fx, "tp", "Ready");
+});
+afterAll(async () => {
+  await docker(fx, "rm", "-f", "tporigin");
+  await fx?.close();
+});
+
+describe("the transparent path", () => {
+  it("is in place before Ready: the workload's route, the supervisor's redirects and listeners", async () => {
+    const sup = await engineGet(fx, `/containers/${sandbox.runtime!.supervisor.id}/json`);
+    const wl = await engineGet(fx, `/containers/${sandbox.runtime!.workload.id}/json`);
+    const supervisorIp = new URL(sandbox.runtime!.proxyUrl).hostname;
+    const launch = JSON.parse(readFileSync(join(fx.cliEnv.SANDGATE_HOME!, "launch", `${sandbox.id}-g1`, "launch.json"), "utf8")) as { proxySubnet: string; transparent: boolean };
+    expect(launch.transparent).toBe(true);
+    expect(await transparentProblem(sup.State.Pid, wl.State.Pid, { subnet: launch.proxySubnet, supervisorIp })).toBeNull();
+    const health = (await getOverUnix(join(fx.cliEnv.SANDGATE_HOME!, "launch", `${sandbox.id}-g1`, "run", "health.sock"))).body;
+    expect(health).toMatchObject({ ok: true, transparent: "listening" });
+  });
+
+  it("a client that ignores proxies reaches the allowed origin by name; the record says it came transparently", async () => {
+    const r = await noProxy(`require("http").get("http://tporigin:8080/x", (res) => { let b = ""; res.on("data", (d) => (b += d)); res.on("end", () => console.log(res.statusCode, b)); }).on("error", (e) => console.log("error", e.code))`);
+    expect(r.stdout.trim()).toBe("200 hello /x");
+    const rec = await eventually(async () => (await audit()).find((a) => a.host === "tporigin" && a.path === "/x"), 20_000, "the request's record");
+    expect(rec).toMatchObject({ decision: "allow", protocol: "http", port: 8080, method: "GET", rule: "origin", via: "transparent" });
+  });
+
+  it("another port of the allowed host is refused (the proxy's 403, as a proxied request gets it), and recorded as denied", async () => {
+    const r = await noProxy(`require("http").get("http://tporigin:9090/y", (res) => console.log("status", res.statusCode, res.headers["x-proxy-error"])).on("error", (e) => console.log("error", e.code))`);
+    expect(r.stdout.trim()).toBe("status 403 sandgate-policy");
+    const rec = await eventually(async () => (await audit()).find((a) => a.host === "tporigin" && a.port === 9090), 20_000, "the refusal's record");
+    expect(rec).toMatchObject({ decision: "deny", reason: "no_matching_rule", via: "transparent" });
+  });
+
+  it("a name the policy does not allow does not resolve (NXDOMAIN), and is recorded as dns_denied", async () => {
+    const r = await noProxy(`require("dns").lookup("not-allowed.test", (e, a) => console.log(e ? e.code : a))`);
+    expect(r.stdout.trim()).toBe("ENOTFOUND");
+    const rec = await eventually(async () => (await audit()).find((a) => a.protocol === "dns" && a.host === "not-allowed.test"), 20_000, "the dns record");
+    expect(rec).toMatchObject({ decision: "deny", reason: "dns_denied", via: "transparent" });
+    // The allowed name resolves through the same resolver.
+    expect((await noProxy(`require("dns").lookup("tporigin", (e, a) => console.log(e ? e.code : "ok"))`)).stdout.trim()).toBe("ok");
+  });
+
+  it("UDP to anywhere goes nowhere and is counted", async () => {
+    await noProxy(`const s = require("dgram").createSocket("udp4"); s.send("x", 9999, "203.0.113.7", () => s.close())`);
+    const rec = await eventually(async () => (await audit()).find((a) => a.protocol === "udp"), 20_000, "the udp record");
+    expect(rec).toMatchObject({ decision: "deny", reason: "udp_dropped", via: "transparent" });
+  });
+
+  it("the supervisor's transparent port dialled directly gets nothing; its proxy still answers", async () => {
+    const sup = await engineGet(fx, `/containers/${sandbox.runtime!.supervisor.id}/json`);
+    const ip = Object.values(sup.NetworkSettings.Networks as Record<string, { IPAddress: string }>).map((n) => n.IPAddress).find((a) => a.startsWith("198.1"))!;
+    const r = await noProxy(`const s = require("net").connect(15001, "${ip}", () => {}); s.on("data", () => console.log("data")); s.on("close", () => console.log("closed")); s.on("error", (e) => console.log("error", e.code))`);
+    expect(r.stdout.trim().split("\n")).not.toContain("data");
+  });
+});
