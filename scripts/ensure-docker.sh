@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure this machine has what the Docker integration tests and the demo need:
 # dockerd (Debian's docker.io, which brings containerd and runc), busybox-static,
-# tmux, zsh and fish (completion tests), iproute2, and the clients of the client test image (test/support/client-image.ts):
+# tmux, zsh and fish (completion tests), iproute2, and the clients of the default workload image (src/driver/docker/workload-clients.ts):
 # curl, git (its https remote helper) and Debian's python3.11 with the stdlib urllib and
 # ssl need; and the reference proxies the proxy and https benchmarks compare the
 # supervisor with (bench/proxy.ts, bench/https.ts): Debian's tinyproxy, squid and
