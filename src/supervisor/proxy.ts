@@ -204,7 +204,7 @@ type AuditedDecision =
 
 
 export const defaultResolver: Resolver = async (host) => {
-  const found = await dns.promises.lookup(host, { all: true, verbatim: true });
+  const found = await dns.promises.lookup(host, { all: true, order: "verbatim" });
   return found.map((a) => a.address);
 };
 
