@@ -11,8 +11,8 @@
 # Idempotent: a second run checks the version and returns.
 #
 # Afterwards, in the sourcing shell: PATH starts with that bin/ (node, npm, npx), and
-# npm_config_nodedir names the running node's own headers (this machine's npm config says
-# nodedir=/usr, node 20's headers: better-sqlite3 would build for the wrong ABI).
+# npm_config_nodedir names the running node's own headers, for any addon node-gyp builds
+# from source (this machine's npm config says nodedir=/usr: node 20's headers, the wrong ABI).
 
 SANDGATE_NODE_VERSION=24.22.3
 SANDGATE_NODE_INTEGRITY=sha512-KHsob+Fv9YerATvYujMbiyJqnRCvLtrcr/eTNqRqiOSGp97EOiRP1yP47+knGgQ/xnc3XY8xzkW587dlZzNqRA==
@@ -87,7 +87,7 @@ sandgate_use_node() {
     echo "node-env: $node is node $major; Sandgate needs Node $SANDGATE_NODE_MIN_MAJOR or later" >&2
     return 1
   fi
-  # Native addons (better-sqlite3) build against the headers of the node that runs them.
+  # Addons built from source (node-gyp) build against the headers of the node that runs them.
   prefix=$(cd "$(dirname "$(readlink -f "$node")")/.." && pwd)
   if [ -f "$prefix/include/node/node_version.h" ]; then export npm_config_nodedir="$prefix"; else unset npm_config_nodedir; fi
 }

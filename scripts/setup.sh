@@ -10,12 +10,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/node-env.sh
 
-# The lock file and the node it was installed for: native addons are built for one ABI.
+# The lock file and the node it was installed for: an addon built from source is built for one ABI.
 stamp=node_modules/.sandgate-lock
 want="$(node --version)
 $(cat package-lock.json)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo "setup: npm ci on node $(node --version) (better-sqlite3 builds from source: about a minute on 2 cores)"
+  echo "setup: npm ci on node $(node --version)"
   npm ci --no-audit --no-fund --loglevel=error
   printf '%s' "$want" >"$stamp"
 fi
