@@ -11,7 +11,6 @@
 // loopback server of this test that knows no name, so nothing is ever asked of the real DNS
 // nor sent off this machine (checked: it was never asked for the aliased names).
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { spawn } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,6 +18,7 @@ import { LeafCertificates } from "../../src/supervisor/tls/leaf-certs.js";
 import { egressNetworkName } from "../../src/driver/docker/objects.js";
 import { issueSandboxCa, type CaMaterial } from "../../src/util/x509.js";
 import { CLI_MAIN } from "../support/cli-build.js";
+import { runProgram } from "../support/cli-runner.js";
 import { TestDnsServer } from "../support/dns-server.js";
 import { deleteAllAndCheckMonitors, startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
 import { eventually } from "../support/gateway-fixture.js";
@@ -340,20 +340,11 @@ describe("docs/policy.md's workload examples, as written, in the default image",
     expect(block).toContain("sandgate sandbox exec agent -- sh -c 'curl");
     try {
       // Not spawnSync: the gateway answering the block's CLI runs in this process.
-      const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-        const p = spawn("bash", ["--norc", "-euo", "pipefail", "-c", block], {
-          cwd: at,
-          env: { ...process.env, PATH: `${at}:${process.env.PATH ?? ""}`, ...fx.cliEnv, GITHUB_TOKEN: "ghp_not_a_real_token_0123456789", SEARCH_KEY: "search-key-for-the-test" },
-          stdio: ["ignore", "pipe", "pipe"],
-        });
-        let stdout = "";
-        let stderr = "";
-        p.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
-        p.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
-        p.on("error", reject);
-        p.on("close", (status) => resolve({ status, stdout, stderr }));
+      const r = await runProgram("bash", ["--norc", "-euo", "pipefail", "-c", block], {
+        cwd: at,
+        env: { ...process.env, PATH: `${at}:${process.env.PATH ?? ""}`, ...fx.cliEnv, GITHUB_TOKEN: "ghp_not_a_real_token_0123456789", SEARCH_KEY: "search-key-for-the-test" },
       });
-      expect(r.status, r.stderr).toBe(0);
+      expect(r.code, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout.trim().split("\n").at(-1)!)).toEqual({ full_name: "o/r", authorization: "Bearer ghp_not_a_real_token_0123456789" });
       expect((await inSandbox(["sh", "-c", 'echo "$GITHUB_TOKEN"'], "agent")).stdout).toBe("sandgate:secret:github\n");
     } finally {
