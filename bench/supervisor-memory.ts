@@ -5,9 +5,10 @@
 // RssFile (mapped files: the node binary, shared by every supervisor of the same image).
 // Reference row in the same run: an empty node process (a timer only), node's floor.
 // Then one HTTPS request the policy terminates, to show what the certificate code adds
-// once a sandbox first needs a leaf.
+// once a sandbox first needs a leaf. --node=PATH runs both on another node binary (the
+// same bundle), to compare node versions in one run.
 
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { tmpdir } from "node:os";
@@ -92,13 +93,16 @@ export async function run(o: BenchOptions): Promise<void> {
   const reps = parseNumber(o.flags.reps, o.quick ? 1 : 3);
   const settleS = parseNumber(o.flags.settle, o.quick ? 1 : 5);
   const windowS = parseNumber(o.flags.window, o.quick ? 1 : 10);
+  const node = o.flags.node ?? process.execPath;
+  if (!existsSync(node)) throw new Error(`--node=${node}: no such file (the node binary to run the supervisor and the reference on)`);
+  progress(`supervisor-memory: on ${node} (${execFileSync(node, ["--version"], { encoding: "utf8" }).trim()})`);
   const dir = mkdtempSync(join(tmpdir(), "sg-sup-mem-"));
   const ca = await issueSandboxCa("bench-memory");
   const rows: Record<"empty" | "idle" | "leaf", Memory[]> = { empty: [], idle: [], leaf: [] };
   try {
     for (let rep = 1; rep <= reps; rep++) {
       progress(`supervisor-memory: rep ${rep}/${reps}, an empty node process`);
-      const empty = spawn(process.execPath, ["-e", "setInterval(() => {}, 1 << 30)"], { stdio: "ignore" });
+      const empty = spawn(node, ["-e", "setInterval(() => {}, 1 << 30)"], { stdio: "ignore" });
       try {
         rows.empty.push(await sample(empty.pid!, settleS, windowS));
       } finally {
@@ -121,7 +125,7 @@ export async function run(o: BenchOptions): Promise<void> {
       };
       const file = join(dir, `launch-${rep}.json`);
       writeFileSync(file, JSON.stringify(launch), { mode: 0o600 });
-      const sup = spawn(process.execPath, [PREBUILT_SUPERVISOR_BUNDLE], { stdio: "ignore", env: { ...process.env, SANDGATE_LAUNCH_CONFIG: file } });
+      const sup = spawn(node, [PREBUILT_SUPERVISOR_BUNDLE], { stdio: "ignore", env: { ...process.env, SANDGATE_LAUNCH_CONFIG: file } });
       try {
         await untilHealthy(healthSocket, sup);
         rows.idle.push(await sample(sup.pid!, settleS, windowS));

@@ -1,4 +1,4 @@
-// Build time only: bundles the supervisor into one ESM file for node20 (esbuild is a
+// Build time only: bundles the supervisor into one ESM file for node24 (esbuild is a
 // devDependency; the gateway never imports it). `npm run build` writes the bundle
 // the gateway puts into the supervisor image (src/driver/docker/supervisor-bundle.ts).
 import { mkdir } from "node:fs/promises";
@@ -18,7 +18,7 @@ export interface BundleOptions {
   minify?: boolean;
 }
 
-/** Bundle the supervisor into outFile (one ESM file for node20). Returns outFile. */
+/** Bundle the supervisor into outFile (one ESM file for node24). Returns outFile. */
 export async function bundleSupervisor(outFile: string, opts: BundleOptions = {}): Promise<string> {
   await mkdir(dirname(outFile), { recursive: true });
   const result = await build({
@@ -27,7 +27,7 @@ export async function bundleSupervisor(outFile: string, opts: BundleOptions = {}
     platform: "node",
     format: "esm",
     bundle: true,
-    target: "node20",
+    target: "node24",
     // Whitespace and syntax always: V8 keeps the whole source in every supervisor's heap
     // (about 3 MiB of an idle supervisor's own memory); names stay readable in stack traces.
     minifyWhitespace: true,

@@ -5,5 +5,6 @@
 # show the sandbox still Ready and still enforcing. Cleans up after itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/node-env.sh # Node 24 first on PATH for everything below (installed when missing)
 bash scripts/setup.sh
 exec node --import tsx scripts/demo.ts

@@ -63,7 +63,7 @@ function sandgateBackground(args: string[]): Promise<{ line: string; stop(): Pro
 
 /** A node one-liner run in the workload: an HTTP request through the supervisor's proxy ($HTTP_PROXY). */
 const VIA_PROXY = (url: string, method = "GET"): string =>
-  `const u=new URL(process.env.HTTP_PROXY),t=new URL("${url}");require("http").request({method:"${method}",host:u.hostname,port:u.port,path:t.href,headers:{host:t.host}},r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>console.log("${method}",r.statusCode,r.headers["x-proxy-error"]??"",b))}).end()`;
+  `const u=new URL(process.env.HTTP_PROXY),t=new URL("${url}");require("http").request({method:"${method}",agent:false,host:u.hostname,port:u.port,path:t.href,headers:{host:t.host}},r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>console.log("${method}",r.statusCode,r.headers["x-proxy-error"]??"",b))}).end()`;
 
 /**
  * An HTTPS client for the workload (saved in its workspace): CONNECT through $HTTPS_PROXY, then

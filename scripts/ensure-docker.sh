@@ -2,7 +2,7 @@
 # Make sure this machine has what the Docker integration tests and the demo need:
 # dockerd (Debian's docker.io, which brings containerd and runc), busybox-static,
 # tmux, zsh and fish (completion tests), iproute2, nftables and gcc (the transparent egress path
-# and its addon), and the clients of the client test image (test/support/client-image.ts):
+# and its addon), and the clients of the default workload image (src/driver/docker/workload-clients.ts):
 # curl, git (its https remote helper) and Debian's python3.11 with the stdlib urllib and
 # ssl need; and the reference proxies the proxy and https benchmarks compare the
 # supervisor with (bench/proxy.ts, bench/https.ts): Debian's tinyproxy, squid and

@@ -13,7 +13,7 @@ rev="$(git rev-parse HEAD)"
 rm -rf "$dir" && mkdir -p "$dir"
 for copy in a b; do
   git clone --quiet "$PWD" "$dir/$copy" && git -C "$dir/$copy" checkout --quiet "$rev" || exit 1
-  # One install at a time (npm ci builds better-sqlite3 from source).
+  # One install at a time.
   (cd "$dir/$copy" && bash scripts/setup.sh >"$dir/$copy-setup.log" 2>&1) || { echo "soak: setup of copy $copy failed (see $dir/$copy-setup.log)" >&2; exit 1; }
 done
 echo "soak: $rev, $passes pass(es) of copy A beside copy B (logs in $dir)"

@@ -5,7 +5,7 @@
 # Prints the closing line "N passed, N failed" (from vitest's JSON report).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
+source scripts/node-env.sh # Node 24 first on PATH for everything below (installed when missing)
 bash scripts/setup.sh
 echo "test: lint"
 npm run --silent lint

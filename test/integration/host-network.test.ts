@@ -176,7 +176,7 @@ describe("names resolve without Docker", () => {
     const questionsBefore = (): number => direct.questions.filter((q) => q.name === "origin.resolve.test").length;
 
     const loop = `const u=new URL(process.env.HTTP_PROXY);let n=0;
-      setInterval(()=>{n++;require("http").get({host:u.hostname,port:u.port,path:"http://origin.resolve.test:${ORIGIN_PORT}/tick/"+n,timeout:2000},r=>r.resume()).on("error",()=>{}).on("timeout",function(){this.destroy()})},200);`;
+      setInterval(()=>{n++;require("http").get({agent:false,host:u.hostname,port:u.port,path:"http://origin.resolve.test:${ORIGIN_PORT}/tick/"+n,timeout:2000},r=>r.resume()).on("error",()=>{}).on("timeout",function(){this.destroy()})},200);`;
     await createReady(fx, "resolve", {
       policy: `version: 1
 network:

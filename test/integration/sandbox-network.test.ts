@@ -30,7 +30,7 @@ const VIA_PROXY = `
 const http = require("http");
 const proxy = new URL(process.env.HTTP_PROXY);
 const target = new URL(process.argv[1]);
-const req = http.request({ host: proxy.hostname, port: proxy.port, path: target.href, headers: { host: target.host } }, (res) => {
+const req = http.request({ agent: false, host: proxy.hostname, port: proxy.port, path: target.href, headers: { host: target.host } }, (res) => {
   let body = "";
   res.setEncoding("utf8");
   res.on("data", (d) => (body += d));

@@ -43,7 +43,7 @@ const PROXY_REQ = (method: string, url: string): string[] => [
   "node",
   "-e",
   `const u=new URL(process.env.HTTP_PROXY),t=new URL(${JSON.stringify(url)});
-   const r=require("http").request({method:${JSON.stringify(method)},host:u.hostname,port:u.port,path:t.href,headers:{host:t.host}},res=>{let b="";res.on("data",d=>b+=d);res.on("end",()=>console.log(res.statusCode+" "+(res.headers["x-proxy-error"]||"-")+" "+b))});
+   const r=require("http").request({method:${JSON.stringify(method)},agent:false,host:u.hostname,port:u.port,path:t.href,headers:{host:t.host}},res=>{let b="";res.on("data",d=>b+=d);res.on("end",()=>console.log(res.statusCode+" "+(res.headers["x-proxy-error"]||"-")+" "+b))});
    r.on("error",e=>console.log("ERR "+e.code));r.end(${method === "GET" ? "" : '"x"'});`,
 ];
 
@@ -55,7 +55,7 @@ const PROXY_REQ = (method: string, url: string): string[] => [
 async function startProber(containerId: string): Promise<{ get: (url: string) => Promise<string>; close: () => Promise<void> }> {
   const program = `const u=new URL(process.env.HTTP_PROXY);
    require("readline").createInterface({input:process.stdin}).on("line",(line)=>{const t=new URL(line);
-   require("http").get({host:u.hostname,port:u.port,path:t.href,headers:{host:t.host},timeout:20000},r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>console.log(r.statusCode+" "+b))})
+   require("http").get({agent:false,host:u.hostname,port:u.port,path:t.href,headers:{host:t.host},timeout:20000},r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>console.log(r.statusCode+" "+b))})
    .on("error",e=>console.log("ERR "+e.code)).on("timeout",function(){this.destroy(new Error("timeout"))});});`;
   const s = await startExec(fx.engine, containerId, { cmd: ["node", "-e", program], tty: false });
   s.stderr.resume();

@@ -23,8 +23,13 @@ export function cli(args: string[], env: Record<string, string | undefined> = {}
 
 /** Runs `node ARGV` to its end: its exit code and everything it printed (stdin: `stdin`, then closed). */
 export function runNode(argv: string[], o: { env: Record<string, string | undefined>; cwd?: string; stdin?: string }): Promise<CliRun> {
+  return runProgram(process.execPath, argv, o);
+}
+
+/** Runs `file ARGV` to its end, like runNode (a shell running the CLI, say). */
+export function runProgram(file: string, argv: string[], o: { env: Record<string, string | undefined>; cwd?: string; stdin?: string }): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, argv, { env: o.env, ...(o.cwd === undefined ? {} : { cwd: o.cwd }), stdio: ["pipe", "pipe", "pipe"] });
+    const p = spawn(file, argv, { env: o.env, ...(o.cwd === undefined ? {} : { cwd: o.cwd }), stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     p.stdout.on("data", (b: Buffer) => (stdout += b.toString()));

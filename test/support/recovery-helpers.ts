@@ -68,12 +68,12 @@ export async function startOrigin(fx: DockerFixture, name: string): Promise<stri
   return name;
 }
 
-/** From inside the workload: GET url through the supervisor proxy; "<status> <body>". */
+/** From inside the workload: GET url through the supervisor proxy; "<status> <body>". agent:false: an agent of its own, so that node 24's env proxy (NODE_USE_ENV_PROXY=1) does not proxy a request already addressed to the proxy. */
 export const PROXY_GET = (url: string): string[] => [
   "node",
   "-e",
   `const u=new URL(process.env.HTTP_PROXY);const t=new URL(${JSON.stringify(url)});
-   require("http").get({host:u.hostname,port:u.port,path:t.href,headers:{host:t.host},timeout:3000},r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>console.log(r.statusCode+" "+b))})
+   require("http").get({agent:false,host:u.hostname,port:u.port,path:t.href,headers:{host:t.host},timeout:3000},r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>console.log(r.statusCode+" "+b))})
    .on("error",e=>console.log("ERR "+e.code)).on("timeout",function(){this.destroy(new Error("timeout"))});`,
 ];
 
@@ -110,7 +110,7 @@ export const EGRESS_LOOP = (origin: string): string[] => [
   "-e",
   `const h=require("http"),fs=require("fs"),u=new URL(process.env.HTTP_PROXY);
       const log=(at,s)=>{fs.appendFileSync("/sandbox/egress.log",at+" "+s+"\\n");setTimeout(tick,200)};
-      function tick(){const at=Date.now();const q=h.get({host:u.hostname,port:u.port,path:"http://${origin}:8080/tick",timeout:2000},r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>log(at,r.statusCode+(r.statusCode===403?" "+JSON.parse(b).reason:"")))});
+      function tick(){const at=Date.now();const q=h.get({agent:false,host:u.hostname,port:u.port,path:"http://${origin}:8080/tick",timeout:2000},r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>log(at,r.statusCode+(r.statusCode===403?" "+JSON.parse(b).reason:"")))});
         q.on("error",()=>log(at,"ERR"));q.on("timeout",()=>q.destroy(new Error("timeout")))}
       tick();`,
 ];

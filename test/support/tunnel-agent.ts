@@ -1,8 +1,9 @@
 // Source text of an https.Agent that opens each connection as a CONNECT tunnel through an
-// HTTP proxy, for node programs run inside containers (`node -e`). node 20's https does
-// not read HTTPS_PROXY (NODE_USE_ENV_PROXY is node >= 22.21), so a workload's node client
-// does what a proxy agent package would. TLS options (ca, servername) pass through, so
-// with no `ca` the client's default trust applies (system roots + NODE_EXTRA_CA_CERTS).
+// HTTP proxy, for node programs run inside containers (`node -e`). The workload's node 24
+// reads HTTPS_PROXY itself (NODE_USE_ENV_PROXY=1); bench/https.ts keeps this agent to set
+// its pool (keepAlive, maxSockets) and its TLS options per run, with or without a proxy.
+// TLS options (ca, servername) pass through, so with no `ca` the client's default trust
+// applies (system roots + NODE_EXTRA_CA_CERTS).
 // Defines `TunnelAgent(proxyUrl, agentOptions)`; needs net, tls and https in scope.
 export const NODE_TUNNEL_AGENT = `class TunnelAgent extends https.Agent{
   constructor(proxy,o){super(o);this.proxy=new URL(proxy)}

@@ -78,7 +78,15 @@ describe("Symbol.asyncDispose where a realm has none", () => {
       }`,
       { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.None } },
     ).outputText;
+    // Node 24's realms all have it; Node 20's vm contexts did not: such a realm's Symbol is
+    // emulated (the realm's own Symbol, wrapped, without asyncDispose and dispose).
     const realm = vm.createContext({});
+    vm.runInContext(
+      `{ const N = Symbol; const S = function Symbol(d) { return N(d); };
+         for (const k of Object.getOwnPropertyNames(N)) if (!["asyncDispose", "dispose", "length", "name", "prototype"].includes(k)) S[k] = N[k];
+         globalThis.Symbol = S; }`,
+      realm,
+    );
     expect(vm.runInContext("typeof Symbol.asyncDispose", realm)).toBe("undefined");
     vm.runInContext(js, realm);
     expect(await (vm.runInContext("run(false)", realm) as Promise<string[]>)).toEqual(["Symbol.asyncDispose is not defined."]);
@@ -86,7 +94,7 @@ describe("Symbol.asyncDispose where a realm has none", () => {
     expect(vm.runInContext("Symbol.asyncDispose === Symbol.for('Symbol.asyncDispose')", realm)).toBe(true);
     expect(await (vm.runInContext("run(false)", realm) as Promise<string[]>)).toEqual(["body", "disposed"]);
     expect(await (vm.runInContext("run(true)", realm) as Promise<string[]>)).toEqual(["body", "disposed", "boom"]);
-    // Where it is defined (the main realm of Node 20) it is left as it is.
+    // Where it is defined (every realm of Node 24, the main realm of Node 20) it is left as it is.
     const before = Symbol.asyncDispose;
     polyfillDisposal();
     expect(Symbol.asyncDispose).toBe(before);

@@ -37,7 +37,7 @@ beforeAll(async () => {
     bundle: true,
     platform: "node",
     format: "cjs",
-    target: "node20",
+    target: "node24",
     outfile: bundle,
     logLevel: "silent",
     metafile: true,

@@ -1,7 +1,8 @@
 // The two images Sandgate runs, built locally by `docker import` (no registry).
 //
 // Each image is tagged with a content hash of its inputs (node binary, its libraries,
-// busybox or the supervisor bundle, the layout version and the image config), so a
+// busybox and the clients (workload-clients.ts) or the supervisor bundle, the layout
+// version and the image config), so a
 // rebuild happens only when an input changed. The tar of each image is cached under
 // .cache/images/ so that a fresh daemon (one per test file) imports it in about a second
 // without assembling the rootfs again.
@@ -20,9 +21,9 @@ import {
   layoutHash,
   supervisorLayout,
   tarRootfs,
-  workloadLayout,
 } from "./rootfs.js";
-import type { HostInputs, ImageKind, RootfsLayout } from "./rootfs.js";
+import type { ImageKind, RootfsLayout } from "./rootfs.js";
+import { defaultWorkloadLayout, type WorkloadInputs } from "./workload-clients.js";
 import type { RoleIds } from "./host-ids.js";
 
 export const WORKLOAD_REPO = "sandgate-workload";
@@ -40,7 +41,7 @@ export interface ImageRef {
   id: string;
 }
 
-export interface EnsureImagesOptions extends HostInputs {
+export interface EnsureImagesOptions extends WorkloadInputs {
   /** Default: the prebuilt bundle (dist/supervisor/supervisor.mjs, made by `npm run build`). */
   supervisorBundlePath?: string;
   /** Default: the prebuilt addon (dist/supervisor/orig-dst.node, made by `npm run build`). */
@@ -89,7 +90,7 @@ export interface ImagePlan {
 export async function planImage(kind: ImageKind, opts: EnsureImagesOptions = {}): Promise<ImagePlan> {
   const layout =
     kind === "workload"
-      ? await workloadLayout(opts)
+      ? await defaultWorkloadLayout(opts)
       : await supervisorLayout(opts.supervisorBundlePath ?? resolveSupervisorBundle(), { ...opts, origDstAddonPath: opts.origDstAddonPath ?? resolveOrigDstAddon() });
   const repo = kind === "workload" ? WORKLOAD_REPO : SUPERVISOR_REPO;
   // The changes carry the hash label, so hash what they say without it.

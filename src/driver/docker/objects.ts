@@ -196,7 +196,10 @@ export function workloadConfig(
     log?: ContainerLogBound;
   },
 ): ContainerCreateConfig {
-  const proxyEnv = { HTTP_PROXY: opts.proxyUrl, HTTPS_PROXY: opts.proxyUrl, http_proxy: opts.proxyUrl, https_proxy: opts.proxyUrl, NO_PROXY: "", no_proxy: "" };
+  // Loopback is the workload's own (its servers, port-forward's target), never egress: node 24
+  // (NODE_USE_ENV_PROXY), curl and python would otherwise send it to the proxy.
+  const NO_PROXY = "localhost,127.0.0.1,::1";
+  const proxyEnv = { HTTP_PROXY: opts.proxyUrl, HTTPS_PROXY: opts.proxyUrl, http_proxy: opts.proxyUrl, https_proxy: opts.proxyUrl, NO_PROXY, no_proxy: NO_PROXY };
   const env = { ...opts.env, ...(opts.trust?.env ?? {}), ...proxyEnv };
   const config: ContainerCreateConfig = {
     Image: opts.imageId,

@@ -74,6 +74,6 @@ export const CONNECTION_LIMIT = "connection_limit";
 export const POLICY_MISSING = "policy_missing";
 
 export const defaultResolver: Resolver = async (host) => {
-  const found = await dns.promises.lookup(host, { all: true, verbatim: true });
+  const found = await dns.promises.lookup(host, { all: true, order: "verbatim" });
   return found.map((a) => a.address);
 };
