@@ -1,7 +1,10 @@
 // The network boundary of a Docker sandbox, probed from inside the workload with
 // node scripts run through `sandgate sandbox exec`: the only way out is the
-// supervisor's proxy, which enforces the policy; the Docker daemon, the gateway's
-// API and host services are out of reach. Every "unreachable" is paired with a
+// supervisor (its proxy, and the transparent path that accepts every other TCP
+// connection and puts it under the same policy); the Docker daemon, the gateway's
+// API and host services are out of reach. Because the transparent path accepts any
+// connection, a probe counts a target reached only by its answer (PROBE_REACH) and
+// by the target's own count of connections. Every "unreachable" is paired with a
 // control that shows the same target answers from a container that is allowed
 // to reach it, so a probe that could never connect proves nothing by passing.
 
@@ -11,7 +14,7 @@ import { networkInterfaces } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { egressNetworkName, networkName } from "../../src/driver/docker/objects.js";
 import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
-import { PROBE_TCP, cliExec, docker, engineGet, parseProbe, waitPhase, type ProbeResults, type SandboxJson } from "../support/sandbox-helpers.js";
+import { PROBE_REACH, PROBE_TCP, cliExec, docker, engineGet, parseProbe, reachedTargets, refusedBySupervisor, waitPhase, type ProbeResults, type SandboxJson } from "../support/sandbox-helpers.js";
 
 const POLICY = `
 version: 1
@@ -65,7 +68,7 @@ async function inWorkload(script: string, arg: unknown): Promise<{ code: number 
 }
 
 async function probeFromWorkload(targets: { host: string; port: number }[]): Promise<ProbeResults> {
-  return parseProbe(await inWorkload(PROBE_TCP, targets));
+  return parseProbe(await inWorkload(PROBE_REACH, targets));
 }
 
 /** The same probe from a throwaway container on the egress network (where the supervisor sits). */
@@ -74,11 +77,15 @@ async function probeFromEgress(targets: { host: string; port: number }[]): Promi
   return parseProbe(r);
 }
 
+/** Connections the stand-in daemons accepted: a workload's reaching one counts here. */
+let standInConnections = 0;
+
 function listenAll(port: number): Promise<Server> {
   return new Promise((resolve, reject) => {
     const srv = createServer((sock) => {
+      standInConnections++;
       sock.on("error", () => undefined);
-      sock.end();
+      sock.end("HTTP/1.1 200 OK\r\nServer: stand-in-daemon\r\n\r\n");
     });
     srv.once("error", reject);
     srv.listen(port, "0.0.0.0", () => resolve(srv));
@@ -172,10 +179,11 @@ afterAll(async () => {
 
 describe("egress from a Docker sandbox", () => {
   // (Not probed by name: a failed lookup may be forwarded to the host's resolver.)
-  it("cannot reach the origin directly by its IP", async () => {
+  it("cannot reach the origin directly by its IP: the transparent path refuses the address the policy does not name", async () => {
     expect(originIp).toMatch(/^10\.\d+\.\d+\.\d+$/);
     const r = await probeFromWorkload([{ host: originIp, port: 8080 }]);
-    expect(r).toEqual({ [`${originIp}:8080`]: expect.stringMatching(/^(EHOSTUNREACH|ENETUNREACH|timeout)$/) });
+    expect(refusedBySupervisor(r[`${originIp}:8080`]!), r[`${originIp}:8080`]).toBe(true);
+    expect(r[`${originIp}:8080`]).not.toContain("hello");
     // Control: the origin answers from the egress network.
     expect(await probeFromEgress([{ host: originIp, port: 8080 }])).toEqual({ [`${originIp}:8080`]: "connected" });
   });
@@ -220,7 +228,9 @@ describe("egress from a Docker sandbox", () => {
     try {
       const hosts = [egressGateway, ...(internalGateway ? [internalGateway] : []), ...hostAddrs];
       const targets = hosts.flatMap((host) => [2375, 2376].map((port) => ({ host, port })));
-      expect(connectedTargets(await probeFromWorkload(targets))).toEqual([]);
+      const before = standInConnections;
+      expect(reachedTargets(await probeFromWorkload(targets))).toEqual([]);
+      expect(standInConnections).toBe(before);
       // Control: at this moment both ports answer from the egress network.
       expect(connectedTargets(await probeFromEgress([2375, 2376].map((port) => ({ host: egressGateway, port }))))).toHaveLength(2);
     } finally {
@@ -236,7 +246,7 @@ describe("egress from a Docker sandbox", () => {
     const targets = hosts.flatMap((host) => [apiPort, supervisorPort].map((port) => ({ host, port })));
     const r = await probeFromWorkload(targets);
     expect(Object.keys(r)).toHaveLength(new Set(targets.map((t) => `${t.host}:${t.port}`)).size);
-    expect(connectedTargets(r)).toEqual([]);
+    expect(reachedTargets(r)).toEqual([]);
     // Controls, at the same moment: the API answers on the host's loopback, the
     // supervisor endpoint from the egress network (where supervisors dial it).
     expect(await connects("127.0.0.1", apiPort)).toBe(true);
@@ -253,10 +263,11 @@ describe("egress from a Docker sandbox", () => {
       { host: internalIp, port: 3128 },
       { host: egressIp, port: 3128 },
     ]);
-    expect(r[`${internalIp}:3128`]).toBe("connected");
+    // The proxy answers (its 400 to a request that names no absolute target); health has no TCP port.
+    expect(r[`${internalIp}:3128`]).toMatch(/^answer:HTTP\/1\.1 4\d\d /);
     expect(r[`${internalIp}:9901`]).toBe("ECONNREFUSED");
-    expect(r[`${egressIp}:9901`]).not.toBe("connected");
-    expect(r[`${egressIp}:3128`]).not.toBe("connected");
+    // The egress leg, addressed from the workload, is just another address: the transparent path refuses it.
+    expect(reachedTargets({ [`${egressIp}:9901`]: r[`${egressIp}:9901`]!, [`${egressIp}:3128`]: r[`${egressIp}:3128`]! })).toEqual([]);
     // A container on the egress network (as another sandbox's supervisor is): the supervisor has
     // no listening socket on that leg, and the host refuses to route into the sandbox range
     // (proven first: nothing is sent off the machine).
@@ -274,7 +285,8 @@ describe("egress from a Docker sandbox", () => {
     const hosts = [egressGateway, ...(internalGateway ? [internalGateway] : []), ...hostAddrs];
     const before = hostServiceConnections;
     const r = await probeFromWorkload(hosts.map((host) => ({ host, port: hostServicePort })));
-    expect(connectedTargets(r)).toEqual([]);
+    expect(reachedTargets(r)).toEqual([]);
+    for (const a of Object.values(r)) expect(a).not.toContain("host-service");
     expect(hostServiceConnections).toBe(before);
 
     // Control: the same address and port answer from the egress network.
@@ -282,20 +294,18 @@ describe("egress from a Docker sandbox", () => {
     expect(control).toEqual({ [`${egressGateway}:${hostServicePort}`]: "connected" });
     expect(hostServiceConnections).toBeGreaterThan(before);
   });
-  it("has no resolver of its own: lookups go to its own loopback and fail at once", async () => {
+  it("its only resolver is its supervisor: the allowed name resolves, any other does not exist, at once", async () => {
     const conf = await cliExec(fx, "net", ["cat", "/etc/resolv.conf"]);
-    expect(conf.stdout.split("\n").filter((l) => l.startsWith("nameserver"))).toEqual(["nameserver 127.0.0.1"]);
-    const r = await inWorkload(
-      'require("dns").lookup(process.argv[1], (e, a) => console.log(e ? "ERR " + e.code : "OK " + a))',
-      "origin1",
-    );
-    expect(r.stdout.trim()).toMatch(/^ERR (EAI_AGAIN|ECONNREFUSED|ENOTFOUND)$/);
-    // "At once": a query to that nameserver is refused by the kernel (nothing listens
-    // there), not left to time out; a timeout would end as ETIMEOUT, after 20 s.
+    const supervisorIp = new URL(sandbox.runtime!.proxyUrl).hostname;
+    expect(conf.stdout.split("\n").filter((l) => l.startsWith("nameserver"))).toEqual([`nameserver ${supervisorIp}`]);
+    const lookup = 'require("dns").lookup(process.argv[1], (e, a) => console.log(e ? "ERR " + e.code : "OK " + a))';
+    expect((await inWorkload(lookup, "origin1")).stdout.trim()).toMatch(/^OK \d+\.\d+\.\d+\.\d+$/);
+    expect((await inWorkload(lookup, "evil.test")).stdout.trim()).toBe("ERR ENOTFOUND");
+    // "At once": the supervisor answers NXDOMAIN; a query left unanswered would end as ETIMEOUT after 20 s.
     const direct = await inWorkload(
       'const r = new (require("dns").Resolver)({ timeout: 20000, tries: 1 }); r.resolve4(process.argv[1], (e) => console.log(JSON.stringify(r.getServers()) + " " + (e ? e.code : "answered")))',
-      "origin1",
+      "evil.test",
     );
-    expect(direct.stdout.trim()).toBe('["127.0.0.1"] ECONNREFUSED');
+    expect(direct.stdout.trim()).toBe(`${JSON.stringify([supervisorIp])} ENOTFOUND`);
   });
 });

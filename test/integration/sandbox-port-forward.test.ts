@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest"
 import { CLI_ARGS } from "../support/cli-runner.js";
 import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
 import { eventually } from "../support/gateway-fixture.js";
-import { PROBE_TCP, cliExec, parseProbe, waitPhase } from "../support/sandbox-helpers.js";
+import { PROBE_REACH, cliExec, parseProbe, reachedTargets, waitPhase } from "../support/sandbox-helpers.js";
 
 const NAME = "pf";
 let fx: DockerFixture;
@@ -130,7 +130,12 @@ describe("sandgate sandbox port-forward", () => {
 
   it("while a forward is open the workload still reaches nothing outside; stopping the sandbox ends the forward with 5", async () => {
     // A host service on every interface, the positive control: the host reaches it.
-    const hostService = net.createServer((s) => s.end("host"));
+    let hostConnections = 0;
+    const hostService = net.createServer((s) => {
+      hostConnections++;
+      s.on("error", () => undefined);
+      s.end("host");
+    });
     await new Promise<void>((r) => hostService.listen(0, "0.0.0.0", r));
     const hostPort = (hostService.address() as net.AddressInfo).port;
     const hostIp = Object.values(networkInterfaces()).flat().find((a) => a && a.family === "IPv4" && !a.internal)!.address;
@@ -146,10 +151,13 @@ describe("sandgate sandbox port-forward", () => {
         s.on("error", reject);
       });
       expect(control).toBe("host");
+      const before = hostConnections;
+      // (203.0.113.0/24 is TEST-NET-3: the supervisor refuses it, nothing is sent anywhere.)
       const r = parseProbe(
-        await cliExec(fx, NAME, ["node", "-e", PROBE_TCP, JSON.stringify([{ host: hostIp, port: hostPort }, { host: hostIp, port: f.port }, { host: "1.1.1.1", port: 443 }])]),
+        await cliExec(fx, NAME, ["node", "-e", PROBE_REACH, JSON.stringify([{ host: hostIp, port: hostPort }, { host: hostIp, port: f.port }, { host: "203.0.113.7", port: 443 }])]),
       );
-      for (const [target, result] of Object.entries(r)) expect(result, target).not.toBe("connected");
+      expect(reachedTargets(r)).toEqual([]);
+      expect(hostConnections).toBe(before);
 
       const heldClosed = new Promise<void>((r) => held.once("close", () => r()));
       held.on("error", () => undefined);

@@ -99,4 +99,20 @@ describe("the transparent path", () => {
     const r = await noProxy(`const s = require("net").connect(15001, "${ip}", () => {}); s.on("data", () => console.log("data")); s.on("close", () => console.log("closed")); s.on("error", (e) => console.log("error", e.code))`);
     expect(r.stdout.trim().split("\n")).not.toContain("data");
   });
+
+  it("the workload cannot undo it: no route change, no raw socket; DNS to another server is still its supervisor's answer", async () => {
+    const del = await cliExec(fx, "tp", ["sh", "-c", "ip route del default; echo del=$?; ip route replace default via 198.18.0.1; echo replace=$?; ping -c 1 -W 1 203.0.113.7 >/dev/null 2>&1; echo ping=$?"]);
+    expect(del.stdout).toMatch(/del=[1-9]/);
+    expect(del.stdout).toMatch(/replace=[1-9]/);
+    expect(del.stdout).toMatch(/ping=[1-9]/);
+    expect(del.stderr).toMatch(/Operation not permitted/);
+    // A query addressed to some public resolver is answered by the supervisor: the denied name does not exist.
+    const ns = await cliExec(fx, "tp", ["sh", "-c", "nslookup not-allowed.test 203.0.113.53 2>&1; echo rc=$?"]);
+    expect(ns.stdout).toMatch(/NXDOMAIN|can't find/);
+    // Still in place.
+    const sup = await engineGet(fx, `/containers/${sandbox.runtime!.supervisor.id}/json`);
+    const wl = await engineGet(fx, `/containers/${sandbox.runtime!.workload.id}/json`);
+    const launch = JSON.parse(readFileSync(join(fx.cliEnv.SANDGATE_HOME!, "launch", `${sandbox.id}-g1`, "launch.json"), "utf8")) as { proxySubnet: string };
+    expect(await transparentProblem(sup.State.Pid, wl.State.Pid, { subnet: launch.proxySubnet, supervisorIp: new URL(sandbox.runtime!.proxyUrl).hostname })).toBeNull();
+  });
 });

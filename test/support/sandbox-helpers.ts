@@ -110,6 +110,38 @@ Promise.all(targets.map((t) => new Promise((resolve) => {
 }))).then((rs) => console.log(JSON.stringify(Object.fromEntries(rs))));
 `;
 
+/**
+ * PROBE_TCP for a workload whose every connection the transparent path accepts (so
+ * "connected" proves nothing): writes an HTTP request to each target and prints, per
+ * "host:port", the connect error, or "answer:" and the first 300 bytes it got back
+ * ("answer:" alone when it was closed without a byte). See notReached.
+ */
+export const PROBE_REACH = `
+const net = require("net");
+const targets = JSON.parse(process.argv[1]);
+Promise.all(targets.map((t) => new Promise((resolve) => {
+  const s = net.connect({ host: t.host, port: t.port });
+  let got = "";
+  let connected = false;
+  const done = (r) => { s.destroy(); resolve([t.host + ":" + t.port, r]); };
+  s.setTimeout(3000, () => done(connected ? "answer:" + got : "timeout"));
+  s.on("connect", () => { connected = true; s.write("GET /sandgate-probe HTTP/1.1\\r\\nHost: " + t.host + ":" + t.port + "\\r\\nConnection: close\\r\\n\\r\\n"); });
+  s.on("data", (b) => { got = (got + b.toString("latin1")).slice(0, 300); });
+  s.on("end", () => done("answer:" + got));
+  s.on("error", (e) => done(connected ? "answer:" + got : (e.code || e.message)));
+}))).then((rs) => console.log(JSON.stringify(Object.fromEntries(rs))));
+`;
+
+/** The supervisor's refusal of a request on the transparent path: its 403, marked as Sandgate's. */
+export const refusedBySupervisor = (result: string): boolean => /^answer:HTTP\/1\.1 403 /.test(result) && /\r\nx-proxy-error: sandgate-policy\r\n/i.test(result);
+
+/**
+ * The targets a PROBE_REACH result shows reached: anything but a connect error, a close without
+ * a byte, or the supervisor's own refusal. (The targets' own counters say the same from their side.)
+ */
+export const reachedTargets = (results: ProbeResults): [string, string][] =>
+  Object.entries(results).filter(([, r]) => r.startsWith("answer:") && r !== "answer:" && !refusedBySupervisor(r));
+
 export type ProbeResults = Record<string, string>;
 
 export function parseProbe(r: { code: number | null; stdout: string; stderr: string }): ProbeResults {

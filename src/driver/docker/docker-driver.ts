@@ -456,10 +456,14 @@ export class DockerDriver implements ComputeDriver {
     const ip = supervisor.NetworkSettings.Networks?.[networkName(req.sandboxId)]?.IPAddress ?? "";
     // Its every packet off its /28 goes to its supervisor (before this, to nowhere: Docker's
     // gateway of an internal network has no address). Verified before Ready (verify).
-    try {
-      await programWorkload(workload.State.Pid, ip);
-    } catch (err) {
-      throw new ProvisionError(`transparent path: ${(err as Error).message}`);
+    // A workload that already exited has no namespace to program and cannot run again
+    // (restart policy "no"): verify reports its exit (code and last lines), not a failure of ours.
+    if (workload.State.Running) {
+      try {
+        await programWorkload(workload.State.Pid, ip);
+      } catch (err) {
+        if (!(await this.hasExited(workload.Id))) throw new ProvisionError(`transparent path: ${(err as Error).message}`);
+      }
     }
     return {
       generation: req.generation,
@@ -488,6 +492,12 @@ export class DockerDriver implements ComputeDriver {
     }
     checks.push(...(await runtimeChecks(this.probes, req, record)));
     return { ready: checks.every((c) => c.ok), checks };
+  }
+
+  /** Whether container `id` has stopped running (an exit during start-up), as the daemon says now. */
+  private async hasExited(id: string): Promise<boolean> {
+    const r = await this.engine.inspectContainer(id, { timeoutMs: 3000 });
+    return r.kind === "ok" && r.body.Id === id && !r.body.State.Running;
   }
 
   /** The launched workload instance, when it has exited: its code and last output lines. */
