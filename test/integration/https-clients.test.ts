@@ -142,8 +142,8 @@ async function inSandbox(cmd: string[], sandbox = SANDBOX): Promise<{ code: numb
 }
 
 // curl: no -k, no --cacert, no --proxy. --fail-with-body: an HTTP error is exit 22, body still shown.
-async function curl(target: string): Promise<Answer> {
-  const r = await inSandbox(["curl", "-sS", "--fail-with-body", "-w", "\n%{http_code} %header{x-proxy-error}", target]);
+async function curl(target: string, extra: string[] = []): Promise<Answer> {
+  const r = await inSandbox(["curl", ...extra, "-sS", "--fail-with-body", "-w", "\n%{http_code} %header{x-proxy-error}", target]);
   const nl = r.stdout.lastIndexOf("\n");
   const [status = "", proxyError = ""] = r.stdout.slice(nl + 1).split(" ");
   return { code: r.code, status, proxyError: proxyError || "-", body: r.stdout.slice(0, Math.max(0, nl)), stderr: r.stderr };
@@ -296,6 +296,64 @@ describe("the default workload image's clients through terminated HTTPS, trustin
   }, 180_000);
 });
 
+/** The workload's proxy variables taken away: what a client that ignores proxies sees. */
+const NO_PROXY_ENV = ["env", "-u", "HTTP_PROXY", "-u", "HTTPS_PROXY", "-u", "http_proxy", "-u", "https_proxy", "-u", "NODE_USE_ENV_PROXY"];
+
+// http.client straight to the origin: a socket and ssl, no proxy of any kind.
+const PYTHON_DIRECT = `import ssl, sys, http.client, urllib.parse
+u = urllib.parse.urlsplit(sys.argv[1])
+c = http.client.HTTPSConnection(u.hostname, u.port, context=ssl.create_default_context(), timeout=20)
+c.request("GET", u.path + ("?" + u.query if u.query else ""))
+r = c.getresponse()
+print(r.status, r.getheader("x-proxy-error") or "-", r.read().decode())
+sys.exit(0 if r.status == 200 else 3)
+`;
+
+const DIRECT_CLIENTS: { name: string; get: (target: string) => Promise<Answer> }[] = [
+  { name: "curl --noproxy '*'", get: (t) => curl(t, ["--noproxy", "*"]) },
+  { name: "python urllib, no proxy variables", get: (t) => line([...NO_PROXY_ENV, "python3", "-c", PYTHON_URLLIB, t]) },
+  { name: "python http.client straight to the origin", get: (t) => line(["python3", "-c", PYTHON_DIRECT, t]) },
+  { name: "node fetch, no proxy variables", get: (t) => line([...NO_PROXY_ENV, "node", "-e", NODE_FETCH, t]) },
+  { name: "node https.get, no proxy variables", get: (t) => line([...NO_PROXY_ENV, "node", "-e", NODE_HTTPS, t]) },
+];
+
+describe("the same clients with no proxy at all: the transparent path gives them the same policy, trust and answers", () => {
+  for (const client of DIRECT_CLIENTS) {
+    it(`${client.name}: allowed path 200 from the origin, denied path 403 with the policy body, untrusted origin 502; recorded via transparent`, async () => {
+      const ok = await client.get(url(GOOD, "/allowed/direct?x=1"));
+      expect(ok, ok.stderr).toMatchObject({ code: 0, status: "200", proxyError: "-", body: "origin GET /allowed/direct?x=1" });
+
+      const denied = await client.get(url(GOOD, "/denied/direct"));
+      expect(denied.code, denied.stderr).not.toBe(0);
+      expect(denied).toMatchObject({ status: "403", proxyError: "sandgate-policy" });
+      expect(JSON.parse(denied.body)).toMatchObject({ error: "policy_denied", reason: "path_not_allowed", method: "GET", path: "/denied/direct" });
+
+      const bad = await client.get(url(UNTRUSTED, "/x"));
+      expect(bad.code, bad.stderr).not.toBe(0);
+      expect(bad).toMatchObject({ status: "502", proxyError: "sandgate-upstream-tls" });
+
+      const records = await eventually(async () => {
+        const r = await fx.t.api("GET", `/v1/sandboxes/${SANDBOX}/audit?tail=20`);
+        const mine = (r.body.audit as { path?: string; via?: string; decision?: string }[]).filter((e) => e.path === "/allowed/direct" || e.path === "/denied/direct");
+        return mine.length >= 2 ? mine.slice(-2) : undefined;
+      }, 30_000, "the two records");
+      expect(records.map((e) => [e.path, e.decision, e.via])).toEqual([
+        ["/allowed/direct", "allow", "transparent"],
+        ["/denied/direct", "deny", "transparent"],
+      ]);
+    });
+  }
+
+  it("git clone with no proxy variables: allowed path cloned, denied path 403", async () => {
+    const at = `/tmp/direct-clone-${Date.now().toString(36)}`;
+    const ok = await inSandbox(["sh", "-c", `env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy git clone -q ${url(GOOD, "/allowed/repo.git")} ${at} && cat ${at}/README`]);
+    expect(ok, ok.stderr).toMatchObject({ code: 0, stdout: "hello from the repo\n" });
+    const denied = await inSandbox([...NO_PROXY_ENV, "git", "clone", "-q", url(GOOD, "/denied/repo.git"), `${at}-denied`]);
+    expect(denied.code).toBe(128);
+    expect(denied.stderr).toContain("The requested URL returned error: 403");
+  });
+});
+
 describe("docs/policy.md's workload examples, as written, in the default image", () => {
   /** Its hosts resolve to our origin containers through Docker's DNS, and never reached the test's resolver (nothing asked of real DNS). */
   async function docHostsAreOurs(): Promise<void> {
@@ -347,6 +405,9 @@ describe("docs/policy.md's workload examples, as written, in the default image",
       expect(r.code, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout.trim().split("\n").at(-1)!)).toEqual({ full_name: "o/r", authorization: "Bearer ghp_not_a_real_token_0123456789" });
       expect((await inSandbox(["sh", "-c", 'echo "$GITHUB_TOKEN"'], "agent")).stdout).toBe("sandgate:secret:github\n");
+      // The same request from a client that ignores the proxy: the transparent path swaps the placeholder too.
+      const direct = await inSandbox(["sh", "-c", `curl -sS --noproxy '*' -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com/repos/o/r`], "agent");
+      expect(JSON.parse(direct.stdout.trim()), direct.stderr).toEqual({ full_name: "o/r", authorization: "Bearer ghp_not_a_real_token_0123456789" });
     } finally {
       await fx.t.api("DELETE", "/v1/sandboxes/agent");
       await waitDeleted(fx, "agent", 60_000);
