@@ -4,6 +4,8 @@
 //   direct    - a container on the egress network with the workload's image, user and
 //               CPU and memory limits, straight to the origin;
 //   sandgate  - the sandbox's workload, through its supervisor ($HTTP_PROXY);
+//   transparent - the same workload with no proxy at all (no proxy variable): origin-form
+//               requests straight to the origin's name, taken by the transparent path;
 //   tinyproxy - reference: the direct container through Debian's tinyproxy,
 //   squid     - reference: the direct container through Debian's squid; each reference
 //               proxy runs in a container on the egress network with the supervisor's
@@ -47,7 +49,10 @@ async function run(n){const lat=[];let next=0,bytes=0,errors=0,firstError=null;c
   const c=process.cpuUsage(c0);return {lat,bytes,sec:Number(process.hrtime.bigint()-t0)/1e9,errors,firstError,cpuMs:(c.user+c.system)/1000};}
 run(cfg.warmup).then(()=>run(cfg.requests)).then((r)=>console.log(JSON.stringify(r)),(e)=>{console.log(JSON.stringify({error:String(e)}));process.exitCode=1;});`;
 
-type Mode = "direct" | "sandgate" | ReferenceProxy;
+type Mode = "direct" | "sandgate" | "transparent" | ReferenceProxy;
+
+/** The workload's proxy variables taken away, for the transparent mode. */
+const NO_PROXY_ENV = ["env", "-u", "HTTP_PROXY", "-u", "HTTPS_PROXY", "-u", "http_proxy", "-u", "https_proxy", "-u", "NODE_USE_ENV_PROXY"];
 
 interface ClientRun {
   lat: number[];
@@ -101,7 +106,7 @@ export async function run(o: BenchOptions): Promise<void> {
       const url = await startReferenceProxy(fx, ref, directId, o.flags[ref]);
       if (url !== null) proxies[ref] = url;
     }
-    const modes = (["direct", "sandgate", "tinyproxy", "squid"] as const).filter((x) => x === "direct" || proxies[x] !== undefined);
+    const modes = (["direct", "sandgate", "transparent", "tinyproxy", "squid"] as const).filter((x) => x === "direct" || x === "transparent" || proxies[x] !== undefined);
     progress("proxy: creating the sandbox");
     const sandbox = await createReady(fx, "proxied", { policy: ORIGIN_POLICY(ORIGIN) });
     // Diagnostic only (never the default): change the supervisor's CPU limit to see how much of the cost it explains.
@@ -117,12 +122,14 @@ export async function run(o: BenchOptions): Promise<void> {
       // "Connection: close"): a kept-alive client would fail every other request on it.
       const cfg = { proxy: proxies[mode] ?? null, keepAlive: mode !== "tinyproxy", target, path: s.path, concurrency: s.concurrency, requests: s.requests, warmup: s.warmup };
       const cmd = ["node", "-e", CLIENT, JSON.stringify(cfg)];
-      const r = mode === "sandgate" ? await execIn(fx, "proxied", cmd) : await collect(await startExec(fx.engine, directId, { cmd, tty: false }));
+      const r =
+        mode === "sandgate" ? await execIn(fx, "proxied", cmd) : mode === "transparent" ? await execIn(fx, "proxied", [...NO_PROXY_ENV, ...cmd]) : await collect(await startExec(fx.engine, directId, { cmd, tty: false }));
       return parseRun(`${mode} ${s.name}`, r) as ClientRun;
     };
 
     const results: Record<string, Partial<Record<Mode, Measured>>> = {};
-    const proxyCpu: Partial<Record<Mode, () => number>> = { sandgate: await containerCpuReader(fx, sandbox.runtime.supervisor.id as string) };
+    const supervisorCpu = await containerCpuReader(fx, sandbox.runtime.supervisor.id as string);
+    const proxyCpu: Partial<Record<Mode, () => number>> = { sandgate: supervisorCpu, transparent: supervisorCpu };
     for (const ref of ["tinyproxy", "squid"] as const) if (proxies[ref] !== undefined) proxyCpu[ref] = await containerCpuReader(fx, `bench-${ref}`);
     const cpu = new CpuBreakdown<Mode>(await containerCpuReader(fx, originId), proxyCpu);
     for (const s of scenarios) {
@@ -159,7 +166,7 @@ export async function run(o: BenchOptions): Promise<void> {
       const d = r.direct!;
       for (const mode of modes) {
         const x = r[mode]!;
-        rows.push([`${s.name}: ${mode}${mode === "tinyproxy" ? " (reference, a connection per request)" : mode === "squid" ? " (reference)" : ""}`, x.latencyMs.median, x.latencyMs.p95, x.latencyMs.median - d.latencyMs.median, rate(s, x), rate(s, x) / rate(s, d), x.errors]);
+        rows.push([`${s.name}: ${mode}${mode === "tinyproxy" ? " (reference, a connection per request)" : mode === "squid" ? " (reference)" : mode === "transparent" ? " (no proxy variables)" : ""}`, x.latencyMs.median, x.latencyMs.p95, x.latencyMs.median - d.latencyMs.median, rate(s, x), rate(s, x) / rate(s, d), x.errors]);
       }
     }
     printTable(`plain HTTP proxy vs direct${supervisorCpus === null ? "" : ` (DIAGNOSTIC: supervisor CPU limit changed to ${supervisorCpus})`} (${reps} reps each, ${m.cores} cores, load ${m.loadavg.join("/")}; rate = MiB/s for 1 MiB, req/s for small)`, ["scenario: path", "p50 ms", "p95 ms", "added p50 ms", "rate", "× direct", "errors"], rows);
@@ -181,12 +188,17 @@ export async function run(o: BenchOptions): Promise<void> {
       return `${ref}: ${lost.length === 0 ? "met" : `MISSED (${lost.join(", ")})`}`;
     });
     const verdict = (ok: boolean): string => (ok ? "met" : "MISSED");
+    // The transparent path against the explicit proxy, scenario by scenario: added p50 within 0.1 ms, the same throughput (within 10%).
+    const tp = (s: Scenario): Measured => results[s.name]!.transparent!;
+    const tpLatency = Math.max(...scenarios.map((s) => tp(s).latencyMs.median - sg(s).latencyMs.median));
+    const tpRate = Math.min(...scenarios.map((s) => rate(s, tp(s)) / rate(s, sg(s))));
     process.stdout.write(
       `targets: throughput ≥ 0.8× direct: ${verdict(thrRatio >= 0.8)} (worst ${thrRatio.toFixed(2)}×); added p50 small c=1 ≤ 0.5 ms: ${verdict(addedC1 <= 0.5)} (${addedC1.toFixed(2)} ms); ` +
         `c=16 ≤ 2 ms with no errors: ${verdict(addedC16 <= 2 && sg(c16).errors === 0)} (${addedC16.toFixed(2)} ms, ${sg(c16).errors} errors); ` +
-        `not slower than the reference proxy: ${refs.length === 0 ? "no reference proxy present" : slowerThan.join("; ")}\n`,
+        `not slower than the reference proxy: ${refs.length === 0 ? "no reference proxy present" : slowerThan.join("; ")}; ` +
+        `transparent path: added p50 within 0.1 ms of the proxy's: ${verdict(tpLatency <= 0.1)} (worst ${tpLatency.toFixed(3)} ms), same rate: ${verdict(tpRate >= 0.9)} (worst ${tpRate.toFixed(2)}× the proxy's)\n`,
     );
-    const file = writeResult(supervisorCpus === null ? "proxy" : "proxy-diagnostic", m, { supervisorCpus, reps, modes, scenarios, results, cpu: cpuShares, worstThroughputRatio: thrRatio, addedP50SmallC1Ms: addedC1, addedP50SmallC16Ms: addedC16 });
+    const file = writeResult(supervisorCpus === null ? "proxy" : "proxy-diagnostic", m, { supervisorCpus, reps, modes, scenarios, results, cpu: cpuShares, worstThroughputRatio: thrRatio, addedP50SmallC1Ms: addedC1, addedP50SmallC16Ms: addedC16, transparentWorstAddedVsProxyMs: tpLatency, transparentWorstRateVsProxy: tpRate });
     progress(`proxy: wrote ${file}`);
   } finally {
     await cleanup.run();

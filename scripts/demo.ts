@@ -65,6 +65,10 @@ function sandgateBackground(args: string[]): Promise<{ line: string; stop(): Pro
 const VIA_PROXY = (url: string, method = "GET"): string =>
   `const u=new URL(process.env.HTTP_PROXY),t=new URL("${url}");require("http").request({method:"${method}",agent:false,host:u.hostname,port:u.port,path:t.href,headers:{host:t.host}},r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>console.log("${method}",r.statusCode,r.headers["x-proxy-error"]??"",b))}).end()`;
 
+/** A plain GET with no proxy at all (no agent, no proxy variable): what a proxy-unaware client does. */
+const DIRECT_GET = (url: string): string =>
+  `require("http").get("${url}",{agent:false},r=>{let b="";r.on("data",d=>b+=d);r.on("end",()=>console.log("no proxy: GET ${url} ->",r.statusCode,r.headers["x-proxy-error"]??"",b.trim().slice(0,80)))}).on("error",e=>console.log("no proxy: GET ${url} ->",e.code))`;
+
 /**
  * An HTTPS client for the workload (saved in its workspace): CONNECT through $HTTPS_PROXY, then
  * TLS with node's default trust — no CA option: the sandbox's CA comes in via NODE_EXTRA_CA_CERTS.
@@ -202,7 +206,13 @@ network:
   step("Egress goes through the supervisor's proxy, by policy");
   sandgate(["sandbox", "exec", "demo", "--", "node", "-e", VIA_PROXY("http://demo-origin:8080/")]);
   sandgate(["sandbox", "exec", "demo", "--", "node", "-e", VIA_PROXY("http://example.com/")]);
-  sandgate(["sandbox", "exec", "demo", "--", "node", "-e", `fetch("http://${originIp}:8080/").then(()=>console.log("direct: reachable?!"),e=>console.log("direct connection to ${originIp}:8080 failed:",e.cause?.code))`]);
+
+  step("A client that knows nothing of the proxy is governed all the same (the transparent path: DNS and every TCP connection go to the supervisor)");
+  const noProxy = ["env", "-u", "HTTP_PROXY", "-u", "HTTPS_PROXY", "-u", "http_proxy", "-u", "https_proxy", "-u", "NODE_USE_ENV_PROXY"];
+  sandgate(["sandbox", "exec", "demo", "--", ...noProxy, "node", "-e", DIRECT_GET("http://demo-origin:8080/")]);
+  sandgate(["sandbox", "exec", "demo", "--", ...noProxy, "node", "-e", DIRECT_GET(`http://${originIp}:8080/`)]);
+  sandgate(["sandbox", "exec", "demo", "--", ...noProxy, "node", "-e", DIRECT_GET("http://example.com/")]);
+  sandgate(["sandbox", "audit", "demo", "--tail", "4"]);
 
   step("L7 rules on HTTPS: the supervisor ends the workload's TLS with the sandbox's own CA and decides each request");
   sandgate(["sandbox", "exec", "demo", "--", "sh", "-c", "cat > /sandbox/https.js"], { input: HTTPS_CLIENT, quiet: true });

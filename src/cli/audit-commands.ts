@@ -28,6 +28,8 @@ interface AuditView {
     rule?: string;
     lockdown?: string;
     activity?: string;
+    /** "transparent": the connection came by the transparent path, not through the proxy. */
+    via?: string;
     bytesOut?: number;
     bytesIn?: number;
     /** decision "policy": a policy set directly ("policy_set"), or a proposal and what happened to it ("policy_proposal"). */
@@ -69,7 +71,8 @@ const target = (a: AuditView): string => {
   if (a.decision === "dropped") return "(records dropped by the gateway's rate limit)";
   if (a.decision === "policy") return `${e.type === "policy_set" ? "policy" : `policy proposal ${e.proposal ?? "?"}`} ${e.action ?? "?"}${e.revision === undefined ? "" : ` (revision ${e.revision})`}`;
   const what = `${e.method ?? (e.protocol ?? "").toUpperCase()} ${e.host ?? "?"}:${e.port ?? "?"}${e.path ?? ""}`;
-  return e.activity === "close" ? `${what} (closed)` : what;
+  const how = e.via === "transparent" ? " [transparent]" : "";
+  return e.activity === "close" ? `${what} (closed)${how}` : `${what}${how}`;
 };
 
 const size = (n: number | undefined): string => {

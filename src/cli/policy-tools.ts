@@ -101,11 +101,13 @@ export function addPolicyTools(policy: Command, client: () => GatewayClient): vo
     .option("--json", "print as JSON")
     .action(async (name: string, o: { since?: string; json?: boolean }) => {
       const q = o.since !== undefined ? `?since=${enc(o.since)}` : "";
-      const r = await client().request<{ revision: number; window: AuditWindow; covers: number; yaml: string; rules: unknown[] }>("GET", `/v1/sandboxes/${enc(name)}/policy/suggest${q}`);
+      const r = await client().request<{ revision: number; window: AuditWindow; covers: number; fromLookups?: string[]; yaml: string; rules: unknown[] }>("GET", `/v1/sandboxes/${enc(name)}/policy/suggest${q}`);
       if (o.json) return printJson(r);
       process.stderr.write(`${windowLine(r.window)}\n`);
-      if (r.rules.length === 0) return void process.stderr.write("nothing to suggest: no request was denied for want of a rule\n");
+      if (r.rules.length === 0) return void process.stderr.write("nothing to suggest: no request or name lookup was denied for want of a rule\n");
       process.stderr.write(`${r.rules.length} rules covering ${r.covers} denied requests; explicit denies and private addresses are never suggested\n`);
+      const guessed = r.fromLookups ?? [];
+      if (guessed.length > 0) process.stderr.write(`from refused name lookups only (https on 443 is a guess, check it): ${guessed.join(", ")}\n`);
       process.stdout.write(r.yaml);
     });
 }

@@ -1,6 +1,8 @@
 // A minimal set of rules that would allow what the audit trail shows was denied (or let
 // through by audit mode as would-deny) for want of a rule, for a person to review. Pure. Explicit denies, private addresses
-// and lockdowns are never suggested away.
+// and lockdowns are never suggested away. Names the workload's resolver refused (dns_denied)
+// are suggested too, as https on 443 (a lookup says which name, not which port: marked so).
+import { nameDecision } from "./dns.js";
 import { evaluate } from "./evaluate.js";
 import type { RecordedDecision } from "./replay.js";
 import type { HttpMethod, NetworkRule, Policy } from "./schema.js";
@@ -16,11 +18,24 @@ function pathGlob(path: string): string {
 
 export interface Suggestion {
   rules: NetworkRule[];
-  /** Denied requests the suggestion covers (repeats counted). */
+  /** Denied requests the suggestion covers (repeats counted), lookups included. */
   covers: number;
+  /** Names whose rule comes from a refused lookup alone: its protocol and port are a guess (https, 443). */
+  fromLookups: string[];
 }
 
-export function suggestRules(records: readonly RecordedDecision[], current: Policy): Suggestion {
+/** A name the workload's resolver refused (a dns_denied record; repeats counted). */
+export interface DeniedLookup {
+  name: string;
+  count: number;
+}
+
+/** The port and protocol suggested for a name that was only looked up: what most lookups are for. */
+const LOOKUP_GUESS = { port: 443, protocol: "https" as const };
+
+const ruleName = (host: string, port: number): string => `suggested-${host.replace(/[^a-z0-9-]/g, "-")}-${port}`.slice(0, 63);
+
+export function suggestRules(records: readonly RecordedDecision[], current: Policy, lookups: readonly DeniedLookup[] = []): Suggestion {
   const groups = new Map<string, { host: string; port: number; protocol: RecordedDecision["protocol"]; methods: Set<string>; paths: Set<string>; count: number }>();
   for (const r of records) {
     // Denied, or let through by audit mode only: both are what a rule would have to allow.
@@ -38,6 +53,25 @@ export function suggestRules(records: readonly RecordedDecision[], current: Poli
     }
     groups.set(key, g);
   }
+  // A refused name with no request of its own: the request never happened because the name did
+  // not resolve. Not where the current policy already resolves it, nor where an enforcing deny
+  // refuses it (never suggested away), nor where a request's rule above will make it resolve.
+  const requested = new Set([...groups.values()].map((g) => g.host));
+  const fromLookups = new Map<string, number>();
+  for (const l of lookups) {
+    const d = nameDecision(current, l.name);
+    // Only a name refused for want of a rule (enforcing, or let through by audit mode).
+    const refusal = d.allow ? d.wouldDeny?.reason : d.reason;
+    if (refusal !== "no_matching_rule") continue;
+    const host = l.name.toLowerCase().replace(/\.$/, "");
+    if (requested.has(host)) continue;
+    // The guessed endpoint itself: a deny entry that refuses it would keep the name refused.
+    const guess = evaluate(current, { host, ...LOOKUP_GUESS });
+    if (!SUGGESTABLE.has((guess.allow ? guess.wouldDeny?.reason : guess.reason) ?? "")) continue;
+    fromLookups.set(host, (fromLookups.get(host) ?? 0) + l.count);
+  }
+  for (const [host, count] of fromLookups) groups.set(`lookup ${host}`, { host, port: LOOKUP_GUESS.port, protocol: LOOKUP_GUESS.protocol, methods: new Set(), paths: new Set(), count });
+
   const rules: NetworkRule[] = [];
   let covers = 0;
   for (const g of [...groups.values()].sort((a, b) => a.host.localeCompare(b.host) || a.port - b.port)) {
@@ -45,7 +79,7 @@ export function suggestRules(records: readonly RecordedDecision[], current: Poli
     const methods = [...g.methods].filter((m): m is HttpMethod => (HTTP_METHODS as readonly string[]).includes(m)).sort();
     // Methods are gathered for http only: an https suggestion allows the tunnel.
     const l7 = methods.length > 0 ? { rules: [{ methods, paths: [...g.paths].sort() }] } : {};
-    rules.push({ name: `suggested-${g.host.replace(/[^a-z0-9-]/g, "-")}-${g.port}`.slice(0, 63), endpoints: [{ host: g.host, ports: [g.port], protocol: g.protocol, allowPrivate: [], ...l7 }] });
+    rules.push({ name: ruleName(g.host, g.port), endpoints: [{ host: g.host, ports: [g.port], protocol: g.protocol, allowPrivate: [], ...l7 }] });
   }
-  return { rules, covers };
+  return { rules, covers, fromLookups: [...fromLookups.keys()].sort() };
 }

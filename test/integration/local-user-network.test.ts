@@ -26,6 +26,7 @@ import { DEFAULT_SANDBOX_SUBNETS } from "../../src/driver/docker/sandbox-subnets
 import { ensureGatewayId } from "../../src/gateway/home.js";
 import { egressNetworkName, networkName } from "../../src/driver/docker/objects.js";
 import { cidrContains, parseCidr, parseIp } from "../../src/policy/core.js";
+import { DNS_PORT, TRANSPARENT_PORT } from "../../src/protocol/launch.js";
 import { addressOfHex, tcpSockets } from "../../src/util/proc-net.js";
 import { cli } from "../support/cli-runner.js";
 import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
@@ -180,9 +181,9 @@ describe("a local user on the host reaches nothing of a sandbox over the network
     expect(fromWorkload).toEqual(Object.fromEntries(reachable.map((t) => [key(t), "connected"])));
   });
 
-  it("the supervisor listens on nothing but its proxy, on its sandbox-network address only", async () => {
+  it("the supervisor listens on nothing but its proxy and its transparent path (listener and resolver), on its sandbox-network address only", async () => {
     const targets = await listeningTargets(supPid);
-    expect(targets.map(key)).toEqual([`${sandboxIps.supervisor}:3128`]);
+    expect(targets.map(key).sort()).toEqual([`${sandboxIps.supervisor}:3128`, `${sandboxIps.supervisor}:${TRANSPARENT_PORT}`, `${sandboxIps.supervisor}:${DNS_PORT}`].sort());
   });
 });
 
@@ -205,7 +206,11 @@ describe("the health endpoint is a Unix socket only the gateway reaches", () => 
     expect(r.code).toBe(0);
     const mounts = r.stdout.split("\n").filter((l) => l !== "");
     expect(mounts.length).toBeGreaterThan(0);
-    expect(mounts.filter((l) => /\/run\/sandgate|health|\/launch\/sbx_/.test(l))).toEqual([]);
+    // Of the launch directory, one file only: the workload's resolv.conf (read-only; it names the supervisor).
+    const isResolvConf = (l: string): boolean => l.split(" ")[4] === "/etc/resolv.conf";
+    expect(mounts.filter((l) => /\/run\/sandgate|health|\/launch\/sbx_/.test(l) && !isResolvConf(l))).toEqual([]);
+    expect(mounts.filter(isResolvConf).map((l) => l.split(" ")[5]!.split(",")[0])).toEqual(["ro"]);
+    expect((await cliExec(fx, "reach", ["cat", "/etc/resolv.conf"])).stdout.split("\n").filter((l) => l.startsWith("nameserver"))).toEqual([`nameserver ${sandboxIps.supervisor}`]);
     const inWorkload = await cliExec(fx, "reach", ["node", "-e", CONNECT_UNIX, "/run/sandgate/run/health.sock"]);
     expect(inWorkload.stdout.trim()).toBe("ENOENT");
   });

@@ -2,7 +2,10 @@
 // daemon, with --proxy-connections 16, a node program in the workload holds 16 CONNECT
 // tunnels, then tries 24 more connections: each is refused at once (a reset), the sandbox's
 // audit trail counts them (reason connection_limit, folded into records with a count), and
-// a second sandbox's egress, through its own supervisor, is unaffected meanwhile.
+// a second sandbox's egress, through its own supervisor, is unaffected meanwhile. The same
+// cap holds on the transparent path, for a client that knows nothing of the proxy: 16 raw
+// connections held to an echo server allowed as `protocol: tcp`, the next ones reset at once
+// and counted (recorded where they were headed, via transparent).
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deleteAllAndCheckMonitors, startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
@@ -14,10 +17,18 @@ const EXTRA = 24;
 
 let fx: DockerFixture;
 let origin: string;
+const ECHO = "echo-pcap";
 
 beforeAll(async () => {
   fx = await startDockerFixture({ name: "pcap", proxyConnections: CAP });
   origin = await startOrigin(fx, "origin-pcap");
+  const echo = await fx.engine.createContainer(ECHO, {
+    Image: fx.driver.imageRefs!.workload.id,
+    Cmd: ["node", "-e", 'require("net").createServer((s) => { s.on("error", () => {}); s.pipe(s); }).listen(7000)'],
+    HostConfig: { NetworkMode: `sandgate-egress-${fx.driver.gatewayId}`, RestartPolicy: { Name: "always" } },
+  });
+  if (echo.kind !== "ok") throw new Error(`echo: ${JSON.stringify(echo)}`);
+  expect((await fx.engine.startContainer(echo.body.Id)).kind).toBe("ok");
 });
 afterAll(async () => {
   if (fx) await deleteAllAndCheckMonitors(fx);
@@ -95,6 +106,60 @@ describe("a workload that opens connections to its proxy without end", () => {
       expect(theirs.filter((a) => a.event.reason === "connection_limit")).toEqual([]);
     } finally {
       await execIn(fx, "hog", ["touch", "/sandbox/release"]);
+      await hog;
+    }
+  });
+
+  it("the transparent path has the same cap: raw connections held by a client with no proxy, the rest reset at once and counted where they were headed", { timeout: 240_000 }, async () => {
+    await createReady(fx, "thog", { policy: TUNNEL_POLICY(ECHO).replace("port: 8080", "port: 7000") });
+    // Each held connection is echoed once (so it went through to the echo server); extras report how they ended.
+    const THOG = `
+const net = require("net"), fs = require("fs"), held = [];
+const hold = () => new Promise((res) => {
+  const s = net.connect(7000, "${ECHO}", () => s.write("ping\\n"));
+  held.push(s);
+  s.on("error", (e) => res("error " + e.code));
+  s.once("data", (b) => res(b.toString().trim()));
+});
+const extra = () => new Promise((res) => {
+  const s = net.connect(7000, "${ECHO}", () => s.write("ping\\n"));
+  let reset = false;
+  s.on("error", (e) => { reset = reset || e.code === "ECONNRESET"; });
+  s.on("close", () => res(reset ? "reset" : "closed"));
+  s.on("data", () => { res("answered"); s.destroy(); });
+});
+(async () => {
+  const holds = [], extras = [];
+  for (let i = 0; i < ${CAP}; i++) holds.push(await hold());
+  for (let i = 0; i < ${EXTRA}; i++) extras.push(await extra());
+  fs.writeFileSync("/sandbox/done.json", JSON.stringify({ holds, extras }));
+  const w = setInterval(() => { if (fs.existsSync("/sandbox/release")) { clearInterval(w); held.forEach((s) => s.destroy()); } }, 100);
+})();
+`;
+    const noProxy = ["env", "-u", "HTTP_PROXY", "-u", "HTTPS_PROXY", "-u", "http_proxy", "-u", "https_proxy", "-u", "NODE_USE_ENV_PROXY"];
+    const hog = execIn(fx, "thog", [...noProxy, "node", "-e", THOG]);
+    try {
+      const done = await eventually(async () => {
+        const r = await execIn(fx, "thog", ["cat", "/sandbox/done.json"]);
+        return r.code === 0 ? (JSON.parse(r.stdout) as { holds: string[]; extras: string[] }) : undefined;
+      }, 120_000, "the workload's attempts");
+      expect(done.holds).toEqual(Array.from({ length: CAP }, () => "ping"));
+      expect(done.extras).toEqual(Array.from({ length: EXTRA }, () => "reset"));
+      const records = await eventually(async () => {
+        const r = await fx.t.api("GET", "/v1/sandboxes/thog/audit?decision=deny&tail=1000");
+        const limit = (r.body.audit as { count: number; event: { reason?: string; port: number; via?: string } }[]).filter((a) => a.event.reason === "connection_limit");
+        return limit.reduce((n, a) => n + a.count, 0) === EXTRA ? limit : undefined;
+      }, 30_000, `${EXTRA} refusals in the audit trail`);
+      expect(records[0]!.event).toMatchObject({ protocol: "tcp", port: 7000, via: "transparent" });
+      await execIn(fx, "thog", ["touch", "/sandbox/release"]);
+      await hog;
+      // The held ones were allowed, on the transparent path.
+      await eventually(async () => {
+        const allowed = (await fx.t.api("GET", "/v1/sandboxes/thog/audit?decision=allow&tail=1000")).body.audit as { count: number; event: { port: number; via?: string } }[];
+        return allowed.filter((a) => a.event.port === 7000 && a.event.via === "transparent").reduce((n, a) => n + a.count, 0) === CAP ? true : undefined;
+      }, 30_000, `${CAP} allowed transparent connections in the audit trail`);
+    } finally {
+      await execIn(fx, "thog", ["touch", "/sandbox/release"]);
       await hog;
     }
   });

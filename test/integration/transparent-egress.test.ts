@@ -115,4 +115,54 @@ describe("the transparent path", () => {
     const launch = JSON.parse(readFileSync(join(fx.cliEnv.SANDGATE_HOME!, "launch", `${sandbox.id}-g1`, "launch.json"), "utf8")) as { proxySubnet: string };
     expect(await transparentProblem(sup.State.Pid, wl.State.Pid, { subnet: launch.proxySubnet, supervisorIp: new URL(sandbox.runtime!.proxyUrl).hostname })).toBeNull();
   });
+
+  describe("attacks on the transparent path", () => {
+    /** Opens a raw connection to host:port, writes `bytes` (JSON-encoded string), prints what came back (JSON) and how it ended. */
+    const RAW = `const [host, port, bytes] = JSON.parse(process.argv[1]); const s = require("net").connect(+port, host, () => s.write(bytes));
+let got = ""; s.on("data", (b) => (got += b.toString("latin1"))); s.setTimeout(5000, () => s.destroy());
+s.on("error", (e) => (got += "<" + e.code + ">")); s.on("close", () => console.log(JSON.stringify(got)));`;
+    const raw = async (host: string, port: number, bytes: string): Promise<string> => JSON.parse((await noProxy(RAW, JSON.stringify([host, port, bytes]))).stdout.trim()) as string;
+
+    it("HTTP/2 with prior knowledge to the allowed http port is not HTTP/1: taken as raw TCP, which no rule allows; refused, recorded, and nothing answers", async () => {
+      const got = await raw("tporigin", 8080, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0");
+      expect(got.replace(/<ECONNRESET>$/, "")).toBe("");
+      const rec = await eventually(async () => (await audit()).find((a) => a.host === "tporigin" && a.port === 8080 && a.decision === "deny"), 20_000, "the refusal's record");
+      expect(rec).toMatchObject({ decision: "deny", via: "transparent" });
+    });
+
+    it("a CONNECT inside a transparent connection opens nothing: closed without an answer, no blind tunnel past the per-request rules, not even to the allowed origin", async () => {
+      for (const target of ["tporigin:8080", "tporigin:9090"]) {
+        const got = await raw("tporigin", 8080, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\nGET /through-a-tunnel HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
+        expect(got, target).not.toContain("200");
+        expect(got, target).not.toContain("hello");
+        expect(got, target).not.toContain("other");
+      }
+      expect((await audit()).filter((a) => a.path === "/through-a-tunnel")).toEqual([]);
+    });
+
+    it("the workload's choice of address never chooses where the supervisor connects: the Host's name is looked up by the supervisor (a host address given is not dialled)", async () => {
+      // The gateway's own address on the egress bridge, with the allowed name in Host.
+      const egress = await engineGet(fx, `/networks/${egressNetworkName(fx.driver.gatewayId)}`);
+      const hostAddr = egress.IPAM.Config[0].Gateway as string;
+      const got = await raw(hostAddr, 8080, "GET /chosen-address HTTP/1.1\r\nHost: tporigin:8080\r\nConnection: close\r\n\r\n");
+      expect(got).toMatch(/^HTTP\/1\.1 200 /);
+      expect(got).toContain("hello /chosen-address");
+      // A TLS ClientHello whose SNI is not allowed, sent to the allowed origin's address: refused by its name, not let through by the address.
+      const tporigin = (await engineGet(fx, "/containers/tporigin/json")).NetworkSettings.Networks[egressNetworkName(fx.driver.gatewayId)].IPAddress as string;
+      const tls = await noProxy(`const t = require("tls").connect({ host: "${tporigin}", port: 8080, servername: "evil.test", rejectUnauthorized: false }); t.on("secureConnect", () => console.log("secure")); t.on("error", (e) => console.log("error", e.code)); t.on("close", () => console.log("closed"))`);
+      expect(tls.stdout).not.toContain("secure");
+      const rec = await eventually(async () => (await audit()).find((a) => a.host === "evil.test" && a.port === 8080), 20_000, "the SNI's record");
+      expect(rec).toMatchObject({ decision: "deny", via: "transparent" });
+    });
+
+    it("the supervisor's own address answers only its proxy, transparent listener and resolver (DNS on 53 is redirected to it); every other port of it is refused", async () => {
+      const supervisorIp = new URL(sandbox.runtime!.proxyUrl).hostname;
+      const ports = [22, 53, 80, 443, 2375, 3128, 7421, 8080, 9901, 15001, 15353, 15354];
+      const r = await noProxy(`const ports = ${JSON.stringify(ports)}; Promise.all(ports.map((p) => new Promise((res) => { const s = require("net").connect(p, "${supervisorIp}"); s.setTimeout(3000, () => { s.destroy(); res([p, "timeout"]); }); s.on("connect", () => { s.destroy(); res([p, "connected"]); }); s.on("error", (e) => res([p, e.code])); }))).then((x) => console.log(JSON.stringify(Object.fromEntries(x))));`);
+      const result = JSON.parse(r.stdout.trim()) as Record<string, string>;
+      expect(Object.entries(result).filter(([, v]) => v === "connected").map(([p]) => Number(p)).sort((a, b) => a - b)).toEqual([53, 3128, 15001, 15353]);
+      for (const [p, v] of Object.entries(result)) if (![53, 3128, 15001, 15353].includes(Number(p))) expect(v, p).toBe("ECONNREFUSED");
+    });
+  });
 });
+

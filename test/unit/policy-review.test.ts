@@ -7,7 +7,8 @@ import { parsePolicyYaml, type Endpoint, type Policy } from "../../src/policy/in
 import { describeRequest, replay, type RecordedDecision } from "../../src/policy/replay.js";
 import { suggestRules } from "../../src/policy/suggest.js";
 import { ACTIVE, TIGHTER } from "../support/review-policies.js";
-import { recordedDecisions, suggestionYaml } from "../../src/gateway/sandboxes/policy-tools.js";
+import { recordedDecisions, recordedLookups, suggestionYaml } from "../../src/gateway/sandboxes/policy-tools.js";
+import { nameDecision } from "../../src/policy/dns.js";
 
 function policy(yaml: string): Policy {
   const p = parsePolicyYaml(yaml);
@@ -196,6 +197,48 @@ describe("suggestRules", () => {
 
   it("a denial the current policy now allows is not suggested again", () => {
     expect(suggestRules([rec({ host: "api.example.com", decision: "deny", reason: "no_matching_rule" })], policy(ACTIVE)).rules).toEqual([]);
+  });
+  it("names the resolver refused (dns_denied) are suggested as https on 443, marked as a guess; a name a request's rule covers, one the policy resolves, or one an explicit deny refuses is not", () => {
+    const current = policy(`${ACTIVE.trimEnd()}\n  deny:\n    - host: "*.evil.test"\n`);
+    const s = suggestRules(
+      [rec({ host: "h.test", port: 8080, protocol: "http", method: "GET", path: "/a", decision: "deny", reason: "no_matching_rule" })],
+      current,
+      [
+        { name: "registry.npmjs.org", count: 3 },
+        { name: "Registry.NPMJS.org.", count: 1 },
+        { name: "h.test", count: 2 },
+        { name: "api.example.com", count: 1 },
+        { name: "x.evil.test", count: 5 },
+      ],
+    );
+    expect(s.fromLookups).toEqual(["registry.npmjs.org"]);
+    expect(s.rules.map((r) => [r.name, r.endpoints[0]!.host, r.endpoints[0]!.ports, r.endpoints[0]!.protocol])).toEqual([
+      ["suggested-h-test-8080", "h.test", [8080], "http"],
+      ["suggested-registry-npmjs-org-443", "registry.npmjs.org", [443], "https"],
+    ]);
+    expect(s.covers).toBe(1 + 4);
+    // Applied, the suggestion makes each refused name resolve (the supervisor's nameDecision).
+    const merged = policy(`version: 1\n${suggestionYaml(s.rules)}`);
+    for (const name of ["registry.npmjs.org", "h.test"]) expect(nameDecision(merged, name), name).toMatchObject({ allow: true });
+  });
+
+  it("under audit mode, a name let through as would-deny for want of a rule is suggested; one an explicit deny would refuse is not", () => {
+    const audited = policy(`version: 1\nnetwork:\n  enforcement: audit\n  rules: []\n  deny:\n    - host: "*.evil.test"\n`);
+    const s = suggestRules([], audited, [{ name: "pypi.org", count: 1 }, { name: "a.evil.test", count: 1 }]);
+    expect(s.fromLookups).toEqual(["pypi.org"]);
+  });
+
+  it("recordedLookups reads dns_denied records only (refused or would-deny), with their counts", () => {
+    const r = (event: Record<string, unknown>, count = 1) => ({ id: 1, time: "2026-12-01T00:00:00.000Z", count, event: { type: "egress", ...event } }) as unknown as Parameters<typeof recordedLookups>[0][number];
+    expect(
+      recordedLookups([
+        r({ protocol: "dns", host: "a.test", port: 53, decision: "deny", reason: "dns_denied" }, 4),
+        r({ protocol: "dns", host: "b.test", port: 53, decision: "would_deny", reason: "dns_denied" }),
+        r({ protocol: "dns", host: "c.test", port: 53, decision: "allow" }),
+        r({ protocol: "https", host: "d.test", port: 443, decision: "deny", reason: "no_matching_rule" }),
+        r({ protocol: "dns", host: "e.test", port: 53, decision: "deny", reason: "dns_rate" }),
+      ]),
+    ).toEqual([{ name: "a.test", count: 4 }, { name: "b.test", count: 1 }]);
   });
 });
 

@@ -30,13 +30,15 @@ const cleanups: (() => Promise<void> | void)[] = [];
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "sandgate-supervisor-"));
-  bundle = join(dir, "supervisor.cjs");
-  // CJS: yaml (pulled in by the policy module) does require("process"), which an ESM bundle cannot.
+  bundle = join(dir, "supervisor.mjs");
+  // ESM, as the image's bundle (scripts/bundle-supervisor.ts): the addon is found beside the
+  // bundle by import.meta.url; the banner gives bundled CommonJS (yaml) its require().
   const result = await build({
     entryPoints: ["src/supervisor/main.ts"],
     bundle: true,
     platform: "node",
-    format: "cjs",
+    format: "esm",
+    banner: { js: "import { createRequire as __sgCreateRequire } from 'module'; const require = __sgCreateRequire(import.meta.url);" },
     target: "node24",
     outfile: bundle,
     logLevel: "silent",
@@ -182,7 +184,7 @@ describe("supervisor bundle", () => {
 
     const health = await getOverUnix(healthSocket);
     expect(health.status).toBe(200);
-    expect(health.body).toEqual({ ok: true, sandboxId: "sb-main", generation: 4, policyRevision: 9, policy: "loaded", proxy: "listening", session: "disabled", lockdown: null });
+    expect(health.body).toEqual({ ok: true, sandboxId: "sb-main", generation: 4, policyRevision: 9, policy: "loaded", proxy: "listening", transparent: "disabled", session: "disabled", lockdown: null });
 
     // An idle keep-alive client connection and an established tunnel must not hold shutdown up.
     const agent = new http.Agent({ keepAlive: true });
@@ -366,7 +368,7 @@ describe("launch config", () => {
     await writeFile(path, JSON.stringify(valid));
     const r = await readLaunchConfig(path);
     expect(r.errors).toEqual([]);
-    expect(r.settings).toEqual({ sandboxId: "sb", generation: 0, nonce: "n", proxyPort: 3128, proxySubnet: null, healthSocket: null, control: null, hostAddresses: [], resolvers: null, tls: null, connections: { max: 512, headerTimeoutMs: 10_000, idleTimeoutMs: 60_000 } });
+    expect(r.settings).toEqual({ sandboxId: "sb", generation: 0, nonce: "n", proxyPort: 3128, proxySubnet: null, healthSocket: null, control: null, hostAddresses: [], resolvers: null, tls: null, transparent: false, connections: { max: 512, headerTimeoutMs: 10_000, idleTimeoutMs: 60_000 } });
     expect(r.policy?.revision).toBe(2);
   });
 

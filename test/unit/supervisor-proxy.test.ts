@@ -906,7 +906,7 @@ describe("health endpoint", () => {
     const h = await getHealth(port);
 
     expect(h.status).toBe(200);
-    expect(h.body).toEqual({ ok: true, sandboxId: "sb-1", generation: 7, policyRevision: 5, policy: "loaded", proxy: "listening", session: "disabled", lockdown: null });
+    expect(h.body).toEqual({ ok: true, sandboxId: "sb-1", generation: 7, policyRevision: 5, policy: "loaded", proxy: "listening", transparent: "disabled", session: "disabled", lockdown: null });
   });
 
   it("reports 503 when no policy is loaded or the proxy is not listening", async () => {

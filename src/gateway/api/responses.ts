@@ -288,7 +288,8 @@ export const PolicySuggestResult = z.strictObject({
   revision: z.number().int(),
   window: AuditWindow,
   rules: z.array(NetworkRuleView),
-  covers: count.describe("denied requests the rules cover (repeats counted)"),
+  covers: count.describe("denied requests the rules cover (repeats counted), refused name lookups included"),
+  fromLookups: z.array(z.string()).describe("names whose rule comes only from a refused lookup (dns_denied): suggested as https on 443, a guess to check"),
   yaml: z.string().describe("the rules as YAML to paste under network.rules; empty when none"),
 });
 

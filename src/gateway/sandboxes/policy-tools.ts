@@ -6,7 +6,7 @@
 import { stringify } from "yaml";
 import { diffPolicies, type PolicyChange } from "../../policy/diff.js";
 import { replay, type RecordedDecision, type ReplayResult } from "../../policy/replay.js";
-import { suggestRules } from "../../policy/suggest.js";
+import { suggestRules, type DeniedLookup } from "../../policy/suggest.js";
 import type { NetworkRule, Protocol } from "../../policy/index.js";
 import type { AuditRecord } from "../../store/store.js";
 import { ApiError } from "../errors.js";
@@ -42,6 +42,18 @@ export function recordedDecisions(records: readonly AuditRecord[]): RecordedDeci
   return out;
 }
 
+/** The names the workload's resolver refused (dns_denied: refused, or answered only by audit mode), repeats counted. */
+export function recordedLookups(records: readonly AuditRecord[]): DeniedLookup[] {
+  const out: DeniedLookup[] = [];
+  for (const r of records) {
+    const e = r.event;
+    const name = str(e.host);
+    if (e.type !== "egress" || e.protocol !== "dns" || e.reason !== "dns_denied" || (e.decision !== "deny" && e.decision !== "would_deny") || name === undefined) continue;
+    out.push({ name, count: r.count });
+  }
+  return out;
+}
+
 /** An RFC 3339 time from a user, as the ISO form records are stored in; a clear 400 otherwise. */
 export function sinceTime(since: string | undefined): string | undefined {
   if (since === undefined) return undefined;
@@ -60,7 +72,7 @@ export class PolicyTools {
     return policy;
   }
 
-  private window(sandboxId: string, since: string | undefined): { decisions: RecordedDecision[]; window: AuditWindow } {
+  private window(sandboxId: string, since: string | undefined): { decisions: RecordedDecision[]; lookups: DeniedLookup[]; window: AuditWindow } {
     const cut = sinceTime(since);
     // Policy proposals' records (decision "policy") are not traffic.
     const rows = this.read.audit(sandboxId, { tail: MAX_REPLAY_RECORDS }).filter((r) => r.decision !== "policy" && (cut === undefined || r.time >= cut));
@@ -68,6 +80,7 @@ export class PolicyTools {
     const decisions = recordedDecisions(rows);
     return {
       decisions,
+      lookups: recordedLookups(rows),
       window: { records: rows.length, requests: decisions.reduce((n, d) => n + d.count, 0), from: rows[0]?.time ?? null, to: rows.at(-1)?.time ?? null, truncated },
     };
   }
@@ -84,10 +97,10 @@ export class PolicyTools {
     return { revision: active.revision, window, ...replay(decisions, candidate) };
   }
 
-  suggest(nameOrId: string, since?: string): { revision: number; window: AuditWindow; rules: NetworkRule[]; covers: number; yaml: string } {
+  suggest(nameOrId: string, since?: string): { revision: number; window: AuditWindow; rules: NetworkRule[]; covers: number; fromLookups: string[]; yaml: string } {
     const active = this.read.policyOf(nameOrId);
-    const { decisions, window } = this.window(active.sandbox.id, since);
-    const s = suggestRules(decisions, active.policy);
+    const { decisions, lookups, window } = this.window(active.sandbox.id, since);
+    const s = suggestRules(decisions, active.policy, lookups);
     return { revision: active.revision, window, ...s, yaml: s.rules.length === 0 ? "" : suggestionYaml(s.rules) };
   }
 }

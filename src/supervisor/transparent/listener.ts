@@ -105,13 +105,6 @@ export function createTransparentListener(o: TransparentOptions): TransparentLis
 
   const server = net.createServer({ pauseOnConnect: true, noDelay: true }, (socket) => {
     socket.on("error", () => undefined);
-    if (sockets.size >= o.maxConnections) {
-      o.onAudit({ type: "egress", time: new Date().toISOString(), decision: "deny", reason: "connection_limit", host: socket.localAddress ?? "", port: socket.localPort ?? 0, protocol: "tcp", via: "transparent" });
-      socket.destroy();
-      return;
-    }
-    sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
     let dst: Destination;
     try {
       dst = o.originalDst(socket);
@@ -120,6 +113,14 @@ export function createTransparentListener(o: TransparentOptions): TransparentLis
       socket.destroy();
       return;
     }
+    if (sockets.size >= o.maxConnections) {
+      // Refused at once (a reset, as the proxy's cap does), recorded where it was headed.
+      o.onAudit({ type: "egress", time: new Date().toISOString(), decision: "deny", reason: "connection_limit", host: dst.address, port: dst.port, protocol: "tcp", via: "transparent" });
+      socket.resetAndDestroy();
+      return;
+    }
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
     let head = Buffer.alloc(0);
     let done = false;
     const decide = (opening: Opening): void => {
