@@ -20,6 +20,7 @@ import { startExec } from "../src/driver/docker/exec-session.js";
 import { egressNetworkName } from "../src/driver/docker/objects.js";
 import { startDockerFixture, type DockerFixture } from "../test/support/docker-fixture.js";
 import { ORIGIN_POLICY, createReady, execIn } from "../test/support/recovery-helpers.js";
+import { NO_PROXY_ENV } from "../test/support/sandbox-helpers.js";
 import { CpuBreakdown, containerCpuReader } from "./cpu-breakdown.js";
 import { Cleanup, collect, machine, parseNumber, parseRun, printTable, progress, startContainer, startDirectClient, startReferenceProxy, stats, writeResult, type BenchOptions, type ReferenceProxy, type Stats } from "./lib.js";
 
@@ -51,8 +52,6 @@ run(cfg.warmup).then(()=>run(cfg.requests)).then((r)=>console.log(JSON.stringify
 
 type Mode = "direct" | "sandgate" | "transparent" | ReferenceProxy;
 
-/** The workload's proxy variables taken away, for the transparent mode. */
-const NO_PROXY_ENV = ["env", "-u", "HTTP_PROXY", "-u", "HTTPS_PROXY", "-u", "http_proxy", "-u", "https_proxy", "-u", "NODE_USE_ENV_PROXY"];
 
 interface ClientRun {
   lat: number[];

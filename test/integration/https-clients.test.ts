@@ -23,7 +23,7 @@ import { TestDnsServer } from "../support/dns-server.js";
 import { deleteAllAndCheckMonitors, startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
 import { eventually } from "../support/gateway-fixture.js";
 import { createReady, execIn } from "../support/recovery-helpers.js";
-import { docker, waitDeleted, type DockerRun } from "../support/sandbox-helpers.js";
+import { NO_PROXY_ENV, docker, waitDeleted, type DockerRun } from "../support/sandbox-helpers.js";
 
 let fx: DockerFixture;
 let dns: TestDnsServer;
@@ -296,9 +296,6 @@ describe("the default workload image's clients through terminated HTTPS, trustin
   }, 180_000);
 });
 
-/** The workload's proxy variables taken away: what a client that ignores proxies sees. */
-const NO_PROXY_ENV = ["env", "-u", "HTTP_PROXY", "-u", "HTTPS_PROXY", "-u", "http_proxy", "-u", "https_proxy", "-u", "NODE_USE_ENV_PROXY"];
-
 // http.client straight to the origin: a socket and ssl, no proxy of any kind.
 const PYTHON_DIRECT = `import ssl, sys, http.client, urllib.parse
 u = urllib.parse.urlsplit(sys.argv[1])
@@ -309,10 +306,43 @@ print(r.status, r.getheader("x-proxy-error") or "-", r.read().decode())
 sys.exit(0 if r.status == 200 else 3)
 `;
 
+// A socket and ssl by hand, HTTP/1.1 written out: nothing of any HTTP library.
+const PYTHON_RAW_TLS = `import socket, ssl, sys, urllib.parse
+u = urllib.parse.urlsplit(sys.argv[1])
+ctx = ssl.create_default_context()
+data = b""
+with socket.create_connection((u.hostname, u.port), timeout=20) as raw:
+    with ctx.wrap_socket(raw, server_hostname=u.hostname) as s:
+        target = u.path + ("?" + u.query if u.query else "")
+        s.sendall(("GET %s HTTP/1.1\\r\\nHost: %s:%d\\r\\nConnection: close\\r\\n\\r\\n" % (target, u.hostname, u.port)).encode())
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            data += b
+head, _, body = data.partition(b"\\r\\n\\r\\n")
+lines = head.decode("latin1").split("\\r\\n")
+status = lines[0].split(" ")[1]
+headers = {l.split(":", 1)[0].strip().lower(): l.split(":", 1)[1].strip() for l in lines[1:] if ":" in l}
+if headers.get("transfer-encoding") == "chunked":
+    out = b""
+    while True:
+        size, _, rest = body.partition(b"\\r\\n")
+        n = int(size.split(b";")[0], 16)
+        if n == 0:
+            break
+        out += rest[:n]
+        body = rest[n + 2:]
+    body = out
+print(status, headers.get("x-proxy-error") or "-", body.decode())
+sys.exit(0 if status == "200" else 3)
+`;
+
 const DIRECT_CLIENTS: { name: string; get: (target: string) => Promise<Answer> }[] = [
   { name: "curl --noproxy '*'", get: (t) => curl(t, ["--noproxy", "*"]) },
   { name: "python urllib, no proxy variables", get: (t) => line([...NO_PROXY_ENV, "python3", "-c", PYTHON_URLLIB, t]) },
   { name: "python http.client straight to the origin", get: (t) => line(["python3", "-c", PYTHON_DIRECT, t]) },
+  { name: "python socket + ssl by hand", get: (t) => line(["python3", "-c", PYTHON_RAW_TLS, t]) },
   { name: "node fetch, no proxy variables", get: (t) => line([...NO_PROXY_ENV, "node", "-e", NODE_FETCH, t]) },
   { name: "node https.get, no proxy variables", get: (t) => line([...NO_PROXY_ENV, "node", "-e", NODE_HTTPS, t]) },
 ];
@@ -346,7 +376,7 @@ describe("the same clients with no proxy at all: the transparent path gives them
 
   it("git clone with no proxy variables: allowed path cloned, denied path 403", async () => {
     const at = `/tmp/direct-clone-${Date.now().toString(36)}`;
-    const ok = await inSandbox(["sh", "-c", `env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy git clone -q ${url(GOOD, "/allowed/repo.git")} ${at} && cat ${at}/README`]);
+    const ok = await inSandbox(["sh", "-c", `${NO_PROXY_ENV.join(" ")} git clone -q ${url(GOOD, "/allowed/repo.git")} ${at} && cat ${at}/README`]);
     expect(ok, ok.stderr).toMatchObject({ code: 0, stdout: "hello from the repo\n" });
     const denied = await inSandbox([...NO_PROXY_ENV, "git", "clone", "-q", url(GOOD, "/denied/repo.git"), `${at}-denied`]);
     expect(denied.code).toBe(128);

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deleteAllAndCheckMonitors, startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
 import { eventually } from "../support/gateway-fixture.js";
 import { ORIGIN_POLICY, PROXY_GET, createReady, execIn, startOrigin } from "../support/recovery-helpers.js";
+import { NO_PROXY_ENV } from "../support/sandbox-helpers.js";
 
 const CAP = 16;
 const EXTRA = 24;
@@ -136,8 +137,7 @@ const extra = () => new Promise((res) => {
   const w = setInterval(() => { if (fs.existsSync("/sandbox/release")) { clearInterval(w); held.forEach((s) => s.destroy()); } }, 100);
 })();
 `;
-    const noProxy = ["env", "-u", "HTTP_PROXY", "-u", "HTTPS_PROXY", "-u", "http_proxy", "-u", "https_proxy", "-u", "NODE_USE_ENV_PROXY"];
-    const hog = execIn(fx, "thog", [...noProxy, "node", "-e", THOG]);
+    const hog = execIn(fx, "thog", [...NO_PROXY_ENV, "node", "-e", THOG]);
     try {
       const done = await eventually(async () => {
         const r = await execIn(fx, "thog", ["cat", "/sandbox/done.json"]);

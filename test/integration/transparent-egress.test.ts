@@ -9,11 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { egressNetworkName } from "../../src/driver/docker/objects.js";
-import { transparentProblem } from "../../src/driver/docker/netns.js";
+import { inNetns, transparentProblem } from "../../src/driver/docker/netns.js";
 import { getOverUnix } from "../support/net.js";
 import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
 import { eventually } from "../support/gateway-fixture.js";
-import { cliExec, docker, engineGet, waitPhase, type SandboxJson } from "../support/sandbox-helpers.js";
+import { createReady, phaseLog } from "../support/recovery-helpers.js";
+import { NO_PROXY_ENV, cliExec, docker, engineGet, waitPhase, type SandboxJson } from "../support/sandbox-helpers.js";
 
 const POLICY = `
 version: 1
@@ -25,23 +26,32 @@ network:
           port: 8080
           protocol: http
           allowPrivate: ["10.0.0.0/8"]
+    - name: origin-ssh
+      endpoints:
+        - host: tporigin
+          port: 2222
+          protocol: tcp
+          allowPrivate: ["10.0.0.0/8"]
 `;
+
+/** The last test restarts the daemon: a sandbox whose path was cut must end in Error within this. */
+const RECOVERY_DEADLINE_MS = 30_000;
 
 let fx: DockerFixture;
 let sandbox: SandboxJson;
 
 /** Runs a node program in the workload with every proxy variable unset. */
 async function noProxy(script: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return cliExec(fx, "tp", ["env", "-u", "HTTP_PROXY", "-u", "HTTPS_PROXY", "-u", "http_proxy", "-u", "https_proxy", "node", "-e", script, ...args]);
+  return cliExec(fx, "tp", [...NO_PROXY_ENV, "node", "-e", script, ...args]);
 }
 
 /** The sandbox's audit records (their events). */
 const audit = async (): Promise<any[]> => ((await fx.t.api("GET", "/v1/sandboxes/tp/audit")).body.audit as { event: unknown }[]).map((r) => r.event);
 
 beforeAll(async () => {
-  fx = await startDockerFixture({ liveRestore: true, name: "transparent" });
+  fx = await startDockerFixture({ liveRestore: true, name: "transparent", service: { recoveryDeadlineMs: RECOVERY_DEADLINE_MS } });
   const image = fx.driver.imageRefs!.workload.ref;
-  const origin = await docker(fx, "run", "-d", "--name", "tporigin", "--network", egressNetworkName(fx.driver.gatewayId), image, "node", "-e", `require("http").createServer((q, s) => s.end("hello " + q.url)).listen(8080); require("http").createServer((q, s) => s.end("other")).listen(9090)`);
+  const origin = await docker(fx, "run", "-d", "--name", "tporigin", "--network", egressNetworkName(fx.driver.gatewayId), image, "node", "-e", `require("http").createServer((q, s) => s.end("hello " + q.url)).listen(8080); require("http").createServer((q, s) => s.end("other")).listen(9090); for (const p of [2222, 2223]) require("net").createServer((c) => { c.on("error", () => {}); c.write("SSH-2.0-OpenSSH_9.2 stand-in on " + p + "\\r\\n"); c.pipe(c); }).listen(p)`);
   if (origin.code !== 0) throw new Error(`origin: ${origin.stderr}`);
   const created = await fx.t.api("POST", "/v1/sandboxes", { name: "tp", policy: POLICY });
   if (created.status !== 201) throw new Error(JSON.stringify(created.body));
@@ -116,6 +126,26 @@ describe("the transparent path", () => {
     expect(await transparentProblem(sup.State.Pid, wl.State.Pid, { subnet: launch.proxySubnet, supervisorIp: new URL(sandbox.runtime!.proxyUrl).hostname })).toBeNull();
   });
 
+  it("a protocol whose server speaks first (ssh's banner), allowed as protocol: tcp, works from a raw socket with no proxy; another port of the same host is closed unanswered", async () => {
+    const CLIENT = `import socket, sys
+s = socket.create_connection(("tporigin", int(sys.argv[1])), timeout=10)
+banner = s.recv(200)
+s.sendall(b"client says hi\\r\\n")
+echo = s.recv(200) if banner else b""
+print(repr(banner.decode()), repr(echo.decode()))`;
+    const run = async (port: number): Promise<string> => (await cliExec(fx, "tp", [...NO_PROXY_ENV, "python3", "-c", CLIENT, String(port)])).stdout.trim();
+    expect(await run(2222)).toBe(`'SSH-2.0-OpenSSH_9.2 stand-in on 2222\\r\\n' 'client says hi\\r\\n'`);
+    expect(await run(2223)).toBe(`'' ''`);
+    const recs = await eventually(async () => {
+      const a = await audit();
+      const ok = a.find((r) => r.host === "tporigin" && r.port === 2222 && r.decision === "allow");
+      const no = a.find((r) => r.host === "tporigin" && r.port === 2223 && r.decision === "deny");
+      return ok && no ? [ok, no] : undefined;
+    }, 20_000, "both records");
+    expect(recs[0]).toMatchObject({ protocol: "tcp", rule: "origin-ssh", via: "transparent" });
+    expect(recs[1]).toMatchObject({ reason: "no_matching_rule", via: "transparent" });
+  });
+
   describe("attacks on the transparent path", () => {
     /** Opens a raw connection to host:port, writes `bytes` (JSON-encoded string), prints what came back (JSON) and how it ended. */
     const RAW = `const [host, port, bytes] = JSON.parse(process.argv[1]); const s = require("net").connect(+port, host, () => s.write(bytes));
@@ -163,6 +193,32 @@ s.on("error", (e) => (got += "<" + e.code + ">")); s.on("close", () => console.l
       expect(Object.entries(result).filter(([, v]) => v === "connected").map(([p]) => Number(p)).sort((a, b) => a - b)).toEqual([53, 3128, 15001, 15353]);
       for (const [p, v] of Object.entries(result)) if (![53, 3128, 15001, 15353].includes(Number(p))) expect(v, p).toBe("ECONNREFUSED");
     });
+  });
+
+  describe("a Docker daemon restart with live-restore (last: it restarts the daemon)", () => {
+    it("a sandbox whose path is intact comes back Ready with it in place and working; one whose route was cut is never Ready again: Error(BoundaryUnhealthy) naming the transparent path", async () => {
+      const cut = await createReady(fx, "tp-cut");
+      const cutPid = (await engineGet(fx, `/containers/${cut.runtime.workload.id}/json`)).State.Pid as number;
+      // Root on the host (as a broken host tool might) takes the workload's route away: fail-closed already (nothing routes).
+      await inNetns(cutPid, ["ip", "route", "del", "default"]);
+
+      await fx.dockerd.restart({ downMs: 1000 });
+
+      const back = await waitPhase(fx, "tp", "Ready", { ms: 60_000 });
+      expect(await phaseLog(fx, "tp")).toEqual(["-→Provisioning", "Provisioning→Ready", "Ready→Recovering", "Recovering→Ready"]);
+      expect(back.runtime!.workload.id).toBe(sandbox.runtime!.workload.id);
+      const sup = await engineGet(fx, `/containers/${back.runtime!.supervisor.id}/json`);
+      const wl = await engineGet(fx, `/containers/${back.runtime!.workload.id}/json`);
+      const launch = JSON.parse(readFileSync(join(fx.cliEnv.SANDGATE_HOME!, "launch", `${sandbox.id}-g1`, "launch.json"), "utf8")) as { proxySubnet: string };
+      expect(await transparentProblem(sup.State.Pid, wl.State.Pid, { subnet: launch.proxySubnet, supervisorIp: new URL(back.runtime!.proxyUrl).hostname })).toBeNull();
+      const r = await noProxy(`require("http").get("http://tporigin:8080/after-restart", (res) => { let b = ""; res.on("data", (d) => (b += d)); res.on("end", () => console.log(res.statusCode, b)); }).on("error", (e) => console.log("error", e.code))`);
+      expect(r.stdout.trim()).toBe("200 hello /after-restart");
+
+      const failed = await waitPhase(fx, "tp-cut", "Error", { ms: RECOVERY_DEADLINE_MS + 60_000 });
+      expect(failed.reason).toMatchObject({ code: "BoundaryUnhealthy" });
+      expect(JSON.stringify(failed.reason)).toMatch(/transparent path/);
+      expect(await phaseLog(fx, "tp-cut")).toEqual(["-→Provisioning", "Provisioning→Ready", "Ready→Recovering", "Recovering→Error(BoundaryUnhealthy)"]);
+    }, 240_000);
   });
 });
 

@@ -144,6 +144,9 @@ export const reachedTargets = (results: ProbeResults): [string, string][] =>
 
 export type ProbeResults = Record<string, string>;
 
+/** `env` with the workload's proxy variables taken away: a command after it is a client that knows no proxy. */
+export const NO_PROXY_ENV = ["env", "-u", "HTTP_PROXY", "-u", "HTTPS_PROXY", "-u", "http_proxy", "-u", "https_proxy", "-u", "NODE_USE_ENV_PROXY"];
+
 export function parseProbe(r: { code: number | null; stdout: string; stderr: string }): ProbeResults {
   if (r.code !== 0) throw new Error(`probe exited ${r.code}: ${r.stderr}`);
   return JSON.parse(r.stdout.trim()) as ProbeResults;
