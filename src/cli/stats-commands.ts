@@ -25,6 +25,8 @@ export interface StatsView {
   pids: { current: number; limit: number | null } | null;
   disk: { limitBytes: number; usedBytes: number | null } | null;
   egress: { bytesOut: number; bytesIn: number; allowed: number; denied: number; wouldDeny: number; dropped: number; since: string | null };
+  /** Packets the supervisor's namespace dropped (ICMP, other protocols, forwarding); null without a transparent path. */
+  dropped: { icmp: number; other: number; forward: number } | null;
   error: string | null;
 }
 
@@ -82,7 +84,9 @@ export function statsCommand(sandbox: Command, global: () => Common): void {
       `
 CPU is percent of one core (200% = two cores busy), memory excludes the page cache the
 kernel can drop (as docker stats shows it). Egress is the current generation's audit
-trail as retained: bytes out/in, requests allowed (would_deny included) and denied.`,
+trail as retained: bytes out/in, requests allowed (would_deny included) and denied.
+--json adds "dropped": the workload's ICMP and other non-TCP/UDP packets its supervisor
+dropped since it started (counted in the supervisor's namespace, never seen by its proxy).`,
     )
     .action(async (name: string | undefined, _o, cmd: Command) => {
       const o = { ...global(), ...cmd.opts<Common & { stream: boolean; limit?: number }>() };

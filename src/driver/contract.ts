@@ -233,6 +233,13 @@ export interface WorkloadStats {
   /** Memory in use (the page cache it can drop left out, as `docker stats` shows it) and the limit. */
   memory: { usedBytes: number; limitBytes: number | null };
   pids: { current: number; limit: number | null };
+  /**
+   * Packets of the workload its supervisor's namespace dropped since the sandbox started: ICMP,
+   * other protocols than TCP and UDP, and anything sent to be forwarded (the transparent path:
+   * the supervisor never sees these, so they are counted here, not in the audit trail). Absent
+   * where the runtime has no such path or could not read it.
+   */
+  dropped?: { icmp: number; other: number; forward: number };
 }
 
 export class ProvisionError extends Error {

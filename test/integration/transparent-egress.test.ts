@@ -103,6 +103,19 @@ describe("the transparent path", () => {
     expect(rec).toMatchObject({ decision: "deny", reason: "udp_dropped", via: "transparent" });
   });
 
+  it("ICMP goes nowhere and is counted where the supervisor cannot see it: sandbox stats shows it", async () => {
+    const before = (await fx.t.api("GET", "/v1/sandboxes/tp/stats")).body.dropped as { icmp: number };
+    expect(before).toMatchObject({ icmp: expect.any(Number), other: expect.any(Number), forward: expect.any(Number) });
+    const ping = await cliExec(fx, "tp", ["sh", "-c", "ping -c 2 -W 1 203.0.113.7; echo rc=$?"]);
+    expect(ping.stdout).toMatch(/rc=[1-9]/);
+    expect(ping.stdout).toMatch(/2 packets transmitted, 0 packets received/);
+    const after = await eventually(async () => {
+      const d = (await fx.t.api("GET", "/v1/sandboxes/tp/stats")).body.dropped as { icmp: number };
+      return d.icmp >= before.icmp + 2 ? d : undefined;
+    }, 20_000, "the ICMP drops counted");
+    expect(after.icmp).toBeGreaterThanOrEqual(before.icmp + 2);
+  });
+
   it("the supervisor's transparent port dialled directly gets nothing; its proxy still answers", async () => {
     const sup = await engineGet(fx, `/containers/${sandbox.runtime!.supervisor.id}/json`);
     const ip = Object.values(sup.NetworkSettings.Networks as Record<string, { IPAddress: string }>).map((n) => n.IPAddress).find((a) => a.startsWith("198.1"))!;

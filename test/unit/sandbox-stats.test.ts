@@ -73,6 +73,7 @@ describe("GET /v1/sandboxes/:name/stats", () => {
       pids: FAKE_STATS.pids,
       disk: { limitBytes: 64 * 1024 * 1024, usedBytes: null, capacityBytes: null },
       egress: TRAFFIC,
+      dropped: null,
       error: null,
     });
     // By id too; a sandbox without traffic has zeros and no window.

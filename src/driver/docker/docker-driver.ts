@@ -54,7 +54,7 @@ import {
 } from "./objects.js";
 import { runtimeChecks, type RuntimeProbes } from "./readiness.js";
 import { healthSocketOf, launchDirOf, launchRootOf, runDirOf, socketPathProblem } from "./launch-paths.js";
-import { programSupervisor, programWorkload, transparentProblem } from "./netns.js";
+import { dropCounters, programSupervisor, programWorkload, transparentProblem } from "./netns.js";
 
 /** The workload's resolv.conf, in its launch directory (bind-mounted read-only, 0644). */
 const WORKLOAD_RESOLV_FILE = "resolv.conf";
@@ -624,7 +624,10 @@ export class DockerDriver implements ComputeDriver {
 
   /** The recorded workload instance's resource use: one stats sample (by its id, so never a replacement's). */
   async stats(record: RuntimeRecord): Promise<WorkloadStats> {
-    return workloadStatsOf(must(`stats of the workload ${record.workload.id.slice(0, 12)}`, await this.engine.containerStats(record.workload.id)));
+    const stats = workloadStatsOf(must(`stats of the workload ${record.workload.id.slice(0, 12)}`, await this.engine.containerStats(record.workload.id)));
+    // The supervisor's counters (a launch without the transparent path has none: left out).
+    const counters = await dropCounters(record.supervisor.pid).catch(() => null);
+    return counters === null ? stats : { ...stats, dropped: { icmp: counters.icmp_dropped, other: counters.other_dropped, forward: counters.forward_dropped } };
   }
 
   /** Every Docker call of this driver, and of the monitor watch() makes, is reported to `observe`. */

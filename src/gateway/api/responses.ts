@@ -400,6 +400,10 @@ export const StatsView = z
     pids: z.strictObject({ current: count, limit: count.nullable() }).nullable(),
     disk: DiskView.nullable(),
     egress: EgressTotalsView,
+    dropped: z
+      .strictObject({ icmp: count, other: count, forward: count })
+      .nullable()
+      .describe("packets of the workload its supervisor's namespace dropped since it started (ICMP, other non-TCP/UDP protocols, anything to be forwarded); null where the runtime has no transparent path"),
     /** Why the runtime's figures are missing, when they are (a page row whose sample failed). */
     error: nullableString,
   })

@@ -70,6 +70,7 @@ export class SandboxStats {
       pids: runtime?.pids ?? null,
       disk: this.d.read.diskOf(s),
       egress: egressTotals(this.d.store, s.id, s.generation),
+      dropped: runtime?.dropped ?? null,
       error,
     };
   }
