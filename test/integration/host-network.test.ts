@@ -1,7 +1,8 @@
 // What a sandbox's supervisor knows of its host's network, against a private dockerd:
 //  - nothing of the host is reachable through an allowed name: a listener on an address of
 //    the host (a dummy interface this test creates) is refused with host_address, also for
-//    an address the host gains after launch; named explicitly (allowPrivate), it answers;
+//    an address the host gains after launch, and for a client with no proxy (the transparent
+//    path); named explicitly (allowPrivate), it answers;
 //  - names resolve at the host's DNS server (one this test runs on the dummy interface,
 //    given as the gateway's --resolver) without Docker: egress keeps working while the
 //    daemon is stopped (live-restore), where Docker's embedded DNS is gone.
@@ -22,6 +23,7 @@ import { TestDnsServer } from "../support/dns-server.js";
 import { deleteAllAndCheckMonitors, startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
 import { eventually } from "../support/gateway-fixture.js";
 import { PROXY_GET, createReady, execIn, waitPhase } from "../support/recovery-helpers.js";
+import { NO_PROXY_ENV } from "../support/sandbox-helpers.js";
 
 const IFACE = `sgtest${randomBytes(3).toString("hex")}`;
 
@@ -142,6 +144,13 @@ describe("nothing of the host is reachable through an allowed name", () => {
     expect(seen).toEqual([]);
     // The name was resolved (at the host's DNS server), so the refusal is the address check's.
     expect(direct.names()).toContain("svc.hostaddr.test");
+
+    // The same from a client that knows no proxy: the name resolves (the policy names it) to the
+    // host's address, the workload dials it, and the transparent path refuses it the same way.
+    const noProxy = await execIn(fx, "hostaddr", [...NO_PROXY_ENV, "node", "-e", `require("http").get("http://svc.hostaddr.test:${SVC_PORT}/secret-direct", { agent: false }, (r) => { let b = ""; r.on("data", (d) => (b += d)); r.on("end", () => console.log(r.statusCode + " " + b)); }).on("error", (e) => console.log("ERR " + e.code))`]);
+    expect(noProxy.stdout.trim()).toMatch(/^403 /);
+    expect(JSON.parse(noProxy.stdout.trim().slice(4))).toMatchObject({ error: "policy_denied", reason: "host_address", rule: "svc", address: HOST_SVC });
+    expect(seen).toEqual([]);
 
     // POSITIVE CONTROL: the same listener, through an endpoint that names its address.
     expect(await proxyGet("hostaddr", `http://svc-named.hostaddr.test:${SVC_PORT}/named`)).toBe("200 host service /named");
