@@ -364,7 +364,7 @@ describe("the same clients with no proxy at all: the transparent path gives them
 
       const records = await eventually(async () => {
         const r = await fx.t.api("GET", `/v1/sandboxes/${SANDBOX}/audit?tail=20`);
-        const mine = (r.body.audit as { path?: string; via?: string; decision?: string }[]).filter((e) => e.path === "/allowed/direct" || e.path === "/denied/direct");
+        const mine = (r.body.audit as { event: { path?: string; via?: string; decision?: string } }[]).map((a) => a.event).filter((e) => e.path === "/allowed/direct" || e.path === "/denied/direct");
         return mine.length >= 2 ? mine.slice(-2) : undefined;
       }, 30_000, "the two records");
       expect(records.map((e) => [e.path, e.decision, e.via])).toEqual([
