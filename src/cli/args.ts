@@ -4,6 +4,7 @@
 import { InvalidArgumentError } from "commander";
 import { PROCESS_LIMITS } from "../policy/index.js";
 import { SettingError, parseChoice, parseDecimal, parseDuration, parseInteger, type DurationRange, type IntRange } from "../util/settings.js";
+import { parseSince } from "../util/log-time.js";
 import { CliError, EXIT } from "./errors.js";
 import { parseLabelPair, type LabelPair } from "../lifecycle/labels.js";
 
@@ -22,6 +23,8 @@ export const intArg = (flag: string, range: IntRange) => wrap(flag, (w, r) => pa
 export const decimalArg = (flag: string, range: IntRange) => wrap(flag, (w, r) => parseDecimal(w, r, range));
 export const secondsArg = (flag: string, range: DurationRange) => wrap(flag, (w, r) => parseDuration(w, r, range));
 export const choiceArg = <T extends string>(flag: string, allowed: readonly T[]) => wrap(flag, (w, r) => parseChoice(w, r, allowed));
+/** `--since`: an RFC 3339 time or a duration back from now (90s, 10m, 2h, 7d), as the canonical time it names. */
+export const sinceArg = (flag: string) => wrap(flag, (w, r) => parseSince(w, r, new Date()));
 
 /** `--label KEY=VALUE`, repeatable: the pairs so far plus this one (checked as the gateway checks it). */
 export function labelArg(flag: string): (raw: string, acc: LabelPair[] | undefined) => LabelPair[] {

@@ -3,7 +3,7 @@
 // event per line (JSON lines), for scripts and SIEMs.
 
 import { Command, InvalidArgumentError } from "commander";
-import { PAGE, SEQ, intArg } from "./args.js";
+import { PAGE, SEQ, intArg, sinceArg } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { table, when } from "./format.js";
 
@@ -61,10 +61,6 @@ function decision(v: string): string {
   return v;
 }
 
-function since(v: string): string {
-  if (!Number.isFinite(Date.parse(v))) throw new InvalidArgumentError("must be an RFC 3339 time (e.g. 2026-12-01T00:00:00Z)");
-  return v;
-}
 
 const target = (a: AuditView): string => {
   const e = a.event;
@@ -100,7 +96,7 @@ export function auditCommand(global: () => Common): Command {
     .argument("<name>", "sandbox name or id")
     .option("--tail <n>", "only the last N records (default 100; with --follow, where to start)", intArg("--tail", PAGE))
     .option("--after <seq>", "records after this sequence number (all of them, page by page)", intArg("--after", SEQ))
-    .option("--since <time>", "only records at or after this RFC 3339 time", since)
+    .option("--since <time>", "only records at or after an RFC 3339 time, or a duration back from now (90s, 10m, 2h, 7d)", sinceArg("--since"))
     .option("--decision <d>", `only one decision: ${DECISIONS.join(", ")}`, decision)
     .option("-f, --follow", "keep printing new records as they arrive (Ctrl-C stops)")
     .option("--json", "one OCSF event per line (JSON lines)")

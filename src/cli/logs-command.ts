@@ -6,12 +6,10 @@
 // line twice or lost, for up to RESUME_WINDOW_MS while the gateway is away, and keeps
 // to the generation read first.
 
-import { Command, InvalidArgumentError } from "commander";
+import { Command } from "commander";
 import { readLogs } from "../sdk/logs.js";
 import type { LogRecord } from "../sdk/types.js";
-import { parseSince } from "../util/log-time.js";
-import { SettingError } from "../util/settings.js";
-import { intArg } from "./args.js";
+import { intArg, sinceArg } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT, cliErrorOf } from "./errors.js";
 
@@ -34,14 +32,6 @@ interface Options {
 const TAIL = { min: 0, max: 1_000_000 };
 const GENERATION = { min: 1, max: 999_999_999 };
 
-function sinceArg(v: string): string {
-  try {
-    return parseSince("--since", v, new Date());
-  } catch (err) {
-    if (err instanceof SettingError) throw new InvalidArgumentError(err.message);
-    throw err;
-  }
-}
 
 export function logsCommand(sandbox: Command, global: () => Common): void {
   sandbox
@@ -50,7 +40,7 @@ export function logsCommand(sandbox: Command, global: () => Common): void {
     .argument("<name>", "sandbox name or id")
     .option("-f, --follow", "keep printing as it writes, until it stops (Ctrl-C ends); survives Docker daemon and gateway restarts")
     .option("--tail <n>", `only the last N lines (${TAIL.min}-${TAIL.max}), then follow`, intArg("--tail", TAIL))
-    .option("--since <time>", "only lines at or after an RFC 3339 time, or a duration back from now (90s, 10m, 2h, 7d)", sinceArg)
+    .option("--since <time>", "only lines at or after an RFC 3339 time, or a duration back from now (90s, 10m, 2h, 7d)", sinceArg("--since"))
     .option("--timestamps", "start each line with the time Docker read it (RFC 3339, UTC, nanoseconds)")
     .option("--supervisor", "the supervisor's log (JSON lines) instead of the workload's output")
     .option("--previous", "the previous generation's output (kept until the sandbox is deleted)")

@@ -9,6 +9,7 @@ import type { AuditWindow } from "../gateway/sandboxes/policy-tools.js";
 import { checkFilesystemPolicy } from "../gateway/sandboxes/policy-input.js";
 import { parsePolicyYaml } from "../policy/index.js";
 import type { GatewayClient } from "./client.js";
+import { sinceArg } from "./args.js";
 import { CliError, EXIT } from "./errors.js";
 import { printJson, table } from "./format.js";
 
@@ -83,7 +84,7 @@ export function addPolicyTools(policy: Command, client: () => GatewayClient): vo
     .description("decide the sandbox's recorded egress under a policy file: what it would newly deny or allow")
     .argument("<name>", "sandbox name or id")
     .requiredOption("--policy <file>", "the candidate policy YAML")
-    .option("--since <time>", "only traffic recorded at or after this RFC 3339 time")
+    .option("--since <time>", "only traffic recorded at or after an RFC 3339 time, or a duration back from now (90s, 10m, 2h, 7d)", sinceArg("--since"))
     .option("--json", "print as JSON")
     .action(async (name: string, o: { policy: string; since?: string; json?: boolean }) => {
       const body: Record<string, unknown> = { policy: readPolicyFile(o.policy) };
@@ -97,7 +98,7 @@ export function addPolicyTools(policy: Command, client: () => GatewayClient): vo
     .command("suggest")
     .description("rules that would allow what the audit trail shows was denied, or let through as would-deny, for want of a rule (review before use)")
     .argument("<name>", "sandbox name or id")
-    .option("--since <time>", "only traffic recorded at or after this RFC 3339 time")
+    .option("--since <time>", "only traffic recorded at or after an RFC 3339 time, or a duration back from now (90s, 10m, 2h, 7d)", sinceArg("--since"))
     .option("--json", "print as JSON")
     .action(async (name: string, o: { since?: string; json?: boolean }) => {
       const q = o.since !== undefined ? `?since=${enc(o.since)}` : "";
