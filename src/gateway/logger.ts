@@ -6,7 +6,10 @@ export function createLogger(opts: { level?: string; destination?: string | numb
   return pino(
     {
       level: opts.level ?? process.env.SANDGATE_LOG_LEVEL ?? "info",
-      base: { component: "gateway", pid: process.pid },
+      base: { pid: process.pid },
+      // A line names its component once: a child's own (audit, monitor, control…) or else
+      // "gateway". (A component in the base would be repeated in every child's line.)
+      mixin: (_object, _level, logger) => ((logger.bindings() as { component?: unknown }).component === undefined ? { component: "gateway" } : {}),
       redact: { paths: ["token", "*.token", "req.headers.authorization", "headers.authorization"], censor: "[redacted]" },
     },
     pino.destination({ dest: opts.destination ?? 1, sync: true }),

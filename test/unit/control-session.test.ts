@@ -391,6 +391,10 @@ describe("control session: refusals", () => {
     expect(await refusedAttempt(gw, { sandboxId: "sb-ghost", generation: 1, token: ghost })).toBe("closed 4401 unknown_sandbox");
     expect(refusalLogs(gw, "nonce_mismatch")).not.toHaveLength(0);
     expect(refusalLogs(gw, "unknown_sandbox")).not.toHaveLength(0);
+    // A wrong nonce is a warning; a launch the gateway let go (a supervisor redialling while its
+    // sandbox is deleted) is expected, and only information (pino: warn 40, info 30).
+    expect(refusalLogs(gw, "nonce_mismatch").map((l) => l.level)).toEqual(refusalLogs(gw, "nonce_mismatch").map(() => 40));
+    expect(refusalLogs(gw, "unknown_sandbox").map((l) => l.level)).toEqual(refusalLogs(gw, "unknown_sandbox").map(() => 30));
   });
 
   it("refuses a second concurrent session for the same launch and keeps the established one", async () => {

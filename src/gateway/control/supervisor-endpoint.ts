@@ -101,7 +101,10 @@ export async function startSupervisorEndpoint(opts: SupervisorEndpointOptions): 
 
   function refuse(ws: WebSocket, remote: string | undefined, r: Check & { ok: false }): void {
     stats.refused[r.reason] = (stats.refused[r.reason] ?? 0) + 1;
-    log.warn(
+    // A supervisor of a launch the gateway has just let go (a stop, a delete, a new generation)
+    // redials until its container stops: expected, so info; every other refusal is a warning.
+    const expected = r.reason === "unknown_sandbox" || r.reason === "stale_generation";
+    log[expected ? "info" : "warn"](
       { event: "supervisor_session_refused", reason: r.reason, detail: r.detail, sandboxId: r.sandboxId ?? null, generation: r.generation ?? null, remote: remote ?? null },
       "supervisor session refused",
     );
