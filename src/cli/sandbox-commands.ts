@@ -145,6 +145,7 @@ export function sandboxCommands(global: () => Common): Command {
 
   sandbox
     .command("get")
+    .alias("inspect")
     .description("show one sandbox")
     .argument("<name>", "sandbox name or id")
     .option("--json", "print as JSON")
@@ -181,39 +182,60 @@ export function sandboxCommands(global: () => Common): Command {
     { name: "stop", help: "stop a sandbox: remove its containers, keep its workspace", until: ["Stopped"], method: "POST", path: "/stop" },
     { name: "delete", help: "delete a sandbox and everything it owns, workspace included", until: ["Deleted"], method: "DELETE", path: "" },
   ];
+  /** One name's start, stop or delete, as it was for a single name. */
+  const act = async (intent: (typeof intents)[number], name: string, o: Waitable, client: GatewayClient): Promise<void> => {
+    if (intent.name === "start") {
+      const seq = o.wait ? await lastSeq(client, name) : 0;
+      const s = await client.request<SandboxView>(intent.method, `/v1/sandboxes/${enc(name)}${intent.path}`);
+      return settle(client, s, o, intent.until, seq);
+    }
+    // Stop and delete are idempotent, as `docker stop` is: asking for what already holds
+    // (or is under way) succeeds and says so.
+    let seq = 0;
+    let s: SandboxView;
+    try {
+      seq = o.wait ? await lastSeq(client, name) : 0;
+      s = await client.request<SandboxView>(intent.method, `/v1/sandboxes/${enc(name)}${intent.path}`);
+    } catch (err) {
+      const now = await alreadyThere(client, name, intent.name, err);
+      if (now === "deleted") {
+        if (o.json) return printJson({ name, deleted: true, already: true });
+        return void process.stdout.write(`${name}  already deleted\n`);
+      }
+      if (now.phase === "Stopping" && o.wait) return settle(client, now, o, intent.until, seq);
+      if (o.json) return printJson(now);
+      return void process.stdout.write(`${phaseLine(now)}  (already ${now.phase === "Stopping" ? "stopping" : "stopped"})\n`);
+    }
+    await settle(client, s, o, intent.until, seq);
+  };
   for (const intent of intents) {
-    waitOptions(
-      sandbox.command(intent.name).description(intent.help).argument("<name>", "sandbox name or id"),
+    const command = waitOptions(
+      sandbox
+        .command(intent.name)
+        .description(intent.help)
+        .argument("<names...>", "sandbox names or ids")
+        .addHelpText("after", "\nSeveral names are taken one after another, as docker does: a failure is reported in one line,\nthe rest are still done, and the exit code is the first failure's."),
       intent.name === "start" ? 180 : 120,
-    ).action(async (name: string, _o, cmd: Command) => {
+    );
+    if (intent.name === "delete") command.alias("rm").option("-f, --force", "accepted as docker rm's: a delete stops a running sandbox first anyway");
+    command.action(async (names: string[], _o, cmd: Command) => {
       const o = opts<Waitable>(cmd);
       const client = clientFor(o);
-      if (intent.name === "start") {
-        const seq = o.wait ? await lastSeq(client, name) : 0;
-        const s = await client.request<SandboxView>(intent.method, `/v1/sandboxes/${enc(name)}${intent.path}`);
-        return settle(client, s, o, intent.until, seq);
-      }
-      // Stop and delete are idempotent, as `docker stop` is: asking for what already holds
-      // (or is under way) succeeds and says so.
-      let seq = 0;
-      let s: SandboxView;
-      try {
-        seq = o.wait ? await lastSeq(client, name) : 0;
-        s = await client.request<SandboxView>(intent.method, `/v1/sandboxes/${enc(name)}${intent.path}`);
-      } catch (err) {
-        const now = await alreadyThere(client, name, intent.name, err);
-        if (now === "deleted") {
-          if (o.json) return printJson({ name, deleted: true, already: true });
-          return void process.stdout.write(`${name}  already deleted\n`);
+      if (names.length === 1) return act(intent, names[0]!, o, client);
+      let first: number | undefined;
+      for (const name of names) {
+        try {
+          await act(intent, name, o, client);
+        } catch (err) {
+          const e = cliErrorOf(err);
+          if (!(e instanceof CliError)) throw err;
+          process.stderr.write(`sandgate: ${e.message}\n`);
+          first ??= e.exitCode;
         }
-        if (now.phase === "Stopping" && o.wait) return settle(client, now, o, intent.until, seq);
-        if (o.json) return printJson(now);
-        return void process.stdout.write(`${phaseLine(now)}  (already ${now.phase === "Stopping" ? "stopping" : "stopped"})\n`);
       }
-      await settle(client, s, o, intent.until, seq);
+      if (first !== undefined) process.exitCode = first;
     });
   }
-  sandbox.commands.find((c) => c.name() === "delete")?.alias("rm");
   pruneCommand(sandbox, global);
   restartCommand(sandbox, global);
   execCommands(sandbox, global);

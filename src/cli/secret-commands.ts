@@ -111,7 +111,13 @@ export function secretCommands(global: () => Common): Command {
     .description("delete a secret (sandboxes using it then fail closed on requests that need it)")
     .argument("<name>", "secret name")
     .action(async (name: string) => {
-      await client().request("DELETE", `/v1/secrets/${encodeURIComponent(name)}`);
+      try {
+        await client().request("DELETE", `/v1/secrets/${encodeURIComponent(name)}`);
+      } catch (err) {
+        // Idempotent, as `sandbox delete` is: what is not there is already deleted.
+        if (!(err instanceof CliError) || err.exitCode !== EXIT.notFound) throw err;
+        return void process.stdout.write(`secret ${name} already deleted (there is no such secret)\n`);
+      }
       process.stdout.write(`secret ${name} deleted\n`);
     });
 

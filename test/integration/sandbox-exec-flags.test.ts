@@ -223,7 +223,7 @@ describe("egress is activity", () => {
   it("a workload making requests (denied ones too) stays Ready well past its --idle-stop", async () => {
     // Its main process asks the proxy for a host the policy does not allow, every second.
     const loop = `const u = new URL(process.env.http_proxy);
-      setInterval(() => require("http").get({ host: u.hostname, port: u.port, path: "http://blocked.example/", headers: { host: "blocked.example" } }, (r) => r.resume()).on("error", () => {}), 1000);`;
+      setInterval(() => require("http").get({ agent: false, host: u.hostname, port: u.port, path: "http://blocked.example/", headers: { host: "blocked.example" } }, (r) => r.resume()).on("error", () => {}), 1000);`;
     const created = await fx.t.api("POST", "/v1/sandboxes", { name: "fl-busy", idleStop: 10, command: ["node", "-e", loop] });
     expect(created.status).toBe(201);
     await waitPhase(fx, "fl-busy", "Ready", { ms: 120_000 });

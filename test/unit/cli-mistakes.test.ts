@@ -365,6 +365,30 @@ describe("CLI mistakes against a gateway", () => {
     expect((await cli([...home, "sandbox", "stop", "never"])).code).toBe(4);
   });
 
+  it("docker habits (issue 31, item 11): stop, start and rm take several names, rm -f, inspect; a failure is reported and the rest still done", async () => {
+    for (const n of ["ha", "hb", "hc"]) expect((await cli([...home, "sandbox", "create", n])).code).toBe(0);
+    const inspect = await cli([...home, "sandbox", "inspect", "ha", "--json"]);
+    expect([inspect.code, JSON.parse(inspect.stdout).name]).toEqual([0, "ha"]);
+
+    const stop = await cli([...home, "sandbox", "stop", "ha", "never", "hb"]);
+    expect(stop.code).toBe(4);
+    expect(stop.stdout).toBe("ha  Stopped  generation 1\nhb  Stopped  generation 1\n");
+    // (Progress lines besides: "Ready → Stopping"…)
+    expect(stop.stderr.trim().split("\n").filter((l) => l.startsWith("sandgate:"))).toEqual([expect.stringMatching(/^sandgate: .*never/)]);
+
+    const start = await cli([...home, "sandbox", "start", "ha", "hb"]);
+    expect(start.code, start.stderr).toBe(0);
+    expect(start.stdout.trim().split("\n").map((l) => l.split(/\s+/).slice(0, 2).join(" "))).toEqual(["ha Ready", "hb Ready"]);
+
+    const rm = await cli([...home, "sandbox", "rm", "-f", "ha", "hb", "hc"]);
+    expect([rm.code, rm.stdout]).toEqual([0, "ha  deleted\nhb  deleted\nhc  deleted\n"]);
+    expect((await cli([...home, "sandbox", "list", "-q"])).stdout.split("\n")).not.toContain("ha");
+
+    // A secret that is not there is already deleted, as a sandbox is.
+    const secret = await cli([...home, "secret", "delete", "never-set"]);
+    expect([secret.code, secret.stdout, secret.stderr]).toEqual([0, "secret never-set already deleted (there is no such secret)\n", ""]);
+  });
+
   it("item 11: exec -t (and connect) with stdin not a TTY: an error saying so (exit 2), never lost output", async () => {
     await cli([...home, "sandbox", "create", "tty"]);
     for (const args of [["sandbox", "exec", "tty", "-t", "--", "echo", "hi"], ["sandbox", "connect", "tty"]]) {
