@@ -194,6 +194,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     ...(opts.watch === undefined ? {} : { watch: opts.watch }),
     secrets: { store: secrets, delivery },
     metrics,
+    observeRequest: (r) => metrics.apiRequest(r),
     stats: new SandboxStats({ store, read, driver }),
     logs: { driver, ...(opts.logs === undefined ? {} : { limits: opts.logs }) },
     execs: lifecycle.execs,

@@ -36,6 +36,8 @@ const FAMILIES: [string, string][] = [
   ["sandgate_monitor_reconnect_attempts_total", "COUNTER"],
   ["sandgate_monitor_watched_sandboxes", "GAUGE"],
   ["sandgate_monitor_recovering_sandboxes", "GAUGE"],
+  ["sandgate_api_requests_total", "COUNTER"],
+  ["sandgate_api_request_duration_seconds", "HISTOGRAM"],
 ];
 
 /** An audit sink's stats with nothing received (the parts under test here are elsewhere). */
@@ -75,6 +77,33 @@ describe("GET /metrics on a running gateway", () => {
       expect(JSON.parse(r.text)).toEqual({ error: { code: "unauthorized", message: "missing or wrong bearer token" } });
       expect(r.text).not.toContain("sandgate_");
     }
+  });
+
+  it("GET /healthz answers \"ok\" with no token (or a wrong one) and says nothing else; other methods on it still need the token", async () => {
+    for (const token of ["", "not-the-token"]) {
+      const r = await t.fetch("/healthz", { headers: token === "" ? {} : { authorization: `Bearer ${token}` } });
+      expect([r.status, r.headers.get("content-type"), await r.text()]).toEqual([200, "text/plain; charset=utf-8", "ok\n"]);
+    }
+    const post = await t.fetch("/healthz", { method: "POST" });
+    expect(post.status).toBe(401);
+    const sub = await t.fetch("/healthz/x");
+    expect(sub.status).toBe(401);
+  });
+
+  it("has the process's and runtime's metrics (prom-client's defaults), and counts API requests by route template, method and status", async () => {
+    await t.api("GET", "/v1/sandboxes");
+    await t.api("GET", "/v1/sandboxes/no-such-sandbox");
+    await t.api("GET", "/v1/sandboxes/no-such-sandbox");
+    await t.fetch("/v1/nowhere");
+    const m = await metricsOf(t);
+    for (const family of ["process_cpu_user_seconds_total", "process_resident_memory_bytes", "nodejs_eventloop_lag_seconds", "nodejs_heap_size_used_bytes", "nodejs_version_info"]) expect(m.text, family).toContain(`\n${family}`);
+    expect(m.value("sandgate_api_requests_total", { route: "/v1/sandboxes", method: "GET", status: "200" })).toBeGreaterThanOrEqual(1);
+    expect(m.value("sandgate_api_requests_total", { route: "/v1/sandboxes/:name", method: "GET", status: "404" })).toBe(2);
+    // An unknown path is "unmatched" (and refused for want of the token): never the path itself.
+    expect(m.value("sandgate_api_requests_total", { route: "unmatched", method: "GET", status: "401" })).toBe(1);
+    expect(m.text).not.toContain("no-such-sandbox");
+    expect(m.text).not.toContain("nowhere");
+    expect(m.value("sandgate_api_request_duration_seconds_count", { route: "/v1/sandboxes/:name", method: "GET" })).toBe(2);
   });
 
   it("parses as Prometheus text with every family; phases and transitions follow create, stop, start and delete", async () => {
@@ -130,9 +159,13 @@ describe("GET /metrics on a running gateway", () => {
     expect(m.value("sandgate_lifecycle_transitions_total", { from: "Provisioning", to: "Error", reason: "ProvisioningFailed" })).toBe(1);
     expect(m.value("sandgate_sandboxes", { phase: "Error" })).toBe(1);
     for (const secret of [...names, ...ids, "does-not-exist", "acme", "secret"]) expect(m.text).not.toContain(secret);
-    // Every label value comes from a fixed vocabulary.
-    const values = new Set(Array.from(m.text.matchAll(/="([^"]*)"/g), (x) => x[1]!));
-    for (const v of values) expect(v, v).toMatch(/^(none|Deleted|Provisioning|Ready|Recovering|Stopping|Stopped|Completed|Error|Deleting|ProvisioningFailed|allow|deny|would_deny|out|in|\d+\.\d+\.\d+|[0-9.e+-]+|\+Inf)$/);
+    // Every label value of Sandgate's own families comes from a fixed vocabulary: phases, reasons,
+    // decisions, route templates (never a path), methods, statuses. (prom-client's process and
+    // runtime families label handle types, heap spaces and GC kinds; the name check above covers them.)
+    const ours = m.text.split("\n").filter((l) => l.startsWith("sandgate_")).join("\n");
+    const values = new Set(Array.from(ours.matchAll(/="([^"]*)"/g), (x) => x[1]!));
+    for (const v of values) expect(v, v).toMatch(/^(none|Deleted|Provisioning|Ready|Recovering|Stopping|Stopped|Completed|Error|Deleting|ProvisioningFailed|allow|deny|would_deny|out|in|unmatched|GET|HEAD|POST|PUT|DELETE|\/[a-z0-9/:._-]*|\d+\.\d+\.\d+|[0-9.e+-]+|\+Inf)$/);
+    expect(m.text).toContain('route="/v1/sandboxes/:name"');
   });
 
   it("two gateways in one process keep their own registries", async () => {

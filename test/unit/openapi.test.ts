@@ -181,7 +181,10 @@ describe("the document is OpenAPI 3.1", () => {
   it("errors are ApiError answers, with the codes their status carries", () => {
     expect(doc.components.responses.Conflict).toMatchObject({ content: { "application/json": { schema: { $ref: "#/components/schemas/ApiError" } } } });
     expect(doc.components.responses.Conflict!.description).toMatch(/`already_exists`, `not_allowed`, `stale_generation`/);
-    for (const { path, method, op } of operations(doc)) for (const s of ["400", "401", "500"]) expect(op.responses[s], `${method} ${path} ${s}`).toBeDefined();
+    for (const { path, method, op } of operations(doc)) for (const s of ["400", "500"]) expect(op.responses[s], `${method} ${path} ${s}`).toBeDefined();
+    // 401 on every route but the one answered without the token.
+    for (const { path, method, op } of operations(doc)) expect([`${method} ${path}`, op.responses["401"] !== undefined]).toEqual([`${method} ${path}`, path !== "/healthz"]);
+    expect(operations(doc).find((o) => o.path === "/healthz")!.op).toMatchObject({ security: [] });
   });
 });
 

@@ -4,7 +4,7 @@ import http, { type RequestListener } from "node:http";
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { EXEC_ARGV_MAX_BYTES, LIST_PAGE_MAX } from "./schemas.js";
-import { route } from "./register.js";
+import { isPublicRoute, route } from "./register.js";
 import { buildOpenApi } from "./openapi.js";
 import type { StatusView } from "./responses.js";
 import { PolicyTools, sinceTime } from "../sandboxes/policy-tools.js";
@@ -15,7 +15,7 @@ import type { ComputeDriver } from "../../driver/contract.js";
 import { registerSecretRoutes, type SecretPlaces } from "./secrets-routes.js";
 import { registerStatsRoutes } from "./stats-routes.js";
 import { registerMetricsRoute } from "./metrics-route.js";
-import type { MetricsExposition } from "../metrics/contract.js";
+import type { ApiRequest, MetricsExposition } from "../metrics/contract.js";
 import type { SandboxStats } from "../stats/sandbox-stats.js";
 import { registerFileRoutes } from "./files-routes.js";
 import type { FileTransfers } from "../files/transfers.js";
@@ -44,6 +44,8 @@ export interface ApiContext {
   secrets?: { store: SecretStore; delivery: SecretPlaces };
   /** GET /metrics (Prometheus text), behind the token like the rest. */
   metrics?: MetricsExposition;
+  /** Each API request answered (the metrics' request counters and durations). */
+  observeRequest?: (r: ApiRequest) => void;
   /** GET /v1/sandboxes/:name/stats and GET /v1/stats. */
   stats?: SandboxStats;
   /** Container logs through the driver (GET /v1/sandboxes/:name/logs), with their bounds. */
@@ -104,9 +106,13 @@ export function buildApi(ctx: ApiContext) {
   });
   app.addHook("onResponse", async (req, reply) => {
     req.log.debug({ method: req.method, url: req.url.replace(/\?.*/, ""), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, "request");
+    // By route template, never the path (a sandbox's name stays out of the metrics).
+    ctx.observeRequest?.({ route: req.routeOptions.url ?? "unmatched", method: req.method, status: reply.statusCode, seconds: reply.elapsedTime / 1000 });
   });
 
   app.addHook("onRequest", async (req, reply) => {
+    // GET /healthz says "ok" and nothing else: the one route without the token.
+    if (isPublicRoute(req)) return;
     if (!tokenMatches(req.headers.authorization, ctx.token)) {
       throw new ApiError("unauthorized", "missing or wrong bearer token");
     }
@@ -142,6 +148,7 @@ export function buildApi(ctx: ApiContext) {
   );
 
   // Every route comes from the table (routes.ts) through route(): none is registered undocumented.
+  route(app, "healthz", async (_req, reply) => reply.type("text/plain; charset=utf-8").send("ok\n"));
   route(app, "getStatus", async () => ctx.status());
   let openapi: ReturnType<typeof buildOpenApi> | undefined;
   route(app, "getOpenApi", async () => (openapi ??= buildOpenApi()));

@@ -128,7 +128,10 @@ export function buildOpenApi(): OpenApiDocument {
       else if ("content" in res) responses[status] = { description: res.description, content: { [res.content]: {} } };
       else responses[status] = { description: res.description };
     }
-    for (const status of [...COMMON_ERRORS, ...r.errors].sort((a, b) => a - b)) responses[String(status)] = { $ref: `${RESPONSE_REF}${ERROR_NAMES[status]!}` };
+    for (const status of [...COMMON_ERRORS, ...r.errors].sort((a, b) => a - b)) {
+      if (status === 401 && r.public) continue;
+      responses[String(status)] = { $ref: `${RESPONSE_REF}${ERROR_NAMES[status]!}` };
+    }
     const body = requestBody(r);
     const params = parameters(r);
     (paths[r.path] ??= {})[r.method.toLowerCase()] = {
@@ -136,6 +139,7 @@ export function buildOpenApi(): OpenApiDocument {
       summary: r.summary,
       ...(r.description === undefined ? {} : { description: r.description }),
       tags: [r.tag],
+      ...(r.public ? { security: [] } : {}),
       ...(params.length === 0 ? {} : { parameters: params }),
       ...(body === undefined ? {} : { requestBody: body }),
       responses,
@@ -160,7 +164,7 @@ export function buildOpenApi(): OpenApiDocument {
       title: "Sandgate gateway API",
       version: VERSION,
       description:
-        "The REST API of the Sandgate gateway, which the `sandgate` CLI drives. It listens on loopback only; every route, this document included, needs the bearer token in the gateway's home (`~/.sandgate/token`). Every GET also answers HEAD. Errors are `{\"error\": {\"code\", \"message\"}}`. Generated from the gateway's own schemas (docs/api.md).",
+        "The REST API of the Sandgate gateway, which the `sandgate` CLI drives. It listens on loopback only; every route but `GET /healthz`, this document included, needs the bearer token in the gateway's home (`~/.sandgate/token`). Every GET also answers HEAD. Errors are `{\"error\": {\"code\", \"message\"}}`. Generated from the gateway's own schemas (docs/api.md).",
       license: { name: "Apache-2.0", identifier: "Apache-2.0" },
     },
     servers: [

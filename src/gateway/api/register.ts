@@ -30,6 +30,9 @@ export interface RouteInput<R> {
 
 export type RouteHandler<Op extends HttpOperationId> = (req: FastifyRequest, reply: FastifyReply, input: RouteInput<Route<Op>>) => Answer<Route<Op>> | Promise<Answer<Route<Op>>>;
 
+/** Whether the route a request matched is answered without the token (routes.ts `public`). */
+export const isPublicRoute = (req: FastifyRequest): boolean => (req.routeOptions.config as { public?: boolean } | undefined)?.public === true;
+
 /** The part of a fastify instance (or plugin scope) registration needs. */
 export type RouteTarget = Pick<FastifyInstance<Server, IncomingMessage, ServerResponse, Logger>, "route">;
 
@@ -46,6 +49,8 @@ export function route<Op extends HttpOperationId>(app: RouteTarget, op: Op, hand
   app.route({
     method: r.method,
     url: fastifyPath(r.path),
+    // Read by the token check (api.ts): only a route the table marks public skips it.
+    config: { public: r.public === true },
     handler: (req, reply) =>
       handler(req, reply, {
         query: () => parse(r.query, req.query, "query"),

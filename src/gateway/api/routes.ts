@@ -107,6 +107,8 @@ export interface RouteContract {
   errors: readonly ErrorStatus[];
   /** A WebSocket upgrade, answered by the server's upgrade handler (exec-ws.ts, port-forward-ws.ts), not a fastify route. */
   websocket?: true;
+  /** Answered without the token: it says nothing but that the gateway answers. */
+  public?: true;
 }
 
 // ---- path parameters ----
@@ -138,6 +140,17 @@ export const ROUTES = {
     params: {},
     responses: { 200: json("The OpenAPI document.", z.looseObject({ openapi: z.literal("3.1.0"), info: z.looseObject({ version: z.string() }), paths: z.record(z.string(), z.unknown()) })) },
     errors: [],
+  },
+  healthz: {
+    method: "GET",
+    path: "/healthz",
+    summary: "Liveness",
+    description: "`ok`, and nothing else: the one route answered without the token, for a load balancer's or a supervisor process's liveness check. Anything about the gateway is `GET /v1/status`, with the token.",
+    tag: "gateway",
+    params: {},
+    responses: { 200: { description: "The text `ok`.", content: "text/plain" } },
+    errors: [],
+    public: true,
   },
   getMetrics: {
     method: "GET",

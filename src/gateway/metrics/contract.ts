@@ -18,6 +18,15 @@ export interface GatewayMetrics {
   runtimeCall(call: RuntimeCall): void;
 }
 
+/** One API request answered: its route template (never its path), method, status and time taken. */
+export interface ApiRequest {
+  /** The matched route's template (`/v1/sandboxes/:name`), or "unmatched". */
+  route: string;
+  method: string;
+  status: number;
+  seconds: number;
+}
+
 /** The runtime monitor's connection to Docker. */
 export interface MonitorCounts {
   connected: boolean;

@@ -3,11 +3,11 @@
 // calls) are counted as they happen; phases, the monitor and the proxies' decisions are
 // read from their owners at each scrape. docs/architecture.md lists every family.
 
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { RuntimeCall } from "../../driver/contract.js";
 import type { ErrorCode, Phase, StopCode } from "../../lifecycle/phases.js";
 import { VERSION } from "../../version.js";
-import type { GatewayMetrics, MetricSources, MetricsExposition, PhaseOrDeleted } from "./contract.js";
+import type { ApiRequest, GatewayMetrics, MetricSources, MetricsExposition, PhaseOrDeleted } from "./contract.js";
 
 /**
  * Distinct endpoint labels kept at most; later ones are counted as "other". The driver
@@ -25,9 +25,16 @@ export class PrometheusMetrics implements GatewayMetrics, MetricsExposition {
   readonly #calls: Histogram<"endpoint">;
   readonly #callErrors: Counter<"endpoint" | "error">;
   readonly #endpoints = new Set<string>();
+  readonly #requests: Counter<"route" | "method" | "status">;
+  readonly #requestSeconds: Histogram<"route" | "method">;
+  readonly #routes = new Set<string>();
 
   constructor(sources: MetricSources) {
     const registers = [this.#registry];
+    // The process's and the runtime's own (CPU, memory, heap, event-loop lag, handles, GC): prom-client's defaults.
+    collectDefaultMetrics({ register: this.#registry });
+    this.#requests = new Counter({ name: "sandgate_api_requests_total", help: "API requests answered, by route template, method and status (WebSocket upgrades are not counted here)", labelNames: ["route", "method", "status"], registers });
+    this.#requestSeconds = new Histogram({ name: "sandgate_api_request_duration_seconds", help: "Time to answer an API request, by route template and method (a streamed answer: until it ended)", labelNames: ["route", "method"], buckets: LATENCY_BUCKETS, registers });
     new Gauge({ name: "sandgate_build_info", help: "The gateway's version (always 1)", labelNames: ["version"], registers }).set({ version: VERSION }, 1);
     new Gauge({
       name: "sandgate_sandboxes",
@@ -111,6 +118,20 @@ export class PrometheusMetrics implements GatewayMetrics, MetricsExposition {
     const endpoint = this.#endpoint(call.endpoint);
     if (call.seconds !== null) this.#calls.observe({ endpoint }, call.seconds);
     if (call.error !== null) this.#callErrors.inc({ endpoint, error: call.error });
+  }
+
+  apiRequest(r: ApiRequest): void {
+    const route = this.#route(r.route);
+    this.#requests.inc({ route, method: r.method, status: String(r.status) });
+    this.#requestSeconds.observe({ route, method: r.method }, Math.max(0, r.seconds));
+  }
+
+  /** Route templates are a fixed set; this bounds them anyway, as #endpoint does. */
+  #route(r: string): string {
+    if (this.#routes.has(r)) return r;
+    if (this.#routes.size >= MAX_ENDPOINTS) return "other";
+    this.#routes.add(r);
+    return r;
   }
 
   #endpoint(e: string): string {
