@@ -1,5 +1,8 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --
 // Thin launcher: runs the compiled CLI when built, else the TypeScript source via tsx.
+// "node --" (the shebang): node reads no option of its own after it. Without it node takes
+// NODE_OPTIONS from a `--env-file FILE` anywhere on the command line, and that flag here is
+// the sandbox's (`sandbox create --env-file`), never the CLI's.
 // Refuses an older node first, in one line: the code below it is built for Node 24, and
 // 24.5 is the first whose http and https honour NODE_USE_ENV_PROXY (package.json engines).
 const [major, minor] = process.versions.node.split(".").map(Number);

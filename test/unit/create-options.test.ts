@@ -4,9 +4,10 @@
 // making a new generation.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cli, type CliRun } from "../support/cli-runner.js";
+import { cli, runProgram, type CliRun } from "../support/cli-runner.js";
+import { PROJECT_ROOT } from "../support/cli-build.js";
 import { MemoryDriver } from "../support/memory-driver.js";
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 
@@ -36,6 +37,8 @@ function oneLine(r: CliRun): string {
 
 const get = async (name: string) => (await t.api("GET", `/v1/sandboxes/${name}`)).body;
 const phaseOf = (name: string, phase: string, ms = 20_000) => eventually(async () => ((await get(name)).phase === phase ? get(name) : undefined), ms, `${name} ${phase}`);
+
+const BIN = join(PROJECT_ROOT, "bin", "sandgate.js");
 
 describe("create options", () => {
   it("--workdir, --env-file (with -e over it), --ttl and --idle-stop reach the spec; get shows them", async () => {
@@ -75,6 +78,16 @@ describe("create options", () => {
     }
     expect((await t.api("GET", "/v1/sandboxes/never")).status).toBe(404);
   }, 60_000);
+
+  it("the sandbox's --env-file is the sandbox's only: NODE_OPTIONS in it reaches the spec, never the CLI's own node (issue 31, item 6)", async () => {
+    const file = join(dir, "node.env");
+    // Were the CLI's node to read it, an 8 MiB heap would crash it with a V8 trace.
+    writeFileSync(file, "NODE_OPTIONS=--max-old-space-size=8 --require /nonexistent/preload.js\nNODE_EXTRA_CA_CERTS=/nonexistent.pem\n");
+    // The command as a user runs it: bin/sandgate.js by its shebang (node first on PATH).
+    const r = await runProgram(BIN, [...home, "sandbox", "create", "nodeenv", "--env-file", file], { env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ""}`, SANDGATE_URL: undefined, SANDGATE_TOKEN: undefined } });
+    expect([r.code, r.stderr]).toEqual([0, expect.not.stringMatching(/V8|heap|Cannot find module|Warning/)]);
+    expect((await get("nodeenv")).spec.env).toEqual({ NODE_OPTIONS: "--max-old-space-size=8 --require /nonexistent/preload.js", NODE_EXTRA_CA_CERTS: "/nonexistent.pem" });
+  });
 
   it("the API checks them too: 400 naming the field", async () => {
     for (const [body, message] of [
