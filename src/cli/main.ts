@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --
 // Entry point of the `sandgate` command.
 import { main } from "./program.js";
 
