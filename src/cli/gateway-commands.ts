@@ -19,6 +19,8 @@ import { DEFAULT_UID_BASE, parseUidBase } from "../driver/docker/host-ids.js";
 import { CONTAINER_LOG_LIMITS, DEFAULT_CONTAINER_LOG } from "../driver/docker/log-config.js";
 import { DEFAULT_LOG_LIMITS } from "../gateway/api/logs-routes.js";
 import { formatSize, parseByteSize } from "../util/byte-size.js";
+import { readOriginCa, type OriginCa } from "../util/origin-ca.js";
+import { resolve as resolvePath } from "node:path";
 
 const LOG_STREAMS = { min: 1, max: 100_000 };
 import { DEFAULT_DETACHED_EXECS, DETACHED_EXECS_RANGE } from "../gateway/sandboxes/detached-execs.js";
@@ -112,6 +114,7 @@ export function gatewayCommands(global: () => Common): Command {
     .option("--idle-timeout <duration>", `a kept-alive connection with no request in flight is closed after this long, on the same listeners (${CONNECTION_BOUNDS_RANGES.idleTimeout.minS}s-1h; env SANDGATE_IDLE_TIMEOUT; default ${DEFAULT_CONNECTION_BOUNDS.idleTimeoutMs / 1000}s)`)
     .option("--max-connections <n>", `authenticated connections per listener; the supervisor endpoint holds one per running sandbox; past it a newly authenticated one is refused (${CONNECTION_BOUNDS_RANGES.maxAuthenticated.min}-${CONNECTION_BOUNDS_RANGES.maxAuthenticated.max}; env SANDGATE_MAX_CONNECTIONS; default ${DEFAULT_CONNECTION_BOUNDS.maxAuthenticated})`)
     .option("--max-unauthenticated <n>", `connections not yet authenticated per listener; past it the oldest is closed to admit the new one (${CONNECTION_BOUNDS_RANGES.maxUnauthenticated.min}-${CONNECTION_BOUNDS_RANGES.maxUnauthenticated.max}; env SANDGATE_MAX_UNAUTHENTICATED; default ${DEFAULT_CONNECTION_BOUNDS.maxUnauthenticated})`)
+    .option("--origin-ca <file>", "a PEM file of CAs the supervisors trust for origins besides the system roots (an origin on a private CA); a sandbox takes them when it starts, so running ones need `sandbox restart` (env SANDGATE_ORIGIN_CA; default: none)")
     .option("--proxy-connections <n>", `connections a sandbox's workload may hold open to its proxy; past it a new one is refused at once and counted in its audit trail (${PROXY_BOUNDS_RANGE.max.min}-${PROXY_BOUNDS_RANGE.max.max}; env SANDGATE_PROXY_CONNECTIONS; default ${DEFAULT_PROXY_BOUNDS.max})`)
     .option(
       "--resolver <addr>",
@@ -119,7 +122,7 @@ export function gatewayCommands(global: () => Common): Command {
       (v: string, prev: string[]) => [...prev, v],
       [] as string[],
     )
-    .action(async (raw: { listen: string[]; port?: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string; containerLogSize?: string; containerLogFiles?: string; logStreams?: string; detachedExecs?: string; proposalsPending?: string; proposalsKept?: string; sandboxSubnets?: string; headerTimeout?: string; idleTimeout?: string; maxConnections?: string; maxUnauthenticated?: string; proxyConnections?: string }) => {
+    .action(async (raw: { listen: string[]; port?: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string; containerLogSize?: string; containerLogFiles?: string; logStreams?: string; detachedExecs?: string; proposalsPending?: string; proposalsKept?: string; sandboxSubnets?: string; headerTimeout?: string; idleTimeout?: string; maxConnections?: string; maxUnauthenticated?: string; proxyConnections?: string; originCa?: string }) => {
       // Every setting is checked before anything starts: flag, else environment, else default.
       const env = process.env;
       const o = {
@@ -160,6 +163,11 @@ export function gatewayCommands(global: () => Common): Command {
             return formatCidr(r.range);
           }),
         ),
+        originCa: setting(() => {
+          const flag = raw.originCa !== undefined;
+          const path = flag ? raw.originCa : env.SANDGATE_ORIGIN_CA;
+          return path === undefined || path === "" ? undefined : readOriginCa(flag ? "--origin-ca" : "SANDGATE_ORIGIN_CA", path);
+        }),
         logStreams: setting(() => fromFlagOrEnv({ name: "--log-streams", value: raw.logStreams }, { name: "SANDGATE_LOG_STREAMS", value: env.SANDGATE_LOG_STREAMS }, DEFAULT_LOG_LIMITS.maxStreams, (w, r) => parseInteger(w, r, LOG_STREAMS))),
         connections: {
           headerTimeoutS: setting(() => fromFlagOrEnv({ name: "--header-timeout", value: raw.headerTimeout }, { name: "SANDGATE_HEADER_TIMEOUT", value: env.SANDGATE_HEADER_TIMEOUT }, DEFAULT_CONNECTION_BOUNDS.headerTimeoutMs / 1000, (w, r) => parseDuration(w, r, CONNECTION_BOUNDS_RANGES.headerTimeout))),
@@ -189,7 +197,7 @@ export function gatewayCommands(global: () => Common): Command {
       }
       if (raw.detach) return detach(paths.dir, paths.log, o);
       const { runGatewayForeground } = await import("./gateway-run.js");
-      await runGatewayForeground({ home: paths, listen: o.listen, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor, containerLog: o.containerLog, logStreams: o.logStreams, detachedExecs: o.detachedExecs, proposals: o.proposals, files: o.files, sandboxSubnets: o.sandboxSubnets, connections: o.connections });
+      await runGatewayForeground({ home: paths, listen: o.listen, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor, containerLog: o.containerLog, logStreams: o.logStreams, detachedExecs: o.detachedExecs, proposals: o.proposals, files: o.files, sandboxSubnets: o.sandboxSubnets, connections: o.connections, ...(o.originCa === undefined ? {} : { originCa: o.originCa }) });
     });
 
   gw.command("status")
@@ -321,11 +329,11 @@ function readable(line: string): string {
  * showing its start-up steps from the log as they come. When it exits first,
  * say so at once with the last lines it logged.
  */
-async function detach(homeDir: string, logPath: string, o: { listen: readonly ListenAddress[]; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number }; containerLog: { maxBytes: number; files: number }; logStreams: number; detachedExecs: number; proposals: { pending: number; kept: number }; sandboxSubnets: string; connections: ConnectionSettings }): Promise<void> {
+async function detach(homeDir: string, logPath: string, o: { listen: readonly ListenAddress[]; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number }; containerLog: { maxBytes: number; files: number }; logStreams: number; detachedExecs: number; proposals: { pending: number; kept: number }; sandboxSubnets: string; connections: ConnectionSettings; originCa?: OriginCa }): Promise<void> {
   ensureHomeDir(resolveHome(homeDir));
   const out = openSync(logPath, "a");
   const from = statSync(logPath).size;
-  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", ...o.listen.flatMap((a) => ["--listen", formatListenAddress(a)]), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb), "--container-log-size", String(o.containerLog.maxBytes), "--container-log-files", String(o.containerLog.files), "--log-streams", String(o.logStreams), "--detached-execs", String(o.detachedExecs), "--proposals-pending", String(o.proposals.pending), "--proposals-kept", String(o.proposals.kept), "--sandbox-subnets", o.sandboxSubnets, ...connectionArgs(o.connections)];
+  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", ...o.listen.flatMap((a) => ["--listen", formatListenAddress(a)]), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb), "--container-log-size", String(o.containerLog.maxBytes), "--container-log-files", String(o.containerLog.files), "--log-streams", String(o.logStreams), "--detached-execs", String(o.detachedExecs), "--proposals-pending", String(o.proposals.pending), "--proposals-kept", String(o.proposals.kept), "--sandbox-subnets", o.sandboxSubnets, ...(o.originCa === undefined ? [] : ["--origin-ca", resolvePath(o.originCa.path)]), ...connectionArgs(o.connections)];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out] });
   let exited: { code: number | null; signal: string | null } | null = null;
   child.once("exit", (code, signal) => (exited = { code, signal }));

@@ -1,5 +1,6 @@
 // Runs the gateway in this process until SIGTERM/SIGINT, on the Docker driver.
 
+import type { OriginCa } from "../util/origin-ca.js";
 import type { HomePaths } from "../gateway/home.js";
 import { startGateway } from "../gateway/gateway.js";
 import { createLogger } from "../gateway/logger.js";
@@ -12,7 +13,7 @@ import { portForwardLimitsFromEnv } from "../gateway/api/port-forward-ws.js";
 import type { FilesLimits } from "../gateway/files/limits.js";
 import type { ListenAddress } from "../gateway/api/listen-address.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; listen: readonly ListenAddress[]; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; containerLog?: { maxBytes: number; files: number }; logStreams?: number; detachedExecs?: number; proposals?: { pending: number; kept: number }; files?: FilesLimits; sandboxSubnets?: string; connections?: { headerTimeoutS: number; idleTimeoutS: number; maxConnections: number; maxUnauthenticated: number; proxyConnections: number } }): Promise<void> {
+export async function runGatewayForeground(opts: { home: HomePaths; listen: readonly ListenAddress[]; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; containerLog?: { maxBytes: number; files: number }; logStreams?: number; detachedExecs?: number; proposals?: { pending: number; kept: number }; files?: FilesLimits; sandboxSubnets?: string; originCa?: OriginCa; connections?: { headerTimeoutS: number; idleTimeoutS: number; maxConnections: number; maxUnauthenticated: number; proxyConnections: number } }): Promise<void> {
   let portForward: ReturnType<typeof portForwardLimitsFromEnv>;
   try {
     portForward = portForwardLimitsFromEnv(process.env);
@@ -25,7 +26,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; listen: read
   const log = createLogger({ level: opts.logLevel });
   let driver: DockerDriver;
   try {
-    driver = DockerDriver.fromEnv({ log, homeDir: opts.home.dir, ...(opts.uidBase === undefined ? {} : { ids: roleIds(opts.uidBase) }), ...(opts.supervisor === undefined ? {} : { supervisor: opts.supervisor }), ...(opts.containerLog === undefined ? {} : { containerLog: opts.containerLog }), ...(opts.sandboxSubnets === undefined ? {} : { sandboxSubnets: opts.sandboxSubnets }) });
+    driver = DockerDriver.fromEnv({ log, homeDir: opts.home.dir, ...(opts.originCa === undefined ? {} : { originCaPem: opts.originCa.pem }), ...(opts.uidBase === undefined ? {} : { ids: roleIds(opts.uidBase) }), ...(opts.supervisor === undefined ? {} : { supervisor: opts.supervisor }), ...(opts.containerLog === undefined ? {} : { containerLog: opts.containerLog }), ...(opts.sandboxSubnets === undefined ? {} : { sandboxSubnets: opts.sandboxSubnets }) });
   } catch (err) {
     throw new CliError(`cannot use the Docker daemon: ${(err as Error).message}`, EXIT.usage);
   }
@@ -45,6 +46,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; listen: read
       resolvers: opts.resolvers,
       portForward,
       supervisorLimits: { cpus: driver.supervisorResources.cpus, memoryMb: driver.supervisorResources.memoryMb },
+      ...(opts.originCa === undefined ? {} : { originCa: { path: opts.originCa.path, subjects: opts.originCa.subjects } }),
       service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000, boundaryDeadlineMs: opts.boundaryDeadlineS * 1000, ...(opts.detachedExecs === undefined ? {} : { detachedExecs: opts.detachedExecs }) },
       ...(opts.audit === undefined
         ? {}

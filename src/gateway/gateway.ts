@@ -59,6 +59,8 @@ export interface GatewayOptions {
   audit?: Partial<AuditLimits>;
   /** The limits each supervisor container runs with, as the driver applies them (shown by GET /v1/status). */
   supervisorLimits?: { cpus: number; memoryMb: number };
+  /** The CAs supervisors trust for origins besides the system roots (`--origin-ca`), for `gateway status`. */
+  originCa?: { path: string; subjects: string[] };
   /** Bounds of watch streams (defaults: DEFAULT_WATCH_LIMITS). */
   watch?: Partial<WatchLimits>;
   /** Bounds of forwarded connections (defaults: DEFAULT_PORT_FORWARD_LIMITS). */
@@ -178,6 +180,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       uptimeSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
       driver: driver.kind,
       ...(opts.supervisorLimits === undefined ? {} : { supervisorLimits: opts.supervisorLimits }),
+      originCa: opts.originCa === undefined ? null : { path: opts.originCa.path, certificates: opts.originCa.subjects.length, subjects: opts.originCa.subjects },
       runtime: runtime.status(),
       api: { listeners: urls, connections: bounds.map((b) => ({ url: b.url(), ...b.bounds.stats() })) },
       supervisorEndpoint: control ? { url: control.url, ...control.stats() } : null,

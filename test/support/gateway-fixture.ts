@@ -67,6 +67,8 @@ export async function startTestGateway(
     connections?: Partial<ConnectionBoundsSettings>;
     /** Connections each workload may hold to its proxy (--proxy-connections). */
     proxyConnections?: number;
+    /** The origin CAs, as `gateway status` shows them (--origin-ca). */
+    originCa?: { path: string; subjects: string[] };
   } = {},
 ): Promise<TestGateway> {
   const home = resolveHome(opts.homeDir ?? mkdtempSync(join(tmpdir(), "sg-home-")));
@@ -80,6 +82,7 @@ export async function startTestGateway(
     ...(opts.listen === undefined ? {} : { listen: opts.listen }),
     ...(opts.connections === undefined ? {} : { connections: opts.connections }),
     ...(opts.proxyConnections === undefined ? {} : { proxyConnections: opts.proxyConnections }),
+    ...(opts.originCa === undefined ? {} : { originCa: opts.originCa }),
   });
   const token = ensureToken(home);
   const approverToken = ensureApproverToken(home);

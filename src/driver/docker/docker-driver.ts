@@ -121,20 +121,6 @@ function must<T>(step: string, r: EngineResult<T>): T {
 /** Lines of a workload's output kept in the event when it exits during start-up. */
 const EXIT_OUTPUT_LINES = 10;
 
-/** SANDGATE_ORIGIN_CA: a PEM file of CAs trusted for origins besides the system roots. */
-function originCa(env: NodeJS.ProcessEnv): { originCaPem?: string } {
-  const path = env.SANDGATE_ORIGIN_CA;
-  if (path === undefined || path === "") return {};
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (err) {
-    throw new ProvisionError(`SANDGATE_ORIGIN_CA: cannot read ${path}: ${(err as Error).message}`);
-  }
-  if (!text.includes("-----BEGIN CERTIFICATE-----")) throw new ProvisionError(`SANDGATE_ORIGIN_CA: ${path} holds no PEM certificate`);
-  return { originCaPem: text };
-}
-
 export class DockerDriver implements ComputeDriver {
   readonly kind = "docker";
   readonly supervised = true;
@@ -187,7 +173,7 @@ export class DockerDriver implements ComputeDriver {
     });
   }
 
-  static fromEnv(opts: { log: Logger; homeDir: string; env?: NodeJS.ProcessEnv; ids?: RoleIds; supervisor?: { cpus: number; memoryMb: number }; containerLog?: ContainerLogBound; sandboxSubnets?: string }): DockerDriver {
+  static fromEnv(opts: { log: Logger; homeDir: string; env?: NodeJS.ProcessEnv; ids?: RoleIds; supervisor?: { cpus: number; memoryMb: number }; containerLog?: ContainerLogBound; sandboxSubnets?: string; originCaPem?: string }): DockerDriver {
     return new DockerDriver({
       engine: EngineClient.fromEnv(opts.env ?? process.env),
       gatewayId: ensureGatewayId(opts.homeDir),
@@ -195,7 +181,7 @@ export class DockerDriver implements ComputeDriver {
       workspaceRoot: join(opts.homeDir, "workspaces"),
       caRoot: join(opts.homeDir, "cas"),
       log: opts.log,
-      ...originCa(opts.env ?? process.env),
+      ...(opts.originCaPem === undefined ? {} : { originCaPem: opts.originCaPem }),
       ...(opts.ids === undefined ? {} : { ids: opts.ids }),
       ...(opts.supervisor === undefined ? {} : { supervisor: opts.supervisor }),
       ...(opts.containerLog === undefined ? {} : { containerLog: opts.containerLog }),

@@ -463,6 +463,10 @@ export const StatusView = z
     uptimeSeconds: count,
     driver: z.string(),
     supervisorLimits: z.strictObject({ cpus: z.number(), memoryMb: z.number() }).optional(),
+    originCa: z
+      .strictObject({ path: z.string(), certificates: count, subjects: z.array(z.string()) })
+      .nullable()
+      .describe("the CAs supervisors trust for origins besides the system roots (gateway start --origin-ca, SANDGATE_ORIGIN_CA), as read at start; a sandbox takes them when it starts"),
     runtime: z.strictObject({ ready: z.boolean(), problem: nullableString }),
     api: z
       .looseObject({ listeners: z.array(z.string()), connections: z.array(ConnectionStatsView.extend({ url: z.string() })) })
