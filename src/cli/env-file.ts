@@ -81,15 +81,15 @@ export function readEnvFiles(files: readonly string[], lookup: (name: string) =>
 }
 
 /** Commander's parser for a repeatable -e KEY=VALUE (a usage error naming the problem). */
-export function envPairArg(v: string, acc: Record<string, string>): Record<string, string> {
+export function envPairArg(v: string, acc: Record<string, string> | undefined): Record<string, string> {
   const p = parseEnvPair(v);
   if (!p.ok) throw new InvalidArgumentError(p.error);
-  const out = Object.assign(Object.create(null) as Record<string, string>, acc);
+  const out = Object.assign(Object.create(null) as Record<string, string>, acc ?? {});
   out[p.name] = p.value;
   return out;
 }
 
 /** --env-file files first, then -e pairs over them (docker's order). */
-export function mergeEnv(files: readonly string[], pairs: Readonly<Record<string, string>>): Record<string, string> {
-  return Object.assign(readEnvFiles(files), pairs);
+export function mergeEnv(files: readonly string[], pairs: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  return Object.assign(readEnvFiles(files), pairs ?? {});
 }

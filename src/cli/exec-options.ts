@@ -12,7 +12,7 @@ import { CliError, EXIT } from "./errors.js";
 import { printJson, table, when } from "./format.js";
 
 export interface ExecFlags {
-  env: Record<string, string>;
+  env?: Record<string, string>;
   envFile: string[];
   workdir?: string;
   user?: string;
@@ -23,7 +23,7 @@ export interface ExecFlags {
 
 export function addExecFlags(cmd: Command): Command {
   return cmd
-    .option("-e, --env <KEY=VALUE>", "set an environment variable for the command (repeatable; wins over --env-file)", envPairArg, {})
+    .option("-e, --env <KEY=VALUE>", "set an environment variable for the command (repeatable; wins over --env-file)", envPairArg)
     .option("--env-file <file>", "read variables from a file: KEY=VALUE lines, # comments, KEY alone takes this shell's value (repeatable)", (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option("-w, --workdir <dir>", "working directory, an absolute path (default: the sandbox's, /sandbox unless created with --workdir)")
     .option("-u, --user <uid[:gid]>", "run as this user: only the workload's own user is allowed (see docs/security.md)")

@@ -24,3 +24,6 @@ export const short = (id: string | undefined, n = 12): string => (id ? id.replac
 export function printJson(value: unknown): void {
   process.stdout.write(JSON.stringify(value, null, 2) + "\n");
 }
+
+/** "1 rule", "2 rules": a count and its noun, which takes an s unless it is one. */
+export const plural = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? "" : "s"}`;

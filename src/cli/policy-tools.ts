@@ -11,7 +11,7 @@ import { parsePolicyYaml } from "../policy/index.js";
 import type { GatewayClient } from "./client.js";
 import { sinceArg } from "./args.js";
 import { CliError, EXIT } from "./errors.js";
-import { printJson, table } from "./format.js";
+import { plural, printJson, table } from "./format.js";
 
 const enc = encodeURIComponent;
 
@@ -26,7 +26,7 @@ export function readPolicyFile(path: string): string {
 export function windowLine(w: AuditWindow): string {
   if (w.records === 0) return "audit window: no recorded egress";
   const more = w.truncated ? " (older records not read; narrow with --since)" : "";
-  return `audit window: ${w.requests} requests in ${w.records} records, ${w.from} to ${w.to}${more}`;
+  return `audit window: ${plural(w.requests, "request")} in ${plural(w.records, "record")}, ${w.from} to ${w.to}${more}`;
 }
 
 const replayRows = (lines: readonly ReplayLine[]): string[][] => lines.map((l) => [String(l.count), l.lastSeen, l.request, l.because]);
@@ -106,7 +106,7 @@ export function addPolicyTools(policy: Command, client: () => GatewayClient): vo
       if (o.json) return printJson(r);
       process.stderr.write(`${windowLine(r.window)}\n`);
       if (r.rules.length === 0) return void process.stderr.write("nothing to suggest: no request or name lookup was denied for want of a rule\n");
-      process.stderr.write(`${r.rules.length} rules covering ${r.covers} denied requests; explicit denies and private addresses are never suggested\n`);
+      process.stderr.write(`${plural(r.rules.length, "rule")} covering ${plural(r.covers, "denied request")}; explicit denies and private addresses are never suggested\n`);
       const guessed = r.fromLookups ?? [];
       if (guessed.length > 0) process.stderr.write(`from refused name lookups only (https on 443 is a guess, check it): ${guessed.join(", ")}\n`);
       process.stdout.write(r.yaml);

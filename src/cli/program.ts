@@ -43,16 +43,19 @@ Exit codes: 0 ok, 1 failed, 2 usage or invalid input, 3 gateway not running,
   const everyCommand = (c: Command): Command[] => [c, ...c.commands.flatMap(everyCommand)];
   for (const c of everyCommand(program)) {
     c.exitOverride();
-    c.configureOutput({ outputError: (str, write) => write(`sandgate: ${usageLine(str)} (run with --help for usage)\n`) });
+    // `sandbox exec demo ls -la`: the command's own options go after --.
+    const takesCommand = c.parent?.name() === "sandbox" && (c.name() === "exec" || c.name() === "create");
+    c.configureOutput({ outputError: (str, write) => write(`sandgate: ${usageLine(str, takesCommand)} (run with --help for usage)\n`) });
   }
   return program;
 }
 
 /** Commander's error text, shortened: our argument parsers' messages already name the flag and the value. */
-function usageLine(str: string): string {
+function usageLine(str: string, takesCommand: boolean): string {
   const text = str.trim().replace(/^error: /, "");
   const ours = /is invalid\. (--[\s\S]*)$/.exec(text);
-  return (ours ? ours[1]! : text).replace(/\s*\n\s*/g, " ");
+  const line = (ours ? ours[1]! : text).replace(/\s*\n\s*/g, " ");
+  return takesCommand && /^unknown option /.test(line) ? `${line}; the command's own options go after --, e.g. sandgate sandbox exec NAME -- ls -la` : line;
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -114,12 +114,12 @@ export function sandboxCommands(global: () => Common): Command {
       .option("--cpus <n>", `CPU limit in cores (${L.cpus.min}-${L.cpus.max})`, decimalArg("--cpus", L.cpus))
       .option("--pids <n>", `process limit (${L.pids.min}-${L.pids.max})`, intArg("--pids", L.pids))
       .option("--disk <size>", "workspace (/sandbox) size, enforced by the kernel: 512M, 10G, 1GiB (default 10G)", diskSize)
-      .option("-e, --env <KEY=VALUE>", "environment variable for the workload (repeatable; wins over --env-file)", envPairArg, {})
+      .option("-e, --env <KEY=VALUE>", "environment variable for the workload (repeatable; wins over --env-file)", envPairArg)
       .option("--label <KEY=VALUE>", "a label to select the sandbox by (repeatable; kept by the gateway, never on containers)", labelArg("--label"))
       .option("--policy <file>", "network policy YAML (see docs/policy.md); default: deny all egress")),
     180,
   ).action(async (name: string, command: string[], _o, cmd: Command) => {
-    const o = opts<Waitable & { image?: string; memory?: number; cpus?: number; pids?: number; disk?: string; env: Record<string, string>; label?: LabelPair[]; policy?: string } & CreateTimeFlags>(cmd);
+    const o = opts<Waitable & { image?: string; memory?: number; cpus?: number; pids?: number; disk?: string; env?: Record<string, string>; label?: LabelPair[]; policy?: string } & CreateTimeFlags>(cmd);
     const client = clientFor(o);
     const time = createTimeBody(o);
     const resources: Record<string, number> = {};

@@ -45,12 +45,19 @@ export function parseDecimal(what: string, raw: string | number, range: IntRange
 const UNIT_S: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86_400 };
 
 /** A duration in seconds, in [minS, maxS]: "60" (seconds), "1.5", "90s", "500ms", "5m", "1h", "7d". */
+/** Whole seconds in the largest unit that divides them ("366 d", "10 m", "90 s"), as durations are written. */
+export function humanSeconds(s: number): string {
+  if (s === 0 || !Number.isInteger(s)) return `${s} s`;
+  for (const [unit, n] of [["d", 86_400], ["h", 3600], ["m", 60]] as const) if (s % n === 0) return `${s / n} ${unit}`;
+  return `${s} s`;
+}
+
 export function parseDuration(what: string, raw: string | number, range: DurationRange): number {
   const text = typeof raw === "number" ? String(raw) : raw.trim();
   const m = /^(\d{1,12}(?:\.\d{1,9})?)(ms|s|m|h|d)?$/.exec(text);
   const s = m ? Number(m[1]) * UNIT_S[m[2] ?? "s"]! : Number.NaN;
   if (!Number.isFinite(s) || s < range.minS || s > range.maxS) {
-    throw new SettingError(`${what} must be a duration from ${range.minS} s to ${range.maxS} s (e.g. 60, 90s, 5m); got ${shown(raw)}`);
+    throw new SettingError(`${what} must be a duration from ${humanSeconds(range.minS)} to ${humanSeconds(range.maxS)} (e.g. 60, 90s, 5m, 2h, 7d); got ${shown(raw)}`);
   }
   return s;
 }

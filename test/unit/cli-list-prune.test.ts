@@ -173,7 +173,7 @@ describe("sandbox prune", () => {
     await fleet("pb", { "pb-1": ["Stopped", 0] });
     const before = state();
     const cases: [string[], RegExp][] = [
-      [["--older-than", "yesterday"], /^sandgate: --older-than must be a duration from 0 s to 315360000 s \(e\.g\. 60, 90s, 5m\); got "yesterday"/],
+      [["--older-than", "yesterday"], /^sandgate: --older-than must be a duration from 0 s to 3650 d \(e\.g\. 60, 90s, 5m, 2h, 7d\); got "yesterday"/],
       [["--older-than", "-1h"], /--older-than must be a duration .*got "-1h"/],
       [["--older-than", "7w"], /--older-than must be a duration .*got "7w"/],
       [["--older-than", "99999d"], /--older-than must be a duration .*got "99999d"/],

@@ -78,7 +78,7 @@ describe("propose, review, approve from the CLI", () => {
     expect(shown.stdout).toContain(`proposal ${pid} of cp1: pending\n`);
     expect(shown.stdout).toContain("reason: pip needs pypi.org\n");
     expect(shown.stdout).toContain("diff:\nagainst revision 1:\nrule added: pypi\n  + https pypi.org:443\n");
-    expect(shown.stdout).toContain("replay of the recorded traffic under it:\naudit window: 4 requests in 1 records, 2026-12-01T02:00:00.000Z to 2026-12-01T02:00:00.000Z\n");
+    expect(shown.stdout).toContain("replay of the recorded traffic under it:\naudit window: 4 requests in 1 record, 2026-12-01T02:00:00.000Z to 2026-12-01T02:00:00.000Z\n");
     expect(shown.stdout).toMatch(/newly allowed: \nCOUNT +LAST SEEN +REQUEST +BECAUSE\n4 +2026-12-01T02:00:00.000Z +https pypi.org:443 +rule pypi\n/);
     // Without --brief: the table, then each pending one's diff and replay, the same text.
     const all = await run("policy", "proposals", "cp1");

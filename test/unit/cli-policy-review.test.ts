@@ -82,7 +82,7 @@ describe("policy validate, diff, replay, suggest: API and CLI against a gateway"
     const r = await run("policy", "suggest", "rev");
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain("host: pypi.org");
-    expect(r.stderr).toMatch(/1 rules covering 4 denied requests/);
+    expect(r.stderr).toMatch(/^1 rule covering 4 denied requests;/m);
     const p = await t.api("GET", "/v1/sandboxes/rev/policy");
     expect(p.body.revision).toBe(1);
   });

@@ -65,9 +65,9 @@ describe("create options", () => {
     const bad = join(dir, "bad.env");
     writeFileSync(bad, "OK=1\n2BAD=x\n");
     for (const [args, line] of [
-      [["--ttl", "0"], /--ttl must be a duration from 1 s to 31622400 s \(e\.g\. 60, 90s, 5m\); got "0"/],
-      [["--ttl", "soon"], /--ttl must be a duration from 1 s to 31622400 s/],
-      [["--idle-stop", "367d"], /--idle-stop must be a duration from 1 s to 31622400 s \(e\.g\. 60, 90s, 5m\); got "367d"/],
+      [["--ttl", "0"], /--ttl must be a duration from 1 s to 366 d \(e\.g\. 60, 90s, 5m, 2h, 7d\); got "0"/],
+      [["--ttl", "soon"], /--ttl must be a duration from 1 s to 366 d/],
+      [["--idle-stop", "367d"], /--idle-stop must be a duration from 1 s to 366 d \(e\.g\. 60, 90s, 5m, 2h, 7d\); got "367d"/],
       [["--workdir", "app"], /^sandgate: --workdir: working directory "app": expected an absolute path \(starting with "\/"\)$/],
       [["--env-file", bad], new RegExp(`^sandgate: --env-file ${bad} line 2: "2BAD" is not a valid variable name`)],
       [["-e", "A B=1"], /"A B" is not a valid variable name/],
@@ -91,8 +91,8 @@ describe("create options", () => {
 
   it("the API checks them too: 400 naming the field", async () => {
     for (const [body, message] of [
-      [{ ttl: "x" }, 'ttl must be a duration from 1 s to 31622400 s (e.g. 60, 90s, 5m); got "x"'],
-      [{ idleStop: 0 }, "idleStop must be a duration from 1 s to 31622400 s (e.g. 60, 90s, 5m); got 0"],
+      [{ ttl: "x" }, 'ttl must be a duration from 1 s to 366 d (e.g. 60, 90s, 5m, 2h, 7d); got "x"'],
+      [{ idleStop: 0 }, "idleStop must be a duration from 1 s to 366 d (e.g. 60, 90s, 5m, 2h, 7d); got 0"],
       [{ workdir: "rel/dir" }, 'workdir: working directory "rel/dir": expected an absolute path (starting with "/")'],
       [{ workdir: "/a\u0000b" }, 'workdir: working directory "/a\\u0000b": contains a control character'],
     ] as const) {

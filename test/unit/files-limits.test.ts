@@ -30,7 +30,7 @@ describe("filesLimitsFromEnv", () => {
     [{ SANDGATE_CP_MAX_ENTRIES: "0" }, 'SANDGATE_CP_MAX_ENTRIES must be a whole number from 1 to 100000000; got "0"'],
     [{ SANDGATE_CP_CONCURRENCY: "1.5" }, 'SANDGATE_CP_CONCURRENCY must be a whole number from 1 to 1024; got "1.5"'],
     [{ SANDGATE_CP_PER_SANDBOX: "-1" }, 'SANDGATE_CP_PER_SANDBOX must be a whole number from 1 to 1024; got "-1"'],
-    [{ SANDGATE_CP_IDLE_TIMEOUT: "never" }, 'SANDGATE_CP_IDLE_TIMEOUT must be a duration from 1 s to 86400 s (e.g. 60, 90s, 5m); got "never"'],
+    [{ SANDGATE_CP_IDLE_TIMEOUT: "never" }, 'SANDGATE_CP_IDLE_TIMEOUT must be a duration from 1 s to 1 d (e.g. 60, 90s, 5m, 2h, 7d); got "never"'],
   ])("%j is refused in one line", (env, message) => {
     expect(() => filesLimitsFromEnv(env)).toThrow(SettingError);
     expect(() => filesLimitsFromEnv(env)).toThrow(message);

@@ -24,7 +24,7 @@ describe("settings", () => {
     const r = { minS: 1, maxS: 86_400 };
     expect([parseDuration("d", "60", r), parseDuration("d", "90s", r), parseDuration("d", "5m", r), parseDuration("d", "1h", r), parseDuration("d", "1500ms", r), parseDuration("d", "2.5", r), parseDuration("d", "1d", r)]).toEqual([60, 90, 300, 3600, 1.5, 2.5, 86_400]);
     for (const bad of ["abc", "0", "-5", "500ms", "25h", "2d", "1w", "NaN", "", "5 m"]) {
-      expect(() => parseDuration("SANDGATE_RECOVERY_DEADLINE", bad, r), bad).toThrow(`SANDGATE_RECOVERY_DEADLINE must be a duration from 1 s to 86400 s (e.g. 60, 90s, 5m); got ${JSON.stringify(bad)}`);
+      expect(() => parseDuration("SANDGATE_RECOVERY_DEADLINE", bad, r), bad).toThrow(`SANDGATE_RECOVERY_DEADLINE must be a duration from 1 s to 1 d (e.g. 60, 90s, 5m, 2h, 7d); got ${JSON.stringify(bad)}`);
     }
   });
 
