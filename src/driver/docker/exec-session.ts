@@ -104,12 +104,21 @@ export async function startExec(engine: EngineClient, containerId: string, opts:
   exitCode.catch(() => undefined);
 
   // Identified at the first signal (an inspect per exec only for the few that get one).
+  /** How many 50 ms looks for the daemon to mark a started exec running (10 s). */
+  const START_WAIT_TRIES = 200;
   let identified: ExecProcess | undefined;
   const signal = async (sig: ExecSignal): Promise<"sent" | "gone"> => {
     if (identified === undefined) {
       if (workloadPid === undefined) throw new ExecError("cannot signal the command: the workload's pid is not known");
-      const r = await engine.execInspect(execId);
+      // Under load the daemon may not yet have marked a started exec running (its output can
+      // arrive first): not running with no exit code is "not yet", waited for; only an exit is gone.
+      let r = await engine.execInspect(execId);
+      for (let i = 0; i < START_WAIT_TRIES && r.kind === "ok" && !r.body.Running && r.body.ExitCode === null; i++) {
+        await new Promise((res) => setTimeout(res, 50));
+        r = await engine.execInspect(execId);
+      }
       if (r.kind !== "ok") throw new ExecError(`cannot signal the command: exec inspect failed: ${describe(r)}`);
+      if (!r.body.Running && r.body.ExitCode === null) throw new ExecError("cannot signal the command: the daemon has not started it yet");
       if (!r.body.Running || !r.body.Pid) return "gone";
       const id = identifyExecProcess(r.body.Pid, workloadPid, proc);
       if (!id.ok) {
