@@ -188,6 +188,9 @@ describe("sandbox names from the gateway", () => {
   it("in bash, where a command takes an existing sandbox, from the gateway the line names (--home or SANDGATE_HOME)", LONG, async () => {
     expect(await complete(["--home", t.home.dir, "sandbox", "get", "cmp-"])).toEqual(["cmp-alpha", "cmp-beta"]);
     expect(await complete(["sandbox", "delete", "o"], { SANDGATE_HOME: t.home.dir })).toEqual(["other"]);
+    // start, stop and delete take several names: each position from the first on is one.
+    expect(await complete(["--home", t.home.dir, "sandbox", "stop", "other", "cmp-a"])).toEqual(["cmp-alpha"]);
+    expect(await complete(["--home", t.home.dir, "sandbox", "rm", "-f", "other", "cmp-alpha", "cmp-b"])).toEqual(["cmp-beta"]);
     expect(await complete(["--home", t.home.dir, "policy", "get", "cmp-b"])).toEqual(["cmp-beta"]);
     expect(await complete(["--home", t.home.dir, "audit", "--tail", "5", "oth"])).toEqual(["other"]);
     // Not where a new name is wanted, and not past the name's position.
@@ -285,9 +288,11 @@ describe("zsh and fish offer what bash offers", () => {
             // Not where a new name is wanted, and not past the name's position.
             [...home, "sandbox", "create", "shl-"],
             [...home, "sandbox", "get", "other", "shl-"],
+            // start, stop and delete take several names: each position from the first on is one.
+            [...home, "sandbox", "stop", "other", "shl-a"],
           ]),
         );
-        expect(got).toEqual([["shl-alpha", "shl-beta"], ["shl-beta"], [], []]);
+        expect(got).toEqual([["shl-alpha", "shl-beta"], ["shl-beta"], [], [], ["shl-alpha"]]);
         expect(await completeIn(shell, [["sandbox", "delete", "o"]], { SANDGATE_HOME: t.home.dir })).toEqual([["other"]]);
       });
     }
