@@ -6,7 +6,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dropCounters, inNetns, programSupervisor, programWorkload, transparentProblem } from "../../src/driver/docker/netns.js";
+import { dropCounters, inNetns, ProcessGone, programSupervisor, programWorkload, transparentProblem } from "../../src/driver/docker/netns.js";
 import { rulesetProblem, routeProblem, supervisorRuleset } from "../../src/driver/docker/transparent-rules.js";
 import { eventually } from "../support/gateway-fixture.js";
 
@@ -81,6 +81,14 @@ describe("the transparent path's namespaces", () => {
   it("never enters the gateway's own namespace", async () => {
     await expect(inNetns(process.pid, ["ip", "route"])).rejects.toThrow(`pid ${process.pid} is in the gateway's own network namespace, not a container's: nothing was changed`);
     await expect(inNetns(2 ** 22 + 1, ["ip", "route"])).rejects.toThrow(/cannot open the network namespace of pid 4194305 \(ENOENT\): the container is gone/);
+  });
+
+  it("a process that has ended is ProcessGone (a workload that exits during start-up, before the daemon says so), not another failure", async () => {
+    const p = spawn("true", { stdio: "ignore" });
+    await new Promise((resolve) => p.on("close", resolve));
+    const err = await programWorkload(p.pid!, t.supervisorIp).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProcessGone);
+    expect(await inNetns(process.pid, ["true"]).catch((e: unknown) => e)).not.toBeInstanceOf(ProcessGone);
   });
 });
 

@@ -54,7 +54,7 @@ import {
 } from "./objects.js";
 import { runtimeChecks, type RuntimeProbes } from "./readiness.js";
 import { healthSocketOf, launchDirOf, launchRootOf, runDirOf, socketPathProblem } from "./launch-paths.js";
-import { dropCounters, programSupervisor, programWorkload, transparentProblem } from "./netns.js";
+import { dropCounters, programSupervisor, programWorkload, ProcessGone, transparentProblem } from "./netns.js";
 
 /** The workload's resolv.conf, in its launch directory (bind-mounted read-only, 0644). */
 const WORKLOAD_RESOLV_FILE = "resolv.conf";
@@ -444,11 +444,13 @@ export class DockerDriver implements ComputeDriver {
     // gateway of an internal network has no address). Verified before Ready (verify).
     // A workload that already exited has no namespace to program and cannot run again
     // (restart policy "no"): verify reports its exit (code and last lines), not a failure of ours.
+    // Its process can be gone before the daemon says so; left unprogrammed it has no route
+    // out at all, and verify reads the path back before Ready, so this stays fail-closed.
     if (workload.State.Running) {
       try {
         await programWorkload(workload.State.Pid, ip);
       } catch (err) {
-        if (!(await this.hasExited(workload.Id))) throw new ProvisionError(`transparent path: ${(err as Error).message}`);
+        if (!(err instanceof ProcessGone) && !(await this.hasExited(workload.Id))) throw new ProvisionError(`transparent path: ${(err as Error).message}`);
       }
     }
     return {

@@ -11,13 +11,16 @@ import { rulesetProblem, routeProblem, supervisorRuleset, workloadRouteArgs, DRO
 
 const RUN_TIMEOUT_MS = 10_000;
 
+/** The process has ended (no /proc/PID/ns/net): its namespace can be neither programmed nor read. */
+export class ProcessGone extends Error {}
+
 /** Runs `argv` in the network namespace of `pid`; resolves with stdout, rejects with one line. */
 export async function inNetns(pid: number, argv: string[], input?: string): Promise<string> {
   let fd: number;
   try {
     fd = openSync(`/proc/${pid}/ns/net`, "r");
   } catch (err) {
-    throw new Error(`cannot open the network namespace of pid ${pid} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): the container is gone`);
+    throw new (["ENOENT", "ESRCH"].includes((err as NodeJS.ErrnoException).code ?? "") ? ProcessGone : Error)(`cannot open the network namespace of pid ${pid} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): the container is gone`);
   }
   try {
     if (fstatSync(fd).ino === statSync("/proc/self/ns/net").ino) throw new Error(`pid ${pid} is in the gateway's own network namespace, not a container's: nothing was changed`);
