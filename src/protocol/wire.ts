@@ -89,7 +89,7 @@ export const auditEventSchema = z.strictObject({
   method: z.optional(z.string().check(z.maxLength(32))),
   path: z.optional(z.string().check(z.maxLength(8192))),
   address: z.optional(z.string().check(z.maxLength(64))),
-  /** Repeats of this decision (same decision, host, port, protocol, reason, rule) since `since`. */
+  /** Repeats of this record (identical in every field but time and traffic) since `since`. */
   count: z.optional(z.int().check(z.minimum(1))),
   since: z.optional(z.string().check(z.maxLength(64))),
   /** Why all egress was denied, when a lockdown was the cause. */

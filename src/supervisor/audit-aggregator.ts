@@ -1,8 +1,9 @@
-// Bounded audit output: the first decision for each (decision, activity, host, port,
-// protocol, reason, rule, revision) goes out in full at once; repeats are counted and go
-// out as one record with `count` (and their traffic summed) per flush interval. A workload hammering a denied host
-// costs one record per second, not one per request. The set of keys is bounded:
-// the least recently seen key is flushed and forgotten first.
+// Bounded audit output: the first record of each kind goes out in full at once; repeats,
+// records identical in everything but their time and traffic, are counted and go out as
+// one record with `count` (and their traffic summed) per flush interval. A workload
+// hammering a denied host costs one record per second, not one per request; two requests
+// that differ in method, path, status, outcome or anything else are never merged. The set
+// of keys is bounded: the least recently seen key is flushed and forgotten first.
 import type { AuditEvent } from "./proxy/index.js";
 
 export interface AggregatorOptions {
@@ -24,7 +25,15 @@ interface Entry {
   idle: number;
 }
 
-const keyOf = (e: AuditEvent): string => JSON.stringify([e.decision, e.activity ?? null, e.host, e.port, e.protocol, e.reason ?? null, e.rule ?? null, e.revision ?? null]);
+/** What a repeat may differ in: when it happened and what it moved (summed), and the count itself. */
+type Summed = "type" | "time" | "count" | "since" | "bytesOut" | "bytesIn" | "durationMs";
+/** Every other field of a record: two records are one key only when all of these are equal. */
+const KEY_FIELDS = ["decision", "activity", "reason", "rule", "host", "port", "protocol", "via", "method", "path", "address", "lockdown", "revision", "status"] as const satisfies readonly Exclude<keyof AuditEvent, Summed>[];
+// A field added to the record and not to KEY_FIELDS (or Summed) fails to compile here.
+const everyField: Exclude<keyof AuditEvent, Summed | (typeof KEY_FIELDS)[number]> extends never ? true : never = true;
+void everyField;
+
+const keyOf = (e: AuditEvent): string => JSON.stringify(KEY_FIELDS.map((f) => e[f] ?? null));
 
 export class AuditAggregator {
   readonly #emit: (e: AuditEvent) => void;

@@ -85,6 +85,38 @@ describe("AuditAggregator: traffic and keys", () => {
   });
 });
 
+describe("AuditAggregator: only identical records are merged", () => {
+  const req = (extra: Partial<AuditEvent> = {}): AuditEvent => ({ ...ev("api.test", "allow"), revision: 1, method: "GET", path: "/a", status: 200, bytesOut: 1, bytesIn: 2, durationMs: 3, ...extra });
+  it("requests differing in method, path, status, outcome, route in or address are each a record of their own; the same request again is counted", () => {
+    const out: AuditEvent[] = [];
+    const a = new AuditAggregator((e) => out.push(e), { flushMs: 3_600_000 });
+    const variants: Partial<AuditEvent>[] = [
+      {},
+      { method: "POST" },
+      { path: "/abrupt2" },
+      { status: 502 },
+      { status: 502, reason: "upstream_certificate" },
+      { via: "transparent" },
+      { address: "192.0.2.1" },
+      { activity: "close" },
+      { lockdown: "boundary lost" },
+      { method: undefined, path: undefined, status: undefined }, // the tunnel's own record
+    ];
+    for (const v of variants) a.record(req(v));
+    expect(out).toHaveLength(variants.length);
+    // Identical but for time and traffic: a repeat.
+    a.record(req({ time: "2026-01-01T00:00:09.000Z", bytesIn: 5 }));
+    a.record(req({ path: "/abrupt2", time: "2026-01-01T00:00:10.000Z" }));
+    expect(out).toHaveLength(variants.length);
+    a.flush();
+    expect(out.slice(variants.length).map((e) => [e.path, e.count])).toEqual([
+      ["/a", 1],
+      ["/abrupt2", 1],
+    ]);
+    a.close();
+  });
+});
+
 describe("OCSF: the audit trail as OCSF 1.3 events", () => {
   const rec = (decision: string, event: Record<string, unknown>, count = 1) => ({ seq: 42, sandboxId: "sb-1", generation: 3, time: "2026-12-01T10:00:00.000Z", decision, count, event });
   it("a tunnel's close is a Network Activity Close with its traffic; its opening an Open; a refused CONNECT a Refuse", () => {

@@ -5,6 +5,7 @@ import http from "node:http";
 import net from "node:net";
 import { createHash, randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
+import { eventually } from "../support/gateway-fixture.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { policyFromObject } from "../../src/policy/index.js";
 import type { Policy } from "../../src/policy/index.js";
@@ -641,7 +642,9 @@ describe("egress proxy: upstream failures are not policy denials", () => {
     expect(res.status).toBe(502);
     expect(res.headers["x-proxy-error"]).toBe("sandgate-upstream");
     expect(json(res.body)).toMatchObject({ error: "upstream_unreachable", host: "dead.test", port: dead, code: "ECONNREFUSED" });
-    expect(audits).toEqual([expect.objectContaining({ decision: "allow", address: "127.0.0.1" })]);
+    expect(audits[0]).toEqual(expect.objectContaining({ decision: "allow", address: "127.0.0.1" }));
+    // The request's own record says the origin failed: allowed by the policy, not an exchange.
+    expect(await eventually(() => audits.find((e) => e.status !== undefined), 10_000, "the request's record")).toMatchObject({ status: 502, reason: "upstream_unreachable" });
   });
 
   it("answers 502 on NXDOMAIN and 504 when DNS does not answer in time", async () => {

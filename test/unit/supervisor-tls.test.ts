@@ -5,6 +5,7 @@ import http from "node:http";
 import https from "node:https";
 import net from "node:net";
 import tls from "node:tls";
+import { eventually } from "../support/gateway-fixture.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { policyFromObject, type Policy } from "../../src/policy/index.js";
 import { PolicyHolder } from "../../src/supervisor/policy-holder.js";
@@ -125,6 +126,9 @@ describe("https with L7 rules is terminated in the proxy", () => {
       expect(r.status).toBe(502);
       expect(r.headers["x-proxy-error"]).toBe("sandgate-upstream-tls");
       expect(JSON.parse(r.body)).toMatchObject({ error: "upstream_certificate", code: "ERR_TLS_CERT_ALTNAME_INVALID" });
+      // Allowed by the policy, yet its own outcome in the audit: not a plain allow.
+      const rec = await eventually(() => audit.find((e) => e.host === "wrong.test" && e.status !== undefined), 10_000, "the request's record");
+      expect(rec).toMatchObject({ decision: "allow", method: "GET", path: "/x", status: 502, reason: "upstream_certificate" });
     } finally {
       holder.replace(withRules(), 3);
     }

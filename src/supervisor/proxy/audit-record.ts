@@ -35,10 +35,16 @@ export function decisionRecord(t: Target, o: AuditedDecision, revision: number |
   return event;
 }
 
-/** A request's record once its response is over: what it exchanged with the origin, its status. */
-export function exchangeRecord(event: AuditEvent, moved: { bytesOut: number; bytesIn: number }, durationMs: number, status: number): AuditEvent {
+/**
+ * A request's record once its response is over: what it exchanged with the origin, its
+ * status, and `upstream` (the reason) when the proxy answered for an origin it could not
+ * reach or trust: allowed by the policy, yet not an exchange with the origin.
+ */
+export function exchangeRecord(event: AuditEvent, moved: { bytesOut: number; bytesIn: number }, durationMs: number, status: number, upstream?: string): AuditEvent {
   // Object.assign, not a spread with more properties: node 20's V8 takes a slow path there (~10 µs a record).
-  return Object.assign({}, event, { bytesOut: moved.bytesOut, bytesIn: moved.bytesIn, durationMs, status });
+  const out = Object.assign({}, event, { bytesOut: moved.bytesOut, bytesIn: moved.bytesIn, durationMs, status });
+  if (upstream !== undefined && event.reason === undefined) out.reason = upstream;
+  return out;
 }
 
 /** A tunnel's (or WebSocket's) close record: its opening record with what it moved. */

@@ -8,6 +8,7 @@ import type { PolicyHolder } from "../policy-holder.js";
 import type { Logger } from "../logger.js";
 import { errorFields } from "../logger.js";
 import { closeRecord, decisionRecord, exchangeRecord, type AuditedDecision } from "./audit-record.js";
+import { UPSTREAM_CERTIFICATE, UPSTREAM_ERROR, UPSTREAM_TLS_ERROR, UPSTREAM_UNREACHABLE } from "./refusals.js";
 import type { Target } from "./target.js";
 import { meter, type Traffic } from "./traffic.js";
 import type { AuditEvent } from "./types.js";
@@ -31,6 +32,12 @@ export interface Auditor {
   atClose(event: AuditEvent, socket: Duplex): () => void;
 }
 
+/** The proxy answered for an origin it could not reach or trust: that outcome, else undefined. */
+function upstreamFailure(res: http.ServerResponse): string | undefined {
+  const said = res.getHeader("x-proxy-error");
+  return said === UPSTREAM_TLS_ERROR ? UPSTREAM_CERTIFICATE : said === UPSTREAM_ERROR ? UPSTREAM_UNREACHABLE : undefined;
+}
+
 export function createAuditor(sink: (event: AuditEvent) => void, policy: PolicyHolder, logger: Logger): Auditor {
   const record = (t: Target, o: AuditedDecision): AuditEvent => decisionRecord(t, o, policy.current()?.revision, new Date().toISOString());
   const emit = (event: AuditEvent): void => {
@@ -47,7 +54,7 @@ export function createAuditor(sink: (event: AuditEvent) => void, policy: PolicyH
     atEnd(event, res) {
       const t0 = Date.now();
       let measured: (() => Traffic) | undefined;
-      res.once("close", () => emit(exchangeRecord(event, measured?.() ?? { bytesOut: 0, bytesIn: 0 }, Date.now() - t0, res.statusCode)));
+      res.once("close", () => emit(exchangeRecord(event, measured?.() ?? { bytesOut: 0, bytesIn: 0 }, Date.now() - t0, res.statusCode, upstreamFailure(res))));
       return (upReq) => upReq.once("socket", (socket: net.Socket) => (measured = meter(socket, "origin")));
     },
     atClose(event, socket) {

@@ -9,6 +9,10 @@ export const UPSTREAM_ERROR = "sandgate-upstream";
 export const UPSTREAM_TLS_ERROR = "sandgate-upstream-tls";
 export const PROXY_ERROR = "sandgate-proxy";
 
+/** A request's audit reason when the policy allowed it and the origin failed: its own outcome, not a plain allow. */
+export const UPSTREAM_UNREACHABLE = "upstream_unreachable";
+export const UPSTREAM_CERTIFICATE = "upstream_certificate";
+
 /** The policy (or the address check, or a credential rule) refused it. */
 export interface Denial {
   kind: "deny";
@@ -46,7 +50,7 @@ export function denialBody(t: Target, o: Denial): object {
 
 export function unreachableBody(t: Target, o: Unreachable, address?: string): object {
   return {
-    error: "upstream_unreachable",
+    error: UPSTREAM_UNREACHABLE,
     ...targetFields(t),
     code: o.code,
     message: o.message,
@@ -56,7 +60,7 @@ export function unreachableBody(t: Target, o: Unreachable, address?: string): ob
 
 /** The origin's certificate failed the proxy's verification (tls/terminate.ts isCertificateError). */
 export function certificateBody(t: Target, err: NodeJS.ErrnoException): object {
-  return { error: "upstream_certificate", host: t.host, port: t.port, code: err.code ?? "TLS", message: err.message };
+  return { error: UPSTREAM_CERTIFICATE, host: t.host, port: t.port, code: err.code ?? "TLS", message: err.message };
 }
 
 const badRequest = (message: string): object => ({ error: "bad_request", message });

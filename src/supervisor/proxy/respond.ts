@@ -24,7 +24,9 @@ export function sendJson(res: http.ServerResponse, status: number, proxyError: s
   };
   // An unread request body would otherwise have to be drained to keep the connection.
   if (close) headers.connection = "close";
-  res.writeHead(status, headers);
+  // Set, not passed to writeHead: the audit record reads X-Proxy-Error back (auditor.ts).
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value!);
+  res.writeHead(status);
   res.end(json);
 }
 
