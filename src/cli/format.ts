@@ -26,4 +26,5 @@ export function printJson(value: unknown): void {
 }
 
 /** "1 rule", "2 rules": a count and its noun, which takes an s unless it is one. */
-export const plural = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? "" : "s"}`;
+/** "1 rule", "2 rules"; `many` for a noun whose plural is not noun + s ("deny entries"). */
+export const plural = (n: number, noun: string, many = `${noun}s`): string => `${n} ${n === 1 ? noun : many}`;

@@ -60,10 +60,12 @@ export function addPolicyTools(policy: Command, client: () => GatewayClient): vo
       const parsed = parsePolicyYaml(readPolicyFile(file));
       const errors = parsed.ok ? [checkFilesystemPolicy(parsed.policy)].filter((e): e is string => e !== null) : parsed.errors;
       if (o.json) printJson({ valid: errors.length === 0, errors });
-      if (errors.length > 0) throw new CliError(`${file}: invalid policy: ${errors.join("; ")}`, EXIT.usage);
+      // One problem on its line; several, one per line under a line that counts them.
+      if (errors.length === 1) throw new CliError(`${file}: invalid policy: ${errors[0]}`, EXIT.usage);
+      if (errors.length > 1) throw new CliError(`${file}: invalid policy, ${errors.length} problems:\n${errors.map((e) => `  ${e}`).join("\n")}`, EXIT.usage);
       if (!o.json && parsed.ok) {
         const n = parsed.policy.network;
-        process.stdout.write(`${file}: valid (${n.rules.length} rules, ${n.deny.length} deny entries)\n`);
+        process.stdout.write(`${file}: valid (${plural(n.rules.length, "rule")}, ${plural(n.deny.length, "deny entry", "deny entries")})\n`);
       }
     });
 
@@ -102,13 +104,16 @@ export function addPolicyTools(policy: Command, client: () => GatewayClient): vo
     .option("--json", "print as JSON")
     .action(async (name: string, o: { since?: string; json?: boolean }) => {
       const q = o.since !== undefined ? `?since=${enc(o.since)}` : "";
-      const r = await client().request<{ revision: number; window: AuditWindow; covers: number; fromLookups?: string[]; yaml: string; rules: unknown[] }>("GET", `/v1/sandboxes/${enc(name)}/policy/suggest${q}`);
+      const r = await client().request<{ revision: number; window: AuditWindow; covers: number; fromLookups?: string[]; privateHosts?: string[]; yaml: string; rulesYaml?: string; rules: unknown[] }>("GET", `/v1/sandboxes/${enc(name)}/policy/suggest${q}`);
       if (o.json) return printJson(r);
       process.stderr.write(`${windowLine(r.window)}\n`);
       if (r.rules.length === 0) return void process.stderr.write("nothing to suggest: no request or name lookup was denied for want of a rule\n");
-      process.stderr.write(`${plural(r.rules.length, "rule")} covering ${plural(r.covers, "denied request")}; explicit denies and private addresses are never suggested\n`);
+      process.stderr.write(`${plural(r.rules.length, "rule")} covering ${plural(r.covers, "denied request")}, added to revision ${r.revision}'s policy below; explicit denies and private-address denials are never suggested\n`);
       const guessed = r.fromLookups ?? [];
       if (guessed.length > 0) process.stderr.write(`from refused name lookups only (https on 443 is a guess, check it): ${guessed.join(", ")}\n`);
+      const privateHosts = r.privateHosts ?? [];
+      if (privateHosts.length > 0) process.stderr.write(`allowPrivate for the private address each was seen at (check it is meant): ${privateHosts.join(", ")}\n`);
+      process.stderr.write(`review it, then: sandgate policy validate FILE && sandgate policy set ${name} --policy FILE\n`);
       process.stdout.write(r.yaml);
     });
 }

@@ -17,6 +17,8 @@ export interface RecordedDecision {
   decision: "allow" | "deny" | "would_deny";
   /** Why it was denied (or would be), when it was (lockdowns and unreachable names are skipped). */
   reason?: string;
+  /** The checked address it went to, when the record has one (e.g. let through by audit mode). */
+  address?: string;
   count: number;
   time: string;
 }

@@ -1,7 +1,11 @@
 // A minimal set of rules that would allow what the audit trail shows was denied (or let
-// through by audit mode as would-deny) for want of a rule, for a person to review. Pure. Explicit denies, private addresses
+// through by audit mode as would-deny) for want of a rule, for a person to review. Pure. Explicit denies, private-address denials
 // and lockdowns are never suggested away. Names the workload's resolver refused (dns_denied)
 // are suggested too, as https on 443 (a lookup says which name, not which port: marked so).
+// A suggested rule whose host the trail saw at a private address (audit mode records where a
+// request went) allows exactly that address, or it would allow nothing; rule names are unique
+// within the policy it joins.
+import { checkResolvedAddress, NO_HOST_ADDRESSES } from "./address.js";
 import { nameDecision } from "./dns.js";
 import { evaluate } from "./evaluate.js";
 import type { RecordedDecision } from "./replay.js";
@@ -22,6 +26,8 @@ export interface Suggestion {
   covers: number;
   /** Names whose rule comes from a refused lookup alone: its protocol and port are a guess (https, 443). */
   fromLookups: string[];
+  /** Hosts whose rule allows the private address the trail saw them at (allowPrivate), to review. */
+  privateHosts: string[];
 }
 
 /** A name the workload's resolver refused (a dns_denied record; repeats counted). */
@@ -33,10 +39,30 @@ export interface DeniedLookup {
 /** The port and protocol suggested for a name that was only looked up: what most lookups are for. */
 const LOOKUP_GUESS = { port: 443, protocol: "https" as const };
 
-const ruleName = (host: string, port: number): string => `suggested-${host.replace(/[^a-z0-9-]/g, "-")}-${port}`.slice(0, 63);
+const MAX_NAME = 63;
+const ruleName = (host: string, port: number): string => `suggested-${host.replace(/[^a-z0-9-]/g, "-")}-${port}`.slice(0, MAX_NAME);
+
+/** `base`, or with its protocol, or numbered, whichever is not yet taken (the policy's names and earlier suggestions). */
+function uniqueName(base: string, protocol: string, taken: Set<string>): string {
+  const tries = [base, `${base.slice(0, MAX_NAME - protocol.length - 1)}-${protocol}`];
+  for (let n = 2; ; n++) {
+    const name = tries.shift() ?? `${base.slice(0, MAX_NAME - String(n).length - 1)}-${n}`;
+    if (!taken.has(name)) {
+      taken.add(name);
+      return name;
+    }
+  }
+}
+
+/** `address` as the one-address range allowPrivate takes, when it is private (never a malformed one). */
+function privateRange(address: string): string | undefined {
+  const c = checkResolvedAddress(address, [], NO_HOST_ADDRESSES);
+  if (c.ok || c.reason !== "private_address") return undefined;
+  return address.includes(":") ? `${address}/128` : `${address}/32`;
+}
 
 export function suggestRules(records: readonly RecordedDecision[], current: Policy, lookups: readonly DeniedLookup[] = []): Suggestion {
-  const groups = new Map<string, { host: string; port: number; protocol: RecordedDecision["protocol"]; methods: Set<string>; paths: Set<string>; count: number }>();
+  const groups = new Map<string, { host: string; port: number; protocol: RecordedDecision["protocol"]; methods: Set<string>; paths: Set<string>; count: number; privateRanges: Set<string> }>();
   for (const r of records) {
     // Denied, or let through by audit mode only: both are what a rule would have to allow.
     if (r.decision === "allow" || r.reason === undefined || !SUGGESTABLE.has(r.reason)) continue;
@@ -45,8 +71,10 @@ export function suggestRules(records: readonly RecordedDecision[], current: Poli
     const now = evaluate(current, req);
     if (now.allow && now.wouldDeny === undefined) continue;
     const key = `${r.protocol} ${r.host}:${r.port}`;
-    const g = groups.get(key) ?? { host: r.host, port: r.port, protocol: r.protocol, methods: new Set<string>(), paths: new Set<string>(), count: 0 };
+    const g = groups.get(key) ?? { host: r.host, port: r.port, protocol: r.protocol, methods: new Set<string>(), paths: new Set<string>(), count: 0, privateRanges: new Set<string>() };
     g.count += r.count;
+    const range = r.address === undefined ? undefined : privateRange(r.address);
+    if (range !== undefined) g.privateRanges.add(range);
     if (r.protocol === "http") {
       g.methods.add(r.method ?? "GET");
       g.paths.add(pathGlob(r.path ?? "/"));
@@ -70,16 +98,20 @@ export function suggestRules(records: readonly RecordedDecision[], current: Poli
     if (!SUGGESTABLE.has((guess.allow ? guess.wouldDeny?.reason : guess.reason) ?? "")) continue;
     fromLookups.set(host, (fromLookups.get(host) ?? 0) + l.count);
   }
-  for (const [host, count] of fromLookups) groups.set(`lookup ${host}`, { host, port: LOOKUP_GUESS.port, protocol: LOOKUP_GUESS.protocol, methods: new Set(), paths: new Set(), count });
+  for (const [host, count] of fromLookups) groups.set(`lookup ${host}`, { host, port: LOOKUP_GUESS.port, protocol: LOOKUP_GUESS.protocol, methods: new Set(), paths: new Set(), count, privateRanges: new Set() });
 
   const rules: NetworkRule[] = [];
+  const taken = new Set(current.network.rules.map((r) => r.name));
+  const privateHosts = new Set<string>();
   let covers = 0;
   for (const g of [...groups.values()].sort((a, b) => a.host.localeCompare(b.host) || a.port - b.port)) {
     covers += g.count;
     const methods = [...g.methods].filter((m): m is HttpMethod => (HTTP_METHODS as readonly string[]).includes(m)).sort();
     // Methods are gathered for http only: an https suggestion allows the tunnel.
     const l7 = methods.length > 0 ? { rules: [{ methods, paths: [...g.paths].sort() }] } : {};
-    rules.push({ name: ruleName(g.host, g.port), endpoints: [{ host: g.host, ports: [g.port], protocol: g.protocol, allowPrivate: [], ...l7 }] });
+    const allowPrivate = [...g.privateRanges].sort();
+    if (allowPrivate.length > 0) privateHosts.add(g.host);
+    rules.push({ name: uniqueName(ruleName(g.host, g.port), g.protocol, taken), endpoints: [{ host: g.host, ports: [g.port], protocol: g.protocol, allowPrivate, ...l7 }] });
   }
-  return { rules, covers, fromLookups: [...fromLookups.keys()].sort() };
+  return { rules, covers, fromLookups: [...fromLookups.keys()].sort(), privateHosts: [...privateHosts].sort() };
 }

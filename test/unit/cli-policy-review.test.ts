@@ -41,12 +41,18 @@ describe("policy validate, diff, replay, suggest: API and CLI against a gateway"
   it("validate: exit 0 for a valid file, 2 naming every problem, offline", async () => {
     const ok = await cli(["policy", "validate", join(dir, "tighter.yaml")]);
     expect(ok.code).toBe(0);
-    expect(ok.stdout).toBe(`${join(dir, "tighter.yaml")}: valid (1 rules, 1 deny entries)\n`);
+    expect(ok.stdout).toBe(`${join(dir, "tighter.yaml")}: valid (1 rule, 1 deny entry)\n`);
+    // Several problems: one per line, under a line that counts them.
     const bad = await cli(["policy", "validate", join(dir, "bad.yaml")]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr.trim().split("\n")).toHaveLength(1);
-    expect(bad.stderr).toMatch(/host/);
-    expect(bad.stderr).toMatch(/port/);
+    const lines = bad.stderr.trim().split("\n");
+    expect(lines[0]).toBe(`sandgate: ${join(dir, "bad.yaml")}: invalid policy, ${lines.length - 1} problems:`);
+    expect(lines.length).toBeGreaterThanOrEqual(3);
+    expect(lines.find((l) => /^ {2}.*host/.test(l))).toBeDefined();
+    expect(lines.find((l) => /^ {2}.*port/.test(l))).toBeDefined();
+    writeFileSync(join(dir, "one-bad.yaml"), "version: 2\n");
+    const one = await cli(["policy", "validate", join(dir, "one-bad.yaml")]);
+    expect(one.stderr.trim().split("\n")).toEqual([expect.stringMatching(new RegExp(`^sandgate: ${join(dir, "one-bad.yaml")}: invalid policy: version`))]);
     expect((await cli(["policy", "validate", join(dir, "missing.yaml")])).code).toBe(2);
   });
 
@@ -78,13 +84,46 @@ describe("policy validate, diff, replay, suggest: API and CLI against a gateway"
     expect(suggest).toMatchObject({ rules: [], covers: 0 });
   });
 
-  it("suggest: YAML on stdout for what was denied for want of a rule; changes nothing", async () => {
-    const r = await run("policy", "suggest", "rev");
+  it("suggest → validate → set: the policy with the rules added on stdout validates as it is, its replay allows the denials it was made for and nothing else, and once set nothing is left to suggest", async () => {
+    // A sandbox of its own: this test changes its policy.
+    expect((await t.api("POST", "/v1/sandboxes", { name: "sug", policy: ACTIVE })).status).toBe(201);
+    const s = await eventually(async () => ((await t.api("GET", "/v1/sandboxes/sug")).body?.phase === "Ready" ? (await t.api("GET", "/v1/sandboxes/sug")).body : undefined));
+    const time = new Date(Date.UTC(2026, 11, 1, 2)).toISOString();
+    const denied = (host: string, port: number, protocol: string, count: number, extra: Record<string, unknown> = {}) =>
+      ({ sandboxId: s.id, generation: 1, time, decision: "deny", count, event: { type: "egress", time, decision: "deny", host, port, protocol, reason: "no_matching_rule", ...extra } });
+    t.gw.store.appendAudit([
+      denied("pypi.org", 443, "https", 4),
+      // http and https of one host on one port: two rules, two names.
+      denied("dual.test", 8443, "http", 1, { method: "GET", path: "/a/b" }),
+      denied("dual.test", 8443, "https", 1),
+      // Seen (let through by audit mode) at a private address: its rule allows exactly that one.
+      { ...denied("inner.test", 443, "https", 2, { address: "10.1.2.3" }), decision: "would_deny", event: { type: "egress", time, decision: "would_deny", host: "inner.test", port: 443, protocol: "https", reason: "no_matching_rule", address: "10.1.2.3" } },
+    ]);
+    const r = await run("policy", "suggest", "sug");
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toContain("host: pypi.org");
-    expect(r.stderr).toMatch(/^1 rule covering 4 denied requests;/m);
-    const p = await t.api("GET", "/v1/sandboxes/rev/policy");
-    expect(p.body.revision).toBe(1);
+    expect(r.stdout).toMatch(/^version: 1$/m);
+    expect(r.stdout).toContain("- name: api\n"); // the policy's own rules, as the user wrote them
+    expect(r.stderr).toMatch(/^4 rules covering 8 denied requests, added to revision 1's policy below;/m);
+    expect(r.stderr).toContain("allowPrivate for the private address each was seen at (check it is meant): inner.test\n");
+    const file = join(dir, "suggested.yaml");
+    writeFileSync(file, r.stdout);
+    expect((await cli(["policy", "validate", file])).stdout).toBe(`${file}: valid (6 rules, 0 deny entries)\n`);
+    const json = JSON.parse((await run("policy", "suggest", "sug", "--json")).stdout);
+    expect(json.rules.map((x: { name: string }) => x.name)).toEqual(["suggested-dual-test-8443", "suggested-dual-test-8443-https", "suggested-inner-test-443", "suggested-pypi-org-443"]);
+    expect(json.rules[2].endpoints[0].allowPrivate).toEqual(["10.1.2.3/32"]);
+    const replayed = JSON.parse((await run("policy", "replay", "sug", "--policy", file, "--json")).stdout);
+    expect(replayed.newlyDenied).toEqual([]);
+    expect(replayed.newlyAllowed.map((l: { request: string; count: number }) => [l.request, l.count]).sort()).toEqual([
+      ["GET http://dual.test:8443/a/b", 1],
+      ["https dual.test:8443", 1],
+      ["https pypi.org:443", 4],
+    ]);
+    // inner.test went through (audit mode); the suggestion lets it through enforcing too.
+    expect(replayed.wouldDeny).toEqual([]);
+    const set = await run("policy", "set", "sug", "--policy", file);
+    expect(set.code, set.stderr).toBe(0);
+    const after = await run("policy", "suggest", "sug");
+    expect(after.stderr).toContain("nothing to suggest");
   });
 
   it("an invalid candidate is a 400 naming the problem; an unknown sandbox a 404", async () => {

@@ -7,7 +7,8 @@ import { parsePolicyYaml, type Endpoint, type Policy } from "../../src/policy/in
 import { describeRequest, replay, type RecordedDecision } from "../../src/policy/replay.js";
 import { suggestRules } from "../../src/policy/suggest.js";
 import { ACTIVE, TIGHTER } from "../support/review-policies.js";
-import { recordedDecisions, recordedLookups, suggestionYaml } from "../../src/gateway/sandboxes/policy-tools.js";
+import { recordedDecisions, recordedLookups, suggestedPolicyYaml, suggestionYaml } from "../../src/gateway/sandboxes/policy-tools.js";
+import { defaultPolicy } from "../../src/policy/index.js";
 import { nameDecision } from "../../src/policy/dns.js";
 
 function policy(yaml: string): Policy {
@@ -193,6 +194,15 @@ describe("suggestRules", () => {
     // The suggestion parses as a policy that allows what was denied.
     const merged = policy(`version: 1\n${suggestionYaml(s.rules)}`);
     expect(replay([rec({ host: "pypi.org", decision: "deny", reason: "no_matching_rule" })], merged).newlyAllowed).toHaveLength(1);
+  });
+
+  it("the suggested policy is a whole document: a policy given as text keeps its text (comments too), one without text is written out; either parses with the rules added", () => {
+    const s = suggestRules([rec({ host: "pypi.org", decision: "deny", reason: "no_matching_rule" })], policy(ACTIVE));
+    const fromText = suggestedPolicyYaml(policy(ACTIVE), `# ours\n${ACTIVE}`, s.rules);
+    expect(fromText.startsWith(`# ours\n${ACTIVE.split("\n")[0]}`)).toBe(true);
+    expect(policy(fromText).network.rules.map((r) => r.name)).toEqual(["api", "web", "suggested-pypi-org-443"]);
+    const fromDefault = suggestedPolicyYaml(defaultPolicy(), null, s.rules);
+    expect(policy(fromDefault).network.rules.map((r) => r.name)).toEqual([...defaultPolicy().network.rules.map((r) => r.name), "suggested-pypi-org-443"]);
   });
 
   it("a denial the current policy now allows is not suggested again", () => {

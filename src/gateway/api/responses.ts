@@ -290,7 +290,9 @@ export const PolicySuggestResult = z.strictObject({
   rules: z.array(NetworkRuleView),
   covers: count.describe("denied requests the rules cover (repeats counted), refused name lookups included"),
   fromLookups: z.array(z.string()).describe("names whose rule comes only from a refused lookup (dns_denied): suggested as https on 443, a guess to check"),
-  yaml: z.string().describe("the rules as YAML to paste under network.rules; empty when none"),
+  privateHosts: z.array(z.string()).describe("hosts whose rule allows (allowPrivate) the private address the audit trail saw them at: review"),
+  yaml: z.string().describe("the sandbox's policy with the rules added: a whole document for policy validate and policy set; empty when none"),
+  rulesYaml: z.string().describe("the rules alone, as YAML to paste under network.rules; empty when none"),
 });
 
 // ---- policy proposals ----

@@ -3,11 +3,11 @@
 // allow what was denied for want of one (suggest). Reads only: nothing here changes a
 // sandbox, its policy or its audit trail.
 
-import { stringify } from "yaml";
+import { Document, parseDocument, stringify } from "yaml";
 import { diffPolicies, type PolicyChange } from "../../policy/diff.js";
 import { replay, type RecordedDecision, type ReplayResult } from "../../policy/replay.js";
 import { suggestRules, type DeniedLookup } from "../../policy/suggest.js";
-import type { NetworkRule, Protocol } from "../../policy/index.js";
+import { serializePolicy, type NetworkRule, type Policy, type Protocol } from "../../policy/index.js";
 import type { AuditRecord } from "../../store/store.js";
 import { ApiError } from "../errors.js";
 import { checkFilesystemPolicy, parsePolicyInput } from "./policy-input.js";
@@ -37,7 +37,8 @@ export function recordedDecisions(records: readonly AuditRecord[]): RecordedDeci
     const method = str(e.method);
     const path = str(e.path);
     const reason = str(e.reason);
-    out.push({ host, port: e.port, protocol: protocol as Protocol, decision, count: r.count, time: r.time, ...(method ? { method } : {}), ...(path ? { path } : {}), ...(reason ? { reason } : {}) });
+    const address = str(e.address);
+    out.push({ host, port: e.port, protocol: protocol as Protocol, decision, count: r.count, time: r.time, ...(method ? { method } : {}), ...(path ? { path } : {}), ...(reason ? { reason } : {}), ...(address ? { address } : {}) });
   }
   return out;
 }
@@ -97,19 +98,35 @@ export class PolicyTools {
     return { revision: active.revision, window, ...replay(decisions, candidate) };
   }
 
-  suggest(nameOrId: string, since?: string): { revision: number; window: AuditWindow; rules: NetworkRule[]; covers: number; fromLookups: string[]; yaml: string } {
+  /**
+   * `yaml`: the sandbox's policy with the suggested rules added, a whole document that
+   * `policy validate` and `policy set` take as it is (the user's own text kept, comments and
+   * all, when the revision came as text); `rulesYaml`: the rules alone.
+   */
+  suggest(nameOrId: string, since?: string): { revision: number; window: AuditWindow; rules: NetworkRule[]; covers: number; fromLookups: string[]; privateHosts: string[]; yaml: string; rulesYaml: string } {
     const active = this.read.policyOf(nameOrId);
     const { decisions, lookups, window } = this.window(active.sandbox.id, since);
     const s = suggestRules(decisions, active.policy, lookups);
-    return { revision: active.revision, window, ...s, yaml: s.rules.length === 0 ? "" : suggestionYaml(s.rules) };
+    const none = s.rules.length === 0;
+    return { revision: active.revision, window, ...s, yaml: none ? "" : suggestedPolicyYaml(active.policy, active.source, s.rules), rulesYaml: none ? "" : suggestionYaml(s.rules) };
   }
 }
 
-/** The rules as the YAML a user pastes under network.rules (empty defaults left out). */
+/** A rule as a user writes it (empty defaults left out). */
+const plainRule = (r: NetworkRule): object => ({
+  name: r.name,
+  endpoints: r.endpoints.map((e) => ({ host: e.host, ports: e.ports, protocol: e.protocol, ...(e.rules ? { rules: e.rules } : {}), ...(e.allowPrivate.length > 0 ? { allowPrivate: e.allowPrivate } : {}) })),
+});
+
+/** The rules as the YAML a user pastes under network.rules. */
 export function suggestionYaml(rules: readonly NetworkRule[]): string {
-  const plain = rules.map((r) => ({
-    name: r.name,
-    endpoints: r.endpoints.map((e) => ({ host: e.host, ports: e.ports, protocol: e.protocol, ...(e.rules ? { rules: e.rules } : {}), ...(e.allowPrivate.length > 0 ? { allowPrivate: e.allowPrivate } : {}) })),
-  }));
-  return stringify({ network: { rules: plain } });
+  return stringify({ network: { rules: rules.map(plainRule) } });
+}
+
+/** `current` (its source text when it has one, else its canonical form) with `rules` appended to network.rules. */
+export function suggestedPolicyYaml(current: Policy, source: string | null, rules: readonly NetworkRule[]): string {
+  const fromText = source === null ? null : parseDocument(source);
+  const doc = fromText !== null && fromText.errors.length === 0 && fromText.contents !== null ? fromText : new Document(JSON.parse(serializePolicy(current)) as unknown);
+  for (const r of rules) doc.addIn(["network", "rules"], doc.createNode(plainRule(r)));
+  return doc.toString();
 }
