@@ -348,31 +348,35 @@ const DIRECT_CLIENTS: { name: string; get: (target: string) => Promise<Answer> }
 ];
 
 describe("the same clients with no proxy at all: the transparent path gives them the same policy, trust and answers", () => {
-  for (const client of DIRECT_CLIENTS) {
+  DIRECT_CLIENTS.forEach((client, i) => {
     it(`${client.name}: allowed path 200 from the origin, denied path 403 with the policy body, untrusted origin 502; recorded via transparent`, async () => {
-      const ok = await client.get(url(GOOD, "/allowed/direct?x=1"));
-      expect(ok, ok.stderr).toMatchObject({ code: 0, status: "200", proxyError: "-", body: "origin GET /allowed/direct?x=1" });
+      // Paths of its own, so the records found are this client's whatever the others left.
+      const allowed = `/allowed/direct-${i}`;
+      const deniedPath = `/denied/direct-${i}`;
+      const ok = await client.get(url(GOOD, `${allowed}?x=1`));
+      expect(ok, ok.stderr).toMatchObject({ code: 0, status: "200", proxyError: "-", body: `origin GET ${allowed}?x=1` });
 
-      const denied = await client.get(url(GOOD, "/denied/direct"));
+      const denied = await client.get(url(GOOD, deniedPath));
       expect(denied.code, denied.stderr).not.toBe(0);
       expect(denied).toMatchObject({ status: "403", proxyError: "sandgate-policy" });
-      expect(JSON.parse(denied.body)).toMatchObject({ error: "policy_denied", reason: "path_not_allowed", method: "GET", path: "/denied/direct" });
+      expect(JSON.parse(denied.body)).toMatchObject({ error: "policy_denied", reason: "path_not_allowed", method: "GET", path: deniedPath });
 
       const bad = await client.get(url(UNTRUSTED, "/x"));
       expect(bad.code, bad.stderr).not.toBe(0);
       expect(bad).toMatchObject({ status: "502", proxyError: "sandgate-upstream-tls" });
 
+      // Each request is recorded once, via the transparent path; the order two connections' records arrive in is not promised.
       const records = await eventually(async () => {
-        const r = await fx.t.api("GET", `/v1/sandboxes/${SANDBOX}/audit?tail=20`);
-        const mine = (r.body.audit as { event: { path?: string; via?: string; decision?: string } }[]).map((a) => a.event).filter((e) => e.path === "/allowed/direct" || e.path === "/denied/direct");
-        return mine.length >= 2 ? mine.slice(-2) : undefined;
+        const r = await fx.t.api("GET", `/v1/sandboxes/${SANDBOX}/audit?tail=50`);
+        const mine = (r.body.audit as { event: { path?: string; via?: string; decision?: string } }[]).map((a) => a.event).filter((e) => e.path === allowed || e.path === deniedPath);
+        return mine.length >= 2 ? mine : undefined;
       }, 30_000, "the two records");
-      expect(records.map((e) => [e.path, e.decision, e.via])).toEqual([
-        ["/allowed/direct", "allow", "transparent"],
-        ["/denied/direct", "deny", "transparent"],
+      expect(records.map((e) => [e.path, e.decision, e.via]).sort()).toEqual([
+        [allowed, "allow", "transparent"],
+        [deniedPath, "deny", "transparent"],
       ]);
     });
-  }
+  });
 
   it("git clone with no proxy variables: allowed path cloned, denied path 403", async () => {
     const at = `/tmp/direct-clone-${Date.now().toString(36)}`;
