@@ -258,6 +258,13 @@ export interface ComputeDriver {
    * leaves no containers behind on failure.
    */
   provision(req: LaunchRequest, onProgress?: (msg: string) => void): Promise<void>;
+  /**
+   * Why this runtime cannot run `spec` at all, in one line naming the value and what is
+   * allowed (an image it does not have, more CPUs than its host has, a workspace larger
+   * than its filesystem); null when it can, or when it cannot say now (provisioning will).
+   * Checked at create, before anything is stored, as docker run checks. Absent: no such checks.
+   */
+  checkSpec?(spec: SandboxSpec): Promise<string | null>;
   /** Start the generation's containers and return their recorded identities. */
   start(req: LaunchRequest, onProgress?: (msg: string) => void): Promise<RuntimeRecord>;
   /** The runtime's readiness evidence for a started generation: identities, supervisor health, exec probe. */

@@ -11,7 +11,7 @@ import { LABEL, SUPERVISOR_RESOURCES, egressNetworkName, networkName } from "../
 import { DEFAULT_IDS } from "../../src/driver/docker/rootfs.js";
 import { cli } from "../support/cli-runner.js";
 import { startDockerFixture, type DockerFixture } from "../support/docker-fixture.js";
-import { cliExec, engineGet, getSandbox, waitDeleted, waitPhase, type SandboxJson } from "../support/sandbox-helpers.js";
+import { cliExec, docker, engineGet, getSandbox, waitDeleted, waitPhase, type SandboxJson } from "../support/sandbox-helpers.js";
 
 let fx: DockerFixture;
 
@@ -165,29 +165,53 @@ describe("sandbox lifecycle on Docker", () => {
   });
 });
 
+describe("what the daemon can tell is refused at create, as docker run refuses it", () => {
+  /** A refused create: 400 naming the value, exit 2 from the CLI in one line, and nothing kept (the name is free). */
+  async function refused(name: string, body: Record<string, unknown>, args: string[], message: RegExp): Promise<void> {
+    const api = await fx.t.api("POST", "/v1/sandboxes", { name, ...body });
+    expect(api.status).toBe(400);
+    expect(api.body.error).toMatchObject({ code: "invalid_request" });
+    expect(api.body.error.message).toMatch(message);
+    const r = await cli(["sandbox", "create", name, ...args], fx.cliEnv);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr.trim().split("\n")).toEqual([expect.stringMatching(message)]);
+    expect(r.stdout).toBe("");
+    expect((await getSandbox(fx, name)).status).toBe(404);
+  }
+
+  it("an image the daemon does not have", async () => {
+    await refused("noimage", { image: "sandgate-does-not-exist:1" }, ["--image", "sandgate-does-not-exist:1"], /image: no such image "sandgate-does-not-exist:1" on the Docker daemon/);
+  });
+
+  it("more CPUs than the daemon's host has", async () => {
+    const ncpu = JSON.parse((await docker(fx, "info", "--format", "{{json .NCPU}}")).stdout) as number;
+    await refused("toomanycpus", { resources: { cpus: ncpu + 1 } }, ["--cpus", String(ncpu + 1)], new RegExp(`cpus: ${ncpu + 1} is more than the Docker host has: from 0\\.01 to ${ncpu}`));
+  });
+
+  it("a workspace larger than the filesystem it is kept on", async () => {
+    expect(fx.driver.workspaces.filesystemBytes()).toBeLessThan(16 * 1024 ** 4);
+    await refused("hugedisk", { disk: "16T" }, ["--disk", "16T"], /disk: 16 TiB is more than the filesystem of the workspaces \(.*\) can hold/);
+  });
+});
+
 describe("a launch that cannot succeed", () => {
-  it("an unknown image ends in Error ProvisioningFailed and leaves no container behind", async () => {
-    const created = await fx.t.api("POST", "/v1/sandboxes", { name: "noimage", image: "sandgate-does-not-exist:1" });
-    expect(created.status).toBe(201);
-    const s = await waitPhase(fx, "noimage", "Error");
+  it("an image removed after create: the start ends in Error ProvisioningFailed naming it, no container left; the CLI says so in one line, exit 1", async () => {
+    const tag = `sandgate-gone-${randomBytes(3).toString("hex")}:1`;
+    expect((await docker(fx, "tag", fx.driver.imageRefs!.workload.ref, tag)).code).toBe(0);
+    expect((await fx.t.api("POST", "/v1/sandboxes", { name: "imagegone", image: tag, command: ["sleep", "86400"] })).status).toBe(201);
+    await waitPhase(fx, "imagegone", "Ready");
+    expect((await fx.t.api("POST", "/v1/sandboxes/imagegone/stop")).status).toBe(202);
+    await waitPhase(fx, "imagegone", "Stopped");
+    expect((await docker(fx, "rmi", tag)).code).toBe(0);
+    const r = await cli(["sandbox", "start", "imagegone"], fx.cliEnv);
+    expect(r.code).toBe(1);
+    const errorLines = r.stderr.split("\n").filter((l) => l.startsWith("sandgate:"));
+    expect(errorLines).toEqual([expect.stringMatching(new RegExp(`^sandgate: sandbox "imagegone" is Error: ProvisioningFailed: No such image: ${tag}\\b`))]);
+    expect(r.stderr).not.toMatch(/^\s+at /m);
+    const s = await waitPhase(fx, "imagegone", "Error");
     expect(s.reason?.code).toBe("ProvisioningFailed");
-    expect(s.reason?.detail).toContain("No such image");
-    expect(s.reason?.detail).toContain("sandgate-does-not-exist:1");
     expect(s.runtime).toBeNull();
     expect((await objectsOf(s.id)).containers).toEqual([]);
   });
-
-  it("the CLI reports it in one line and exits 1", async () => {
-    const r = await cli(["sandbox", "create", "bad", "--image", "nope:1"], fx.cliEnv);
-    expect(r.code).toBe(1);
-    const errorLines = r.stderr.split("\n").filter((l) => l.startsWith("sandgate:"));
-    expect(errorLines).toHaveLength(1);
-    expect(errorLines[0]).toMatch(/^sandgate: sandbox "bad" is Error: ProvisioningFailed: No such image: nope:1\b/);
-    // No stack trace or multi-line dump.
-    expect(r.stderr).not.toMatch(/^\s+at /m);
-    expect(r.stdout).toBe("");
-    const s = (await getSandbox(fx, "bad")).body;
-    expect(s.phase).toBe("Error");
-    expect((await objectsOf(s.id)).containers).toEqual([]);
-  });
 });
+

@@ -176,7 +176,7 @@ const recoveredBy = (name: string): string | undefined =>
 const containersOf = (s: SandboxRecord) => ({ sup: h.fd.containers.get(s.runtime!.supervisor.id), wl: h.fd.containers.get(s.runtime!.workload.id) });
 
 async function ready(name: string): Promise<SandboxRecord> {
-  h.lc.service.create({ name });
+  await h.lc.service.create({ name });
   const s = await waitPhase(name, "Ready");
   // Armed, and the events stream is open: the monitor is watching.
   await eventually(() => (metrics().monitors > 0 && metrics().dockerConnected && h.fd.openStreams > 0 ? true : undefined), 10_000, "monitor connected");

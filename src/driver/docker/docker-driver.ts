@@ -59,7 +59,8 @@ import { dropCounters, programSupervisor, programWorkload, ProcessGone, transpar
 /** The workload's resolv.conf, in its launch directory (bind-mounted read-only, 0644). */
 const WORKLOAD_RESOLV_FILE = "resolv.conf";
 import { ensureRangeUnreachable } from "./route-table.js";
-import type { Resources } from "../../lifecycle/spec.js";
+import type { Resources, SandboxSpec } from "../../lifecycle/spec.js";
+import { formatBytes } from "../../lifecycle/disk-size.js";
 import { DEFAULT_IDS } from "./rootfs.js";
 import { hostIdConflicts, processUserProblem, type HostIdFiles, type RoleIds } from "./host-ids.js";
 import { WorkspaceDisks, type WorkspaceUsage } from "./workspace-disk.js";
@@ -67,6 +68,9 @@ import { workloadStatsOf } from "./stats.js";
 import { DEFAULT_CONTAINER_LOG, keptBytes, type ContainerLogBound } from "./log-config.js";
 import { LogArchive } from "./log-archive.js";
 import { ContainerLogs } from "./logs.js";
+
+/** How long a create waits for the daemon to answer its checks (an image, the host's CPUs) before leaving them to provisioning. */
+const CHECK_TIMEOUT_MS = 5000;
 
 function readOrEmpty(path: string): string {
   try {
@@ -277,6 +281,20 @@ export class DockerDriver implements ComputeDriver {
       return subnet;
     }
     throw new ProvisionError(`no free /${SANDBOX_SUBNET_PREFIX} for the sandbox network in ${formatCidr(range)} (${tries} tried): give the gateway a larger or unused range (gateway start --sandbox-subnets)`);
+  }
+
+  async checkSpec(spec: SandboxSpec): Promise<string | null> {
+    const [image, info] = await Promise.all([spec.image === undefined ? null : this.engine.inspectImage(spec.image, { timeoutMs: CHECK_TIMEOUT_MS }), this.engine.info({ timeoutMs: CHECK_TIMEOUT_MS })]);
+    if (image !== null && image.kind === "docker" && image.status === 404) {
+      return `image: no such image ${JSON.stringify(spec.image)} on the Docker daemon (no registry is used: build or import it locally, e.g. docker import)`;
+    }
+    const cpus = spec.resources.cpus;
+    if (info.kind === "ok" && cpus !== undefined && cpus > info.body.NCPU) return `cpus: ${cpus} is more than the Docker host has: from 0.01 to ${info.body.NCPU}`;
+    const fsBytes = spec.diskBytes === undefined ? null : this.workspaces.filesystemBytes();
+    if (fsBytes !== null && spec.diskBytes! > fsBytes) {
+      return `disk: ${formatBytes(spec.diskBytes!)} is more than the filesystem of the workspaces (${this.workspaces.root}, ${formatBytes(fsBytes)}) can hold`;
+    }
+    return null;
   }
 
   private async resolveWorkloadImage(image: string | undefined): Promise<{ id: string; isDefault: boolean }> {

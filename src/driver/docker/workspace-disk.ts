@@ -16,7 +16,7 @@
 
 import { execFile } from "node:child_process";
 import { chmodSync, chownSync, closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statfsSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 
 const run = promisify(execFile);
@@ -107,6 +107,18 @@ export class WorkspaceDisks {
     chownSync(data, owner, owner);
     chmodSync(data, 0o755);
     return data;
+  }
+
+  /** The size of the filesystem workspace images are kept on (that of the nearest existing ancestor of the root before the first one). */
+  filesystemBytes(): number | null {
+    for (let dir = this.root; ; dir = dirname(dir)) {
+      try {
+        const st = statfsSync(dir);
+        return st.blocks * st.bsize;
+      } catch {
+        if (dirname(dir) === dir) return null;
+      }
+    }
   }
 
   /** Used and total bytes of a mounted workspace, or null when it is not mounted. */

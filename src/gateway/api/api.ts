@@ -170,7 +170,7 @@ export function buildApi(ctx: ApiContext) {
   route(app, "createSandbox", async (_req, reply, input) => {
     const body = input.body();
     checkPolicySize(body.policy);
-    const s = service.create(body);
+    const s = await service.create(body);
     return reply.code(201).send(sandboxView(s));
   });
 

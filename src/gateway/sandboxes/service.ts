@@ -76,7 +76,7 @@ export class SandboxService {
 
   constructor(private readonly d: ServiceDeps) {}
 
-  create(input: CreateInput): SandboxRecord {
+  async create(input: CreateInput): Promise<SandboxRecord> {
     this.#assertOpen();
     this.d.runtime.assertReady();
     const bad = checkSandboxName(input.name) ?? checkLabelsInput(input.labels);
@@ -103,6 +103,11 @@ export class SandboxService {
     };
     if (input.image !== undefined) spec.image = input.image;
     if (input.command !== undefined) spec.command = input.command;
+    // What the runtime can tell now (an image it lacks, more CPUs than its host has, a disk
+    // its filesystem cannot hold) is refused before anything is stored, as docker run does.
+    const refused = (await this.d.driver.checkSpec?.(spec)) ?? null;
+    if (refused !== null) throw new ApiError("invalid_request", refused);
+    this.#assertOpen();
     let sandbox: SandboxRecord;
     try {
       sandbox = this.d.store.createSandbox({ id: newId(), name: input.name, spec, policy, policySource: typeof input.policy === "string" ? input.policy : null, labels: input.labels ?? {} });

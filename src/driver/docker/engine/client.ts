@@ -200,6 +200,11 @@ export class EngineClient {
     return this.request("GET", "/volumes", { ...opts, query: { filters: filtersParam(list.filters) } });
   }
 
+  /** GET /info: what the daemon says of its host (its CPUs, for a create's check). */
+  info(opts: CallOptions = {}): Promise<EngineResult<{ NCPU: number }>> {
+    return this.request("GET", "/info", opts);
+  }
+
   // ---- images ------------------------------------------------------------------------
 
   inspectImage(ref: string, opts: CallOptions = {}): Promise<EngineResult<ImageInspect>> {
