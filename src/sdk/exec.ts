@@ -43,9 +43,12 @@ export interface ExecRequest {
 export interface SessionHandlers {
   /** The session is open: input, signals and resizes may be sent. */
   onOpen?: () => void;
-  /** Output as it comes; a returned promise holds the next until it settles. */
-  onStdout?: (chunk: Buffer) => void | Promise<void>;
-  onStderr?: (chunk: Buffer) => void | Promise<void>;
+  /**
+   * Output as it comes; a returned promise (any thenable) holds the next until it settles,
+   * any other return value is ignored (`(c) => process.stdout.write(c)`'s boolean, say).
+   */
+  onStdout?: (chunk: Buffer) => unknown;
+  onStderr?: (chunk: Buffer) => unknown;
   /** An error the gateway reported during the session (it ends without an exit code). */
   onError?: (message: string) => void;
   /** A signal the gateway could not deliver to the command. */
@@ -68,7 +71,7 @@ export function execQuery(r: ExecRequest): URLSearchParams {
   return q;
 }
 
-const isThenable = (v: unknown): v is PromiseLike<void> => typeof (v as { then?: unknown } | null)?.then === "function";
+const isThenable = (v: unknown): v is PromiseLike<unknown> => typeof (v as { then?: unknown } | null)?.then === "function";
 
 /** One command's session. `exit` settles once: its exit code, or why there is none. */
 export class ExecSession {
@@ -220,9 +223,9 @@ export class ExecSession {
   }
 
   /** Runs `fn` after everything queued before it (at once when nothing is). */
-  #inOrder(fn: () => void | Promise<void>): void {
+  #inOrder(fn: () => unknown): void {
     if (this.#pending === 0) {
-      let r: void | Promise<void>;
+      let r: unknown;
       try {
         r = fn();
       } catch (err) {
@@ -235,7 +238,7 @@ export class ExecSession {
   }
 
   /** Holds what follows (and the socket's reading) until `p` settles; a failure ends the session. */
-  #queue(p: Promise<void>): void {
+  #queue(p: Promise<unknown>): void {
     this.#pending++;
     this.#ws.pause();
     this.#chain = p.then(
@@ -255,9 +258,12 @@ export class ExecSession {
 export interface ExecOptions extends Omit<ExecRequest, "cmd" | "tty" | "size"> {
   /** The command's input; without it the command's stdin is closed at once. */
   stdin?: string | Uint8Array | AsyncIterable<Uint8Array | string>;
-  /** Its stdout as it comes; a returned promise holds the rest until it settles. */
-  onStdout?: (chunk: Buffer) => void | Promise<void>;
-  onStderr?: (chunk: Buffer) => void | Promise<void>;
+  /**
+   * Its stdout as it comes; a returned promise (any thenable) holds the rest until it
+   * settles, any other return value is ignored (`(c) => process.stdout.write(c)`'s boolean).
+   */
+  onStdout?: (chunk: Buffer) => unknown;
+  onStderr?: (chunk: Buffer) => unknown;
   /** On abort, the command gets `abortSignal` (default INT, as Ctrl-C); exec still resolves with its exit code (130 after INT). */
   signal?: AbortSignal;
   abortSignal?: ExecSignal;
