@@ -24,6 +24,7 @@ import { resolve as resolvePath } from "node:path";
 
 const LOG_STREAMS = { min: 1, max: 100_000 };
 import { DEFAULT_DETACHED_EXECS, DETACHED_EXECS_RANGE } from "../gateway/sandboxes/detached-execs.js";
+import { DEFAULT_LAUNCH_CONCURRENCY, LAUNCH_CONCURRENCY_RANGE } from "../gateway/sandboxes/launch-limits.js";
 import { DEFAULT_PROPOSAL_LIMITS, PROPOSALS_KEPT_RANGE, PROPOSALS_PENDING_RANGE } from "../gateway/sandboxes/policy-proposals.js";
 import { RECOVERY_DEADLINE_DEFAULT_S } from "../driver/contract.js";
 import { CONNECTION_BOUNDS_RANGES, DEFAULT_CONNECTION_BOUNDS } from "../util/connection-bounds.js";
@@ -106,6 +107,7 @@ export function gatewayCommands(global: () => Common): Command {
     .option("--container-log-size <size>", `output Docker keeps per log file of each sandbox container before rotating it, e.g. 512K, 10M (${formatSize(CONTAINER_LOG_LIMITS.maxBytes.min)}-${formatSize(CONTAINER_LOG_LIMITS.maxBytes.max)}; env SANDGATE_CONTAINER_LOG_SIZE; default ${formatSize(DEFAULT_CONTAINER_LOG.maxBytes)})`)
     .option("--container-log-files <n>", `log files kept per container, so at most size × files of output (${CONTAINER_LOG_LIMITS.files.min}-${CONTAINER_LOG_LIMITS.files.max}; env SANDGATE_CONTAINER_LOG_FILES; default ${DEFAULT_CONTAINER_LOG.files})`)
     .option("--log-streams <n>", `log streams (sandbox logs) open at once; more are refused (${LOG_STREAMS.min}-${LOG_STREAMS.max}; env SANDGATE_LOG_STREAMS; default ${DEFAULT_LOG_LIMITS.maxStreams})`)
+    .option("--launch-concurrency <n>", `sandboxes launched (provisioned, started, verified) at once; more wait their turn in order, Provisioning, and say so (${LAUNCH_CONCURRENCY_RANGE.min}-${LAUNCH_CONCURRENCY_RANGE.max}; env SANDGATE_LAUNCH_CONCURRENCY; default ${DEFAULT_LAUNCH_CONCURRENCY})`)
     .option("--detached-execs <n>", `detached execs (exec --detach) kept per sandbox; when every one is running, another is refused (${DETACHED_EXECS_RANGE.min}-${DETACHED_EXECS_RANGE.max}; env SANDGATE_DETACHED_EXECS; default ${DEFAULT_DETACHED_EXECS})`)
     .option("--proposals-pending <n>", `pending policy proposals per sandbox; past it a new one is refused until a person decides one (${PROPOSALS_PENDING_RANGE.min}-${PROPOSALS_PENDING_RANGE.max}; env SANDGATE_PROPOSALS_PENDING; default ${DEFAULT_PROPOSAL_LIMITS.pending})`)
     .option("--proposals-kept <n>", `decided policy proposals kept per sandbox, the most recently decided (${PROPOSALS_KEPT_RANGE.min}-${PROPOSALS_KEPT_RANGE.max}; env SANDGATE_PROPOSALS_KEPT; default ${DEFAULT_PROPOSAL_LIMITS.kept})`)
@@ -122,7 +124,7 @@ export function gatewayCommands(global: () => Common): Command {
       (v: string, prev: string[]) => [...prev, v],
       [] as string[],
     )
-    .action(async (raw: { listen: string[]; port?: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string; containerLogSize?: string; containerLogFiles?: string; logStreams?: string; detachedExecs?: string; proposalsPending?: string; proposalsKept?: string; sandboxSubnets?: string; headerTimeout?: string; idleTimeout?: string; maxConnections?: string; maxUnauthenticated?: string; proxyConnections?: string; originCa?: string }) => {
+    .action(async (raw: { listen: string[]; port?: number; detach?: boolean; logLevel?: string; recoveryDeadline?: string; boundaryDeadline?: string; uidBase?: number; resolver: string[]; auditRate?: string; auditKeep?: string; auditMaxAge?: string; supervisorCpus?: string; supervisorMemory?: string; containerLogSize?: string; containerLogFiles?: string; logStreams?: string; detachedExecs?: string; launchConcurrency?: string; proposalsPending?: string; proposalsKept?: string; sandboxSubnets?: string; headerTimeout?: string; idleTimeout?: string; maxConnections?: string; maxUnauthenticated?: string; proxyConnections?: string; originCa?: string }) => {
       // Every setting is checked before anything starts: flag, else environment, else default.
       const env = process.env;
       const o = {
@@ -135,6 +137,7 @@ export function gatewayCommands(global: () => Common): Command {
           fromFlagOrEnv({ name: "--boundary-deadline", value: raw.boundaryDeadline }, { name: "SANDGATE_BOUNDARY_DEADLINE", value: env.SANDGATE_BOUNDARY_DEADLINE }, 30, (w, r) => parseDuration(w, r, DEADLINE)),
         ),
         uidBase: resolveUidBase(raw.uidBase),
+        launchConcurrency: setting(() => fromFlagOrEnv({ name: "--launch-concurrency", value: raw.launchConcurrency }, { name: "SANDGATE_LAUNCH_CONCURRENCY", value: env.SANDGATE_LAUNCH_CONCURRENCY }, DEFAULT_LAUNCH_CONCURRENCY, (w, r) => parseInteger(w, r, LAUNCH_CONCURRENCY_RANGE))),
         detachedExecs: setting(() => fromFlagOrEnv({ name: "--detached-execs", value: raw.detachedExecs }, { name: "SANDGATE_DETACHED_EXECS", value: env.SANDGATE_DETACHED_EXECS }, DEFAULT_DETACHED_EXECS, (w, r) => parseInteger(w, r, DETACHED_EXECS_RANGE))),
         proposals: {
           pending: setting(() => fromFlagOrEnv({ name: "--proposals-pending", value: raw.proposalsPending }, { name: "SANDGATE_PROPOSALS_PENDING", value: env.SANDGATE_PROPOSALS_PENDING }, DEFAULT_PROPOSAL_LIMITS.pending, (w, r) => parseInteger(w, r, PROPOSALS_PENDING_RANGE))),
@@ -197,7 +200,7 @@ export function gatewayCommands(global: () => Common): Command {
       }
       if (raw.detach) return detach(paths.dir, paths.log, o);
       const { runGatewayForeground } = await import("./gateway-run.js");
-      await runGatewayForeground({ home: paths, listen: o.listen, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor, containerLog: o.containerLog, logStreams: o.logStreams, detachedExecs: o.detachedExecs, proposals: o.proposals, files: o.files, sandboxSubnets: o.sandboxSubnets, connections: o.connections, ...(o.originCa === undefined ? {} : { originCa: o.originCa }) });
+      await runGatewayForeground({ home: paths, listen: o.listen, logLevel: o.logLevel, recoveryDeadlineS: o.recoveryDeadline, boundaryDeadlineS: o.boundaryDeadline, uidBase: o.uidBase, resolvers: resolvers.resolvers, audit: o.audit, supervisor: o.supervisor, containerLog: o.containerLog, logStreams: o.logStreams, detachedExecs: o.detachedExecs, launchConcurrency: o.launchConcurrency, proposals: o.proposals, files: o.files, sandboxSubnets: o.sandboxSubnets, connections: o.connections, ...(o.originCa === undefined ? {} : { originCa: o.originCa }) });
     });
 
   gw.command("status")
@@ -329,11 +332,11 @@ function readable(line: string): string {
  * showing its start-up steps from the log as they come. When it exits first,
  * say so at once with the last lines it logged.
  */
-async function detach(homeDir: string, logPath: string, o: { listen: readonly ListenAddress[]; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number }; containerLog: { maxBytes: number; files: number }; logStreams: number; detachedExecs: number; proposals: { pending: number; kept: number }; sandboxSubnets: string; connections: ConnectionSettings; originCa?: OriginCa }): Promise<void> {
+async function detach(homeDir: string, logPath: string, o: { listen: readonly ListenAddress[]; logLevel: string; recoveryDeadline: number; boundaryDeadline: number; uidBase?: number; resolver: string[]; audit: { rate: number; keep: number; maxAgeS: number }; supervisor: { cpus: number; memoryMb: number }; containerLog: { maxBytes: number; files: number }; logStreams: number; detachedExecs: number; launchConcurrency: number; proposals: { pending: number; kept: number }; sandboxSubnets: string; connections: ConnectionSettings; originCa?: OriginCa }): Promise<void> {
   ensureHomeDir(resolveHome(homeDir));
   const out = openSync(logPath, "a");
   const from = statSync(logPath).size;
-  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", ...o.listen.flatMap((a) => ["--listen", formatListenAddress(a)]), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb), "--container-log-size", String(o.containerLog.maxBytes), "--container-log-files", String(o.containerLog.files), "--log-streams", String(o.logStreams), "--detached-execs", String(o.detachedExecs), "--proposals-pending", String(o.proposals.pending), "--proposals-kept", String(o.proposals.kept), "--sandbox-subnets", o.sandboxSubnets, ...(o.originCa === undefined ? [] : ["--origin-ca", resolvePath(o.originCa.path)]), ...connectionArgs(o.connections)];
+  const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", ...o.listen.flatMap((a) => ["--listen", formatListenAddress(a)]), "--log-level", o.logLevel, "--recovery-deadline", String(o.recoveryDeadline), "--boundary-deadline", String(o.boundaryDeadline), ...(o.uidBase === undefined ? [] : ["--uid-base", String(o.uidBase)]), ...o.resolver.flatMap((r) => ["--resolver", r]), "--audit-rate", String(o.audit.rate), "--audit-keep", String(o.audit.keep), "--audit-max-age", `${o.audit.maxAgeS}s`, "--supervisor-cpus", String(o.supervisor.cpus), "--supervisor-memory", String(o.supervisor.memoryMb), "--container-log-size", String(o.containerLog.maxBytes), "--container-log-files", String(o.containerLog.files), "--log-streams", String(o.logStreams), "--detached-execs", String(o.detachedExecs), "--launch-concurrency", String(o.launchConcurrency), "--proposals-pending", String(o.proposals.pending), "--proposals-kept", String(o.proposals.kept), "--sandbox-subnets", o.sandboxSubnets, ...(o.originCa === undefined ? [] : ["--origin-ca", resolvePath(o.originCa.path)]), ...connectionArgs(o.connections)];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out] });
   let exited: { code: number | null; signal: string | null } | null = null;
   child.once("exit", (code, signal) => (exited = { code, signal }));

@@ -13,7 +13,7 @@ import { portForwardLimitsFromEnv } from "../gateway/api/port-forward-ws.js";
 import type { FilesLimits } from "../gateway/files/limits.js";
 import type { ListenAddress } from "../gateway/api/listen-address.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; listen: readonly ListenAddress[]; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; containerLog?: { maxBytes: number; files: number }; logStreams?: number; detachedExecs?: number; proposals?: { pending: number; kept: number }; files?: FilesLimits; sandboxSubnets?: string; originCa?: OriginCa; connections?: { headerTimeoutS: number; idleTimeoutS: number; maxConnections: number; maxUnauthenticated: number; proxyConnections: number } }): Promise<void> {
+export async function runGatewayForeground(opts: { home: HomePaths; listen: readonly ListenAddress[]; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; containerLog?: { maxBytes: number; files: number }; logStreams?: number; detachedExecs?: number; launchConcurrency?: number; proposals?: { pending: number; kept: number }; files?: FilesLimits; sandboxSubnets?: string; originCa?: OriginCa; connections?: { headerTimeoutS: number; idleTimeoutS: number; maxConnections: number; maxUnauthenticated: number; proxyConnections: number } }): Promise<void> {
   let portForward: ReturnType<typeof portForwardLimitsFromEnv>;
   try {
     portForward = portForwardLimitsFromEnv(process.env);
@@ -47,7 +47,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; listen: read
       portForward,
       supervisorLimits: { cpus: driver.supervisorResources.cpus, memoryMb: driver.supervisorResources.memoryMb },
       ...(opts.originCa === undefined ? {} : { originCa: { path: opts.originCa.path, subjects: opts.originCa.subjects } }),
-      service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000, boundaryDeadlineMs: opts.boundaryDeadlineS * 1000, ...(opts.detachedExecs === undefined ? {} : { detachedExecs: opts.detachedExecs }) },
+      service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000, boundaryDeadlineMs: opts.boundaryDeadlineS * 1000, ...(opts.detachedExecs === undefined ? {} : { detachedExecs: opts.detachedExecs }), ...(opts.launchConcurrency === undefined ? {} : { launchConcurrency: opts.launchConcurrency }) },
       ...(opts.audit === undefined
         ? {}
         : { audit: { ratePerSecond: opts.audit.rate, burst: Math.max(opts.audit.rate * 4, 200), audit: { perSandbox: opts.audit.keep, maxAgeMs: opts.audit.maxAgeS * 1000 } } }),

@@ -165,6 +165,20 @@ describe("sandbox lifecycle on Docker", () => {
   });
 });
 
+describe("many creates at once", () => {
+  it("30 creates at once all reach Ready (launches wait their turn, a busy daemon's slow answers are waited for); deleted together, nothing is left", async () => {
+    const names = Array.from({ length: 30 }, (_, i) => `many-${i}`);
+    const created = await Promise.all(names.map((name) => fx.t.api("POST", "/v1/sandboxes", { name })));
+    expect(created.map((r) => r.status)).toEqual(names.map(() => 201));
+    const ready = await Promise.all(names.map((name) => waitPhase(fx, name, "Ready", { ms: 600_000 })));
+    expect(ready.map((s) => s.reason)).toEqual(names.map(() => null));
+    const deleted = await Promise.all(names.map((name) => fx.t.api("DELETE", `/v1/sandboxes/${name}`)));
+    expect(deleted.map((r) => r.status)).toEqual(names.map(() => 202));
+    await Promise.all(names.map((name) => waitDeleted(fx, name, 600_000)));
+    for (const s of ready) expect(await objectsOf(s.id)).toEqual({ containers: [], networks: [], volumes: [] });
+  }, 900_000);
+});
+
 describe("what the daemon can tell is refused at create, as docker run refuses it", () => {
   /** A refused create: 400 naming the value, exit 2 from the CLI in one line, and nothing kept (the name is free). */
   async function refused(name: string, body: Record<string, unknown>, args: string[], message: RegExp): Promise<void> {

@@ -71,6 +71,8 @@ import { ContainerLogs } from "./logs.js";
 
 /** How long a create waits for the daemon to answer its checks (an image, the host's CPUs) before leaving them to provisioning. */
 const CHECK_TIMEOUT_MS = 5000;
+/** See DockerDriverOptions.provisionCallTimeoutMs. */
+const PROVISION_CALL_TIMEOUT_MS = 120_000;
 
 function readOrEmpty(path: string): string {
   try {
@@ -114,6 +116,11 @@ export interface DockerDriverOptions {
   logRoot?: string;
   /** How long a log read keeps retrying while Docker does not answer. Default 120 s. */
   logReconnectWindowMs?: number;
+  /**
+   * Deadline of each Docker call of a launch (create, connect, start, inspect). A daemon busy
+   * with many launches answers late, not never: its answer is waited for (default 120 s).
+   */
+  provisionCallTimeoutMs?: number;
 }
 
 /** A Docker call that must succeed; anything else is an error naming the step. */
@@ -149,6 +156,8 @@ export class DockerDriver implements ComputeDriver {
   readonly containerLogs: ContainerLogs;
   private images: EnsureImagesResult | undefined;
   private egressGateway: string | null = null;
+  /** Options of a launch's Docker calls: a long deadline (provisionCallTimeoutMs). */
+  private readonly slow: { timeoutMs: number };
   private observer: ((call: RuntimeCall) => void) | null = null;
 
   constructor(opts: DockerDriverOptions) {
@@ -157,6 +166,7 @@ export class DockerDriver implements ComputeDriver {
     this.launchRoot = opts.launchRoot;
     this.log = opts.log;
     this.probeCommand = opts.probeCommand ?? ["true"];
+    this.slow = { timeoutMs: opts.provisionCallTimeoutMs ?? PROVISION_CALL_TIMEOUT_MS };
     this.ids = opts.ids ?? DEFAULT_IDS;
     this.workspaces = new WorkspaceDisks(opts.workspaceRoot ?? join(dirname(opts.launchRoot), "workspaces"));
     this.hostIdFiles = opts.hostIdFiles ?? readHostIdFiles;
@@ -246,7 +256,7 @@ export class DockerDriver implements ComputeDriver {
 
   /** Create, or use the one of that name: a new sandbox's network is created in one call. */
   private async ensureNetwork(config: NetworkCreateConfig): Promise<string> {
-    return (await this.networkOf(config, await this.engine.createNetwork(config))).id;
+    return (await this.networkOf(config, await this.engine.createNetwork(config, this.slow))).id;
   }
 
   /**
@@ -256,7 +266,7 @@ export class DockerDriver implements ComputeDriver {
   private async networkOf(config: NetworkCreateConfig, created: EngineResult<{ Id: string }>): Promise<{ id: string; subnet: string | null }> {
     const ipv4 = (configs: readonly { Subnet?: string }[] | null | undefined): string | null => configs?.find((c) => c.Subnet !== undefined && !c.Subnet.includes(":"))?.Subnet ?? null;
     if (created.kind === "docker" && created.status === 409) {
-      const existing = must(`inspect network ${config.Name}`, await this.engine.inspectNetwork(config.Name));
+      const existing = must(`inspect network ${config.Name}`, await this.engine.inspectNetwork(config.Name, this.slow));
       return { id: existing.Id, subnet: ipv4(existing.IPAM.Config) };
     }
     return { id: must(`create network ${config.Name}`, created).Id, subnet: ipv4(config.IPAM?.Config) };
@@ -273,7 +283,7 @@ export class DockerDriver implements ComputeDriver {
     const tries = Math.min(SUBNET_TRIES, subnetCount(range));
     for (let k = 0; k < tries; k++) {
       const config = internalNetworkConfig(i, nthSubnet(range, first + k));
-      const created = await this.engine.createNetwork(config);
+      const created = await this.engine.createNetwork(config, this.slow);
       if (created.kind === "docker" && created.status !== 409 && isSubnetOverlap(created.message)) continue;
       // An existing network (a retried launch) keeps the subnet it was given.
       const { subnet } = await this.networkOf(config, created);
@@ -302,7 +312,7 @@ export class DockerDriver implements ComputeDriver {
       if (!this.images) throw new ProvisionError("images are not prepared");
       return { id: this.images.workload.id, isDefault: true };
     }
-    const r = await this.engine.inspectImage(image);
+    const r = await this.engine.inspectImage(image, this.slow);
     if (r.kind === "docker" && r.status === 404) {
       throw new ProvisionError(`No such image: ${image} (no registry is used: build or import it locally, e.g. docker import)`);
     }
@@ -387,11 +397,11 @@ export class DockerDriver implements ComputeDriver {
       onProgress("starting supervisor");
       const trust = await trustReady;
       const launchDir = this.writeLaunchConfig(req, trust.ca, subnet);
-      const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir, this.ids.supervisor, this.supervisorResources, this.containerLog, this.ipv6));
+      const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir, this.ids.supervisor, this.supervisorResources, this.containerLog, this.ipv6), this.slow);
       const supId = this.provisionStep("create supervisor container", sup).Id;
-      this.provisionStep("connect supervisor to egress network", await this.engine.connectNetwork(egressNetworkName(this.gatewayId), supId));
-      this.provisionStep("start supervisor", await this.engine.startContainer(supId));
-      const supInspect = this.provisionStep("inspect supervisor", await this.engine.inspectContainer(supId));
+      this.provisionStep("connect supervisor to egress network", await this.engine.connectNetwork(egressNetworkName(this.gatewayId), supId, this.slow));
+      this.provisionStep("start supervisor", await this.engine.startContainer(supId, this.slow));
+      const supInspect = this.provisionStep("inspect supervisor", await this.engine.inspectContainer(supId, this.slow));
       const ip = supInspect.NetworkSettings.Networks?.[networkName(req.sandboxId)]?.IPAddress;
       if (!ip) throw new ProvisionError("the supervisor has no address on the sandbox network");
       // The transparent path: the supervisor's namespace redirects the workload's packets to it.
@@ -423,7 +433,7 @@ export class DockerDriver implements ComputeDriver {
         trust: { dir: trust.trustDir, target: WORKLOAD_TRUST_DIR, env: TRUST_ENV },
         log: this.containerLog,
       });
-      this.provisionStep("create workload container", await this.engine.createContainer(containerName(req.sandboxId, req.generation, "workload"), config));
+      this.provisionStep("create workload container", await this.engine.createContainer(containerName(req.sandboxId, req.generation, "workload"), config, this.slow));
     } catch (err) {
       // Nothing of this launch may still be running when the caller retries or deletes:
       // a delete racing a mkfs or a mount (or the CA's files) would leave them behind.
@@ -435,7 +445,7 @@ export class DockerDriver implements ComputeDriver {
   /** A size-limited workspace (spec.diskBytes; its bind source), or the named volume of a sandbox created before limits (null). */
   private async prepareWorkspace(req: LaunchRequest, i: SandboxObjectsInput): Promise<string | null> {
     if (req.spec.diskBytes === undefined) {
-      must(`create volume`, await this.engine.createVolume(volumeConfig(i)));
+      must(`create volume`, await this.engine.createVolume(volumeConfig(i), this.slow));
       return null;
     }
     try {
@@ -453,8 +463,8 @@ export class DockerDriver implements ComputeDriver {
   async start(req: LaunchRequest, onProgress: (msg: string) => void = () => undefined): Promise<RuntimeRecord> {
     onProgress("starting workload");
     const workloadName = containerName(req.sandboxId, req.generation, "workload");
-    this.provisionStep("start workload", await this.engine.startContainer(workloadName));
-    const [w, sup] = await Promise.all([this.engine.inspectContainer(workloadName), this.engine.inspectContainer(containerName(req.sandboxId, req.generation, "supervisor"))]);
+    this.provisionStep("start workload", await this.engine.startContainer(workloadName, this.slow));
+    const [w, sup] = await Promise.all([this.engine.inspectContainer(workloadName, this.slow), this.engine.inspectContainer(containerName(req.sandboxId, req.generation, "supervisor"), this.slow)]);
     const workload = this.provisionStep("inspect workload", w);
     const supervisor = this.provisionStep("inspect supervisor", sup);
     const ip = supervisor.NetworkSettings.Networks?.[networkName(req.sandboxId)]?.IPAddress ?? "";

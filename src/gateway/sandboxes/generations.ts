@@ -26,6 +26,8 @@ export class GenerationHandle {
   #monitor: RuntimeMonitor | null = null;
   /** Pending sleeps: each is ended early with true (go on) or false (stop). */
   readonly #timers = new Map<NodeJS.Timeout, (goOn: boolean) => void>();
+  /** Aborted once the generation is no longer live (ended or disposed): work waiting for it stops waiting. */
+  readonly #over = new AbortController();
 
   constructor(
     readonly sandboxId: string,
@@ -40,6 +42,10 @@ export class GenerationHandle {
 
   get state(): HandleState {
     return this.#state;
+  }
+
+  get over(): AbortSignal {
+    return this.#over.signal;
   }
 
   get record(): RuntimeRecord | null {
@@ -96,6 +102,7 @@ export class GenerationHandle {
     this.#unwatch();
     this.boundary?.lockdown(this.sandboxId, reason);
     this.#wakeTimers(false);
+    this.#over.abort();
   }
 
   /**
@@ -111,6 +118,7 @@ export class GenerationHandle {
     if (session === "forget") this.boundary?.forget(this.sandboxId, why);
     else if (session === "lockdown") this.boundary?.lockdown(this.sandboxId, why);
     this.#wakeTimers(false);
+    this.#over.abort();
   }
 
   get timers(): number {

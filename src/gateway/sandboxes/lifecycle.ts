@@ -52,7 +52,7 @@ export function createLifecycle(d: { store: Store; driver: ComputeDriver; contro
     recoveryDeadlineMs: d.options?.recoveryDeadlineMs,
     boundaryDeadlineMs: d.options?.boundaryDeadlineMs,
   });
-  const tasks: LifecycleTasks = new LifecycleTasks({ store, controller, driver, control, generations, monitor, serial, log, readyTimeoutMs: d.options?.readyTimeoutMs ?? 30_000 });
+  const tasks: LifecycleTasks = new LifecycleTasks({ store, controller, driver, control, generations, monitor, serial, log, readyTimeoutMs: d.options?.readyTimeoutMs ?? 30_000, ...(d.options?.launchConcurrency === undefined ? {} : { launchConcurrency: d.options.launchConcurrency }) });
   // Every committed phase change settles its generation's handle, whoever made it;
   // an Error or Completed generation then owes (and gets) its teardown.
   const unsubscribe = store.onEvent((e) => {

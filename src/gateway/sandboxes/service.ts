@@ -47,6 +47,8 @@ export interface ServiceOptions {
   boundaryDeadlineMs?: number;
   /** Detached execs kept per sandbox (DetachedExecs). Default 32. */
   detachedExecs?: number;
+  /** Launches at once (gateway start --launch-concurrency); default DEFAULT_LAUNCH_CONCURRENCY. */
+  launchConcurrency?: number;
 }
 
 export interface ServiceDeps {

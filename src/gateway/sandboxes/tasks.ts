@@ -9,6 +9,8 @@ import type { ComputeDriver, LaunchRequest, ReadinessReport, RuntimeMonitor, Run
 import type { Policy } from "../../policy/index.js";
 import type { SandboxRecord, Store } from "../../store/store.js";
 import type { KeyedSerial } from "../../util/keyed-serial.js";
+import { Limiter } from "../../util/limiter.js";
+import { DEFAULT_LAUNCH_CONCURRENCY } from "./launch-limits.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import type { LifecycleController } from "./controller.js";
 import type { GenerationHandle, Generations } from "./generations.js";
@@ -25,7 +27,10 @@ export interface TaskDeps {
   log: Logger;
   /** How long readiness evidence may take to appear after the containers start. */
   readyTimeoutMs: number;
+  /** Launches (provision, start, readiness) at once; more wait their turn in order (default DEFAULT_LAUNCH_CONCURRENCY). */
+  launchConcurrency?: number;
 }
+
 
 const newNonce = (): string => randomBytes(12).toString("hex");
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
@@ -40,8 +45,16 @@ export function activePolicy(store: Store, sandboxId: string): { revision: numbe
 export class LifecycleTasks {
   #closed = false;
   readonly #sleeps = new Set<() => void>();
+  readonly #launches: Limiter;
 
-  constructor(private readonly d: TaskDeps) {}
+  constructor(private readonly d: TaskDeps) {
+    this.#launches = new Limiter(d.launchConcurrency ?? DEFAULT_LAUNCH_CONCURRENCY);
+  }
+
+  /** Launches running and waiting for their turn. */
+  get launches(): { active: number; waiting: number; max: number } {
+    return this.#launches.load;
+  }
 
   /** Launch the sandbox's current generation (it is Provisioning). */
   launch(s: SandboxRecord): void {
@@ -49,9 +62,19 @@ export class LifecycleTasks {
     const req: LaunchRequest = { sandboxId: s.id, name: s.name, generation: s.generation, nonce: handle.nonce, spec: s.spec, policy: activePolicy(this.d.store, s.id) };
     void this.d.serial.run(
       s.id,
-      () => this.#launch(s, req, handle),
+      () => this.#queued(s, req, handle),
       (err) => this.d.log.error({ err, sandboxId: s.id, generation: s.generation }, "launch task failed"),
     );
+  }
+
+  /**
+   * A launch waits its turn (the sandbox stays Provisioning and says so); a stop or delete
+   * meanwhile ends the generation's handle, and the launch leaves the line without running.
+   */
+  async #queued(s: SandboxRecord, req: LaunchRequest, handle: GenerationHandle): Promise<void> {
+    const { active, waiting, max } = this.#launches.load;
+    if (active >= max) this.d.controller.note(s, req.generation, `waiting to launch: ${waiting} ahead, ${max} at once (gateway start --launch-concurrency)`);
+    await this.#launches.runUnlessAborted(handle.over, () => this.#launch(s, req, handle));
   }
 
   async #launch(s: SandboxRecord, req: LaunchRequest, handle: GenerationHandle): Promise<void> {
