@@ -9,6 +9,8 @@ import { sandbox, type ToolContext } from "./context.js";
 import { EXEC_ARGV_MAX_CHARS, EXEC_OUTPUT_DEFAULT_BYTES, EXEC_OUTPUT_MAX_BYTES, EXEC_STDIN_MAX_CHARS, EXEC_TIMEOUT_DEFAULT_S, EXEC_TIMEOUT_MAX_S, NAME_MAX_CHARS, PATH_MAX_CHARS, VALUE_MAX_CHARS } from "./limits.js";
 import { ok } from "./results.js";
 
+const bytes = z.number().int().min(0);
+
 /** Past the timeout, how long the server waits for the gateway's exit code before it sends SIGKILL itself. */
 const BACKSTOP_S = 30;
 
@@ -26,6 +28,14 @@ export function registerExecTool(ctx: ToolContext): void {
         env: z.record(z.string().max(NAME_MAX_CHARS), z.string().max(VALUE_MAX_CHARS)).optional().describe("extra environment variables"),
         timeout: z.number().int().min(1).max(EXEC_TIMEOUT_MAX_S).default(EXEC_TIMEOUT_DEFAULT_S).describe(`seconds before the command is ended (default ${EXEC_TIMEOUT_DEFAULT_S}, max ${EXEC_TIMEOUT_MAX_S})`),
         maxOutputBytes: z.number().int().min(1).max(EXEC_OUTPUT_MAX_BYTES).default(EXEC_OUTPUT_DEFAULT_BYTES).describe(`bytes kept per stream (default ${EXEC_OUTPUT_DEFAULT_BYTES}, max ${EXEC_OUTPUT_MAX_BYTES})`),
+      }),
+      outputSchema: z.strictObject({
+        exitCode: z.number().int().describe("the command's exit code; 124: ended by the timeout"),
+        stdout: z.string(),
+        stderr: z.string(),
+        truncated: z.boolean().describe("output was dropped past maxOutputBytes"),
+        stdoutDroppedBytes: bytes,
+        stderrDroppedBytes: bytes,
       }),
       // It runs code: a client should ask before each call. Its network is the sandbox's policy, not the open world.
       annotations: { title: "Run a command in a sandbox", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },

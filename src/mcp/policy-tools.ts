@@ -3,11 +3,13 @@
 // never reads that token and offers no tool to approve or reject.
 
 import { z } from "zod";
+import { PROPOSAL_STATES } from "../policy/proposals.js";
 import { sandbox, type ToolContext } from "./context.js";
 import { NAME_MAX_CHARS, POLICY_MAX_CHARS, REASON_MAX_CHARS } from "./limits.js";
 import { ok } from "./results.js";
 
 const name = z.string().min(1).max(NAME_MAX_CHARS).describe("the sandbox's name (or id)");
+const revision = z.number().int();
 
 export function registerPolicyTools(ctx: ToolContext): void {
   ctx.server.registerTool(
@@ -16,6 +18,12 @@ export function registerPolicyTools(ctx: ToolContext): void {
       title: "Get a sandbox's network policy",
       description: "The sandbox's active network policy (the egress it allows), its revision and whether the supervisor enforces it.",
       inputSchema: z.strictObject({ sandbox: name }),
+      outputSchema: z.strictObject({
+        revision,
+        hash: z.string(),
+        policy: z.string().describe("the policy as the YAML it was given in (as JSON when it was given as an object)"),
+        enforcedRevision: revision.nullable().describe("the revision the supervisor enforces; null: none running"),
+      }),
       annotations: { title: "Get a sandbox's network policy", readOnlyHint: true, openWorldHint: false },
     },
     (a) =>
@@ -38,6 +46,7 @@ export function registerPolicyTools(ctx: ToolContext): void {
         policy: z.string().min(1).max(POLICY_MAX_CHARS).describe("the whole proposed policy as YAML (docs/policy.md)"),
         reason: z.string().max(REASON_MAX_CHARS).optional().describe(`why, for the person who decides (one line, at most ${REASON_MAX_CHARS} characters)`),
       }),
+      outputSchema: z.strictObject({ id: z.string(), state: z.enum(PROPOSAL_STATES), baseRevision: revision }),
       // Only a proposal: nothing is changed.
       annotations: { title: "Propose a network policy change", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },

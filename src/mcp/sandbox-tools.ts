@@ -5,7 +5,7 @@
 
 import { z } from "zod";
 import { PHASES } from "../lifecycle/phases.js";
-import { SandgateError, type SandboxSummaryView } from "../sdk/index.js";
+import { SandgateError, type SandboxView } from "../sdk/index.js";
 import type { ToolContext } from "./context.js";
 import { NAME_MAX_CHARS, VALUE_MAX_CHARS } from "./limits.js";
 import { ok } from "./results.js";
@@ -14,11 +14,24 @@ const LIST_DEFAULT = 100;
 const LIST_MAX = 1000;
 const name = z.string().min(1).max(NAME_MAX_CHARS).describe("the sandbox's name (or id)");
 const stringMap = z.record(z.string().max(NAME_MAX_CHARS), z.string().max(VALUE_MAX_CHARS));
+const phase = z.enum(PHASES);
 
 /** The label every sandbox the MCP server creates carries; only those may it delete. */
 export const MCP_OWNER_LABEL = { key: "created-by", value: "mcp" } as const;
 
-const summary = (s: SandboxSummaryView): Record<string, unknown> => ({ name: s.name, id: s.id, phase: s.phase, generation: s.generation, reason: s.reasonText, labels: s.labels, createdAt: s.createdAt });
+const summarySchema = {
+  name: z.string(),
+  id: z.string(),
+  phase,
+  generation: z.number().int(),
+  reason: z.string().nullable().describe("why it is in this phase (Error, Completed, Stopped), or null"),
+  labels: z.record(z.string(), z.string()),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+};
+type Summary = { [K in keyof typeof summarySchema]: z.infer<(typeof summarySchema)[K]> };
+const summary = (s: Pick<SandboxView, "name" | "id" | "phase" | "generation" | "reasonText" | "labels" | "createdAt" | "updatedAt">): Summary => ({ name: s.name, id: s.id, phase: s.phase, generation: s.generation, reason: s.reasonText, labels: s.labels, createdAt: s.createdAt, updatedAt: s.updatedAt });
+const state = z.strictObject({ name: z.string(), id: z.string(), phase });
 
 export function registerSandboxTools(ctx: ToolContext): void {
   ctx.server.registerTool(
@@ -35,6 +48,7 @@ export function registerSandboxTools(ctx: ToolContext): void {
         ttl: z.string().max(32).optional().describe('stop each run this long after it began: "90s", "30m", "8h"'),
         timeout: z.number().int().min(1).max(1800).default(180).describe("seconds to wait for Ready (default 180)"),
       }),
+      outputSchema: state,
       annotations: { title: "Create a sandbox", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
     (a) =>
@@ -56,17 +70,18 @@ export function registerSandboxTools(ctx: ToolContext): void {
       title: "List sandboxes",
       description: "Lists the sandboxes in name order: name, id, phase, labels.",
       inputSchema: z.strictObject({
-        phase: z.enum(PHASES).optional(),
+        phase: phase.optional(),
         limit: z.number().int().min(1).max(LIST_MAX).default(LIST_DEFAULT).describe(`at most this many (default ${LIST_DEFAULT}, max ${LIST_MAX})`),
       }),
+      outputSchema: z.strictObject({ sandboxes: z.array(z.strictObject(summarySchema)) }),
       annotations: { title: "List sandboxes", readOnlyHint: true, openWorldHint: false },
     },
     (a) =>
       ctx.run(async () => {
         const sg = await ctx.gateway();
-        const out: Record<string, unknown>[] = [];
+        const out: Summary[] = [];
         for await (const s of sg.sandboxes.list({ limit: a.limit, ...(a.phase === undefined ? {} : { phase: a.phase }) })) out.push(summary(s));
-        const text = out.length === 0 ? "no sandboxes" : out.map((s) => `${String(s.name)}  ${String(s.phase)}  ${String(s.id)}`).join("\n");
+        const text = out.length === 0 ? "no sandboxes" : out.map((s) => `${s.name}  ${s.phase}  ${s.id}`).join("\n");
         return ok(text, { sandboxes: out });
       }),
   );
@@ -77,6 +92,7 @@ export function registerSandboxTools(ctx: ToolContext): void {
       title: "Delete a sandbox",
       description: `Deletes a sandbox this server created (labelled ${MCP_OWNER_LABEL.key}=${MCP_OWNER_LABEL.value}) and its workspace, for good, and waits until it is gone. One already gone is not an error.`,
       inputSchema: z.strictObject({ name }),
+      outputSchema: z.strictObject({ name: z.string(), deleted: z.boolean() }),
       annotations: { title: "Delete a sandbox", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
     (a) =>

@@ -3,7 +3,7 @@
 // programs, /sandbox a temp dir) and, for logs, the scripted-logs TEST DOUBLE. Tools and
 // their schemas and annotations; each tool's outcome; the bounds; hostile arguments as
 // tool errors on a session that keeps working; no way to approve a proposal, and the
-// approver token never read.
+// approver token never read; every structured result declared by an outputSchema.
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -20,6 +20,9 @@ import { eventually, startTestGateway, type TestGateway } from "../support/gatew
 import { LocalExecDriver } from "../support/local-exec-driver.js";
 import { LogsDriver } from "../support/logs-driver.js";
 
+/** Every tool's name → whether it declares an outputSchema, as the servers list them. */
+const declaresOutput = new Map<string, boolean>();
+
 async function connectMcp(home: string): Promise<{ client: Client; stderr: () => string }> {
   const transport = new StdioClientTransport({
     command: CLI_ARGS[0]!,
@@ -31,11 +34,18 @@ async function connectMcp(home: string): Promise<{ client: Client; stderr: () =>
   transport.stderr?.on("data", (b: Buffer) => (stderr += b.toString()));
   const client = new Client({ name: "mcp-test", version: "1" });
   await client.connect(transport);
+  // Listed, the client also checks each structured result against its tool's outputSchema.
+  for (const x of (await client.listTools()).tools) declaresOutput.set(x.name, x.outputSchema !== undefined);
   return { client, stderr: () => stderr };
 }
 
 const text = (r: CallToolResult): string => r.content.map((c) => (c.type === "text" ? c.text : "")).join("");
-const call = async (c: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> => (await c.callTool({ name, arguments: args })) as CallToolResult;
+/** One tool call; a tool that answers with structuredContent must declare an outputSchema. */
+const call = async (c: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> => {
+  const r = (await c.callTool({ name, arguments: args })) as CallToolResult;
+  if (r.structuredContent !== undefined) expect(declaresOutput.get(name), `${name} answers with structuredContent but declares no outputSchema`).toBe(true);
+  return r;
+};
 
 describe("sandgate mcp", () => {
   let dir: string;
@@ -70,7 +80,10 @@ describe("sandgate mcp", () => {
     for (const x of tools) {
       expect(x.inputSchema.type).toBe("object");
       expect(x.description).toBeTruthy();
+      // Every tool answers with structured content, so every tool declares its schema.
+      expect(x.outputSchema?.type, `${x.name} declares an outputSchema`).toBe("object");
     }
+    expect(by.exec!.outputSchema!.required).toEqual(["exitCode", "stdout", "stderr", "truncated", "stdoutDroppedBytes", "stderrDroppedBytes"]);
     expect(by.exec!.inputSchema.required).toEqual(["sandbox", "cmd"]);
     expect(by.exec!.inputSchema.properties!.timeout).toMatchObject({ type: "integer", minimum: 1, maximum: 1800, default: 60 });
     expect(by.exec!.inputSchema.properties!.maxOutputBytes).toMatchObject({ maximum: EXEC_OUTPUT_MAX_BYTES, default: 65536 });
