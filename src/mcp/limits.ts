@@ -31,6 +31,9 @@ export const LOGS_TAIL_MAX = 10_000;
 /** logs_read: characters of log text returned; older lines past it are dropped (counted). */
 export const LOGS_MAX_CHARS = 1 * MiB;
 
+/** policy_check: the URL, in characters. */
+export const URL_MAX_CHARS = 8 * KiB;
+
 /** policy_propose: the policy text and the reason, in characters (the gateway checks both again). */
 export const POLICY_MAX_CHARS = 1 * MiB;
 export const REASON_MAX_CHARS = 1000;

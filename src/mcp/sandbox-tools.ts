@@ -1,12 +1,12 @@
-// sandbox_create, sandbox_list, sandbox_delete. A sandbox the agent creates starts with
-// the default policy (no egress): its egress comes only through a proposal a person
-// approves, never from the create call. The agent deletes only sandboxes it created
+// sandbox_create, sandbox_list, sandbox_get, sandbox_stop, sandbox_delete. A sandbox the
+// agent creates starts with the default policy (no egress): its egress comes only through
+// a proposal a person approves, never from the create call. The agent deletes only sandboxes it created
 // (labelled created-by=mcp): not a person's sandbox, not to make it again wider.
 
 import { z } from "zod";
 import { PHASES } from "../lifecycle/phases.js";
 import { SandgateError, type SandboxView } from "../sdk/index.js";
-import type { ToolContext } from "./context.js";
+import { sandbox, type ToolContext } from "./context.js";
 import { NAME_MAX_CHARS, VALUE_MAX_CHARS } from "./limits.js";
 import { ok } from "./results.js";
 
@@ -83,6 +83,41 @@ export function registerSandboxTools(ctx: ToolContext): void {
         for await (const s of sg.sandboxes.list({ limit: a.limit, ...(a.phase === undefined ? {} : { phase: a.phase }) })) out.push(summary(s));
         const text = out.length === 0 ? "no sandboxes" : out.map((s) => `${s.name}  ${s.phase}  ${s.id}`).join("\n");
         return ok(text, { sandboxes: out });
+      }),
+  );
+
+  ctx.server.registerTool(
+    "sandbox_get",
+    {
+      title: "Get a sandbox",
+      description: "One sandbox: its phase (and why, when it ended or failed), generation, labels and image.",
+      inputSchema: z.strictObject({ name }),
+      outputSchema: z.strictObject({ ...summarySchema, image: z.string().nullable().describe("the workload image; null: the gateway's default") }),
+      annotations: { title: "Get a sandbox", readOnlyHint: true, openWorldHint: false },
+    },
+    (a) =>
+      ctx.run(async () => {
+        const v = (await sandbox(ctx, a.name)).view;
+        const s = { ...summary(v), image: v.spec.image ?? null };
+        return ok(`sandbox ${s.name} (${s.id}) is ${s.phase}${s.reason ? ` (${s.reason})` : ""}; generation ${s.generation}`, s);
+      }),
+  );
+
+  ctx.server.registerTool(
+    "sandbox_stop",
+    {
+      title: "Stop a sandbox",
+      description: "Stops a sandbox and waits until it is Stopped: its processes end, its workspace /sandbox stays. One already stopped is not an error.",
+      inputSchema: z.strictObject({ name, timeout: z.number().int().min(1).max(1800).default(120).describe("seconds to wait for Stopped (default 120)") }),
+      outputSchema: state,
+      // It ends whatever runs in the sandbox: a client should ask first.
+      annotations: { title: "Stop a sandbox", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    (a) =>
+      ctx.run(async () => {
+        const sb = await sandbox(ctx, a.name);
+        const v = await sb.stop({ timeout: a.timeout });
+        return ok(`sandbox ${v.name} is ${v.phase}; its workspace is kept`, { name: v.name, id: v.id, phase: v.phase });
       }),
   );
 

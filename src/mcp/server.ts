@@ -15,13 +15,31 @@ import { registerPolicyTools } from "./policy-tools.js";
 import { registerSandboxTools } from "./sandbox-tools.js";
 
 /** The server's tools, by name. */
-export const TOOL_NAMES = ["sandbox_create", "sandbox_list", "sandbox_delete", "exec", "files_read", "files_write", "files_list", "logs_read", "policy_get", "policy_propose"] as const;
+export const TOOL_NAMES = [
+  "sandbox_create",
+  "sandbox_list",
+  "sandbox_get",
+  "sandbox_stop",
+  "sandbox_delete",
+  "exec",
+  "files_read",
+  "files_write",
+  "files_list",
+  "logs_read",
+  "policy_get",
+  "policy_check",
+  "policy_propose",
+  "policy_proposal_status",
+] as const;
 
 /** `connect` reaches the gateway (Sandgate.connect); called at the first tool call, and again after a failure. */
 export function createMcpServer(connect: () => Promise<Sandgate>): McpServer {
   const server = new McpServer(
     { name: "sandgate", version: VERSION },
-    { instructions: "Sandgate runs commands in isolated sandboxes: create one, write files into /sandbox, exec commands, read the results. Network egress is what the sandbox's policy allows; to need more, propose a policy change (a person approves it)." },
+    {
+      instructions:
+        "Sandgate runs commands in isolated sandboxes: create one, write files into /sandbox, exec commands, read the results. Network egress is what the sandbox's policy allows; to need more, propose a policy change (a person approves it) and follow it with policy_proposal_status.",
+    },
   );
   const ctx = { server, gateway: lazyGateway(connect), run: boundedCalls(CALLS_MAX) };
   registerSandboxTools(ctx);

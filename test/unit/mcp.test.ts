@@ -12,7 +12,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { APPROVER_HEADER } from "../../src/gateway/api/proposals-routes.js";
 import { CALLS_MAX, EXEC_OUTPUT_MAX_BYTES, FILES_WRITE_MAX_CHARS, LOGS_MAX_CHARS } from "../../src/mcp/limits.js";
+import { POLICY_EXAMPLE } from "../../src/mcp/policy-tools.js";
 import { TOOL_NAMES } from "../../src/mcp/server.js";
 import { MCP_MESSAGE_MAX_BYTES } from "../../src/cli/mcp-command.js";
 import { CLI_ARGS, CLI_TEST_TIMEOUT_MS, cli } from "../support/cli-runner.js";
@@ -89,9 +91,9 @@ describe("sandgate mcp", () => {
     expect(by.exec!.inputSchema.properties!.maxOutputBytes).toMatchObject({ maximum: EXEC_OUTPUT_MAX_BYTES, default: 65536 });
     expect(by.files_write!.inputSchema.properties!.content).toMatchObject({ type: "string", maxLength: FILES_WRITE_MAX_CHARS });
     const destructive = tools.filter((x) => x.annotations?.destructiveHint === true).map((x) => x.name).sort();
-    expect(destructive).toEqual(["exec", "files_write", "sandbox_delete"]);
+    expect(destructive).toEqual(["exec", "files_write", "sandbox_delete", "sandbox_stop"]);
     const readOnly = tools.filter((x) => x.annotations?.readOnlyHint === true).map((x) => x.name).sort();
-    expect(readOnly).toEqual(["files_list", "files_read", "logs_read", "policy_get", "sandbox_list"]);
+    expect(readOnly).toEqual(["files_list", "files_read", "logs_read", "policy_check", "policy_get", "policy_proposal_status", "sandbox_get", "sandbox_list"]);
     expect(by.exec!.annotations?.openWorldHint).toBe(false);
   });
 
@@ -145,6 +147,53 @@ describe("sandgate mcp", () => {
     const slow = await call(client, "exec", { sandbox: "bounds", cmd: ["sleep", "600"], timeout: 1 });
     expect(slow.structuredContent).toMatchObject({ exitCode: 124 });
     await call(client, "sandbox_delete", { name: "bounds" });
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it("sandbox_get, policy_check, policy_proposal_status, sandbox_stop: a proposal (policy_propose's own example) followed to approved and rejected, its URL checked before and after", async () => {
+    await call(client, "sandbox_create", { name: "follow" });
+    const got = await call(client, "sandbox_get", { name: "follow" });
+    expect(got.structuredContent).toMatchObject({ name: "follow", phase: "Ready", generation: 1, reason: null, labels: { "created-by": "mcp" } });
+    expect(text(got)).toMatch(/^sandbox follow \(\S+\) is Ready; generation 1$/);
+
+    const url = "https://pypi.org/simple/requests/";
+    const before = await call(client, "policy_check", { sandbox: "follow", url });
+    expect(before.isError, text(before)).toBeFalsy();
+    expect(before.structuredContent).toMatchObject({ revision: 1, allow: false, rule: null, reason: expect.any(String) });
+    expect(text(before)).toMatch(/^deny \(.+, revision 1\)$/);
+
+    // The example in policy_propose's description is a whole policy the gateway takes.
+    const { tools } = await client.listTools();
+    expect(tools.find((x) => x.name === "policy_propose")!.description).toContain(POLICY_EXAMPLE);
+    const prop = await call(client, "policy_propose", { sandbox: "follow", policy: POLICY_EXAMPLE, reason: "pip install" });
+    expect(prop.isError, text(prop)).toBeFalsy();
+    const id = (prop.structuredContent as { id: string }).id;
+    const pending = await call(client, "policy_proposal_status", { sandbox: "follow", id });
+    expect(pending.structuredContent).toMatchObject({ id, state: "pending", stale: false, baseRevision: 1, revision: null, proposedBy: "mcp", reason: "pip install", decidedAt: null, decidedBy: null });
+    expect(text(pending)).toBe(`proposal ${id} is pending against revision 1; a person decides it`);
+
+    const approver = { [APPROVER_HEADER]: t.approverToken };
+    expect((await t.api("POST", `/v1/sandboxes/follow/policy/proposals/${id}/approve`, { by: "alice" }, undefined, approver)).status).toBe(200);
+    const approved = await call(client, "policy_proposal_status", { sandbox: "follow", id });
+    expect(approved.structuredContent).toMatchObject({ id, state: "approved", revision: 2, decidedBy: "alice" });
+    expect(text(approved)).toMatch(new RegExp(`^proposal ${id} was approved by alice at \\S+: it made revision 2$`));
+    expect((await call(client, "policy_check", { sandbox: "follow", url })).structuredContent).toEqual({ revision: 2, allow: true, rule: "pypi", reason: null });
+    expect(text(await call(client, "policy_check", { sandbox: "follow", url }))).toBe("allow (rule pypi, revision 2)");
+
+    const second = (await call(client, "policy_propose", { sandbox: "follow", policy: "version: 1\n" })).structuredContent as { id: string };
+    expect((await t.api("POST", `/v1/sandboxes/follow/policy/proposals/${second.id}/reject`, { by: "alice", reason: "not now" }, undefined, approver)).status).toBe(200);
+    const rejected = await call(client, "policy_proposal_status", { sandbox: "follow", id: second.id });
+    expect(rejected.structuredContent).toMatchObject({ state: "rejected", decidedBy: "alice", decisionNote: "not now" });
+    expect(text(rejected)).toMatch(/: not now$/);
+    const missing = await call(client, "policy_proposal_status", { sandbox: "follow", id: "pp_0000000000000000" });
+    expect([missing.isError, text(missing)]).toEqual([true, expect.stringMatching(/^no policy proposal pp_0000000000000000 for sandbox follow .*\(code: not_found\)$/)]);
+
+    const stopped = await call(client, "sandbox_stop", { name: "follow" });
+    expect(stopped.isError, text(stopped)).toBeFalsy();
+    expect(stopped.structuredContent).toMatchObject({ name: "follow", phase: "Stopped" });
+    expect((await call(client, "sandbox_get", { name: "follow" })).structuredContent).toMatchObject({ phase: "Stopped" });
+    // One already stopped is not an error.
+    expect((await call(client, "sandbox_stop", { name: "follow" })).structuredContent).toMatchObject({ phase: "Stopped" });
+    await call(client, "sandbox_delete", { name: "follow" });
   }, CLI_TEST_TIMEOUT_MS);
 
   it("hostile arguments are tool errors, the session keeps working, and nothing on stdout but the protocol", async () => {
