@@ -11,6 +11,8 @@ export interface ToolContext {
   gateway: () => Promise<Sandgate>;
   /** Runs a tool's body: failures as tool errors, a bound on calls at once (results.ts). */
   run: (body: () => Promise<CallToolResult>) => Promise<CallToolResult>;
+  /** exec: milliseconds between progress notifications. */
+  progressIntervalMs: number;
 }
 
 /** Connects once; a failed attempt is forgotten, so the next call tries again. */

@@ -6,7 +6,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Sandgate } from "../sdk/index.js";
 import { VERSION } from "../version.js";
 import { lazyGateway } from "./context.js";
-import { CALLS_MAX } from "./limits.js";
+import { CALLS_MAX, EXEC_PROGRESS_INTERVAL_DEFAULT_MS } from "./limits.js";
 import { boundedCalls } from "./results.js";
 import { registerExecTool } from "./exec-tool.js";
 import { registerFilesTools } from "./files-tools.js";
@@ -32,8 +32,13 @@ export const TOOL_NAMES = [
   "policy_proposal_status",
 ] as const;
 
+export interface McpServerOptions {
+  /** exec: milliseconds between progress notifications (default EXEC_PROGRESS_INTERVAL_DEFAULT_MS). */
+  progressIntervalMs?: number;
+}
+
 /** `connect` reaches the gateway (Sandgate.connect); called at the first tool call, and again after a failure. */
-export function createMcpServer(connect: () => Promise<Sandgate>): McpServer {
+export function createMcpServer(connect: () => Promise<Sandgate>, o: McpServerOptions = {}): McpServer {
   const server = new McpServer(
     { name: "sandgate", version: VERSION },
     {
@@ -41,7 +46,12 @@ export function createMcpServer(connect: () => Promise<Sandgate>): McpServer {
         "Sandgate runs commands in isolated sandboxes: create one, write files into /sandbox, exec commands, read the results. Network egress is what the sandbox's policy allows; to need more, propose a policy change (a person approves it) and follow it with policy_proposal_status.",
     },
   );
-  const ctx = { server, gateway: lazyGateway(connect), run: boundedCalls(CALLS_MAX) };
+  const ctx = {
+    server,
+    gateway: lazyGateway(connect),
+    run: boundedCalls(CALLS_MAX),
+    progressIntervalMs: o.progressIntervalMs ?? EXEC_PROGRESS_INTERVAL_DEFAULT_MS,
+  };
   registerSandboxTools(ctx);
   registerExecTool(ctx);
   registerFilesTools(ctx);

@@ -3,17 +3,18 @@
 // programs, /sandbox a temp dir) and, for logs, the scripted-logs TEST DOUBLE. Tools and
 // their schemas and annotations; each tool's outcome; the bounds; hostile arguments as
 // tool errors on a session that keeps working; no way to approve a proposal, and the
-// approver token never read; every structured result declared by an outputSchema.
+// approver token never read; exec's progress; every structured result declared by an
+// outputSchema.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, McpError, type CallToolResult, type Progress } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { APPROVER_HEADER } from "../../src/gateway/api/proposals-routes.js";
-import { CALLS_MAX, EXEC_OUTPUT_MAX_BYTES, FILES_WRITE_MAX_CHARS, LOGS_MAX_CHARS } from "../../src/mcp/limits.js";
+import { CALLS_MAX, EXEC_OUTPUT_MAX_BYTES, EXEC_PROGRESS_TAIL_BYTES, FILES_WRITE_MAX_CHARS, LOGS_MAX_CHARS } from "../../src/mcp/limits.js";
 import { POLICY_EXAMPLE } from "../../src/mcp/policy-tools.js";
 import { TOOL_NAMES } from "../../src/mcp/server.js";
 import { MCP_MESSAGE_MAX_BYTES } from "../../src/cli/mcp-command.js";
@@ -25,10 +26,10 @@ import { LogsDriver } from "../support/logs-driver.js";
 /** Every tool's name → whether it declares an outputSchema, as the servers list them. */
 const declaresOutput = new Map<string, boolean>();
 
-async function connectMcp(home: string): Promise<{ client: Client; stderr: () => string }> {
+async function connectMcp(home: string, flags: string[] = []): Promise<{ client: Client; stderr: () => string }> {
   const transport = new StdioClientTransport({
     command: CLI_ARGS[0]!,
-    args: [...CLI_ARGS.slice(1), "mcp", "--home", home],
+    args: [...CLI_ARGS.slice(1), "mcp", "--home", home, ...flags],
     env: { PATH: process.env.PATH ?? "" },
     stderr: "pipe",
   });
@@ -65,7 +66,7 @@ describe("sandgate mcp", () => {
     // would block for good (even as root), and every tool call below would hang.
     rmSync(t.home.approverToken);
     execFileSync("mkfifo", [t.home.approverToken]);
-    ({ client, stderr } = await connectMcp(t.home.dir));
+    ({ client, stderr } = await connectMcp(t.home.dir, ["--progress-interval", "100ms"]));
   }, CLI_TEST_TIMEOUT_MS);
 
   afterAll(async () => {
@@ -147,6 +148,48 @@ describe("sandgate mcp", () => {
     const slow = await call(client, "exec", { sandbox: "bounds", cmd: ["sleep", "600"], timeout: 1 });
     expect(slow.structuredContent).toMatchObject({ exitCode: 124 });
     await call(client, "sandbox_delete", { name: "bounds" });
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it("exec sends progress while the command runs: with resetTimeoutOnProgress a command outlives the client's request timeout and its result comes; without progress the request times out", async () => {
+    await call(client, "sandbox_create", { name: "long" });
+    const REQUEST_TIMEOUT_MS = 1000;
+    const go = join(driver.workspace, "go-long");
+    // 1000 numbered lines, then it waits for go-long, then one more line.
+    const output = Array.from({ length: 1000 }, (_, i) => `line-${i}\n`).join("");
+    const cmd = ["sh", "-c", "i=0; while [ $i -lt 1000 ]; do echo line-$i; i=$((i+1)); done; while [ ! -f go-long ]; do sleep 0.05; done; echo finished"];
+    const seen: Progress[] = [];
+    const r = (await client.callTool({ name: "exec", arguments: { sandbox: "long", cmd } }, undefined, {
+      timeout: REQUEST_TIMEOUT_MS,
+      resetTimeoutOnProgress: true,
+      onprogress: (p) => {
+        seen.push(p);
+        // Let it end once it has run past twice the request timeout (its progress is the
+        // seconds it has run, counted after the request was sent) and all its lines are out.
+        if (p.progress * 1000 > 2 * REQUEST_TIMEOUT_MS && p.message?.endsWith("line-999\n")) writeFileSync(go, "");
+      },
+    })) as CallToolResult;
+    expect(r.isError, text(r)).toBeFalsy();
+    expect(r.structuredContent).toMatchObject({ exitCode: 0, stdout: `${output}finished\n`, truncated: false });
+    expect(existsSync(go)).toBe(true);
+    // Increasing progress; each message the newest output, at most EXEC_PROGRESS_TAIL_BYTES.
+    const values = seen.map((p) => p.progress);
+    expect(values).toEqual([...values].sort((a, b) => a - b));
+    expect(new Set(values).size).toBe(values.length);
+    for (const p of seen) expect(p.message?.length ?? 0).toBeLessThanOrEqual(EXEC_PROGRESS_TAIL_BYTES);
+    expect(seen.some((p) => p.message === output.slice(-EXEC_PROGRESS_TAIL_BYTES))).toBe(true);
+
+    // The same without asking for progress: the client gives up at its timeout (and its
+    // cancellation ends the command, which would wait for go-never for good).
+    const never = await client
+      .callTool({ name: "exec", arguments: { sandbox: "long", cmd: ["sh", "-c", "while [ ! -f go-never ]; do sleep 0.05; done"] } }, undefined, { timeout: REQUEST_TIMEOUT_MS })
+      .then(
+        () => "answered",
+        (e: unknown) => e,
+      );
+    expect(never).toBeInstanceOf(McpError);
+    expect((never as McpError).code).toBe(ErrorCode.RequestTimeout);
+    expect((await call(client, "exec", { sandbox: "long", cmd: ["sh", "-c", "echo after"] })).structuredContent).toMatchObject({ exitCode: 0, stdout: "after\n" });
+    await call(client, "sandbox_delete", { name: "long" });
   }, CLI_TEST_TIMEOUT_MS);
 
   it("sandbox_get, policy_check, policy_proposal_status, sandbox_stop: a proposal (policy_propose's own example) followed to approved and rejected, its URL checked before and after", async () => {
@@ -316,6 +359,15 @@ describe("sandgate mcp logs_read", () => {
 });
 
 describe("sandgate mcp message bound", () => {
+  it("--help names --progress-interval; an interval outside 0.1s-30s is a usage error", async () => {
+    const help = await cli(["mcp", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/--progress-interval <duration>[\s\S]*\(default: 1s\)/);
+    const r = await cli(["mcp", "--progress-interval", "10ms"]);
+    expect([r.code, r.stdout]).toEqual([2, ""]);
+    expect(r.stderr).toContain("--progress-interval must be a duration from");
+  }, CLI_TEST_TIMEOUT_MS);
+
   it("a message past MCP_MESSAGE_MAX_BYTES ends the session with a line on stderr; nothing after it is answered", async () => {
     const home = mkdtempSync(join(tmpdir(), "sg-mcp-bound-"));
     try {
