@@ -33,6 +33,8 @@ export const TOOL_NAMES = [
 ] as const;
 
 export interface McpServerOptions {
+  /** Act on every sandbox, not only those created through sandgate mcp (default false). */
+  allSandboxes?: boolean;
   /** exec: milliseconds between progress notifications (default EXEC_PROGRESS_INTERVAL_DEFAULT_MS). */
   progressIntervalMs?: number;
 }
@@ -50,6 +52,7 @@ export function createMcpServer(connect: () => Promise<Sandgate>, o: McpServerOp
     server,
     gateway: lazyGateway(connect),
     run: boundedCalls(CALLS_MAX),
+    allSandboxes: o.allSandboxes ?? false,
     progressIntervalMs: o.progressIntervalMs ?? EXEC_PROGRESS_INTERVAL_DEFAULT_MS,
   };
   registerSandboxTools(ctx);

@@ -4,7 +4,7 @@
 // their schemas and annotations; each tool's outcome; the bounds; hostile arguments as
 // tool errors on a session that keeps working; no way to approve a proposal, and the
 // approver token never read; exec's progress; every structured result declared by an
-// outputSchema.
+// outputSchema; the server's scope (its own sandboxes, or --all-sandboxes).
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -313,6 +313,108 @@ describe("sandgate mcp", () => {
   });
 });
 
+describe("sandgate mcp scope: its own sandboxes, or --all-sandboxes", () => {
+  let dir: string;
+  let driver: LocalExecDriver;
+  let t: TestGateway;
+  let own: Client;
+  let all: Client;
+  let personsId: string;
+
+  /** Each tool that takes a sandbox, with what else it needs; a new one must be added here. */
+  const ARGS: Record<string, (sandbox: string) => Record<string, unknown>> = {
+    sandbox_get: (name) => ({ name }),
+    sandbox_stop: (name) => ({ name }),
+    sandbox_delete: (name) => ({ name }),
+    exec: (sandbox) => ({ sandbox, cmd: ["sh", "-c", "echo ran > scope-probe"] }),
+    files_read: (sandbox) => ({ sandbox, path: "readable" }),
+    files_write: (sandbox) => ({ sandbox, path: "written", content: "x" }),
+    files_list: (sandbox) => ({ sandbox }),
+    logs_read: (sandbox) => ({ sandbox }),
+    policy_get: (sandbox) => ({ sandbox }),
+    policy_check: (sandbox) => ({ sandbox, url: "https://pypi.org/" }),
+    policy_propose: (sandbox) => ({ sandbox, policy: POLICY_EXAMPLE }),
+    policy_proposal_status: (sandbox) => ({ sandbox, id: "pp_0000000000000000" }),
+  };
+  // Stop last: the others want it Ready.
+  const ORDER = [...Object.keys(ARGS).filter((n) => n !== "sandbox_stop" && n !== "sandbox_delete"), "sandbox_stop", "sandbox_delete"];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "sg-mcp-scope-"));
+    driver = new LocalExecDriver(join(dir, "ws"), dir);
+    driver.processOptions = true;
+    t = await startTestGateway(driver);
+    writeFileSync(join(driver.workspace, "readable"), "r");
+    ({ client: own } = await connectMcp(t.home.dir));
+    ({ client: all } = await connectMcp(t.home.dir, ["--all-sandboxes"]));
+  }, CLI_TEST_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await own?.close();
+    await all?.close();
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("every tool that takes a sandbox is in ARGS: those with a sandbox argument, and sandbox_* with a name but create", async () => {
+    const { tools } = await own.listTools();
+    const taking = tools.filter((x) => "sandbox" in (x.inputSchema.properties ?? {}) || (x.name !== "sandbox_create" && "name" in (x.inputSchema.properties ?? {}))).map((x) => x.name);
+    expect(taking.sort()).toEqual(Object.keys(ARGS).sort());
+  });
+
+  it("by default: a sandbox created outside sandgate mcp is refused by every tool that takes one (by name or id), nothing happens to it, and the list leaves it out", async () => {
+    expect((await call(own, "sandbox_create", { name: "mine" })).isError).toBeFalsy();
+    const created = await t.api("POST", "/v1/sandboxes", { name: "persons", labels: { team: "a" } });
+    expect(created.status).toBe(201);
+    personsId = created.body.id;
+    await eventually(async () => ((await t.api("GET", "/v1/sandboxes/persons")).body.phase === "Ready" ? true : undefined), 30_000, "persons Ready");
+    const execsBefore = driver.argvs.length;
+    for (const ref of ["persons", personsId]) {
+      for (const tool of ORDER) {
+        const r = await call(own, tool, ARGS[tool]!(ref));
+        expect(r.isError, `${tool} ${ref}`).toBe(true);
+        expect(text(r), tool).toBe(
+          tool === "sandbox_delete"
+            ? `sandbox ${ref} was not created through sandgate mcp (no label created-by=mcp); only a person deletes it, with: sandgate sandbox delete ${ref} (code: forbidden)`
+            : "sandbox persons was not created through sandgate mcp (no label created-by=mcp): this server acts only on its own sandboxes; a person who wants it to act on every sandbox starts it with sandgate mcp --all-sandboxes (code: forbidden)",
+        );
+      }
+    }
+    // Nothing ran, was written, proposed or stopped.
+    expect(driver.argvs.length).toBe(execsBefore);
+    expect(existsSync(join(driver.workspace, "scope-probe"))).toBe(false);
+    expect(existsSync(join(driver.workspace, "written"))).toBe(false);
+    expect((await t.api("GET", "/v1/sandboxes/persons/policy/proposals")).body.proposals).toEqual([]);
+    expect((await t.api("GET", "/v1/sandboxes/persons")).body.phase).toBe("Ready");
+    // Its own sandbox is listed, the person's is not.
+    const listed = (await call(own, "sandbox_list", {})).structuredContent as { sandboxes: { name: string }[] };
+    expect(listed.sandboxes.map((x) => x.name)).toEqual(["mine"]);
+    // Its own: every tool acts on it.
+    expect((await call(own, "exec", ARGS.exec!("mine"))).structuredContent).toMatchObject({ exitCode: 0 });
+    expect((await call(own, "policy_get", { sandbox: "mine" })).isError).toBeFalsy();
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it("--all-sandboxes: every tool acts on the person's sandbox (but sandbox_delete, which deletes only its own), and the list shows it", async () => {
+    const listed = (await call(all, "sandbox_list", {})).structuredContent as { sandboxes: { name: string }[] };
+    expect(listed.sandboxes.map((x) => x.name)).toEqual(["mine", "persons"]);
+    const answers: Record<string, CallToolResult> = {};
+    for (const tool of ORDER) answers[tool] = await call(all, tool, ARGS[tool]!("persons"));
+    for (const tool of ORDER) {
+      if (tool === "sandbox_delete" || tool === "policy_proposal_status" || tool === "logs_read") continue;
+      expect(answers[tool]!.isError, `${tool}: ${text(answers[tool]!)}`).toBeFalsy();
+    }
+    // Reached the gateway, whose answers are their own: the proposal id was made up, and
+    // this runtime (the test double) keeps no logs.
+    expect(text(answers.policy_proposal_status!)).toMatch(/^no policy proposal pp_0000000000000000 for sandbox persons .*\(code: not_found\)$/);
+    expect(text(answers.logs_read!)).toBe("the memory (test double) runtime keeps no logs (code: unavailable)");
+    expect(text(answers.sandbox_delete!)).toMatch(/only a person deletes it.*\(code: forbidden\)$/);
+    expect(answers.files_read!.structuredContent).toMatchObject({ content: "r" });
+    expect(existsSync(join(driver.workspace, "scope-probe"))).toBe(true);
+    expect((await t.api("GET", "/v1/sandboxes/persons/policy/proposals")).body.proposals).toMatchObject([{ proposedBy: "mcp" }]);
+    expect((await t.api("GET", "/v1/sandboxes/persons")).body.phase).toBe("Stopped");
+  }, CLI_TEST_TIMEOUT_MS);
+});
+
 describe("sandgate mcp logs_read", () => {
   let driver: LogsDriver;
   let t: TestGateway;
@@ -359,10 +461,10 @@ describe("sandgate mcp logs_read", () => {
 });
 
 describe("sandgate mcp message bound", () => {
-  it("--help names --progress-interval; an interval outside 0.1s-30s is a usage error", async () => {
+  it("--help names --all-sandboxes and --progress-interval; an interval outside 0.1s-30s is a usage error", async () => {
     const help = await cli(["mcp", "--help"]);
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/--progress-interval <duration>[\s\S]*\(default: 1s\)/);
+    expect(help.stdout).toMatch(/--all-sandboxes[\s\S]*--progress-interval <duration>[\s\S]*\(default: 1s\)[\s\S]*act only on sandboxes this server created/);
     const r = await cli(["mcp", "--progress-interval", "10ms"]);
     expect([r.code, r.stdout]).toEqual([2, ""]);
     expect(r.stderr).toContain("--progress-interval must be a duration from");
