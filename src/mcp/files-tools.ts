@@ -12,7 +12,9 @@ const target = {
   sandbox: z.string().min(1).max(NAME_MAX_CHARS).describe("the sandbox's name (or id)"),
   path: z.string().min(1).max(PATH_MAX_CHARS).describe("a path in /sandbox (a relative one is under it)"),
 };
-const encoding = z.enum(["utf8", "base64"]).default("utf8").describe('"utf8" text (default) or "base64" bytes');
+const encodings = z.enum(["utf8", "base64"]);
+const encoding = encodings.default("utf8").describe('"utf8" text (default) or "base64" bytes');
+const count = z.number().int().min(0);
 
 export function registerFilesTools(ctx: ToolContext): void {
   ctx.server.registerTool(
@@ -25,6 +27,7 @@ export function registerFilesTools(ctx: ToolContext): void {
         encoding,
         maxBytes: z.number().int().min(1).max(FILES_READ_MAX_BYTES).default(FILES_READ_DEFAULT_BYTES).describe(`the largest file read (default ${FILES_READ_DEFAULT_BYTES}, max ${FILES_READ_MAX_BYTES})`),
       }),
+      outputSchema: z.strictObject({ path: z.string(), bytes: count, encoding: encodings, content: z.string() }),
       annotations: { title: "Read a file", readOnlyHint: true, openWorldHint: false },
     },
     (a, extra) =>
@@ -55,6 +58,7 @@ export function registerFilesTools(ctx: ToolContext): void {
         encoding,
         mode: z.number().int().min(0).max(0o777).optional().describe("permission bits as a number, e.g. 493 for 0755 (default 420, 0644)"),
       }),
+      outputSchema: z.strictObject({ path: z.string().describe("the file's absolute path"), bytes: count }),
       // It overwrites: a client should ask first.
       annotations: { title: "Write a file", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
@@ -78,6 +82,19 @@ export function registerFilesTools(ctx: ToolContext): void {
         path: target.path.default("/sandbox"),
         recursive: z.boolean().default(false).describe("every entry below it, not only its own"),
         maxEntries: z.number().int().min(1).max(FILES_LIST_MAX_ENTRIES).default(FILES_LIST_DEFAULT_ENTRIES),
+      }),
+      outputSchema: z.strictObject({
+        path: z.string(),
+        entries: z.array(
+          z.strictObject({
+            path: z.string().describe("relative to the listed directory"),
+            type: z.enum(["file", "directory", "symlink", "hardlink", "fifo", "char", "block"]),
+            size: count,
+            mode: count.describe("permission bits"),
+            mtime: z.number().describe("seconds since the epoch"),
+            linkname: z.string().optional().describe("a symlink's target or a hard link's source"),
+          }),
+        ),
       }),
       annotations: { title: "List a directory", readOnlyHint: true, openWorldHint: false },
     },

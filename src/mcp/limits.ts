@@ -15,6 +15,10 @@ export const EXEC_OUTPUT_MAX_BYTES = 1 * MiB;
 export const EXEC_STDIN_MAX_CHARS = 1 * MiB;
 /** exec: its argv, in characters all told (the gateway's query is bounded too). */
 export const EXEC_ARGV_MAX_CHARS = 64 * KiB;
+/** exec: a progress notification's message holds at most this many of the newest bytes of output (stdout and stderr as they came). */
+export const EXEC_PROGRESS_TAIL_BYTES = 2 * KiB;
+/** exec: a progress notification every this many milliseconds while the command runs (`sandgate mcp --progress-interval`). */
+export const EXEC_PROGRESS_INTERVAL_DEFAULT_MS = 1000;
 
 /** files_read: bytes returned; a larger file is refused (too_large), not cut. */
 export const FILES_READ_DEFAULT_BYTES = 256 * KiB;
@@ -30,6 +34,9 @@ export const LOGS_TAIL_DEFAULT = 200;
 export const LOGS_TAIL_MAX = 10_000;
 /** logs_read: characters of log text returned; older lines past it are dropped (counted). */
 export const LOGS_MAX_CHARS = 1 * MiB;
+
+/** policy_check: the URL, in characters. */
+export const URL_MAX_CHARS = 8 * KiB;
 
 /** policy_propose: the policy text and the reason, in characters (the gateway checks both again). */
 export const POLICY_MAX_CHARS = 1 * MiB;

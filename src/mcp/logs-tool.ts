@@ -19,6 +19,10 @@ export function registerLogsTool(ctx: ToolContext): void {
         tail: z.number().int().min(1).max(LOGS_TAIL_MAX).default(LOGS_TAIL_DEFAULT),
         stream: z.enum(["workload", "supervisor"]).default("workload"),
       }),
+      outputSchema: z.strictObject({
+        lines: z.array(z.strictObject({ t: z.string().describe("when it was read, RFC 3339"), stream: z.enum(["out", "err"]), text: z.string(), partial: z.literal(true).optional().describe("no newline ended it") })),
+        droppedLines: z.number().int().min(0).describe(`older lines dropped past ${LOGS_MAX_CHARS} characters`),
+      }),
       annotations: { title: "Read a sandbox's logs", readOnlyHint: true, openWorldHint: false },
     },
     (a, extra) =>

@@ -1,12 +1,13 @@
-// sandbox_create, sandbox_list, sandbox_delete. A sandbox the agent creates starts with
-// the default policy (no egress): its egress comes only through a proposal a person
-// approves, never from the create call. The agent deletes only sandboxes it created
-// (labelled created-by=mcp): not a person's sandbox, not to make it again wider.
+// sandbox_create, sandbox_list, sandbox_get, sandbox_stop, sandbox_delete. A sandbox the
+// agent creates starts with the default policy (no egress): its egress comes only through
+// a proposal a person approves, never from the create call. It is labelled created-by=mcp,
+// and by default the server acts only on sandboxes so labelled (context.ts); whatever its
+// scope, it deletes only those: not a person's sandbox, not to make it again wider.
 
 import { z } from "zod";
 import { PHASES } from "../lifecycle/phases.js";
-import { SandgateError, type SandboxSummaryView } from "../sdk/index.js";
-import type { ToolContext } from "./context.js";
+import { SandgateError, type Sandbox, type SandboxView } from "../sdk/index.js";
+import { MCP_OWNER_LABEL, createdByMcp, sandbox, type ToolContext } from "./context.js";
 import { NAME_MAX_CHARS, VALUE_MAX_CHARS } from "./limits.js";
 import { ok } from "./results.js";
 
@@ -14,11 +15,22 @@ const LIST_DEFAULT = 100;
 const LIST_MAX = 1000;
 const name = z.string().min(1).max(NAME_MAX_CHARS).describe("the sandbox's name (or id)");
 const stringMap = z.record(z.string().max(NAME_MAX_CHARS), z.string().max(VALUE_MAX_CHARS));
+const phase = z.enum(PHASES);
 
-/** The label every sandbox the MCP server creates carries; only those may it delete. */
-export const MCP_OWNER_LABEL = { key: "created-by", value: "mcp" } as const;
-
-const summary = (s: SandboxSummaryView): Record<string, unknown> => ({ name: s.name, id: s.id, phase: s.phase, generation: s.generation, reason: s.reasonText, labels: s.labels, createdAt: s.createdAt });
+const summarySchema = {
+  name: z.string(),
+  id: z.string(),
+  phase,
+  generation: z.number().int(),
+  reason: z.string().nullable().describe("why it is in this phase (Error, Completed, Stopped), or null"),
+  labels: z.record(z.string(), z.string()),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+};
+type Summary = { [K in keyof typeof summarySchema]: z.infer<(typeof summarySchema)[K]> };
+const summary = (s: Pick<SandboxView, "name" | "id" | "phase" | "generation" | "reasonText" | "labels" | "createdAt" | "updatedAt">): Summary => ({ name: s.name, id: s.id, phase: s.phase, generation: s.generation, reason: s.reasonText, labels: s.labels, createdAt: s.createdAt, updatedAt: s.updatedAt });
+const state = z.strictObject({ name: z.string(), id: z.string(), phase });
+const scopeText = `labelled ${MCP_OWNER_LABEL.key}=${MCP_OWNER_LABEL.value}, unless the server was started with --all-sandboxes`;
 
 export function registerSandboxTools(ctx: ToolContext): void {
   ctx.server.registerTool(
@@ -35,6 +47,7 @@ export function registerSandboxTools(ctx: ToolContext): void {
         ttl: z.string().max(32).optional().describe('stop each run this long after it began: "90s", "30m", "8h"'),
         timeout: z.number().int().min(1).max(1800).default(180).describe("seconds to wait for Ready (default 180)"),
       }),
+      outputSchema: state,
       annotations: { title: "Create a sandbox", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
     (a) =>
@@ -54,20 +67,57 @@ export function registerSandboxTools(ctx: ToolContext): void {
     "sandbox_list",
     {
       title: "List sandboxes",
-      description: "Lists the sandboxes in name order: name, id, phase, labels.",
+      description: `Lists the sandboxes this server may act on (${scopeText}) in name order: name, id, phase, labels.`,
       inputSchema: z.strictObject({
-        phase: z.enum(PHASES).optional(),
+        phase: phase.optional(),
         limit: z.number().int().min(1).max(LIST_MAX).default(LIST_DEFAULT).describe(`at most this many (default ${LIST_DEFAULT}, max ${LIST_MAX})`),
       }),
+      outputSchema: z.strictObject({ sandboxes: z.array(z.strictObject(summarySchema)) }),
       annotations: { title: "List sandboxes", readOnlyHint: true, openWorldHint: false },
     },
     (a) =>
       ctx.run(async () => {
         const sg = await ctx.gateway();
-        const out: Record<string, unknown>[] = [];
-        for await (const s of sg.sandboxes.list({ limit: a.limit, ...(a.phase === undefined ? {} : { phase: a.phase }) })) out.push(summary(s));
-        const text = out.length === 0 ? "no sandboxes" : out.map((s) => `${String(s.name)}  ${String(s.phase)}  ${String(s.id)}`).join("\n");
+        const out: Summary[] = [];
+        const labels = ctx.allSandboxes ? {} : { labels: { [MCP_OWNER_LABEL.key]: MCP_OWNER_LABEL.value } };
+        for await (const s of sg.sandboxes.list({ limit: a.limit, ...labels, ...(a.phase === undefined ? {} : { phase: a.phase }) })) out.push(summary(s));
+        const text = out.length === 0 ? "no sandboxes" : out.map((s) => `${s.name}  ${s.phase}  ${s.id}`).join("\n");
         return ok(text, { sandboxes: out });
+      }),
+  );
+
+  ctx.server.registerTool(
+    "sandbox_get",
+    {
+      title: "Get a sandbox",
+      description: `One sandbox (${scopeText}): its phase (and why, when it ended or failed), generation, labels and image.`,
+      inputSchema: z.strictObject({ name }),
+      outputSchema: z.strictObject({ ...summarySchema, image: z.string().nullable().describe("the workload image; null: the gateway's default") }),
+      annotations: { title: "Get a sandbox", readOnlyHint: true, openWorldHint: false },
+    },
+    (a) =>
+      ctx.run(async () => {
+        const v = (await sandbox(ctx, a.name)).view;
+        const s = { ...summary(v), image: v.spec.image ?? null };
+        return ok(`sandbox ${s.name} (${s.id}) is ${s.phase}${s.reason ? ` (${s.reason})` : ""}; generation ${s.generation}`, s);
+      }),
+  );
+
+  ctx.server.registerTool(
+    "sandbox_stop",
+    {
+      title: "Stop a sandbox",
+      description: `Stops a sandbox (${scopeText}) and waits until it is Stopped: its processes end, its workspace /sandbox stays. One already stopped is not an error.`,
+      inputSchema: z.strictObject({ name, timeout: z.number().int().min(1).max(1800).default(120).describe("seconds to wait for Stopped (default 120)") }),
+      outputSchema: state,
+      // It ends whatever runs in the sandbox: a client should ask first.
+      annotations: { title: "Stop a sandbox", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    (a) =>
+      ctx.run(async () => {
+        const sb = await sandbox(ctx, a.name);
+        const v = await sb.stop({ timeout: a.timeout });
+        return ok(`sandbox ${v.name} is ${v.phase}; its workspace is kept`, { name: v.name, id: v.id, phase: v.phase });
       }),
   );
 
@@ -75,24 +125,26 @@ export function registerSandboxTools(ctx: ToolContext): void {
     "sandbox_delete",
     {
       title: "Delete a sandbox",
-      description: `Deletes a sandbox this server created (labelled ${MCP_OWNER_LABEL.key}=${MCP_OWNER_LABEL.value}) and its workspace, for good, and waits until it is gone. One already gone is not an error.`,
+      description: `Deletes a sandbox this server created (labelled ${MCP_OWNER_LABEL.key}=${MCP_OWNER_LABEL.value}, even with --all-sandboxes) and its workspace, for good, and waits until it is gone. One already gone is not an error.`,
       inputSchema: z.strictObject({ name }),
+      outputSchema: z.strictObject({ name: z.string(), deleted: z.boolean() }),
       annotations: { title: "Delete a sandbox", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
     (a) =>
       ctx.run(async () => {
         const sg = await ctx.gateway();
-        let labels: Record<string, string>;
+        let sb: Sandbox;
         try {
-          labels = (await sg.sandboxes.get(a.name)).view.labels;
+          sb = await sg.sandboxes.get(a.name);
         } catch (err) {
           if (err instanceof SandgateError && err.code === "not_found") return ok(`sandbox ${a.name} is deleted`, { name: a.name, deleted: true });
           throw err;
         }
-        if (labels[MCP_OWNER_LABEL.key] !== MCP_OWNER_LABEL.value) {
+        if (!createdByMcp(sb.view.labels)) {
           throw new SandgateError(`sandbox ${a.name} was not created through sandgate mcp (no label ${MCP_OWNER_LABEL.key}=${MCP_OWNER_LABEL.value}); only a person deletes it, with: sandgate sandbox delete ${a.name}`, "forbidden");
         }
-        await sg.sandboxes.delete(a.name);
+        // By its id: not another sandbox made under the same name meanwhile.
+        await sb.delete();
         return ok(`sandbox ${a.name} is deleted`, { name: a.name, deleted: true });
       }),
   );

@@ -6,7 +6,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Sandgate } from "../sdk/index.js";
 import { VERSION } from "../version.js";
 import { lazyGateway } from "./context.js";
-import { CALLS_MAX } from "./limits.js";
+import { CALLS_MAX, EXEC_PROGRESS_INTERVAL_DEFAULT_MS } from "./limits.js";
 import { boundedCalls } from "./results.js";
 import { registerExecTool } from "./exec-tool.js";
 import { registerFilesTools } from "./files-tools.js";
@@ -15,15 +15,46 @@ import { registerPolicyTools } from "./policy-tools.js";
 import { registerSandboxTools } from "./sandbox-tools.js";
 
 /** The server's tools, by name. */
-export const TOOL_NAMES = ["sandbox_create", "sandbox_list", "sandbox_delete", "exec", "files_read", "files_write", "files_list", "logs_read", "policy_get", "policy_propose"] as const;
+export const TOOL_NAMES = [
+  "sandbox_create",
+  "sandbox_list",
+  "sandbox_get",
+  "sandbox_stop",
+  "sandbox_delete",
+  "exec",
+  "files_read",
+  "files_write",
+  "files_list",
+  "logs_read",
+  "policy_get",
+  "policy_check",
+  "policy_propose",
+  "policy_proposal_status",
+] as const;
+
+export interface McpServerOptions {
+  /** Act on every sandbox, not only those created through sandgate mcp (default false). */
+  allSandboxes?: boolean;
+  /** exec: milliseconds between progress notifications (default EXEC_PROGRESS_INTERVAL_DEFAULT_MS). */
+  progressIntervalMs?: number;
+}
 
 /** `connect` reaches the gateway (Sandgate.connect); called at the first tool call, and again after a failure. */
-export function createMcpServer(connect: () => Promise<Sandgate>): McpServer {
+export function createMcpServer(connect: () => Promise<Sandgate>, o: McpServerOptions = {}): McpServer {
   const server = new McpServer(
     { name: "sandgate", version: VERSION },
-    { instructions: "Sandgate runs commands in isolated sandboxes: create one, write files into /sandbox, exec commands, read the results. Network egress is what the sandbox's policy allows; to need more, propose a policy change (a person approves it)." },
+    {
+      instructions:
+        "Sandgate runs commands in isolated sandboxes: create one, write files into /sandbox, exec commands, read the results. Network egress is what the sandbox's policy allows; to need more, propose a policy change (a person approves it) and follow it with policy_proposal_status.",
+    },
   );
-  const ctx = { server, gateway: lazyGateway(connect), run: boundedCalls(CALLS_MAX) };
+  const ctx = {
+    server,
+    gateway: lazyGateway(connect),
+    run: boundedCalls(CALLS_MAX),
+    allSandboxes: o.allSandboxes ?? false,
+    progressIntervalMs: o.progressIntervalMs ?? EXEC_PROGRESS_INTERVAL_DEFAULT_MS,
+  };
   registerSandboxTools(ctx);
   registerExecTool(ctx);
   registerFilesTools(ctx);

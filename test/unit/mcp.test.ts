@@ -3,16 +3,19 @@
 // programs, /sandbox a temp dir) and, for logs, the scripted-logs TEST DOUBLE. Tools and
 // their schemas and annotations; each tool's outcome; the bounds; hostile arguments as
 // tool errors on a session that keeps working; no way to approve a proposal, and the
-// approver token never read.
+// approver token never read; exec's progress; every structured result declared by an
+// outputSchema; the server's scope (its own sandboxes, or --all-sandboxes).
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, McpError, type CallToolResult, type Progress } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CALLS_MAX, EXEC_OUTPUT_MAX_BYTES, FILES_WRITE_MAX_CHARS, LOGS_MAX_CHARS } from "../../src/mcp/limits.js";
+import { APPROVER_HEADER } from "../../src/gateway/api/proposals-routes.js";
+import { CALLS_MAX, EXEC_OUTPUT_MAX_BYTES, EXEC_PROGRESS_TAIL_BYTES, FILES_WRITE_MAX_CHARS, LOGS_MAX_CHARS } from "../../src/mcp/limits.js";
+import { POLICY_EXAMPLE } from "../../src/mcp/policy-tools.js";
 import { TOOL_NAMES } from "../../src/mcp/server.js";
 import { MCP_MESSAGE_MAX_BYTES } from "../../src/cli/mcp-command.js";
 import { CLI_ARGS, CLI_TEST_TIMEOUT_MS, cli } from "../support/cli-runner.js";
@@ -20,10 +23,13 @@ import { eventually, startTestGateway, type TestGateway } from "../support/gatew
 import { LocalExecDriver } from "../support/local-exec-driver.js";
 import { LogsDriver } from "../support/logs-driver.js";
 
-async function connectMcp(home: string): Promise<{ client: Client; stderr: () => string }> {
+/** Every tool's name → whether it declares an outputSchema, as the servers list them. */
+const declaresOutput = new Map<string, boolean>();
+
+async function connectMcp(home: string, flags: string[] = []): Promise<{ client: Client; stderr: () => string }> {
   const transport = new StdioClientTransport({
     command: CLI_ARGS[0]!,
-    args: [...CLI_ARGS.slice(1), "mcp", "--home", home],
+    args: [...CLI_ARGS.slice(1), "mcp", "--home", home, ...flags],
     env: { PATH: process.env.PATH ?? "" },
     stderr: "pipe",
   });
@@ -31,11 +37,18 @@ async function connectMcp(home: string): Promise<{ client: Client; stderr: () =>
   transport.stderr?.on("data", (b: Buffer) => (stderr += b.toString()));
   const client = new Client({ name: "mcp-test", version: "1" });
   await client.connect(transport);
+  // Listed, the client also checks each structured result against its tool's outputSchema.
+  for (const x of (await client.listTools()).tools) declaresOutput.set(x.name, x.outputSchema !== undefined);
   return { client, stderr: () => stderr };
 }
 
 const text = (r: CallToolResult): string => r.content.map((c) => (c.type === "text" ? c.text : "")).join("");
-const call = async (c: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> => (await c.callTool({ name, arguments: args })) as CallToolResult;
+/** One tool call; a tool that answers with structuredContent must declare an outputSchema. */
+const call = async (c: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> => {
+  const r = (await c.callTool({ name, arguments: args })) as CallToolResult;
+  if (r.structuredContent !== undefined) expect(declaresOutput.get(name), `${name} answers with structuredContent but declares no outputSchema`).toBe(true);
+  return r;
+};
 
 describe("sandgate mcp", () => {
   let dir: string;
@@ -53,7 +66,7 @@ describe("sandgate mcp", () => {
     // would block for good (even as root), and every tool call below would hang.
     rmSync(t.home.approverToken);
     execFileSync("mkfifo", [t.home.approverToken]);
-    ({ client, stderr } = await connectMcp(t.home.dir));
+    ({ client, stderr } = await connectMcp(t.home.dir, ["--progress-interval", "100ms"]));
   }, CLI_TEST_TIMEOUT_MS);
 
   afterAll(async () => {
@@ -70,15 +83,18 @@ describe("sandgate mcp", () => {
     for (const x of tools) {
       expect(x.inputSchema.type).toBe("object");
       expect(x.description).toBeTruthy();
+      // Every tool answers with structured content, so every tool declares its schema.
+      expect(x.outputSchema?.type, `${x.name} declares an outputSchema`).toBe("object");
     }
+    expect(by.exec!.outputSchema!.required).toEqual(["exitCode", "stdout", "stderr", "truncated", "stdoutDroppedBytes", "stderrDroppedBytes"]);
     expect(by.exec!.inputSchema.required).toEqual(["sandbox", "cmd"]);
     expect(by.exec!.inputSchema.properties!.timeout).toMatchObject({ type: "integer", minimum: 1, maximum: 1800, default: 60 });
     expect(by.exec!.inputSchema.properties!.maxOutputBytes).toMatchObject({ maximum: EXEC_OUTPUT_MAX_BYTES, default: 65536 });
     expect(by.files_write!.inputSchema.properties!.content).toMatchObject({ type: "string", maxLength: FILES_WRITE_MAX_CHARS });
     const destructive = tools.filter((x) => x.annotations?.destructiveHint === true).map((x) => x.name).sort();
-    expect(destructive).toEqual(["exec", "files_write", "sandbox_delete"]);
+    expect(destructive).toEqual(["exec", "files_write", "sandbox_delete", "sandbox_stop"]);
     const readOnly = tools.filter((x) => x.annotations?.readOnlyHint === true).map((x) => x.name).sort();
-    expect(readOnly).toEqual(["files_list", "files_read", "logs_read", "policy_get", "sandbox_list"]);
+    expect(readOnly).toEqual(["files_list", "files_read", "logs_read", "policy_check", "policy_get", "policy_proposal_status", "sandbox_get", "sandbox_list"]);
     expect(by.exec!.annotations?.openWorldHint).toBe(false);
   });
 
@@ -132,6 +148,96 @@ describe("sandgate mcp", () => {
     const slow = await call(client, "exec", { sandbox: "bounds", cmd: ["sleep", "600"], timeout: 1 });
     expect(slow.structuredContent).toMatchObject({ exitCode: 124 });
     await call(client, "sandbox_delete", { name: "bounds" });
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it("exec sends progress while the command runs: with resetTimeoutOnProgress a command outlives the client's request timeout and its result comes; without progress the request times out", async () => {
+    await call(client, "sandbox_create", { name: "long" });
+    // 20 progress intervals: a loaded machine may delay one, not that many.
+    const REQUEST_TIMEOUT_MS = 2000;
+    const go = join(driver.workspace, "go-long");
+    // 1000 numbered lines, then it waits for go-long, then one more line.
+    const output = Array.from({ length: 1000 }, (_, i) => `line-${i}\n`).join("");
+    const cmd = ["sh", "-c", "i=0; while [ $i -lt 1000 ]; do echo line-$i; i=$((i+1)); done; while [ ! -f go-long ]; do sleep 0.05; done; echo finished"];
+    const seen: Progress[] = [];
+    const r = (await client.callTool({ name: "exec", arguments: { sandbox: "long", cmd } }, undefined, {
+      timeout: REQUEST_TIMEOUT_MS,
+      resetTimeoutOnProgress: true,
+      onprogress: (p) => {
+        seen.push(p);
+        // Let it end once it has run past the request timeout (its progress is the seconds
+        // it has run, counted after the request was sent) and all its lines are out.
+        if (p.progress * 1000 > REQUEST_TIMEOUT_MS && p.message?.endsWith("line-999\n")) writeFileSync(go, "");
+      },
+    })) as CallToolResult;
+    expect(r.isError, text(r)).toBeFalsy();
+    expect(r.structuredContent).toMatchObject({ exitCode: 0, stdout: `${output}finished\n`, truncated: false });
+    expect(existsSync(go)).toBe(true);
+    // Increasing progress; each message the newest output, at most EXEC_PROGRESS_TAIL_BYTES.
+    const values = seen.map((p) => p.progress);
+    expect(values).toEqual([...values].sort((a, b) => a - b));
+    expect(new Set(values).size).toBe(values.length);
+    for (const p of seen) expect(p.message?.length ?? 0).toBeLessThanOrEqual(EXEC_PROGRESS_TAIL_BYTES);
+    expect(seen.some((p) => p.message === output.slice(-EXEC_PROGRESS_TAIL_BYTES))).toBe(true);
+
+    // The same without asking for progress: the client gives up at its timeout (and its
+    // cancellation ends the command, which would wait for go-never for good).
+    const never = await client
+      .callTool({ name: "exec", arguments: { sandbox: "long", cmd: ["sh", "-c", "while [ ! -f go-never ]; do sleep 0.05; done"] } }, undefined, { timeout: REQUEST_TIMEOUT_MS })
+      .then(
+        () => "answered",
+        (e: unknown) => e,
+      );
+    expect(never).toBeInstanceOf(McpError);
+    expect((never as McpError).code).toBe(ErrorCode.RequestTimeout);
+    expect((await call(client, "exec", { sandbox: "long", cmd: ["sh", "-c", "echo after"] })).structuredContent).toMatchObject({ exitCode: 0, stdout: "after\n" });
+    await call(client, "sandbox_delete", { name: "long" });
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it("sandbox_get, policy_check, policy_proposal_status, sandbox_stop: a proposal (policy_propose's own example) followed to approved and rejected, its URL checked before and after", async () => {
+    await call(client, "sandbox_create", { name: "follow" });
+    const got = await call(client, "sandbox_get", { name: "follow" });
+    expect(got.structuredContent).toMatchObject({ name: "follow", phase: "Ready", generation: 1, reason: null, labels: { "created-by": "mcp" } });
+    expect(text(got)).toMatch(/^sandbox follow \(\S+\) is Ready; generation 1$/);
+
+    const url = "https://pypi.org/simple/requests/";
+    const before = await call(client, "policy_check", { sandbox: "follow", url });
+    expect(before.isError, text(before)).toBeFalsy();
+    expect(before.structuredContent).toMatchObject({ revision: 1, allow: false, rule: null, reason: expect.any(String) });
+    expect(text(before)).toMatch(/^deny \(.+, revision 1\)$/);
+
+    // The example in policy_propose's description is a whole policy the gateway takes.
+    const { tools } = await client.listTools();
+    expect(tools.find((x) => x.name === "policy_propose")!.description).toContain(POLICY_EXAMPLE);
+    const prop = await call(client, "policy_propose", { sandbox: "follow", policy: POLICY_EXAMPLE, reason: "pip install" });
+    expect(prop.isError, text(prop)).toBeFalsy();
+    const id = (prop.structuredContent as { id: string }).id;
+    const pending = await call(client, "policy_proposal_status", { sandbox: "follow", id });
+    expect(pending.structuredContent).toMatchObject({ id, state: "pending", stale: false, baseRevision: 1, revision: null, proposedBy: "mcp", reason: "pip install", decidedAt: null, decidedBy: null });
+    expect(text(pending)).toBe(`proposal ${id} is pending against revision 1; a person decides it`);
+
+    const approver = { [APPROVER_HEADER]: t.approverToken };
+    expect((await t.api("POST", `/v1/sandboxes/follow/policy/proposals/${id}/approve`, { by: "alice" }, undefined, approver)).status).toBe(200);
+    const approved = await call(client, "policy_proposal_status", { sandbox: "follow", id });
+    expect(approved.structuredContent).toMatchObject({ id, state: "approved", revision: 2, decidedBy: "alice" });
+    expect(text(approved)).toMatch(new RegExp(`^proposal ${id} was approved by alice at \\S+: it made revision 2$`));
+    expect((await call(client, "policy_check", { sandbox: "follow", url })).structuredContent).toEqual({ revision: 2, allow: true, rule: "pypi", reason: null });
+    expect(text(await call(client, "policy_check", { sandbox: "follow", url }))).toBe("allow (rule pypi, revision 2)");
+
+    const second = (await call(client, "policy_propose", { sandbox: "follow", policy: "version: 1\n" })).structuredContent as { id: string };
+    expect((await t.api("POST", `/v1/sandboxes/follow/policy/proposals/${second.id}/reject`, { by: "alice", reason: "not now" }, undefined, approver)).status).toBe(200);
+    const rejected = await call(client, "policy_proposal_status", { sandbox: "follow", id: second.id });
+    expect(rejected.structuredContent).toMatchObject({ state: "rejected", decidedBy: "alice", decisionNote: "not now" });
+    expect(text(rejected)).toMatch(/: not now$/);
+    const missing = await call(client, "policy_proposal_status", { sandbox: "follow", id: "pp_0000000000000000" });
+    expect([missing.isError, text(missing)]).toEqual([true, expect.stringMatching(/^no policy proposal pp_0000000000000000 for sandbox follow .*\(code: not_found\)$/)]);
+
+    const stopped = await call(client, "sandbox_stop", { name: "follow" });
+    expect(stopped.isError, text(stopped)).toBeFalsy();
+    expect(stopped.structuredContent).toMatchObject({ name: "follow", phase: "Stopped" });
+    expect((await call(client, "sandbox_get", { name: "follow" })).structuredContent).toMatchObject({ phase: "Stopped" });
+    // One already stopped is not an error.
+    expect((await call(client, "sandbox_stop", { name: "follow" })).structuredContent).toMatchObject({ phase: "Stopped" });
+    await call(client, "sandbox_delete", { name: "follow" });
   }, CLI_TEST_TIMEOUT_MS);
 
   it("hostile arguments are tool errors, the session keeps working, and nothing on stdout but the protocol", async () => {
@@ -208,6 +314,108 @@ describe("sandgate mcp", () => {
   });
 });
 
+describe("sandgate mcp scope: its own sandboxes, or --all-sandboxes", () => {
+  let dir: string;
+  let driver: LocalExecDriver;
+  let t: TestGateway;
+  let own: Client;
+  let all: Client;
+  let personsId: string;
+
+  /** Each tool that takes a sandbox, with what else it needs; a new one must be added here. */
+  const ARGS: Record<string, (sandbox: string) => Record<string, unknown>> = {
+    sandbox_get: (name) => ({ name }),
+    sandbox_stop: (name) => ({ name }),
+    sandbox_delete: (name) => ({ name }),
+    exec: (sandbox) => ({ sandbox, cmd: ["sh", "-c", "echo ran > scope-probe"] }),
+    files_read: (sandbox) => ({ sandbox, path: "readable" }),
+    files_write: (sandbox) => ({ sandbox, path: "written", content: "x" }),
+    files_list: (sandbox) => ({ sandbox }),
+    logs_read: (sandbox) => ({ sandbox }),
+    policy_get: (sandbox) => ({ sandbox }),
+    policy_check: (sandbox) => ({ sandbox, url: "https://pypi.org/" }),
+    policy_propose: (sandbox) => ({ sandbox, policy: POLICY_EXAMPLE }),
+    policy_proposal_status: (sandbox) => ({ sandbox, id: "pp_0000000000000000" }),
+  };
+  // Stop last: the others want it Ready.
+  const ORDER = [...Object.keys(ARGS).filter((n) => n !== "sandbox_stop" && n !== "sandbox_delete"), "sandbox_stop", "sandbox_delete"];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "sg-mcp-scope-"));
+    driver = new LocalExecDriver(join(dir, "ws"), dir);
+    driver.processOptions = true;
+    t = await startTestGateway(driver);
+    writeFileSync(join(driver.workspace, "readable"), "r");
+    ({ client: own } = await connectMcp(t.home.dir));
+    ({ client: all } = await connectMcp(t.home.dir, ["--all-sandboxes"]));
+  }, CLI_TEST_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await own?.close();
+    await all?.close();
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("every tool that takes a sandbox is in ARGS: those with a sandbox argument, and sandbox_* with a name but create", async () => {
+    const { tools } = await own.listTools();
+    const taking = tools.filter((x) => "sandbox" in (x.inputSchema.properties ?? {}) || (x.name !== "sandbox_create" && "name" in (x.inputSchema.properties ?? {}))).map((x) => x.name);
+    expect(taking.sort()).toEqual(Object.keys(ARGS).sort());
+  });
+
+  it("by default: a sandbox created outside sandgate mcp is refused by every tool that takes one (by name or id), nothing happens to it, and the list leaves it out", async () => {
+    expect((await call(own, "sandbox_create", { name: "mine" })).isError).toBeFalsy();
+    const created = await t.api("POST", "/v1/sandboxes", { name: "persons", labels: { team: "a" } });
+    expect(created.status).toBe(201);
+    personsId = created.body.id;
+    await eventually(async () => ((await t.api("GET", "/v1/sandboxes/persons")).body.phase === "Ready" ? true : undefined), 30_000, "persons Ready");
+    const execsBefore = driver.argvs.length;
+    for (const ref of ["persons", personsId]) {
+      for (const tool of ORDER) {
+        const r = await call(own, tool, ARGS[tool]!(ref));
+        expect(r.isError, `${tool} ${ref}`).toBe(true);
+        expect(text(r), tool).toBe(
+          tool === "sandbox_delete"
+            ? `sandbox ${ref} was not created through sandgate mcp (no label created-by=mcp); only a person deletes it, with: sandgate sandbox delete ${ref} (code: forbidden)`
+            : "sandbox persons was not created through sandgate mcp (no label created-by=mcp): this server acts only on its own sandboxes; a person who wants it to act on every sandbox starts it with sandgate mcp --all-sandboxes (code: forbidden)",
+        );
+      }
+    }
+    // Nothing ran, was written, proposed or stopped.
+    expect(driver.argvs.length).toBe(execsBefore);
+    expect(existsSync(join(driver.workspace, "scope-probe"))).toBe(false);
+    expect(existsSync(join(driver.workspace, "written"))).toBe(false);
+    expect((await t.api("GET", "/v1/sandboxes/persons/policy/proposals")).body.proposals).toEqual([]);
+    expect((await t.api("GET", "/v1/sandboxes/persons")).body.phase).toBe("Ready");
+    // Its own sandbox is listed, the person's is not.
+    const listed = (await call(own, "sandbox_list", {})).structuredContent as { sandboxes: { name: string }[] };
+    expect(listed.sandboxes.map((x) => x.name)).toEqual(["mine"]);
+    // Its own: every tool acts on it.
+    expect((await call(own, "exec", ARGS.exec!("mine"))).structuredContent).toMatchObject({ exitCode: 0 });
+    expect((await call(own, "policy_get", { sandbox: "mine" })).isError).toBeFalsy();
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it("--all-sandboxes: every tool acts on the person's sandbox (but sandbox_delete, which deletes only its own), and the list shows it", async () => {
+    const listed = (await call(all, "sandbox_list", {})).structuredContent as { sandboxes: { name: string }[] };
+    expect(listed.sandboxes.map((x) => x.name)).toEqual(["mine", "persons"]);
+    const answers: Record<string, CallToolResult> = {};
+    for (const tool of ORDER) answers[tool] = await call(all, tool, ARGS[tool]!("persons"));
+    for (const tool of ORDER) {
+      if (tool === "sandbox_delete" || tool === "policy_proposal_status" || tool === "logs_read") continue;
+      expect(answers[tool]!.isError, `${tool}: ${text(answers[tool]!)}`).toBeFalsy();
+    }
+    // Reached the gateway, whose answers are their own: the proposal id was made up, and
+    // this runtime (the test double) keeps no logs.
+    expect(text(answers.policy_proposal_status!)).toMatch(/^no policy proposal pp_0000000000000000 for sandbox persons .*\(code: not_found\)$/);
+    expect(text(answers.logs_read!)).toBe("the memory (test double) runtime keeps no logs (code: unavailable)");
+    expect(text(answers.sandbox_delete!)).toMatch(/only a person deletes it.*\(code: forbidden\)$/);
+    expect(answers.files_read!.structuredContent).toMatchObject({ content: "r" });
+    expect(existsSync(join(driver.workspace, "scope-probe"))).toBe(true);
+    expect((await t.api("GET", "/v1/sandboxes/persons/policy/proposals")).body.proposals).toMatchObject([{ proposedBy: "mcp" }]);
+    expect((await t.api("GET", "/v1/sandboxes/persons")).body.phase).toBe("Stopped");
+  }, CLI_TEST_TIMEOUT_MS);
+});
+
 describe("sandgate mcp logs_read", () => {
   let driver: LogsDriver;
   let t: TestGateway;
@@ -254,6 +462,15 @@ describe("sandgate mcp logs_read", () => {
 });
 
 describe("sandgate mcp message bound", () => {
+  it("--help names --all-sandboxes and --progress-interval; an interval outside 0.1s-30s is a usage error", async () => {
+    const help = await cli(["mcp", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/--all-sandboxes[\s\S]*--progress-interval <duration>[\s\S]*\(default: 1s\)[\s\S]*act only on sandboxes this server created/);
+    const r = await cli(["mcp", "--progress-interval", "10ms"]);
+    expect([r.code, r.stdout]).toEqual([2, ""]);
+    expect(r.stderr).toContain("--progress-interval must be a duration from");
+  }, CLI_TEST_TIMEOUT_MS);
+
   it("a message past MCP_MESSAGE_MAX_BYTES ends the session with a line on stderr; nothing after it is answered", async () => {
     const home = mkdtempSync(join(tmpdir(), "sg-mcp-bound-"));
     try {
