@@ -35,6 +35,7 @@ have cc || need+=(gcc)
 [ -x /usr/lib/git-core/git-remote-http ] || need+=(git)
 [ -x /usr/bin/python3.11 ] && [ -f /usr/lib/python3.11/ssl.py ] || need+=(python3-minimal)
 [ -f /usr/lib/python3.11/http/client.py ] || need+=(libpython3.11-stdlib)
+[ -x /usr/bin/ssh ] || need+=(openssh-client)
 # The benchmarks' reference proxies (fixed paths: the benches build images from these files).
 proxies=()
 [ -x /usr/bin/tinyproxy ] || proxies+=(tinyproxy)
@@ -42,7 +43,7 @@ proxies=()
 [ -d /usr/share/squid-langpack/templates ] || proxies+=(squid-langpack)
 
 if [ ${#need[@]} -eq 0 ] && [ ${#proxies[@]} -eq 0 ]; then
-  echo "ensure-docker: dockerd, busybox (static), tmux, zsh, fish, ip, curl, git, python3.11, tinyproxy and squid are present; nothing to install"
+  echo "ensure-docker: dockerd, busybox (static), tmux, zsh, fish, ip, curl, git, python3.11, ssh, tinyproxy and squid are present; nothing to install"
   exit 0
 fi
 

@@ -222,11 +222,12 @@ afterAll(async () => {
 });
 
 describe("the default workload image's clients through terminated HTTPS, trusting the sandbox CA, with the workload's proxy variables", () => {
-  it("the default image has Debian's python, curl with OpenSSL, git, node 24 with npm and busybox; the workload has the proxy and trust variables", async () => {
+  it("the default image has Debian's python, curl with OpenSSL, git, OpenSSH's ssh, node 24 with npm and busybox; the workload has the proxy and trust variables", async () => {
     const py = await inSandbox(["python3", "-c", "import sys, ssl, json, socket, http.client, urllib.request; print(sys.executable, sys.prefix, ssl.OPENSSL_VERSION.split()[0])"]);
     expect(py.stdout.trim(), py.stderr).toBe("/usr/bin/python3 /usr OpenSSL");
     expect((await inSandbox(["git", "--version"])).stdout).toMatch(/^git version 2\./);
     expect((await inSandbox(["curl", "--version"])).stdout).toMatch(/^curl 7\.\d+\.\d+ .*OpenSSL/);
+    expect((await inSandbox(["ssh", "-V"])).stderr).toMatch(/^OpenSSH_\d/);
     expect((await inSandbox(["node", "--version"])).stdout.trim()).toBe(process.version);
     const npm = await inSandbox(["npm", "--version"]);
     expect(npm.stdout.trim(), npm.stderr).toMatch(/^\d+\.\d+\.\d+$/);

@@ -6,6 +6,7 @@
 // Ready and the workload cannot change them. Traffic only to this test's origin container on
 // the gateway's egress network.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PROJECT_ROOT } from "../support/cli-build.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { egressNetworkName } from "../../src/driver/docker/objects.js";
@@ -34,6 +35,27 @@ network:
           allowPrivate: ["10.0.0.0/8"]
 `;
 
+const ORIGIN_PROGRAM = `const http = require("http");
+http.createServer((q, s) => s.end("hello " + q.url)).listen(8080);
+http.createServer((q, s) => s.end("other")).listen(9090);
+const { Server, utils } = require("ssh2");
+const hostKey = utils.generateKeyPairSync("ed25519").private;
+for (const port of [2222, 2223]) {
+  new Server({ hostKeys: [hostKey] }, (client) => {
+    client.on("error", () => {});
+    client.on("authentication", (ctx) => ctx.accept());
+    client.on("ready", () => client.on("session", (accept) => accept().on("exec", (ok, _no, info) => {
+      const ch = ok();
+      ch.write("hello over ssh on " + port + ": " + info.command + "\\n");
+      ch.exit(0);
+      ch.end();
+    })));
+  }).listen(port, "0.0.0.0");
+}`;
+
+/** OpenSSH's client in the workload, no proxy variables: any host key, no prompt, no file written. */
+const SSH = [...NO_PROXY_ENV, "ssh", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=20"];
+
 /** The last test restarts the daemon: a sandbox whose path was cut must end in Error within this. */
 const RECOVERY_DEADLINE_MS = 30_000;
 
@@ -51,7 +73,9 @@ const audit = async (): Promise<any[]> => ((await fx.t.api("GET", "/v1/sandboxes
 beforeAll(async () => {
   fx = await startDockerFixture({ liveRestore: true, name: "transparent", service: { recoveryDeadlineMs: RECOVERY_DEADLINE_MS } });
   const image = fx.driver.imageRefs!.workload.ref;
-  const origin = await docker(fx, "run", "-d", "--name", "tporigin", "--network", egressNetworkName(fx.driver.gatewayId), image, "node", "-e", `require("http").createServer((q, s) => s.end("hello " + q.url)).listen(8080); require("http").createServer((q, s) => s.end("other")).listen(9090); for (const p of [2222, 2223]) require("net").createServer((c) => { c.on("error", () => {}); c.write("SSH-2.0-OpenSSH_9.2 stand-in on " + p + "\\r\\n"); c.pipe(c); }).listen(p)`);
+  // The origin: http on 8080 and 9090, and an SSH server (ssh2, the project's own node_modules
+  // mounted read-only) on 2222 and 2223 that takes any client and answers an exec with one line.
+  const origin = await docker(fx, "run", "-d", "--name", "tporigin", "--network", egressNetworkName(fx.driver.gatewayId), "-v", `${join(PROJECT_ROOT, "node_modules")}:/opt/node_modules:ro`, "-e", "NODE_PATH=/opt/node_modules", image, "node", "-e", ORIGIN_PROGRAM);
   if (origin.code !== 0) throw new Error(`origin: ${origin.stderr}`);
   const created = await fx.t.api("POST", "/v1/sandboxes", { name: "tp", policy: POLICY });
   if (created.status !== 201) throw new Error(JSON.stringify(created.body));
@@ -150,21 +174,19 @@ except socket.timeout:
     expect(await transparentProblem(sup.State.Pid, wl.State.Pid, { subnet: launch.proxySubnet, supervisorIp: new URL(sandbox.runtime!.proxyUrl).hostname })).toBeNull();
   });
 
-  it("a protocol whose server speaks first (ssh's banner), allowed as protocol: tcp, works from a raw socket with no proxy; another port of the same host is closed unanswered", async () => {
-    const CLIENT = `import socket, sys
-s = socket.create_connection(("tporigin", int(sys.argv[1])), timeout=10)
-banner = s.recv(200)
-s.sendall(b"client says hi\\r\\n")
-echo = s.recv(200) if banner else b""
-print(repr(banner.decode()), repr(echo.decode()))`;
-    const run = async (port: number): Promise<string> => (await cliExec(fx, "tp", [...NO_PROXY_ENV, "python3", "-c", CLIENT, String(port)])).stdout.trim();
-    expect(await run(2222)).toBe(`'SSH-2.0-OpenSSH_9.2 stand-in on 2222\\r\\n' 'client says hi\\r\\n'`);
-    expect(await run(2223)).toBe(`'' ''`);
+  it("ssh to an sshd allowed as protocol: tcp works with no proxy (OpenSSH's client, a real SSH server); another port of the same host is closed unanswered", async () => {
+    const ok = await cliExec(fx, "tp", [...SSH, "-p", "2222", "agent@tporigin", "echo hi"]);
+    expect(ok.stdout, ok.stderr).toBe("hello over ssh on 2222: echo hi\n");
+    expect(ok.code).toBe(0);
+    const no = await cliExec(fx, "tp", [...SSH, "-p", "2223", "agent@tporigin", "echo hi"]);
+    expect(no.stdout).toBe("");
+    expect(no.code).toBe(255);
+    expect(no.stderr).toMatch(/Connection closed|kex_exchange_identification/);
     const recs = await eventually(async () => {
       const a = await audit();
-      const ok = a.find((r) => r.host === "tporigin" && r.port === 2222 && r.decision === "allow");
-      const no = a.find((r) => r.host === "tporigin" && r.port === 2223 && r.decision === "deny");
-      return ok && no ? [ok, no] : undefined;
+      const allowed = a.find((r) => r.host === "tporigin" && r.port === 2222 && r.decision === "allow");
+      const refused = a.find((r) => r.host === "tporigin" && r.port === 2223 && r.decision === "deny");
+      return allowed && refused ? [allowed, refused] : undefined;
     }, 20_000, "both records");
     expect(recs[0]).toMatchObject({ protocol: "tcp", rule: "origin-ssh", via: "transparent" });
     expect(recs[1]).toMatchObject({ reason: "no_matching_rule", via: "transparent" });

@@ -54,13 +54,13 @@ describe("addToLayout", () => {
 });
 
 describe("defaultWorkloadLayout (this host's files)", () => {
-  it("has Debian's python with its stdlib, curl, git with its https helper and exec-path links, node with npm, and busybox; every path once", async () => {
+  it("has Debian's python with its stdlib, curl, git with its https helper and exec-path links, OpenSSH's ssh, node with npm, and busybox; every path once", async () => {
     expect(missingClients()).toEqual([]);
     const l = await defaultWorkloadLayout();
     expect(l.kind).toBe("workload");
     const files = new Map(l.files.map((f) => [f.dest, f]));
     const links = new Map(l.symlinks.map((s) => [s.dest, s.target]));
-    for (const p of ["/usr/bin/curl", "/usr/bin/git", "/usr/lib/git-core/git-remote-http", IMAGE_NODE_PATH, IMAGE_BUSYBOX_PATH, `${IMAGE_NPM_DIR}/bin/npm-cli.js`, `${IMAGE_NPM_DIR}/package.json`]) {
+    for (const p of ["/usr/bin/curl", "/usr/bin/git", "/usr/lib/git-core/git-remote-http", "/usr/bin/ssh", IMAGE_NODE_PATH, IMAGE_BUSYBOX_PATH, `${IMAGE_NPM_DIR}/bin/npm-cli.js`, `${IMAGE_NPM_DIR}/package.json`]) {
       expect(files.has(p), p).toBe(true);
     }
     for (const mod of ["urllib/request.py", "ssl.py", "http/client.py", "json/__init__.py", "socket.py"]) expect(files.has(`/usr/lib/python3.11/${mod}`), mod).toBe(true);
@@ -80,7 +80,7 @@ describe("defaultWorkloadLayout (this host's files)", () => {
     const dests = [...l.files.map((f) => f.dest), ...l.symlinks.map((s) => s.dest), ...l.texts.map((t) => t.dest)];
     expect(new Set(dests).size).toBe(dests.length);
     // Every library the programs load is in the image at the path the loader looks for.
-    for (const lib of ["/lib/x86_64-linux-gnu/libcurl.so.4", "/lib/x86_64-linux-gnu/libcurl-gnutls.so.4", "/lib/x86_64-linux-gnu/libssl.so.3"]) expect(files.has(lib), lib).toBe(true);
+    for (const lib of ["/lib/x86_64-linux-gnu/libcurl.so.4", "/lib/x86_64-linux-gnu/libcurl-gnutls.so.4", "/lib/x86_64-linux-gnu/libssl.so.3", "/lib/x86_64-linux-gnu/libgssapi_krb5.so.2"]) expect(files.has(lib), lib).toBe(true);
   });
 
   it("npm is taken from beside the node that runs the gateway (Node's layout: <prefix>/lib/node_modules/npm), through a link to it too", () => {
@@ -92,11 +92,12 @@ describe("defaultWorkloadLayout (this host's files)", () => {
   });
 
   it("a missing client is refused, naming each missing file and its Debian package, before anything is built", async () => {
-    const clients = { curl: join(scratch, "no-curl"), git: join(scratch, "no-git"), gitCore: join(scratch, "no-git-core"), python: join(scratch, "no-python3"), npm: join(scratch, "no-npm") };
+    const clients = { curl: join(scratch, "no-curl"), git: join(scratch, "no-git"), ssh: join(scratch, "no-ssh"), gitCore: join(scratch, "no-git-core"), python: join(scratch, "no-python3"), npm: join(scratch, "no-npm") };
     expect(missingClients({ clients })).toEqual([
       `${clients.curl} (curl)`,
       `${clients.git} (git)`,
       `${clients.gitCore}/git-remote-http (git)`,
+      `${clients.ssh} (openssh-client)`,
       `${clients.python} (python3-minimal)`,
       `${clients.npm}/bin/npm-cli.js (npm, beside ${process.execPath} (scripts/setup.sh installs both))`,
     ]);

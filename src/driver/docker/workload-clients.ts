@@ -1,6 +1,6 @@
 // The clients agents run, in the default workload image: Debian's curl, git with its https
 // remote helper, python3 with its standard library (ssl, http.client, urllib, json, socket…),
-// and npm beside node. Taken from this host like the rest of the image (rootfs.ts): each
+// OpenSSH's ssh client, and npm beside node. Taken from this host like the rest of the image (rootfs.ts): each
 // program with every library ldd lists for it, at the same paths. Host paths are fixed on
 // purpose (/usr/bin/python3 is Debian's, never a pyenv shim first on PATH). A missing one is
 // refused, naming the file and the Debian package that brings it (scripts/ensure-docker.sh
@@ -14,6 +14,7 @@ import { IMAGE_NODE_PATH, lddLibraries, workloadLayout, type HostInputs, type Ro
 export interface ClientPaths {
   curl: string;
   git: string;
+  ssh: string;
   /** git's exec path: its builtins' links and git-remote-http (https, through libcurl). */
   gitCore: string;
   /** A link to the versioned interpreter (python3 → python3.11); its stdlib is /usr/lib/<that name>. */
@@ -22,7 +23,7 @@ export interface ClientPaths {
   npm?: string;
 }
 
-export const HOST_CLIENTS: Readonly<ClientPaths> = { curl: "/usr/bin/curl", git: "/usr/bin/git", gitCore: "/usr/lib/git-core", python: "/usr/bin/python3" };
+export const HOST_CLIENTS: Readonly<ClientPaths> = { curl: "/usr/bin/curl", git: "/usr/bin/git", ssh: "/usr/bin/ssh", gitCore: "/usr/lib/git-core", python: "/usr/bin/python3" };
 
 export interface WorkloadInputs extends HostInputs {
   /** Default: HOST_CLIENTS. */
@@ -63,6 +64,7 @@ export function missingClients(inputs: WorkloadInputs = {}): string[] {
     [p.curl, "curl"],
     [p.git, "git"],
     [join(p.gitCore, "git-remote-http"), "git"],
+    [p.ssh, "openssh-client"],
     [p.python, "python3-minimal"],
     ...(py === null
       ? []
@@ -148,7 +150,7 @@ export async function defaultWorkloadLayout(inputs: WorkloadInputs = {}): Promis
   const py = pythonOf(p.python)!;
   const stdlib = await pythonStdlib(py.lib);
   const remoteHttp = join(p.gitCore, "git-remote-http");
-  const programs = [p.curl, p.git, remoteHttp, py.exe];
+  const programs = [p.curl, p.git, remoteHttp, p.ssh, py.exe];
   const libs = (await Promise.all([...programs, ...stdlib.filter((f) => f.endsWith(".so"))].map((b) => lddLibraries(b)))).flat();
   const npm = await npmParts(p.npm);
   return addToLayout(await workloadLayout(inputs), {
