@@ -19,6 +19,8 @@ const TS_LANGS = new Set(["ts", "typescript", "tsx", "mts", "cts"]);
 
 /** Per block (page#name, codeBlocks' name): what its free variables are. "" for a whole module. */
 const PRELUDES: Record<string, string> = {
+  "docs/mcp.md#progress-a-command-longer-than-the-clients-timeout": `import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+declare const client: Client;`,
   "docs/mcp.md#mcp-agent-loop": "",
   "docs/sdk.md#the-typescript-sdk": "",
   "docs/sdk.md#agent-loop": "",
