@@ -29,9 +29,8 @@ interface Entry {
 type Summed = "type" | "time" | "count" | "since" | "bytesOut" | "bytesIn" | "durationMs";
 /** Every other field of a record: two records are one key only when all of these are equal. */
 const KEY_FIELDS = ["decision", "activity", "reason", "rule", "host", "port", "protocol", "via", "method", "path", "address", "lockdown", "revision", "status"] as const satisfies readonly Exclude<keyof AuditEvent, Summed>[];
-// A field added to the record and not to KEY_FIELDS (or Summed) fails to compile here.
-const everyField: Exclude<keyof AuditEvent, Summed | (typeof KEY_FIELDS)[number]> extends never ? true : never = true;
-void everyField;
+/** Compiles only while every field of a record is keyed or summed: one added to neither fails here. */
+export const EVERY_FIELD_KEYED: [Exclude<keyof AuditEvent, Summed | (typeof KEY_FIELDS)[number]>] extends [never] ? true : never = true;
 
 const keyOf = (e: AuditEvent): string => JSON.stringify(KEY_FIELDS.map((f) => e[f] ?? null));
 
