@@ -4,7 +4,6 @@
 // (`gateway start --container-log-size/--container-log-files`); the same total bounds
 // what the gateway keeps of an ended generation (log-archive.ts). Pure.
 
-import { formatSize } from "../../util/byte-size.js";
 
 export interface ContainerLogBound {
   /** Bytes per log file before Docker rotates it. */
@@ -26,5 +25,3 @@ export function logConfig(b: ContainerLogBound): { Type: "json-file"; Config: Re
 
 /** The most Docker keeps of one container's output. */
 export const keptBytes = (b: ContainerLogBound): number => b.maxBytes * b.files;
-
-export const describeBound = (b: ContainerLogBound): string => `${formatSize(b.maxBytes)} × ${b.files} files`;

@@ -117,9 +117,6 @@ export const SUPERVISOR_RESOURCES: Resources = { memoryMb: 128, cpus: 1, pids: 1
  */
 export const SUPERVISOR_MALLOC_ENV = ["MALLOC_TOP_PAD_=4194304", "MALLOC_TRIM_THRESHOLD_=8388608"] as const;
 
-/** What a user may set the supervisor's limits to. */
-export const SUPERVISOR_LIMITS = { cpus: { min: 0.1, max: 64 }, memoryMb: { min: 64, max: 65_536 } } as const;
-
 export function supervisorConfig(i: SandboxObjectsInput, imageId: string, launchDirOnHost: string, uid: number, resources: Resources = SUPERVISOR_RESOURCES, log: ContainerLogBound = DEFAULT_CONTAINER_LOG, ipv6 = true): ContainerCreateConfig {
   return {
     Image: imageId,
