@@ -4,6 +4,7 @@
 
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { SandgateError } from "../sdk/index.js";
+import { errorMessage } from "../util/error-message.js";
 
 /** One line: control characters (newlines included) as spaces. */
 const oneLine = (s: string): string => s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/gu, " ").trim();
@@ -15,7 +16,7 @@ export function ok(text: string, structured?: Record<string, unknown>, isError =
 
 export function failed(err: unknown): CallToolResult {
   const text =
-    err instanceof SandgateError ? `${oneLine(err.message)} (code: ${err.code})` : `internal error: ${oneLine(err instanceof Error ? err.message : String(err))} (code: internal)`;
+    err instanceof SandgateError ? `${oneLine(err.message)} (code: ${err.code})` : `internal error: ${oneLine(errorMessage(err))} (code: internal)`;
   return { isError: true, content: [{ type: "text", text }] };
 }
 

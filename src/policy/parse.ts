@@ -2,6 +2,7 @@
 import { LineCounter, isNode, parseDocument, type Document } from "yaml";
 import { formatIssuePath, validatePolicyValue } from "./schema.js";
 import type { PolicyParse } from "./from-object.js";
+import { errorMessage } from "../util/error-message.js";
 
 export { policyFromObject, defaultPolicy, type PolicyParse } from "./from-object.js";
 
@@ -44,7 +45,7 @@ export function parsePolicyYaml(text: string): PolicyParse {
     // Stryker disable next-line ObjectLiteral: 100 is also yaml's default today; the option pins it
     value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
   } catch (err) {
-    return { ok: false, errors: [`policy: ${err instanceof Error ? err.message : String(err)}`] };
+    return { ok: false, errors: [`policy: ${errorMessage(err)}`] };
   }
   if (value == null) {
     return { ok: false, errors: ["policy: the document is empty (expected a mapping that starts with version: 1)"] };

@@ -19,7 +19,7 @@ import type { SecretVault } from "./secret-vault.js";
 import { parseIp } from "../policy/core.js";
 import { backoffDelay, type BackoffPolicy } from "../util/backoff.js";
 import type { GatewayMessage, SupervisorMessage } from "../protocol/wire.js";
-
+import { errorMessage } from "../util/error-message.js";
 
 export interface ControlSessionOptions {
   /** wss://…/v1/supervisor */
@@ -215,7 +215,7 @@ export class ControlSession {
     this.#token().then(
       (token) => this.#dial(token.trim()),
       (err: unknown) => {
-        this.#lastError = `cannot read launch token: ${err instanceof Error ? err.message : String(err)}`;
+        this.#lastError = `cannot read launch token: ${errorMessage(err)}`;
         this.#log.error("control session: cannot read launch token", { sandboxId: this.#o.sandboxId, ...errorFields(err) });
         this.#retry();
       },

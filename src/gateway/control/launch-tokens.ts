@@ -8,6 +8,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSy
 import { join } from "node:path";
 import { SignJWT, errors, jwtVerify } from "jose";
 import { TOKEN_AUDIENCE, TOKEN_TYPE } from "../../protocol/wire.js";
+import { errorMessage } from "../../util/error-message.js";
 
 export const SIGNING_KEY_FILE = "launch-signing-key.pem";
 /** Long enough for any sandbox lifetime; a new generation gets a new token anyway. */
@@ -117,7 +118,7 @@ export class LaunchTokens {
 }
 
 function refusal(err: unknown): TokenCheck & { ok: false } {
-  const detail = err instanceof Error ? err.message : String(err);
+  const detail = errorMessage(err);
   if (err instanceof errors.JWTExpired) return { ok: false, reason: "expired", detail };
   if (err instanceof errors.JWSSignatureVerificationFailed) return { ok: false, reason: "bad_signature", detail };
   if (err instanceof errors.JWTClaimValidationFailed) {

@@ -20,6 +20,7 @@ import type { LaunchTokens } from "./launch-tokens.js";
 import { CLOSE, SUPERVISOR_PATH, parseSupervisorMessage } from "../../protocol/wire.js";
 import { DEFAULT_CONNECTION_BOUNDS, boundConnections, boundedServerOptions, type ConnectionBoundsSettings, type ConnectionBoundsStats } from "../../util/connection-bounds.js";
 import type { GatewayMessage, HelloMessage } from "../../protocol/wire.js";
+import { errorMessage } from "../../util/error-message.js";
 
 /** The launch a sandbox is expected to run now; null when none (stopped, deleted, unknown). */
 export interface ExpectedLaunch {
@@ -201,7 +202,7 @@ export async function startSupervisorEndpoint(opts: SupervisorEndpointOptions): 
             stats.accepted++;
           },
           (err: unknown) => {
-            refuse(ws, remote, { ok: false, reason: "malformed_token", detail: err instanceof Error ? err.message : String(err) });
+            refuse(ws, remote, { ok: false, reason: "malformed_token", detail: errorMessage(err) });
           },
         );
         return;

@@ -13,6 +13,7 @@ import { DetachedExecs, type DetachedExecView } from "./detached-execs.js";
 import type { SandboxReadModel } from "./read-model.js";
 import type { SandboxService } from "./service.js";
 import { activePolicy } from "./tasks.js";
+import { errorMessage } from "../../util/error-message.js";
 
 export interface ExecRequest {
   cmd: string[];
@@ -29,8 +30,6 @@ export interface ExecRequest {
 
 /** How long a timed-out command has between SIGTERM and SIGKILL, and after SIGKILL before the gateway stops waiting. */
 export const KILL_GRACE_MS = 5000;
-
-const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 export interface ExecServiceDeps {
   service: SandboxService;
@@ -101,7 +100,7 @@ export class ExecService {
         if (this.#closed) return entry.lost("the gateway stopped following it", Date.now());
         const now = this.d.store.get(s.id);
         const left = !now || now.generation !== s.generation || now.phase !== "Ready" ? `; the sandbox is ${now ? `${now.phase} at generation ${now.generation}` : "gone"}` : "";
-        entry.lost(`its end was not seen: ${message(err)}${left}`, Date.now());
+        entry.lost(`its end was not seen: ${errorMessage(err)}${left}`, Date.now());
       },
     ).finally(() => this.#sessions.delete(session));
     this.d.log.info({ sandboxId: s.id, exec: entry.id, cmd: req.cmd[0] }, "detached exec started");
@@ -179,7 +178,7 @@ export class ExecService {
       try {
         return await session.signal(sig);
       } catch (err) {
-        this.d.log.warn({ sandboxId: s.id, sig, err: message(err) }, "exec timeout: signal failed");
+        this.d.log.warn({ sandboxId: s.id, sig, err: errorMessage(err) }, "exec timeout: signal failed");
         return "failed";
       }
     };

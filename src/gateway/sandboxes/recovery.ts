@@ -12,6 +12,7 @@ import type { KeyedSerial } from "../../util/keyed-serial.js";
 import type { BoundaryHealth } from "../control/boundary.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import type { LifecycleController } from "./controller.js";
+import { errorMessage } from "../../util/error-message.js";
 
 export interface RecoveryDeps {
   store: Store;
@@ -22,8 +23,6 @@ export interface RecoveryDeps {
   /** Docker answers again: retry owed teardowns now. */
   reconnected: () => void;
 }
-
-const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /**
  * The problem, when the boundary health of a Ready generation says its boundary
@@ -73,7 +72,7 @@ export function recoverySink(d: RecoveryDeps): MonitorSink {
           }
           applied = d.controller.observe(id, generation, event, msg) !== null;
         },
-        (err) => d.log.error({ sandboxId: id, err: message(err) }, "monitor observation failed"),
+        (err) => d.log.error({ sandboxId: id, err: errorMessage(err) }, "monitor observation failed"),
       );
       return applied;
     },

@@ -7,8 +7,7 @@ import type { Logger } from "pino";
 import type { ComputeDriver } from "../../driver/contract.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import { ApiError } from "../errors.js";
-
-const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+import { errorMessage } from "../../util/error-message.js";
 
 export class RuntimeGate {
   /** Why the runtime cannot launch sandboxes yet; null when ready. */
@@ -46,7 +45,7 @@ export class RuntimeGate {
       this.#problem = null;
       return true;
     } catch (err) {
-      this.#problem = message(err);
+      this.#problem = errorMessage(err);
       this.log.warn({ err: this.#problem }, "runtime not ready; retrying in the background");
       return false;
     }

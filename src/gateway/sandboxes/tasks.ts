@@ -15,6 +15,7 @@ import type { ControlPlane } from "../control/control-plane.js";
 import type { LifecycleController } from "./controller.js";
 import type { GenerationHandle, Generations } from "./generations.js";
 import { sessionCheck } from "./recovery.js";
+import { errorMessage } from "../../util/error-message.js";
 
 export interface TaskDeps {
   store: Store;
@@ -31,9 +32,7 @@ export interface TaskDeps {
   launchConcurrency?: number;
 }
 
-
 const newNonce = (): string => randomBytes(12).toString("hex");
-const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /** The policy revision a sandbox enforces: the highest one recorded. */
 export function activePolicy(store: Store, sandboxId: string): { revision: number; policy: Policy } {
@@ -114,7 +113,7 @@ export class LifecycleTasks {
         handle.watch(this.d.monitor);
       }
     } catch (err) {
-      const detail = message(err);
+      const detail = errorMessage(err);
       // Error owes the teardown of whatever this launch made (retried until done);
       // an aborted launch is cleaned up by the stop or delete that aborted it.
       const failed = controller.observe(id, generation, { type: "provisionFailed", detail }, detail);
@@ -167,8 +166,8 @@ export class LifecycleTasks {
         controller.observe(id, generation, { type: "stopped" }, "containers removed; workspace kept", null);
       },
       (err) => {
-        this.d.log.error({ sandboxId: id, generation, err: message(err) }, "stop failed; sandbox stays Stopping");
-        controller.note(s, generation, `stop failed: ${message(err)}`);
+        this.d.log.error({ sandboxId: id, generation, err: errorMessage(err) }, "stop failed; sandbox stays Stopping");
+        controller.note(s, generation, `stop failed: ${errorMessage(err)}`);
       },
     );
   }
@@ -186,8 +185,8 @@ export class LifecycleTasks {
         this.d.log.info({ sandboxId: id, name: s.name }, "sandbox deleted");
       },
       (err) => {
-        this.d.log.error({ sandboxId: id, generation, err: message(err) }, "delete failed; sandbox stays Deleting");
-        controller.note(s, generation, `delete failed: ${message(err)}`);
+        this.d.log.error({ sandboxId: id, generation, err: errorMessage(err) }, "delete failed; sandbox stays Deleting");
+        controller.note(s, generation, `delete failed: ${errorMessage(err)}`);
       },
     );
   }
@@ -220,8 +219,8 @@ export class LifecycleTasks {
             done = await attempt();
           },
           (err) => {
-            if (n === 0) controller.note({ id, name: handle.name }, generation, `teardown is waiting for the runtime: ${message(err)}`);
-            log.warn({ sandboxId: id, generation, attempt: n, err: message(err) }, "teardown failed; retrying");
+            if (n === 0) controller.note({ id, name: handle.name }, generation, `teardown is waiting for the runtime: ${errorMessage(err)}`);
+            log.warn({ sandboxId: id, generation, attempt: n, err: errorMessage(err) }, "teardown failed; retrying");
           },
         );
         if (done || !(await handle.sleep(Math.min(5000, 200 * 2 ** n)))) return;
@@ -245,8 +244,8 @@ export class LifecycleTasks {
         return;
       } catch (err) {
         if (this.#closed || !stillWanted()) throw err;
-        if (attempt === 0) this.d.controller.note(s, s.generation, `${what} is waiting for the runtime: ${message(err)}`);
-        this.d.log.warn({ sandboxId: s.id, attempt, err: message(err) }, `${what} failed; retrying`);
+        if (attempt === 0) this.d.controller.note(s, s.generation, `${what} is waiting for the runtime: ${errorMessage(err)}`);
+        this.d.log.warn({ sandboxId: s.id, attempt, err: errorMessage(err) }, `${what} failed; retrying`);
         await this.#sleep(Math.min(5000, 200 * 2 ** attempt));
       }
     }

@@ -9,6 +9,7 @@ import { Limiter } from "../../util/limiter.js";
 import { ApiError } from "../errors.js";
 import type { Page, SandboxReadModel } from "../sandboxes/read-model.js";
 import type { StatsView } from "../api/responses.js";
+import { errorMessage } from "../../util/error-message.js";
 
 /** The API's shapes (api/responses.ts), named here for the code that builds them. */
 export type { StatsView };
@@ -19,8 +20,6 @@ export type { StatsView };
  * opening as many calls on the daemon.
  */
 export const STATS_CONCURRENCY = 16;
-
-const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 export class SandboxStats {
   readonly #limiter = new Limiter(STATS_CONCURRENCY);
@@ -56,7 +55,7 @@ export class SandboxStats {
         const stats = driver.stats.bind(driver);
         runtime = await this.#limiter.run(() => stats(record));
       } catch (err) {
-        error = message(err);
+        error = errorMessage(err);
       }
     }
     return {

@@ -3,6 +3,7 @@
 // malformed request, and the raw HTTP response written on a socket that is no longer an
 // HTTP connection. Pure; respond.ts writes them.
 import type { Target } from "./target.js";
+import { errorMessage } from "../../util/error-message.js";
 
 export const POLICY_ERROR = "sandgate-policy";
 export const UPSTREAM_ERROR = "sandgate-upstream";
@@ -31,7 +32,7 @@ export interface Unreachable {
 
 export function unreachable(err: unknown): Unreachable {
   const code = (err as NodeJS.ErrnoException | undefined)?.code ?? "EUPSTREAM";
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorMessage(err);
   return { kind: "unreachable", status: code === "ETIMEDOUT" ? 504 : 502, code, message };
 }
 

@@ -20,6 +20,7 @@ import type { DockerError, EngineResult, TransportFailure } from "./result.js";
 import { negotiateApiVersion } from "./version.js";
 import { engineRoute } from "./route.js";
 import type { RuntimeCall } from "../../contract.js";
+import { errorMessage } from "../../../util/error-message.js";
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -271,7 +272,7 @@ export class EngineTransport {
           try {
             onValue(line.value);
           } catch (err) {
-            return transport(TransportCode.HANDLER_ERROR, `onEvent threw: ${err instanceof Error ? err.message : String(err)}`);
+            return transport(TransportCode.HANDLER_ERROR, `onEvent threw: ${errorMessage(err)}`);
           }
         }
         return undefined;
@@ -303,7 +304,7 @@ export class EngineTransport {
             await onChunk(chunk);
           } catch (err) {
             // Returning from inside the loop destroys the body (and its socket).
-            return guard.cause === "caller" ? { kind: "aborted" } : transport(TransportCode.HANDLER_ERROR, `onChunk threw: ${err instanceof Error ? err.message : String(err)}`);
+            return guard.cause === "caller" ? { kind: "aborted" } : transport(TransportCode.HANDLER_ERROR, `onChunk threw: ${errorMessage(err)}`);
           }
         }
         return { kind: "eof" };
@@ -338,7 +339,7 @@ export class EngineTransport {
         opts.onOpen?.();
       } catch (err) {
         r.body.destroy();
-        return transport(TransportCode.HANDLER_ERROR, `onOpen threw: ${err instanceof Error ? err.message : String(err)}`);
+        return transport(TransportCode.HANDLER_ERROR, `onOpen threw: ${errorMessage(err)}`);
       }
       return await consume(r.body as AsyncIterable<Buffer>, (err) => ended(guard.failure(err)), guard);
     } finally {
