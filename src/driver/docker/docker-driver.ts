@@ -3,10 +3,9 @@
 // all labelled with the gateway, sandbox, generation, role and launch nonce.
 
 import { SandboxCas, TRUST_ENV, WORKLOAD_TRUST_DIR } from "./sandbox-ca.js";
-import { DEFAULT_SANDBOX_SUBNETS, SANDBOX_SUBNET_PREFIX, SUBNET_TRIES, firstSubnetIndex, isSubnetOverlap, nthSubnet, parseSandboxSubnets, subnetCount } from "./sandbox-subnets.js";
+import { DEFAULT_SANDBOX_SUBNETS, parseSandboxSubnets } from "./sandbox-subnets.js";
 import { formatCidr, type Cidr } from "../../policy/cidr.js";
-import type { CaMaterial } from "../../util/x509.js";
-import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Logger } from "pino";
 import {
@@ -27,24 +26,20 @@ import {
   type WorkloadStats,
 } from "../contract.js";
 import { ensureGatewayId } from "../../gateway/home.js";
-import { serializePolicy } from "../../policy/index.js";
-import { HEALTH_SOCKET_PATH, LAUNCH_CONFIG_FILE, LAUNCH_DIR, LAUNCH_TOKEN_FILE, PROXY_PORT, type LaunchConfig } from "../../protocol/launch.js";
+import { PROXY_PORT } from "../../protocol/launch.js";
 import { EngineClient } from "./engine/client.js";
 import { describe, type EngineResult } from "./engine/result.js";
-import type { ContainerInspect, NetworkCreateConfig } from "./engine/types.js";
+import type { ContainerInspect } from "./engine/types.js";
 import { startExec } from "./exec-session.js";
 import { expectedInstance, identityOf, notRunningInstance } from "./identity.js";
 import { ensureImages, type EnsureImagesResult } from "./images.js";
 import { DockerMonitor } from "./monitor/docker-monitor.js";
 import {
-  LABEL,
   NO_RESOLVER,
   resolverOf,
   containerName,
   egressNetworkConfig,
   egressNetworkName,
-  internalNetworkConfig,
-  labelFilter,
   networkName,
   SUPERVISOR_RESOURCES,
   supervisorConfig,
@@ -53,14 +48,16 @@ import {
   type SandboxObjectsInput,
 } from "./objects.js";
 import { runtimeChecks, type RuntimeProbes } from "./readiness.js";
-import { healthSocketOf, launchDirOf, launchRootOf, runDirOf, socketPathProblem } from "./launch-paths.js";
-import { dropCounters, programSupervisor, programWorkload, ProcessGone, transparentProblem } from "./netns.js";
+import { healthSocketOf, launchRootOf, socketPathProblem } from "./launch-paths.js";
+import { SandboxNetworks } from "./sandbox-networks.js";
+import { SandboxTeardown } from "./teardown.js";
+import { transparentPathProblem, writeLaunchConfig } from "./launch-config.js";
+import { dropCounters, programSupervisor, programWorkload, ProcessGone } from "./netns.js";
 
-/** The workload's resolv.conf, in its launch directory (bind-mounted read-only, 0644). */
-const WORKLOAD_RESOLV_FILE = "resolv.conf";
 import { ensureRangeUnreachable } from "./route-table.js";
 import type { Resources, SandboxSpec } from "../../lifecycle/spec.js";
-import { formatBytes } from "../../lifecycle/disk-size.js";
+import { readHostIdFiles } from "./host-id-files.js";
+import { specProblem } from "./spec-check.js";
 import { DEFAULT_IDS } from "./rootfs.js";
 import { hostIdConflicts, processUserProblem, type HostIdFiles, type RoleIds } from "./host-ids.js";
 import { WorkspaceDisks, type WorkspaceUsage } from "./workspace-disk.js";
@@ -69,23 +66,10 @@ import { DEFAULT_CONTAINER_LOG, keptBytes, type ContainerLogBound } from "./log-
 import { LogArchive } from "./log-archive.js";
 import { ContainerLogs } from "./logs.js";
 
-/** How long a create waits for the daemon to answer its checks (an image, the host's CPUs) before leaving them to provisioning. */
-const CHECK_TIMEOUT_MS = 5000;
+/** The workload's resolv.conf, in its launch directory (bind-mounted read-only, 0644). */
+const WORKLOAD_RESOLV_FILE = "resolv.conf";
 /** See DockerDriverOptions.provisionCallTimeoutMs. */
 const PROVISION_CALL_TIMEOUT_MS = 120_000;
-
-function readOrEmpty(path: string): string {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return "";
-  }
-}
-
-/** The host's account databases as they are now (read at gateway start and for each policy naming a process.user). */
-export function readHostIdFiles(): HostIdFiles {
-  return { passwd: readOrEmpty("/etc/passwd"), group: readOrEmpty("/etc/group"), subuid: readOrEmpty("/etc/subuid"), subgid: readOrEmpty("/etc/subgid") };
-}
 
 export interface DockerDriverOptions {
   engine: EngineClient;
@@ -150,6 +134,8 @@ export class DockerDriver implements ComputeDriver {
   /** The limits each supervisor container gets. */
   readonly supervisorResources: Resources;
   private readonly sandboxSubnets: Cidr;
+  private readonly networks: SandboxNetworks;
+  private readonly teardown: SandboxTeardown;
   /** What Docker keeps of each container's output. */
   readonly containerLog: ContainerLogBound;
   readonly logArchive: LogArchive;
@@ -176,6 +162,7 @@ export class DockerDriver implements ComputeDriver {
     const range = parseSandboxSubnets(opts.sandboxSubnets ?? DEFAULT_SANDBOX_SUBNETS);
     if (!range.ok) throw new Error(range.error);
     this.sandboxSubnets = range.range;
+    this.networks = new SandboxNetworks(this.engine, this.sandboxSubnets, this.slow);
     this.containerLog = opts.containerLog ?? DEFAULT_CONTAINER_LOG;
     this.logArchive = new LogArchive(opts.logRoot ?? join(dirname(opts.launchRoot), "logs"), () => keptBytes(this.containerLog));
     this.containerLogs = new ContainerLogs({
@@ -185,6 +172,7 @@ export class DockerDriver implements ComputeDriver {
       log: this.log,
       ...(opts.logReconnectWindowMs === undefined ? {} : { reconnectWindowMs: opts.logReconnectWindowMs }),
     });
+    this.teardown = new SandboxTeardown(this.engine, this.gatewayId, this.launchRoot, this.containerLogs);
   }
 
   static fromEnv(opts: { log: Logger; homeDir: string; env?: NodeJS.ProcessEnv; ids?: RoleIds; supervisor?: { cpus: number; memoryMb: number }; containerLog?: ContainerLogBound; sandboxSubnets?: string; originCaPem?: string }): DockerDriver {
@@ -241,7 +229,7 @@ export class DockerDriver implements ComputeDriver {
       throw new Error(`cannot reach the Docker daemon at ${this.engine.socketPath} (${describe(ping)}); is dockerd running? (DOCKER_HOST selects another socket)`);
     }
     this.images = await ensureImages(this.engine, { onProgress, ids: this.ids });
-    await this.ensureNetwork(egressNetworkConfig(this.gatewayId));
+    await this.networks.ensure(egressNetworkConfig(this.gatewayId));
     const egress = must("inspect egress network", await this.engine.inspectNetwork(egressNetworkName(this.gatewayId)));
     this.egressGateway = egress.IPAM.Config?.[0]?.Gateway ?? null;
     if (!this.egressGateway) throw new Error(`the egress network ${egress.Name} has no gateway address for supervisors to reach`);
@@ -254,57 +242,8 @@ export class DockerDriver implements ComputeDriver {
     return this.egressGateway;
   }
 
-  /** Create, or use the one of that name: a new sandbox's network is created in one call. */
-  private async ensureNetwork(config: NetworkCreateConfig): Promise<string> {
-    return (await this.networkOf(config, await this.engine.createNetwork(config, this.slow))).id;
-  }
-
-  /**
-   * The network a create call answered for, and its IPv4 subnet; 409: it exists (a retried
-   * launch, a restarted gateway, a concurrent call), use it with the subnet it was given.
-   */
-  private async networkOf(config: NetworkCreateConfig, created: EngineResult<{ Id: string }>): Promise<{ id: string; subnet: string | null }> {
-    const ipv4 = (configs: readonly { Subnet?: string }[] | null | undefined): string | null => configs?.find((c) => c.Subnet !== undefined && !c.Subnet.includes(":"))?.Subnet ?? null;
-    if (created.kind === "docker" && created.status === 409) {
-      const existing = must(`inspect network ${config.Name}`, await this.engine.inspectNetwork(config.Name, this.slow));
-      return { id: existing.Id, subnet: ipv4(existing.IPAM.Config) };
-    }
-    return { id: must(`create network ${config.Name}`, created).Id, subnet: ipv4(config.IPAM?.Config) };
-  }
-
-  /**
-   * The sandbox's internal network on a /28 of its own (sandbox-subnets.ts): from the one its id
-   * points at, the next while Docker says a subnet overlaps another network's, at most SUBNET_TRIES.
-   * Its subnet: the supervisor's proxy listens on its address in it, and nowhere else.
-   */
-  private async ensureSandboxNetwork(i: SandboxObjectsInput): Promise<string> {
-    const range = this.sandboxSubnets;
-    const first = firstSubnetIndex(i.sandboxId, range);
-    const tries = Math.min(SUBNET_TRIES, subnetCount(range));
-    for (let k = 0; k < tries; k++) {
-      const config = internalNetworkConfig(i, nthSubnet(range, first + k));
-      const created = await this.engine.createNetwork(config, this.slow);
-      if (created.kind === "docker" && created.status !== 409 && isSubnetOverlap(created.message)) continue;
-      // An existing network (a retried launch) keeps the subnet it was given.
-      const { subnet } = await this.networkOf(config, created);
-      if (subnet === null) throw new ProvisionError(`the sandbox network ${config.Name} has no IPv4 subnet for the proxy to listen in`);
-      return subnet;
-    }
-    throw new ProvisionError(`no free /${SANDBOX_SUBNET_PREFIX} for the sandbox network in ${formatCidr(range)} (${tries} tried): give the gateway a larger or unused range (gateway start --sandbox-subnets)`);
-  }
-
-  async checkSpec(spec: SandboxSpec): Promise<string | null> {
-    const [image, info] = await Promise.all([spec.image === undefined ? null : this.engine.inspectImage(spec.image, { timeoutMs: CHECK_TIMEOUT_MS }), this.engine.info({ timeoutMs: CHECK_TIMEOUT_MS })]);
-    if (image !== null && image.kind === "docker" && image.status === 404) {
-      return `image: no such image ${JSON.stringify(spec.image)} on the Docker daemon (no registry is used: build or import it locally, e.g. docker import)`;
-    }
-    const cpus = spec.resources.cpus;
-    if (info.kind === "ok" && cpus !== undefined && cpus > info.body.NCPU) return `cpus: ${cpus} is more than the Docker host has: from 0.01 to ${info.body.NCPU}`;
-    const fsBytes = spec.diskBytes === undefined ? null : this.workspaces.filesystemBytes();
-    if (fsBytes !== null && spec.diskBytes! > fsBytes) {
-      return `disk: ${formatBytes(spec.diskBytes!)} is more than the filesystem of the workspaces (${this.workspaces.root}, ${formatBytes(fsBytes)}) can hold`;
-    }
-    return null;
+  checkSpec(spec: SandboxSpec): Promise<string | null> {
+    return specProblem(this.engine, this.workspaces, spec);
   }
 
   private async resolveWorkloadImage(image: string | undefined): Promise<{ id: string; isDefault: boolean }> {
@@ -321,55 +260,6 @@ export class DockerDriver implements ComputeDriver {
 
   private get resolvConfPath(): string {
     return join(this.launchRoot, "workload-resolv.conf");
-  }
-
-  /**
-   * The supervisor's launch configuration, readable only by the supervisor's uid, and its run
-   * directory (its health socket), the supervisor's uid's only: no host user reaches either.
-   */
-  private writeLaunchConfig(req: LaunchRequest, ca: CaMaterial, proxySubnet: string): string {
-    const dir = launchDirOf(this.launchRoot, req.sandboxId, req.generation);
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    mkdirSync(runDirOf(dir), { mode: 0o700 });
-    const file = join(dir, LAUNCH_CONFIG_FILE);
-    const config: LaunchConfig = {
-      sandboxId: req.sandboxId,
-      generation: req.generation,
-      nonce: req.nonce,
-      proxyPort: PROXY_PORT,
-      proxySubnet,
-      healthSocket: HEALTH_SOCKET_PATH,
-      transparent: true,
-      policy: JSON.parse(serializePolicy(req.policy.policy)) as unknown,
-      policyRevision: req.policy.revision,
-    };
-    if (req.control) {
-      config.control = { url: req.control.url, fingerprint: req.control.fingerprint, tokenPath: `${LAUNCH_DIR}/${LAUNCH_TOKEN_FILE}`, graceMs: req.control.graceMs };
-    }
-    if (req.network) {
-      config.hostAddresses = req.network.hostAddresses;
-      if (req.network.resolvers !== null) config.resolvers = req.network.resolvers;
-      if (req.network.connections !== undefined) config.connections = req.network.connections;
-    }
-    // The CA's key reaches the supervisor only (this file is 0400, its uid's).
-    config.tls = { caCertPem: ca.certPem, caKeyPem: ca.keyPem, ...(this.originCaPem === undefined ? {} : { originCaPem: this.originCaPem }) };
-    writeFileSync(file, JSON.stringify(config, null, 2) + "\n", { mode: 0o400 });
-    const files = [file];
-    if (req.control) {
-      // The launch-scoped token: mounted into the supervisor only, never the workload.
-      const tokenFile = join(dir, LAUNCH_TOKEN_FILE);
-      writeFileSync(tokenFile, req.control.token + "\n", { mode: 0o400 });
-      files.push(tokenFile);
-    }
-    try {
-      const uid = this.ids.supervisor;
-      chownSync(dir, uid, uid);
-      chownSync(runDirOf(dir), uid, uid);
-      for (const f of files) chownSync(f, uid, uid);
-    } catch (err) {
-      throw new ProvisionError(`cannot hand the launch configuration to the supervisor's user (${(err as Error).message}); the gateway must run as root`);
-    }
-    return dir;
   }
 
   async provision(req: LaunchRequest, onProgress: (msg: string) => void = () => undefined): Promise<void> {
@@ -389,14 +279,14 @@ export class DockerDriver implements ComputeDriver {
     workspaceReady.catch(() => undefined);
     trustReady.catch(() => undefined);
     try {
-      const subnet = await this.ensureSandboxNetwork(i);
+      const subnet = await this.networks.ensureSandbox(i);
       // A retried launch of this generation starts clean.
       await this.stop(req.sandboxId, req.generation);
 
       // The boundary comes up first: the workload never runs without its supervisor.
       onProgress("starting supervisor");
       const trust = await trustReady;
-      const launchDir = this.writeLaunchConfig(req, trust.ca, subnet);
+      const launchDir = writeLaunchConfig({ launchRoot: this.launchRoot, supervisorUid: this.ids.supervisor, originCaPem: this.originCaPem }, req, trust.ca, subnet);
       const sup = await this.engine.createContainer(containerName(req.sandboxId, req.generation, "supervisor"), supervisorConfig(i, this.images.supervisor.id, launchDir, this.ids.supervisor, this.supervisorResources, this.containerLog, this.ipv6), this.slow);
       const supId = this.provisionStep("create supervisor container", sup).Id;
       this.provisionStep("connect supervisor to egress network", await this.engine.connectNetwork(egressNetworkName(this.gatewayId), supId, this.slow));
@@ -525,95 +415,16 @@ export class DockerDriver implements ComputeDriver {
     return { exitCode: r.body.State.ExitCode, output: logs.kind === "ok" ? logs.body : [] };
   }
 
-  /**
-   * The transparent path of a launch, read back from both namespaces; null for a launch
-   * without it (its launch file, from an older gateway, does not turn it on).
-   */
-  private readonly transparentCheck = async (l: { sandboxId: string; generation: number }, record: RuntimeRecord): Promise<string | null> => {
-    let subnet: string | undefined;
-    try {
-      const config = JSON.parse(readFileSync(join(launchDirOf(this.launchRoot, l.sandboxId, l.generation), LAUNCH_CONFIG_FILE), "utf8")) as { transparent?: boolean; proxySubnet?: string };
-      if (config.transparent !== true) return null;
-      subnet = config.proxySubnet;
-    } catch (err) {
-      return `cannot read the launch file of ${l.sandboxId} generation ${l.generation}: ${(err as Error).message}`;
-    }
-    const supervisorIp = new URL(record.proxyUrl).hostname;
-    if (subnet === undefined) return "the launch file names no sandbox subnet";
-    return transparentProblem(record.supervisor.pid, record.workload.pid, { subnet, supervisorIp });
-  };
-
   private get probes(): RuntimeProbes {
-    return { engine: this.engine, probeCommand: this.probeCommand, healthSocket: (id, generation) => healthSocketOf(this.launchRoot, id, generation), transparent: this.transparentCheck };
-  }
-
-  private async listOwned(labels: Record<string, string>): Promise<{ Id: string; Labels: Record<string, string> | null; State: string }[]> {
-    return must("list containers", await this.engine.listContainers({ all: true, filters: labelFilter({ [LABEL.gateway]: this.gatewayId, ...labels }) }));
-  }
-
-  /**
-   * Remove the sandbox's containers (found by their labels, whatever step made them) that
-   * `which` selects. `keepLogs`: each that ran is killed first (the workload first; a
-   * forced remove killed them too), its output copied into the log archive, then removed.
-   */
-  private async removeContainers(labels: Record<string, string>, which: (c: { Labels: Record<string, string> | null }) => boolean = () => true, keepLogs = false): Promise<void> {
-    const found = (await this.listOwned(labels)).filter(which);
-    if (keepLogs) await this.keepLogsOf(found);
-    for (const c of found) {
-      const r = await this.engine.removeContainer(c.Id, { force: true, volumes: false });
-      // 404: already gone (removed concurrently, or auto-removed); that is the goal.
-      if (!(r.kind === "docker" && r.status === 404)) must(`remove container ${c.Id.slice(0, 12)}`, r);
-    }
-  }
-
-  /** Stop the containers that run (workload first) and copy the output of each that ran, before they are removed. */
-  private async keepLogsOf(found: { Id: string; Labels: Record<string, string> | null; State: string }[]): Promise<void> {
-    const workloadFirst = [...found].sort((a, b) => Number(b.Labels?.[LABEL.role] === "workload") - Number(a.Labels?.[LABEL.role] === "workload"));
-    for (const c of workloadFirst) {
-      if (c.State !== "running" && c.State !== "restarting") continue;
-      const r = await this.engine.killContainer(c.Id, "SIGKILL");
-      // 404: gone already; 409: not running (any more) or paused; either way the copy below is complete.
-      if (!(r.kind === "docker" && (r.status === 404 || r.status === 409))) must(`kill container ${c.Id.slice(0, 12)}`, r);
-    }
-    for (const c of workloadFirst) {
-      const role = c.Labels?.[LABEL.role];
-      const sandboxId = c.Labels?.[LABEL.sandbox];
-      const generation = Number(c.Labels?.[LABEL.generation]);
-      // A container that never started has no output.
-      if (c.State === "created" || (role !== "workload" && role !== "supervisor") || !sandboxId || !Number.isSafeInteger(generation)) continue;
-      await this.containerLogs.keep(c, sandboxId, generation, role);
-    }
+    return { engine: this.engine, probeCommand: this.probeCommand, healthSocket: (id, generation) => healthSocketOf(this.launchRoot, id, generation), transparent: (l, record) => transparentPathProblem(this.launchRoot, l, record) };
   }
 
   async stop(sandboxId: string, generation: number): Promise<void> {
-    // This generation and every older one: a generation never outlives its successor.
-    const upTo = (c: { Labels: Record<string, string> | null }): boolean => Number(c.Labels?.[LABEL.generation] ?? "0") <= generation;
-    await this.removeContainers({ [LABEL.sandbox]: sandboxId }, upTo, true);
-    this.removeLaunchDirs(sandboxId, generation);
-  }
-
-  /** The launch files of the sandbox's generations up to `upTo` (all of them by default). */
-  private removeLaunchDirs(sandboxId: string, upTo = Infinity): void {
-    if (!existsSync(this.launchRoot)) return;
-    for (const d of readdirSync(this.launchRoot)) {
-      const m = /^(.+)-g(\d+)$/.exec(d);
-      if (m?.[1] === sandboxId && Number(m[2]) <= upTo) rmSync(join(this.launchRoot, d), { recursive: true, force: true });
-    }
+    await this.teardown.stop(sandboxId, generation);
   }
 
   async remove(sandboxId: string): Promise<void> {
-    const filter = labelFilter({ [LABEL.gateway]: this.gatewayId, [LABEL.sandbox]: sandboxId });
-    await this.removeContainers({ [LABEL.sandbox]: sandboxId });
-    for (const n of must("list networks", await this.engine.listNetworks({ filters: filter }))) {
-      const r = await this.engine.removeNetwork(n.Id);
-      if (!(r.kind === "docker" && r.status === 404)) must(`remove network ${n.Name}`, r);
-    }
-    const vols = must("list volumes", await this.engine.listVolumes({ filters: filter }));
-    for (const v of vols.Volumes ?? []) {
-      const r = await this.engine.removeVolume(v.Name, true);
-      if (!(r.kind === "docker" && r.status === 404)) must(`remove volume ${v.Name}`, r);
-    }
-    this.removeLaunchDirs(sandboxId);
+    await this.teardown.remove(sandboxId);
     this.cas.remove(sandboxId);
     this.logArchive.remove(sandboxId);
     await this.workspaces.remove(sandboxId);
@@ -661,7 +472,7 @@ export class DockerDriver implements ComputeDriver {
       log: this.log,
       probeCommand: this.probeCommand,
       healthSocket: (id, generation) => healthSocketOf(this.launchRoot, id, generation),
-      transparent: this.transparentCheck,
+      transparent: (l, record) => transparentPathProblem(this.launchRoot, l, record),
       recoveryDeadlineMs: config.recoveryDeadlineMs,
       boundaryDeadlineMs: config.boundaryDeadlineMs,
       ...(this.observer === null ? {} : { observe: this.observer }),
