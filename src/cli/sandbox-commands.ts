@@ -12,7 +12,7 @@ import { listCommand } from "./list-commands.js";
 import { pruneCommand } from "./prune-command.js";
 import { cpCommand } from "./cp-command.js";
 import { boundaryLine, readPolicyFile } from "./policy-commands.js";
-import { CliError, EXIT, cliErrorOf } from "./errors.js";
+import { CliError, EXIT, EXIT_INTERRUPTED, cliErrorOf } from "./errors.js";
 import { watchEvents } from "../sdk/watch.js";
 import { printJson, short, table, when } from "./format.js";
 import type { EventView, SandboxView } from "./views.js";
@@ -37,6 +37,9 @@ interface Waitable extends Common {
 const enc = encodeURIComponent;
 
 const clientFor = (o: Common): GatewayClient => new GatewayClient({ home: o.home, url: o.url });
+
+/** `w` as one word of a shell command line to copy: as it is when that is safe, else single-quoted. */
+const shellWord = (w: string): string => (/^[\w./:@%+=,-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
 
 /** Checked here for a one-line usage error; the gateway parses it again. */
 function diskSize(v: string): string {
@@ -76,9 +79,9 @@ async function lastSeq(client: GatewayClient, name: string): Promise<number> {
   return events.at(-1)?.seq ?? 0;
 }
 
-async function settle(client: GatewayClient, s: SandboxView, o: Waitable, until: string[], afterSeq: number): Promise<void> {
+async function settle(client: GatewayClient, s: SandboxView, o: Waitable, until: string[], afterSeq: number, signal?: AbortSignal): Promise<void> {
   const final = o.wait
-    ? await waitForPhase(client, s.name, { until, timeoutMs: o.timeout * 1000, quiet: !!o.json, afterSeq })
+    ? await waitForPhase(client, s.name, { until, timeoutMs: o.timeout * 1000, quiet: !!o.json, afterSeq, ...(signal ? { signal } : {}) })
     : s;
   if (o.json) printJson(final ?? { name: s.name, deleted: true });
   else if (final === null) process.stdout.write(`${s.name}  deleted\n`);
@@ -137,8 +140,21 @@ export function sandboxCommands(global: () => Common): Command {
     if (o.policy) body.policy = readPolicyFile(o.policy);
     if (command.length > 0) body.command = command;
     const s = await client.request<SandboxView>("POST", "/v1/sandboxes", body);
-    if (!o.json && o.wait) process.stderr.write(`creating sandbox "${s.name}" (${s.id})\n`);
-    await settle(client, s, o, ["Ready", "Completed"], 0);
+    if (!o.wait) return settle(client, s, o, ["Ready", "Completed"], 0);
+    // Ctrl-C stops the wait, not the create: the gateway goes on, so say so and how to undo it.
+    const interrupt = new AbortController();
+    const onInterrupt = (): void => interrupt.abort();
+    process.once("SIGINT", onInterrupt);
+    try {
+      if (!o.json) process.stderr.write(`creating sandbox "${s.name}" (${s.id})\n`);
+      await settle(client, s, o, ["Ready", "Completed"], 0, interrupt.signal);
+    } catch (err) {
+      if (!interrupt.signal.aborted) throw err;
+      const again = ["sandgate", ...(o.home ? ["--home", shellWord(o.home)] : []), ...(o.url ? ["--url", shellWord(o.url)] : []), "sandbox", "delete", s.name].join(" ");
+      throw new CliError(`interrupted: sandbox "${s.name}" goes on being created; to remove it: ${again}`, EXIT_INTERRUPTED);
+    } finally {
+      process.off("SIGINT", onInterrupt);
+    }
   });
 
   listCommand(sandbox, global);
