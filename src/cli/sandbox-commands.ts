@@ -70,6 +70,21 @@ function live(s: SandboxView): SandboxView["runtime"] {
   return running && s.runtime?.generation === s.generation ? s.runtime : null;
 }
 
+/**
+ * An event's reason and message as one line, neither saying again what the other says: a
+ * message that holds the reason (a stop the gateway made) or that the reason holds (a failed
+ * launch's detail) alone; a message that starts with the reason's code ("WorkloadExited: proven
+ * by inspect") without it.
+ */
+function eventDetail(e: Pick<EventView, "reasonText" | "message">): string {
+  const { reasonText: reason, message } = e;
+  if (!reason) return message ?? "";
+  if (!message || reason.includes(message)) return reason;
+  if (message.includes(reason)) return message;
+  const code = /^\w+/.exec(reason)![0];
+  return `${reason}: ${message.startsWith(`${code}: `) ? message.slice(code.length + 2) : message}`;
+}
+
 function phaseLine(s: SandboxView): string {
   return `${s.name}  ${s.phase}${s.reasonText ? ` (${s.reasonText})` : ""}  generation ${s.generation}`;
 }
@@ -280,7 +295,7 @@ export function sandboxCommands(global: () => Common): Command {
         String(e.generation),
         e.kind,
         e.kind === "phase" || e.kind === "deleted" ? `${e.oldPhase ?? "-"} → ${e.newPhase ?? "gone"}` : "-",
-        [e.reasonText, e.message].filter(Boolean).join(": "),
+        eventDetail(e),
       ];
       // Page by cursor: the log is never read whole at once.
       const all: EventView[] = [];

@@ -402,6 +402,46 @@ describe("CLI mistakes against a gateway", () => {
     expect((await cli([...home, "sandbox", "delete", "held"])).code).toBe(0);
   });
 
+  it("messages (issue 31, item 10): an event's detail says its reason once", async () => {
+    /** Each event's DETAIL cell by the CHANGE it made. */
+    const details = async (name: string): Promise<Map<string, string>> => {
+      const r = await cli([...home, "sandbox", "events", name]);
+      expect(r.code, r.stderr).toBe(0);
+      const [head, ...rows] = r.stdout.trimEnd().split("\n");
+      const at = head!.indexOf("DETAIL");
+      return new Map(rows.flatMap((l) => {
+        const change = /(\S+ → \S+)/.exec(l)?.[1];
+        return change === undefined ? [] : [[change, l.slice(at)] as const];
+      }));
+    };
+    // A failed launch: its message is the reason's detail.
+    driver.missingImages.add("gone:1");
+    expect((await cli([...home, "sandbox", "create", "ev-img", "--image", "gone:1"])).code).toBe(1);
+    expect((await details("ev-img")).get("Provisioning → Error")).toBe("ProvisioningFailed: No such image: gone:1");
+    // A workload that exits during start-up: its last output, once.
+    const verify = vi.spyOn(driver, "verify").mockResolvedValueOnce({ ready: false, checks: [], exited: { exitCode: 3, output: ["first line", "to stderr"] } });
+    expect((await cli([...home, "sandbox", "create", "ev-exit"])).code).toBe(1);
+    verify.mockRestore();
+    expect((await details("ev-exit")).get("Provisioning → Error")).toBe("WorkloadExited (exit code 3): exited during start-up; last output: first line | to stderr");
+
+    // A stop the gateway made (--ttl): its message names the reason.
+    expect((await cli([...home, "sandbox", "create", "ev-ttl", "--ttl", "1", "--no-wait"])).code).toBe(0);
+    await eventually(async () => ((await t.api("GET", "/v1/sandboxes/ev-ttl")).body.phase === "Stopped" ? true : undefined), 120_000, "ev-ttl stopped by its TTL");
+    const ttl = await details("ev-ttl");
+    expect(ttl.get("Ready → Stopping")).toMatch(/^stopped by the gateway: TtlExpired: its TTL of 1s ran out at \S+$/);
+    expect(ttl.get("Stopping → Stopped")).toMatch(/^TtlExpired: its TTL of 1s ran out at \S+: containers removed; workspace kept$/);
+
+    // A failure the monitor proved: its message starts with the reason's code.
+    expect((await cli([...home, "sandbox", "create", "ev-mon"])).code).toBe(0);
+    const s = t.gw.store.get("ev-mon")!;
+    t.gw.store.transition(s.id, {
+      expect: { phase: "Ready", generation: 1 },
+      next: { phase: "Error", generation: 1, reason: { code: "WorkloadExited", exitCode: 3, detail: "finished at 2026-12-03T13:16:36Z" } },
+      message: "WorkloadExited: proven by inspect",
+    });
+    expect((await details("ev-mon")).get("Ready → Error")).toBe("WorkloadExited (exit code 3): finished at 2026-12-03T13:16:36Z: proven by inspect");
+  });
+
   it("docker habits (issue 31, item 11): stop, start and rm take several names, rm -f, inspect; a failure is reported and the rest still done", async () => {
     for (const n of ["ha", "hb", "hc"]) expect((await cli([...home, "sandbox", "create", n])).code).toBe(0);
     const inspect = await cli([...home, "sandbox", "inspect", "ha", "--json"]);
