@@ -14,10 +14,11 @@ import { cpCommand } from "./cp-command.js";
 import { boundaryLine, readPolicyFile } from "./policy-commands.js";
 import { CliError, EXIT, EXIT_INTERRUPTED, cliErrorOf } from "./errors.js";
 import { watchEvents } from "../sdk/watch.js";
-import { printJson, short, table, when } from "./format.js";
+import { Columns, printJson, short, when } from "./format.js";
 import type { EventView, SandboxView } from "./views.js";
 import { waitForPhase } from "./wait.js";
 import { formatBytes, parseDiskSize } from "../lifecycle/disk-size.js";
+import { PHASES } from "../lifecycle/phases.js";
 import { formatLabels, labelsFromPairs, type LabelPair } from "../lifecycle/labels.js";
 import { envPairArg } from "./env-file.js";
 import { addCreateTimeFlags, createTimeBody, expiryRows, type CreateTimeFlags } from "./create-options.js";
@@ -69,6 +70,14 @@ function live(s: SandboxView): SandboxView["runtime"] {
   const running = s.phase === "Provisioning" || s.phase === "Ready" || s.phase === "Recovering";
   return running && s.runtime?.generation === s.generation ? s.runtime : null;
 }
+
+const LONGEST_PHASE = Math.max(...PHASES.map((p) => p.length));
+/**
+ * The least widths of `sandbox events`' columns SEQ, TIME, GEN, KIND and CHANGE: room for
+ * sequence numbers to a million, a time as `when` prints it, the longest kind ("deleted") and
+ * any change of phase ("Provisioning → Provisioning" is longer than any there is).
+ */
+const EVENT_COLUMNS = [6, "2026-12-03 13:16:36Z".length, 3, "deleted".length, 2 * LONGEST_PHASE + " → ".length];
 
 /**
  * An event's reason and message as one line, neither saying again what the other says: a
@@ -288,7 +297,8 @@ export function sandboxCommands(global: () => Common): Command {
       const client = clientFor(o);
       // Followed by id: after a restart or a deletion the name may mean another sandbox.
       const target = o.follow ? (await client.request<SandboxView>("GET", `/v1/sandboxes/${enc(name)}`)).id : name;
-      const headers = ["SEQ", "TIME", "GEN", "KIND", "CHANGE", "DETAIL"];
+      // Widths that fit what the columns can hold, so rows printed later (pages, -f) line up.
+      const columns = new Columns(["SEQ", "TIME", "GEN", "KIND", "CHANGE", "DETAIL"], EVENT_COLUMNS);
       const row = (e: EventView): string[] => [
         String(e.seq),
         when(e.time),
@@ -307,8 +317,12 @@ export function sandboxCommands(global: () => Common): Command {
         if (o.json && o.follow) page.events.forEach((e) => process.stdout.write(JSON.stringify(e) + "\n"));
         else if (o.json) all.push(...page.events);
         else if (page.events.length > 0 || first) {
-          const text = table(headers, page.events.map(row));
-          process.stdout.write((first ? text : text.split("\n").slice(1).join("\n")) + "\n");
+          const rows = page.events.map(row);
+          if (first) {
+            columns.fit(rows);
+            process.stdout.write(columns.header() + "\n");
+          }
+          for (const r of rows) process.stdout.write(columns.line(r) + "\n");
           first = false;
         }
         lastPrinted = page.events.at(-1)?.seq ?? lastPrinted;
@@ -328,7 +342,7 @@ export function sandboxCommands(global: () => Common): Command {
         signal: ac.signal,
         note: (line) => process.stderr.write(line + "\n"),
         print: async (e) => {
-          const line = o.json ? JSON.stringify(e) : table(headers, [row(e)]).split("\n")[1]!;
+          const line = o.json ? JSON.stringify(e) : columns.line(row(e));
           if (!process.stdout.write(line + "\n")) await drained(process.stdout);
         },
       });
