@@ -31,10 +31,19 @@ interface ForwardOptions {
 
 const hostPort = (address: string, port: number): string => (address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`);
 
-/** Relays one accepted connection; `onRefused` hears the gateway's refusals (the sandbox may be gone). */
+/**
+ * Relays one accepted connection; `onRefused` hears the gateway's refusals (the sandbox may be
+ * gone). A connection that fails says why in one line: what follows from the failure (the
+ * WebSocket torn down as the local socket closes) is not a second one.
+ */
 function relayConnection(sock: net.Socket, open: () => WebSocket, onRefused: (code: string, message: string) => void): void {
   const peer = hostPort(sock.remoteAddress ?? "?", sock.remotePort ?? 0);
-  const say = (msg: string): void => void process.stderr.write(`sandgate: connection from ${peer}: ${msg}\n`);
+  let said = false;
+  const say = (msg: string): void => {
+    if (said) return;
+    said = true;
+    process.stderr.write(`sandgate: connection from ${peer}: ${msg}\n`);
+  };
   const ws = open();
   let error: string | null = null;
   let outstanding = 0;
