@@ -12,7 +12,7 @@ import { startExec } from "../../src/driver/docker/exec-session.js";
 import { StartFailureWatch, execStartFailure } from "../../src/driver/docker/exec-start-failure.js";
 import type { ExecOptions, ExecSession, RuntimeRecord } from "../../src/driver/contract.js";
 import { CLI_TEST_TIMEOUT_MS, cli } from "../support/cli-runner.js";
-import { FakeEngine, reply } from "../support/fake-engine.js";
+import { FakeEngine, UPGRADED, reply } from "../support/fake-engine.js";
 import { eventually, startTestGateway } from "../support/gateway-fixture.js";
 import { MemoryDriver } from "../support/memory-driver.js";
 
@@ -92,7 +92,6 @@ describe("StartFailureWatch: holds stdout only while it could be Docker's line",
 });
 
 describe("startExec: a command that never started", () => {
-  const UPGRADED = "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n";
   let fake: FakeEngine;
   let client: EngineClient;
   beforeEach(async () => {
