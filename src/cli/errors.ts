@@ -4,6 +4,9 @@ import { EXIT, SandgateError, exitCodeForApi } from "../sdk/errors.js";
 
 export { EXIT, exitCodeForApi };
 
+/** A wait the user stopped with Ctrl-C: 128 + SIGINT, as a shell reports a command SIGINT ended. */
+export const EXIT_INTERRUPTED = 130;
+
 export class CliError extends Error {
   override readonly name = "CliError";
   constructor(

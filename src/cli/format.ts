@@ -2,10 +2,40 @@
 // of it (times there are RFC 3339, as the API gives them).
 
 export function table(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]): string =>
-    cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
-  return [line(headers), ...rows.map(line)].join("\n");
+  const columns = new Columns(headers);
+  columns.fit(rows);
+  return [columns.header(), ...rows.map((r) => columns.line(r))].join("\n");
+}
+
+/**
+ * The columns of a table printed a part at a time (pages, a followed log): every line is
+ * padded to the same widths, so rows printed later line up with the header and the rows
+ * before them. A column is as wide as its header, its `min` and the rows given to `fit`
+ * before the header is printed; only a later cell longer than that (a number outgrowing its
+ * room) widens its column from then on. The last column is never padded.
+ */
+export class Columns {
+  readonly #headers: string[];
+  readonly #widths: number[];
+
+  constructor(headers: string[], min: readonly number[] = []) {
+    this.#headers = headers;
+    this.#widths = headers.map((h, i) => Math.max(h.length, min[i] ?? 0));
+  }
+
+  /** Widens the columns to hold `rows` (before the header is printed). */
+  fit(rows: readonly string[][]): void {
+    for (const r of rows) r.forEach((c, i) => (this.#widths[i] = Math.max(this.#widths[i] ?? 0, c.length)));
+  }
+
+  header(): string {
+    return this.line(this.#headers);
+  }
+
+  line(cells: readonly string[]): string {
+    this.fit([cells.slice(0, -1)]);
+    return cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(this.#widths[i]!))).join("  ").trimEnd();
+  }
 }
 
 /**

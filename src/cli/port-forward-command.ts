@@ -31,10 +31,19 @@ interface ForwardOptions {
 
 const hostPort = (address: string, port: number): string => (address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`);
 
-/** Relays one accepted connection; `onRefused` hears the gateway's refusals (the sandbox may be gone). */
-function relayConnection(sock: net.Socket, open: () => WebSocket, onRefused: (code: string) => void): void {
+/**
+ * Relays one accepted connection; `onRefused` hears the gateway's refusals (the sandbox may be
+ * gone). A connection that fails says why in one line: what follows from the failure (the
+ * WebSocket torn down as the local socket closes) is not a second one.
+ */
+function relayConnection(sock: net.Socket, open: () => WebSocket, onRefused: (code: string, message: string) => void): void {
   const peer = hostPort(sock.remoteAddress ?? "?", sock.remotePort ?? 0);
-  const say = (msg: string): void => void process.stderr.write(`sandgate: connection from ${peer}: ${msg}\n`);
+  let said = false;
+  const say = (msg: string): void => {
+    if (said) return;
+    said = true;
+    process.stderr.write(`sandgate: connection from ${peer}: ${msg}\n`);
+  };
   const ws = open();
   let error: string | null = null;
   let outstanding = 0;
@@ -44,15 +53,17 @@ function relayConnection(sock: net.Socket, open: () => WebSocket, onRefused: (co
     res.on("data", (b: Buffer) => (body = (body + b.toString()).slice(0, 4096)));
     res.on("end", () => {
       let code = "unavailable";
+      let message = `refused with HTTP ${res.statusCode ?? "?"}`;
       try {
         const e = (JSON.parse(body) as { error: { code: string; message: string } }).error;
         code = e.code;
-        say(e.message);
+        message = e.message;
       } catch {
-        say(`refused with HTTP ${res.statusCode ?? "?"}`);
+        /* not the API's error: the status says it */
       }
+      say(message);
       sock.destroy();
-      onRefused(code);
+      onRefused(code, message);
     });
   });
   ws.on("error", (err) => {
@@ -168,10 +179,10 @@ async function runForward(client: GatewayClient, o: ForwardOptions): Promise<num
     server.on("connection", (sock: net.Socket) => {
       sockets.add(sock);
       sock.on("close", () => sockets.delete(sock));
-      relayConnection(sock, open, (code) => {
+      relayConnection(sock, open, (code, message) => {
         // A refusal for the sandbox's sake (gone, not Ready, bad token) ends the forward now.
         if (code === "not_allowed" || code === "not_found") void check();
-        if (code === "unauthorized") end({ error: new CliError("the gateway refused the API token", exitCodeForApi(code)) });
+        if (code === "unauthorized") end({ error: new CliError(client.transport.refusedToken(message).message, exitCodeForApi(code)) });
       });
     });
   });

@@ -27,7 +27,8 @@ export function buildProgram(): Command {
 Exit codes: 0 ok, 1 failed, 2 usage or invalid input, 3 gateway not running,
 4 not found, 5 not allowed now (phase), name taken or a stale proposal, 6 timed out,
 7 bad token (or no approver token for 'policy approve|reject'), 8 denied
-('policy check'). 'sandbox exec' exits with the command's own exit code.`,
+('policy check'), 130 Ctrl-C while 'sandbox create' waits (the sandbox goes on).
+'sandbox exec' exits with the command's own exit code.`,
     );
   const global = () => program.opts<{ home?: string; url?: string }>();
   program.addCommand(gatewayCommands(global));

@@ -12,12 +12,13 @@ import { listCommand } from "./list-commands.js";
 import { pruneCommand } from "./prune-command.js";
 import { cpCommand } from "./cp-command.js";
 import { boundaryLine, readPolicyFile } from "./policy-commands.js";
-import { CliError, EXIT, cliErrorOf } from "./errors.js";
+import { CliError, EXIT, EXIT_INTERRUPTED, cliErrorOf } from "./errors.js";
 import { watchEvents } from "../sdk/watch.js";
-import { printJson, short, table, when } from "./format.js";
+import { Columns, printJson, short, when } from "./format.js";
 import type { EventView, SandboxView } from "./views.js";
 import { waitForPhase } from "./wait.js";
 import { formatBytes, parseDiskSize } from "../lifecycle/disk-size.js";
+import { PHASES } from "../lifecycle/phases.js";
 import { formatLabels, labelsFromPairs, type LabelPair } from "../lifecycle/labels.js";
 import { envPairArg } from "./env-file.js";
 import { addCreateTimeFlags, createTimeBody, expiryRows, type CreateTimeFlags } from "./create-options.js";
@@ -37,6 +38,9 @@ interface Waitable extends Common {
 const enc = encodeURIComponent;
 
 const clientFor = (o: Common): GatewayClient => new GatewayClient({ home: o.home, url: o.url });
+
+/** `w` as one word of a shell command line to copy: as it is when that is safe, else single-quoted. */
+const shellWord = (w: string): string => (/^[\w./:@%+=,-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
 
 /** Checked here for a one-line usage error; the gateway parses it again. */
 function diskSize(v: string): string {
@@ -67,6 +71,29 @@ function live(s: SandboxView): SandboxView["runtime"] {
   return running && s.runtime?.generation === s.generation ? s.runtime : null;
 }
 
+const LONGEST_PHASE = Math.max(...PHASES.map((p) => p.length));
+/**
+ * The least widths of `sandbox events`' columns SEQ, TIME, GEN, KIND and CHANGE: room for
+ * sequence numbers to a million, a time as `when` prints it, the longest kind ("deleted") and
+ * any change of phase ("Provisioning → Provisioning" is longer than any there is).
+ */
+const EVENT_COLUMNS = [6, "2026-12-03 13:16:36Z".length, 3, "deleted".length, 2 * LONGEST_PHASE + " → ".length];
+
+/**
+ * An event's reason and message as one line, neither saying again what the other says: a
+ * message that holds the reason (a stop the gateway made) or that the reason holds (a failed
+ * launch's detail) alone; a message that starts with the reason's code ("WorkloadExited: proven
+ * by inspect") without it.
+ */
+function eventDetail(e: Pick<EventView, "reasonText" | "message">): string {
+  const { reasonText: reason, message } = e;
+  if (!reason) return message ?? "";
+  if (!message || reason.includes(message)) return reason;
+  if (message.includes(reason)) return message;
+  const code = /^\w+/.exec(reason)![0];
+  return `${reason}: ${message.startsWith(`${code}: `) ? message.slice(code.length + 2) : message}`;
+}
+
 function phaseLine(s: SandboxView): string {
   return `${s.name}  ${s.phase}${s.reasonText ? ` (${s.reasonText})` : ""}  generation ${s.generation}`;
 }
@@ -76,9 +103,9 @@ async function lastSeq(client: GatewayClient, name: string): Promise<number> {
   return events.at(-1)?.seq ?? 0;
 }
 
-async function settle(client: GatewayClient, s: SandboxView, o: Waitable, until: string[], afterSeq: number): Promise<void> {
+async function settle(client: GatewayClient, s: SandboxView, o: Waitable, until: string[], afterSeq: number, signal?: AbortSignal): Promise<void> {
   const final = o.wait
-    ? await waitForPhase(client, s.name, { until, timeoutMs: o.timeout * 1000, quiet: !!o.json, afterSeq })
+    ? await waitForPhase(client, s.name, { until, timeoutMs: o.timeout * 1000, quiet: !!o.json, afterSeq, ...(signal ? { signal } : {}) })
     : s;
   if (o.json) printJson(final ?? { name: s.name, deleted: true });
   else if (final === null) process.stdout.write(`${s.name}  deleted\n`);
@@ -137,8 +164,21 @@ export function sandboxCommands(global: () => Common): Command {
     if (o.policy) body.policy = readPolicyFile(o.policy);
     if (command.length > 0) body.command = command;
     const s = await client.request<SandboxView>("POST", "/v1/sandboxes", body);
-    if (!o.json && o.wait) process.stderr.write(`creating sandbox "${s.name}" (${s.id})\n`);
-    await settle(client, s, o, ["Ready", "Completed"], 0);
+    if (!o.wait) return settle(client, s, o, ["Ready", "Completed"], 0);
+    // Ctrl-C stops the wait, not the create: the gateway goes on, so say so and how to undo it.
+    const interrupt = new AbortController();
+    const onInterrupt = (): void => interrupt.abort();
+    process.once("SIGINT", onInterrupt);
+    try {
+      if (!o.json) process.stderr.write(`creating sandbox "${s.name}" (${s.id})\n`);
+      await settle(client, s, o, ["Ready", "Completed"], 0, interrupt.signal);
+    } catch (err) {
+      if (!interrupt.signal.aborted) throw err;
+      const again = ["sandgate", ...(o.home ? ["--home", shellWord(o.home)] : []), ...(o.url ? ["--url", shellWord(o.url)] : []), "sandbox", "delete", s.name].join(" ");
+      throw new CliError(`interrupted: sandbox "${s.name}" goes on being created; to remove it: ${again}`, EXIT_INTERRUPTED);
+    } finally {
+      process.off("SIGINT", onInterrupt);
+    }
   });
 
   listCommand(sandbox, global);
@@ -257,14 +297,15 @@ export function sandboxCommands(global: () => Common): Command {
       const client = clientFor(o);
       // Followed by id: after a restart or a deletion the name may mean another sandbox.
       const target = o.follow ? (await client.request<SandboxView>("GET", `/v1/sandboxes/${enc(name)}`)).id : name;
-      const headers = ["SEQ", "TIME", "GEN", "KIND", "CHANGE", "DETAIL"];
+      // Widths that fit what the columns can hold, so rows printed later (pages, -f) line up.
+      const columns = new Columns(["SEQ", "TIME", "GEN", "KIND", "CHANGE", "DETAIL"], EVENT_COLUMNS);
       const row = (e: EventView): string[] => [
         String(e.seq),
         when(e.time),
         String(e.generation),
         e.kind,
         e.kind === "phase" || e.kind === "deleted" ? `${e.oldPhase ?? "-"} → ${e.newPhase ?? "gone"}` : "-",
-        [e.reasonText, e.message].filter(Boolean).join(": "),
+        eventDetail(e),
       ];
       // Page by cursor: the log is never read whole at once.
       const all: EventView[] = [];
@@ -276,8 +317,12 @@ export function sandboxCommands(global: () => Common): Command {
         if (o.json && o.follow) page.events.forEach((e) => process.stdout.write(JSON.stringify(e) + "\n"));
         else if (o.json) all.push(...page.events);
         else if (page.events.length > 0 || first) {
-          const text = table(headers, page.events.map(row));
-          process.stdout.write((first ? text : text.split("\n").slice(1).join("\n")) + "\n");
+          const rows = page.events.map(row);
+          if (first) {
+            columns.fit(rows);
+            process.stdout.write(columns.header() + "\n");
+          }
+          for (const r of rows) process.stdout.write(columns.line(r) + "\n");
           first = false;
         }
         lastPrinted = page.events.at(-1)?.seq ?? lastPrinted;
@@ -297,7 +342,7 @@ export function sandboxCommands(global: () => Common): Command {
         signal: ac.signal,
         note: (line) => process.stderr.write(line + "\n"),
         print: async (e) => {
-          const line = o.json ? JSON.stringify(e) : table(headers, [row(e)]).split("\n")[1]!;
+          const line = o.json ? JSON.stringify(e) : columns.line(row(e));
           if (!process.stdout.write(line + "\n")) await drained(process.stdout);
         },
       });

@@ -12,6 +12,8 @@ export interface WaitOptions {
   quiet: boolean;
   /** Sequence number of the last event already seen. */
   afterSeq?: number;
+  /** Stops the wait (it rejects with the signal's reason). */
+  signal?: AbortSignal;
 }
 
 /** Resolves with the settled sandbox, or null once it has been deleted. */
@@ -24,6 +26,7 @@ export function waitForPhase(client: GatewayClient, name: string, opts: WaitOpti
       until: opts.until as SandboxView["phase"][],
       timeoutMs: opts.timeoutMs,
       ...(opts.afterSeq === undefined ? {} : { afterSeq: opts.afterSeq }),
+      ...(opts.signal === undefined ? {} : { signal: opts.signal }),
       onEvent: (e) => {
         if (e.kind === "info" && e.message) say(e.message);
         else if (e.kind === "phase") say(`${e.oldPhase ?? "-"} → ${e.newPhase ?? "-"}${e.reasonText ? ` (${e.reasonText})` : ""}`);

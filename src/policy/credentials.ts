@@ -1,7 +1,7 @@
 // Credentials the workload never holds: the words of the policy's `credentials` entries on an
 // endpoint (placeholder bindings and injected headers), secret names, placeholders and header
 // templates. Pure: validation returns the normal form or problems; values never pass here.
-import { describeValue } from "./describe.js";
+import { describeValue, unknownKeysMessage } from "./describe.js";
 import { OVERRIDE_HEADERS } from "./override.js";
 import { validatePathGlob } from "./paths.js";
 
@@ -77,8 +77,7 @@ const HEADER_KEYS = ["header", "value", "paths"];
 
 function unknownKeys(entry: Record<string, unknown>, allowed: readonly string[]): string | null {
   const extra = Object.keys(entry).filter((k) => !allowed.includes(k));
-  if (extra.length === 0) return null;
-  return `unknown key${extra.length > 1 ? "s" : ""} ${extra.map((k) => JSON.stringify(k)).join(", ")} (allowed: ${allowed.join(", ")})`;
+  return extra.length === 0 ? null : unknownKeysMessage(extra, allowed);
 }
 
 function checkPaths(value: unknown, issues: CredentialIssue[], at: (string | number)[]): string[] | undefined {

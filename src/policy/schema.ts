@@ -8,7 +8,7 @@ import * as z from "zod/mini";
 import { formatCidr, parseCidr } from "./cidr.js";
 import { validateHostPattern } from "./hosts.js";
 import { validatePathGlob } from "./paths.js";
-import { describeValue } from "./describe.js";
+import { describeValue, unknownKeysMessage } from "./describe.js";
 import { CREDENTIAL_LIMITS, credentialSecrets, validateCredentials, type Credential } from "./credentials.js";
 
 export { describeValue };
@@ -132,15 +132,12 @@ function fallbackError(iss: z.core.$ZodRawIssue): string | undefined {
 }
 // Stryker restore all
 
-/** A strict mapping whose unknown-key error lists the keys that are allowed. */
+/** A strict mapping whose unknown-key error offers the likely key and lists the keys that are allowed. */
 function mapping<Shape extends z.core.$ZodLooseShape>(shape: Shape) {
-  const allowed = Object.keys(shape).join(", ");
+  const allowed = Object.keys(shape);
   return z.strictObject(shape, {
     error: (iss) => {
-      if (iss.code === "unrecognized_keys") {
-        const keys = iss.keys.map((k) => JSON.stringify(k)).join(", ");
-        return `unknown key${iss.keys.length > 1 ? "s" : ""} ${keys} (allowed: ${allowed})`;
-      }
+      if (iss.code === "unrecognized_keys") return unknownKeysMessage(iss.keys, allowed);
       if (iss.code === "invalid_type") return expected("a mapping")(iss);
       return undefined;
     },

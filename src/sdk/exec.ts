@@ -10,7 +10,7 @@
 
 import WebSocket from "ws";
 import { checkExecEnv, checkWorkdir } from "../lifecycle/process-input.js";
-import { SandgateError, fromApiBody } from "./errors.js";
+import { SandgateError } from "./errors.js";
 import type { Transport } from "./transport.js";
 
 export const EXEC_SIGNALS = ["INT", "TERM", "HUP", "QUIT", "KILL"] as const;
@@ -114,7 +114,7 @@ export class ExecSession {
         try {
           const e = (JSON.parse(body) as { error: { code: string; message: string } }).error;
           if (typeof e.message !== "string") throw new Error("no message");
-          err = fromApiBody({ error: e }, e.message);
+          err = t.apiError(res.statusCode ?? 0, { error: e }, e.message);
         } catch {
           const text = body.trim().slice(0, 200);
           err = new SandgateError(`exec refused with HTTP ${res.statusCode ?? "?"} ${res.statusMessage ?? ""}${text ? `: ${text}` : " (no explanation)"}`, "bad_response");

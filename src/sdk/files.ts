@@ -44,7 +44,7 @@ async function errorOf(t: Transport, what: string, res: IncomingMessage): Promis
   } catch {
     /* not JSON: the fallback message */
   }
-  return fromApiBody(body, `the gateway answered ${res.statusCode ?? "?"} without an explanation`);
+  return t.apiError(res.statusCode ?? 0, body, `the gateway answered ${res.statusCode ?? "?"} without an explanation`);
 }
 
 function parseResult(text: string | undefined): TransferResultView | undefined {

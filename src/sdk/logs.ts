@@ -146,7 +146,7 @@ async function open(t: Transport, path: string, signal: AbortSignal): Promise<Re
   // The body outlives this call: records() stops it when the caller's signal aborts.
   if (res.ok && res.body) return res;
   const body: unknown = await res.json().catch(() => null);
-  throw fromApiBody(body, `the gateway answered HTTP ${res.status}`);
+  throw t.apiError(res.status, body, `the gateway answered HTTP ${res.status}`);
 }
 
 /**

@@ -50,7 +50,7 @@ export class Transport {
   readonly paths: HomePaths;
   /** A plain request's deadline (see ConnectOptions.requestTimeoutMs). */
   readonly timeoutMs: number;
-  readonly #token: string | undefined;
+  readonly #token: Token;
   readonly #addressProblem: string | null = null;
   readonly #endpoint: Endpoint | undefined;
   readonly #opts: TransportOptions;
@@ -75,7 +75,7 @@ export class Transport {
       if (found.address !== null) this.#endpoint = endpointOf(found.address.url, this.paths.address, pin);
     }
     this.url = this.#endpoint?.url ?? "";
-    this.#token = opts.token ?? env.SANDGATE_TOKEN ?? readToken(this.paths.token);
+    this.#token = opts.token !== undefined ? { from: "option", value: opts.token } : env.SANDGATE_TOKEN !== undefined ? { from: "env", value: env.SANDGATE_TOKEN } : readToken(this.paths.token);
   }
 
   /** The same options read again: a restarted gateway may have written a new address. */
@@ -90,8 +90,35 @@ export class Transport {
   }
 
   authHeader(): Record<string, string> {
-    if (!this.#token) throw new SandgateError(`no API token found in ${this.paths.token}; start the gateway once to create it`, "unauthorized");
-    return { authorization: `Bearer ${this.#token}` };
+    const t = this.#token;
+    if ("value" in t && t.value.trim() !== "") return { authorization: `Bearer ${t.value}` };
+    throw new SandgateError(this.#noToken(t), "unauthorized");
+  }
+
+  /** Why there is no token to send, naming where it was looked for and what to do. */
+  #noToken(t: Token): string {
+    const file = this.paths.token;
+    if (t.from === "option") return `the token option is empty: pass the gateway's API token (the token file in its home), or leave the option out to use SANDGATE_TOKEN or ${file}`;
+    if (t.from === "env") return `SANDGATE_TOKEN is set but empty: set it to the gateway's API token, or unset it to use the token file ${file}`;
+    if ("value" in t) return `the token file ${file} is empty; remove it and restart the gateway to make a new one`;
+    if (t.problem === "ENOENT") return `no API token found in ${file}; start the gateway once to create it`;
+    return `cannot read the API token ${file} (${t.problem}): run this as the account that runs the gateway, or set SANDGATE_TOKEN`;
+  }
+
+  /**
+   * The error of a token the gateway refused (`detail`: its reason), blaming where the token
+   * came from: the token option, SANDGATE_TOKEN or the home's token file.
+   */
+  refusedToken(detail: string): SandgateError {
+    const at = this.url ? ` at ${this.url}` : "";
+    const t = this.#token;
+    const what =
+      t.from === "option"
+        ? `the gateway refused the API token given as the token option (${detail}); pass the token of the gateway${at} (the token file in its home)`
+        : t.from === "env"
+          ? `the gateway refused the API token in SANDGATE_TOKEN (${detail}); set it to the token of the gateway${at}, or unset it to use ${this.paths.token}`
+          : `the gateway refused the API token in ${this.paths.token} (${detail}); check that it is the token of the gateway${at}`;
+    return new SandgateError(what, "unauthorized");
   }
 
   /**
@@ -116,10 +143,10 @@ export class Transport {
     return json as T;
   }
 
-  /** The SandgateError of an error answer's parsed body. */
-  apiError(status: number, json: unknown): SandgateError {
-    const err = fromApiBody(json, `HTTP ${status}`);
-    if (err.code === "unauthorized") return new SandgateError(`the gateway refused the API token (${err.message}); check SANDGATE_TOKEN or ${this.paths.token}`, "unauthorized");
+  /** The SandgateError of an error answer's parsed body (`fallback`: the message when it has none); a refused token names where it came from. */
+  apiError(status: number, json: unknown, fallback = `HTTP ${status}`): SandgateError {
+    const err = fromApiBody(json, fallback);
+    if (err.code === "unauthorized") return this.refusedToken(err.message);
     return err;
   }
 
@@ -308,10 +335,16 @@ function missingCert(path: string): never {
   throw new SandgateError(`SANDGATE_CERT names ${path}, which cannot be read: give the path of a copy of the gateway home's api-cert.pem`, "invalid_request");
 }
 
-function readToken(path: string): string | undefined {
+/**
+ * The token to send and where it came from: the token option, SANDGATE_TOKEN (either
+ * may be set but empty), or the home's token file (missing, unreadable or empty).
+ */
+type Token = { from: "option" | "env" | "file"; value: string } | { from: "file"; problem: string };
+
+function readToken(path: string): Token {
   try {
-    return readFileSync(path, "utf8").trim() || undefined;
-  } catch {
-    return undefined;
+    return { from: "file", value: readFileSync(path, "utf8").trim() };
+  } catch (err) {
+    return { from: "file", problem: (err as { code?: string }).code ?? "unreadable" };
   }
 }

@@ -4,7 +4,7 @@
 // behind (`event: overflow`) and this reconnects after the last event it gave, so no
 // event is lost or given twice. Breaking out of the loop closes the connection.
 
-import { EXIT, SandgateError, fromApiBody } from "./errors.js";
+import { EXIT, SandgateError } from "./errors.js";
 import { sseFrames } from "./sse.js";
 import type { Transport } from "./transport.js";
 import type { EventView, SandboxView, WatchEvent } from "./types.js";
@@ -41,7 +41,7 @@ export async function* watchEvents(t: Transport, o: WatchOptions = {}): AsyncGen
       }
       if (!res.ok || !res.body) {
         const body: unknown = await res.json().catch(() => null);
-        throw fromApiBody(body, `watch failed with HTTP ${res.status}`);
+        throw t.apiError(res.status, body, `watch failed with HTTP ${res.status}`);
       }
       let resume = false;
       try {

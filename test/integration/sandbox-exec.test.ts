@@ -49,11 +49,13 @@ describe("sandgate sandbox exec", () => {
     const missing = await cliExec(fx, NAME, ["sh", "-c", "no-such-command-sg"]);
     expect(missing.code).toBe(127);
     expect(missing.stderr).toContain("no-such-command-sg");
-    // A binary that does not exist never starts: Docker (20.10, like `docker exec`)
-    // reports 126 and writes its error into the stdout stream.
+    // A binary that does not exist never starts: Docker writes its runtime's error into the
+    // stdout stream ("OCI runtime exec failed: ...") and 20.10 records 126; the driver says
+    // it as a shell does, one line on stderr, exit 127 (issue 31, item 10).
     const direct = await cliExec(fx, NAME, ["no-such-binary-sg"]);
-    expect(direct.code).toBe(126);
-    expect(direct.stdout + direct.stderr).toContain('"no-such-binary-sg": executable file not found');
+    expect(direct).toEqual({ code: 127, stdout: "", stderr: "sandgate: no-such-binary-sg: command not found in the sandbox\n" });
+    const path = await cliExec(fx, NAME, ["/no/such/binary"]);
+    expect(path).toEqual({ code: 127, stdout: "", stderr: "sandgate: /no/such/binary: no such file in the sandbox\n" });
   });
 
   it("keeps stdout and stderr apart", async () => {

@@ -108,8 +108,11 @@ describe("sandgate sandbox port-forward", () => {
     await eventually(() => (f.stderr().includes(`cannot connect to 127.0.0.1:8081 inside sandbox "${NAME}": nothing is listening there (ECONNREFUSED)`) ? true : undefined), 60_000, "the message");
     expect(f.p.exitCode).toBeNull();
     await expect(get(f.port, "/")).rejects.toThrow(/socket hang up|ECONNRESET/); // still listening, still refusing
+    await eventually(() => (f.stderr().trim().split("\n").length >= 2 ? true : undefined), 60_000, "the second refusal");
     f.p.kill("SIGINT");
     expect(await f.exit).toBe(0);
+    // One line per refused connection, nothing after it (issue 31, item 10).
+    expect(f.stderr().trim().split("\n")).toEqual([expect.stringMatching(/nothing is listening there \(ECONNREFUSED\)$/), expect.stringMatching(/nothing is listening there \(ECONNREFUSED\)$/)]);
   }, 600_000);
 
   it("refuses a bad REMOTE and a non-loopback --address in one line with exit 2", async () => {

@@ -13,7 +13,7 @@ import { RECOVERY_DEADLINE_DEFAULT_S, type ComputeDriver, type ExecSession, type
 import { DockerMonitor, type MonitorOptions } from "../../src/driver/docker/monitor/docker-monitor.js";
 import type { DockerEvent } from "../../src/driver/docker/engine/types.js";
 import { LABEL } from "../../src/driver/docker/objects.js";
-import { FakeEngine, type HandlerContext } from "./fake-engine.js";
+import { FakeEngine, UPGRADED, type HandlerContext } from "./fake-engine.js";
 
 export interface FakeContainer {
   id: string;
@@ -27,7 +27,6 @@ export interface FakeContainer {
   status: string;
 }
 
-const UPGRADED = "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n";
 
 export class FakeDocker {
   readonly containers = new Map<string, FakeContainer>();

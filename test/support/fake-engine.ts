@@ -175,6 +175,9 @@ export class FakeEngine {
 }
 
 /** Scripted behaviours for FakeEngine routes. */
+/** The head dockerd answers an exec or attach upgrade with: the raw stream follows. */
+export const UPGRADED = "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n";
+
 export const reply = {
   json(status: number, body: unknown): Handler {
     return (res) => {

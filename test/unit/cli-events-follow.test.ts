@@ -46,6 +46,22 @@ afterAll(async () => {
   rmSync(homeDir, { recursive: true, force: true });
 });
 
+/**
+ * The rows of an events table cut at the header's column starts, each checked to be what its
+ * column holds: rows printed later must line up with the first (issue 31, item 10: each
+ * followed row had widths of its own).
+ */
+function inColumns(out: string): string[][] {
+  const [header, ...rows] = out.trimEnd().split("\n");
+  const starts = ["SEQ", "TIME", "GEN", "KIND", "CHANGE", "DETAIL"].map((h) => header!.indexOf(h));
+  const cells = rows.map((l) => starts.map((s, i) => l.slice(s, starts[i + 1]).trimEnd()));
+  for (const c of cells) {
+    expect(c.slice(0, 5).join("|"), c.join("|")).toMatch(/^\d+\|\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\|\d+\|(phase\|\S+ → \S+|deleted\|\S+ → gone|info\|-)$/);
+    expect(c[5], c.join("|")).toMatch(/^\S/);
+  }
+  return cells;
+}
+
 const untilOut = (f: Follower, re: RegExp, what: string): Promise<true> =>
   eventually(() => (re.test(f.out()) ? true : undefined), 120_000, `${what}; stdout so far:\n${f.out()}\nstderr:\n${f.err()}`);
 
@@ -100,7 +116,7 @@ describe("sandbox events --follow", () => {
     expect(jsonLines(f.out()).at(-1)!.kind).toBe("deleted");
   });
 
-  it("as a table: the log, then one row per new event; Ctrl-C ends it with exit 0", LONG, async () => {
+  it("as a table: the log, then one row per new event, in the header's columns; Ctrl-C ends it with exit 0", LONG, async () => {
     await t.api("POST", "/v1/sandboxes", { name: "fol-int" });
     await t.gw.idle();
     const f = follow(["--home", homeDir, "sandbox", "events", "fol-int", "--follow"]);
@@ -110,8 +126,20 @@ describe("sandbox events --follow", () => {
     await untilOut(f, /Stopping → Stopped/, "the stop");
     const changes = f.out().split("\n").filter((l) => l.includes("→")).map((l) => /(\S+ → \S+)/.exec(l)![1]);
     expect(changes).toEqual(["- → Provisioning", "Provisioning → Ready", "Ready → Stopping", "Stopping → Stopped"]);
+    expect(inColumns(f.out())).toHaveLength(5); // the four changes and "verifying readiness"
     f.proc.kill("SIGINT");
     expect(await f.exit).toBe(0);
+  });
+
+  it("as a table from --tail 1 to the deletion: rows wider than the first (a deleted event) still in the header's columns", LONG, async () => {
+    await t.api("POST", "/v1/sandboxes", { name: "fol-wide" });
+    await t.gw.idle();
+    const f = follow(["--home", homeDir, "sandbox", "events", "fol-wide", "--tail", "1", "--follow"]);
+    await untilOut(f, /Provisioning → Ready/, "the tail");
+    expect((await t.api("DELETE", "/v1/sandboxes/fol-wide")).status).toBe(202);
+    expect(await f.exit, f.err()).toBe(0);
+    const kinds = inColumns(f.out()).map((c) => `${c[3]} ${c[4]}`);
+    expect(kinds).toEqual(["phase Provisioning → Ready", "phase Ready → Deleting", "deleted Deleting → gone"]);
   });
 
   it("an unknown sandbox is exit 4 at once; a flag it does not know is exit 2", LONG, async () => {

@@ -9,9 +9,9 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { CLI_TEST_TIMEOUT_MS, cli, type CliRun } from "../support/cli-runner.js";
+import { CLI_ARGS, CLI_TEST_TIMEOUT_MS, cli, type CliRun } from "../support/cli-runner.js";
 import { MemoryDriver } from "../support/memory-driver.js";
-import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
+import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 import { listenOnSocket } from "../support/api-client.js";
 
 // Spawn-heavy: see CLI_TEST_TIMEOUT_MS.
@@ -247,9 +247,11 @@ describe("item 8: gateway stop checks that the pid is the gateway", () => {
 
 describe("CLI mistakes against a gateway", () => {
   let t: TestGateway;
+  let driver: MemoryDriver;
   let home: string[];
   beforeAll(async () => {
-    t = await startTestGateway(new MemoryDriver());
+    driver = new MemoryDriver();
+    t = await startTestGateway(driver);
     home = ["--home", t.home.dir];
   });
   afterAll(() => t.close());
@@ -371,6 +373,73 @@ describe("CLI mistakes against a gateway", () => {
     for (const args of [["sandbox", "create", "--help"], ["sandbox", "exec", "--help"]]) expect((await cli(args)).stdout, args.join(" ")).not.toContain("(default: {})");
     const ttl = await cli([...home, "sandbox", "create", "never", "--ttl", "400d"]);
     expect(oneLine(ttl)).toBe('sandgate: --ttl must be a duration from 1 s to 366 d (e.g. 60, 90s, 5m, 2h, 7d); got "400d" (run with --help for usage)');
+  });
+
+  it("messages (issue 31, item 10): Ctrl-C while create waits for Ready says the sandbox goes on and how to delete it, exit 130; it does go on", async () => {
+    let release!: () => void;
+    driver.gate = new Promise<void>((r) => (release = r));
+    try {
+      const p = spawn(CLI_ARGS[0]!, [...CLI_ARGS.slice(1), ...home, "sandbox", "create", "held"], { env: { ...process.env, SANDGATE_URL: undefined, SANDGATE_TOKEN: undefined } });
+      let out = "";
+      let err = "";
+      p.stdout.on("data", (b: Buffer) => (out += b.toString()));
+      p.stderr.on("data", (b: Buffer) => (err += b.toString()));
+      const exit = new Promise<number | null>((r) => p.on("close", (code) => r(code)));
+      // Accepted (the gateway has it) and waiting (the CLI said so, its handler in place); the launch is held.
+      await eventually(async () => ((await t.api("GET", "/v1/sandboxes/held")).status === 200 && err.includes('creating sandbox "held"') ? true : undefined), 120_000, `the create to be accepted; stderr so far: ${err}`);
+      expect((await t.api("GET", "/v1/sandboxes/held")).body.phase).toBe("Provisioning");
+      p.kill("SIGINT");
+      expect(await exit, err).toBe(130);
+      expect(out).toBe("");
+      const said = err.trim().split("\n").filter((l) => l.startsWith("sandgate:"));
+      expect(said).toEqual([`sandgate: interrupted: sandbox "held" goes on being created; to remove it: sandgate --home ${t.home.dir} sandbox delete held`]);
+      expect(err.trimEnd().split("\n").at(-1)).toBe(said[0]);
+    } finally {
+      release();
+      driver.gate = undefined;
+    }
+    await eventually(async () => ((await t.api("GET", "/v1/sandboxes/held")).body.phase === "Ready" ? true : undefined), 120_000, "held to be Ready");
+    expect((await cli([...home, "sandbox", "delete", "held"])).code).toBe(0);
+  });
+
+  it("messages (issue 31, item 10): an event's detail says its reason once", async () => {
+    /** Each event's DETAIL cell by the CHANGE it made. */
+    const details = async (name: string): Promise<Map<string, string>> => {
+      const r = await cli([...home, "sandbox", "events", name]);
+      expect(r.code, r.stderr).toBe(0);
+      const [head, ...rows] = r.stdout.trimEnd().split("\n");
+      const at = head!.indexOf("DETAIL");
+      return new Map(rows.flatMap((l) => {
+        const change = /(\S+ → \S+)/.exec(l)?.[1];
+        return change === undefined ? [] : [[change, l.slice(at)] as const];
+      }));
+    };
+    // A failed launch: its message is the reason's detail.
+    driver.missingImages.add("gone:1");
+    expect((await cli([...home, "sandbox", "create", "ev-img", "--image", "gone:1"])).code).toBe(1);
+    expect((await details("ev-img")).get("Provisioning → Error")).toBe("ProvisioningFailed: No such image: gone:1");
+    // A workload that exits during start-up: its last output, once.
+    const verify = vi.spyOn(driver, "verify").mockResolvedValueOnce({ ready: false, checks: [], exited: { exitCode: 3, output: ["first line", "to stderr"] } });
+    expect((await cli([...home, "sandbox", "create", "ev-exit"])).code).toBe(1);
+    verify.mockRestore();
+    expect((await details("ev-exit")).get("Provisioning → Error")).toBe("WorkloadExited (exit code 3): exited during start-up; last output: first line | to stderr");
+
+    // A stop the gateway made (--ttl): its message names the reason.
+    expect((await cli([...home, "sandbox", "create", "ev-ttl", "--ttl", "1", "--no-wait"])).code).toBe(0);
+    await eventually(async () => ((await t.api("GET", "/v1/sandboxes/ev-ttl")).body.phase === "Stopped" ? true : undefined), 120_000, "ev-ttl stopped by its TTL");
+    const ttl = await details("ev-ttl");
+    expect(ttl.get("Ready → Stopping")).toMatch(/^stopped by the gateway: TtlExpired: its TTL of 1s ran out at \S+$/);
+    expect(ttl.get("Stopping → Stopped")).toMatch(/^TtlExpired: its TTL of 1s ran out at \S+: containers removed; workspace kept$/);
+
+    // A failure the monitor proved: its message starts with the reason's code.
+    expect((await cli([...home, "sandbox", "create", "ev-mon"])).code).toBe(0);
+    const s = t.gw.store.get("ev-mon")!;
+    t.gw.store.transition(s.id, {
+      expect: { phase: "Ready", generation: 1 },
+      next: { phase: "Error", generation: 1, reason: { code: "WorkloadExited", exitCode: 3, detail: "finished at 2026-12-03T13:16:36Z" } },
+      message: "WorkloadExited: proven by inspect",
+    });
+    expect((await details("ev-mon")).get("Ready → Error")).toBe("WorkloadExited (exit code 3): finished at 2026-12-03T13:16:36Z: proven by inspect");
   });
 
   it("docker habits (issue 31, item 11): stop, start and rm take several names, rm -f, inspect; a failure is reported and the rest still done", async () => {

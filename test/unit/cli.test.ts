@@ -141,11 +141,14 @@ describe("CLI against a gateway", () => {
     expect(rows()).toEqual(before);
   });
 
-  it("wrong token → exit 7 with a hint where the token lives; nothing changes", async () => {
+  it("wrong token → exit 7 with a hint where the token lives (an exec's WebSocket too); nothing changes", async () => {
     const before = rows();
-    const r = await cli([...home, "sandbox", "create", "sneaky"], { SANDGATE_TOKEN: "wrong" });
-    expect(r.code).toBe(7);
-    expect(oneLine(r)).toMatch(/refused the API token .*check SANDGATE_TOKEN or .*token$/);
+    const refused = `sandgate: the gateway refused the API token in SANDGATE_TOKEN (missing or wrong bearer token); set it to the token of the gateway at ${t.url}, or unset it to use ${t.home.token}`;
+    for (const args of [["sandbox", "create", "sneaky"], ["sandbox", "exec", "sneaky", "--", "true"]]) {
+      const r = await cli([...home, ...args], { SANDGATE_TOKEN: "wrong" });
+      expect(r.code, args.join(" ")).toBe(7);
+      expect(oneLine(r)).toBe(refused);
+    }
     expect(rows()).toEqual(before);
   });
 

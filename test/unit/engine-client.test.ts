@@ -13,7 +13,7 @@ import { TransportCode, describe as describeResult, type EngineResult } from "..
 import { encodeQuery, type StreamEnd } from "../../src/driver/docker/engine/transport.js";
 import type { DockerEvent } from "../../src/driver/docker/engine/types.js";
 import { createJsonLineSplitter } from "../../src/driver/docker/engine/lines.js";
-import { FakeEngine, reply, staleSocket } from "../support/fake-engine.js";
+import { FakeEngine, UPGRADED, reply, staleSocket } from "../support/fake-engine.js";
 import { collectDemuxed } from "../support/demux.js";
 
 /** Bounds below only catch a hang; no test measures how long anything took. */
@@ -580,7 +580,6 @@ describe("multiplexed stream demuxer", () => {
 });
 
 describe("exec", () => {
-  const UPGRADED = "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n";
 
   it("execCreate / execInspect are plain calls", async () => {
     fake.on("POST", "/containers/c1/exec", reply.json(201, { Id: "e1" }));

@@ -6,10 +6,9 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import { EngineClient } from "../../src/driver/docker/engine/client.js";
 import { encodeFrame } from "../../src/driver/docker/engine/demux.js";
 import { startExec } from "../../src/driver/docker/exec-session.js";
-import { FakeEngine, reply } from "../support/fake-engine.js";
+import { FakeEngine, UPGRADED, reply } from "../support/fake-engine.js";
 import { eventually } from "../support/gateway-fixture.js";
 
-const UPGRADED = "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n";
 const TOTAL = 64 * 1024 * 1024;
 const FRAME = 64 * 1024;
 

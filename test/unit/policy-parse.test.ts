@@ -153,7 +153,8 @@ describe("schema errors name the path and the problem", () => {
     ["missing version", {}, "version: required (1 (the only policy format version))"],
     ["wrong version", { version: 2 }, "version: expected 1 (the only policy format version), got 2"],
     ["not a mapping", [], "policy: expected a mapping, got a list"],
-    ["unknown top-level key", { version: 1, netwrok: {} }, 'policy: unknown key "netwrok" (allowed: version, network, filesystem, process)'],
+    ["unknown top-level key", { version: 1, netwrok: {} }, 'policy: unknown key "netwrok"; did you mean "network"? (allowed: version, network, filesystem, process)'],
+    ["unknown key, nothing close", { version: 1, banana: {} }, 'policy: unknown key "banana" (allowed: version, network, filesystem, process)'],
     ["port zero", withEndpoint({ port: 0 }), "network.rules[0].endpoints[0].port: expected 1-65535, got 0"],
     ["fractional port", withEndpoint({ port: 80.5 }), "network.rules[0].endpoints[0].port: expected 1-65535, got 80.5"],
     ["port as string", withEndpoint({ port: "443" }), 'network.rules[0].endpoints[0].port: expected 1-65535, got "443"'],
@@ -163,7 +164,7 @@ describe("schema errors name the path and the problem", () => {
     ["no port at all", withEndpoint({ port: undefined }), 'network.rules[0].endpoints[0].port: required (1-65535; or "ports": a list)'],
     ["bad protocol", withEndpoint({ protocol: "ftp" }), 'network.rules[0].endpoints[0].protocol: expected one of http, https, tcp, got "ftp"'],
     ["missing protocol", withEndpoint({ protocol: undefined }), "network.rules[0].endpoints[0].protocol: required (one of http, https, tcp)"],
-    ["typo in endpoint key", withEndpoint({ prot: "tcp" }), 'network.rules[0].endpoints[0]: unknown key "prot" (allowed: host, port, ports, protocol, rules, tls, allowPrivate, credentials)'],
+    ["typo in endpoint key", withEndpoint({ alowPrivate: ["10.0.0.0/8"] }), 'network.rules[0].endpoints[0]: unknown key "alowPrivate"; did you mean "allowPrivate"? (allowed: host, port, ports, protocol, rules, tls, allowPrivate, credentials)'],
     ["wildcard TLD", withEndpoint({ host: "*.com" }), 'network.rules[0].endpoints[0].host: "*.com": a wildcard needs at least two labels after "*."'],
     ["partial-label wildcard", withEndpoint({ host: "foo*.example.com" }), 'network.rules[0].endpoints[0].host: "foo*.example.com": "*" must be a whole label'],
     ["host not a string", withEndpoint({ host: 10 }), "network.rules[0].endpoints[0].host: expected a host name, got 10"],
@@ -462,7 +463,7 @@ network:
         - host: "*.com"
           port: 70000
           protocol: ftp
-          prot: 1
+          alowPrivate: [10.0.0.0/8]
 `;
     const result = parsePolicyYaml(text);
     expect(result.ok).toBe(false);

@@ -4,6 +4,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import * as z from "zod/mini";
 import { describeValue, formatIssuePath, validatePolicyValue } from "../../src/policy/schema.js";
+import { closestKey } from "../../src/policy/describe.js";
 import { parsePolicyYaml, policyFromObject, serializePolicy } from "../../src/policy/index.js";
 
 function errorsOf(value: unknown): string[] {
@@ -45,6 +46,32 @@ describe("describeValue", () => {
   });
 });
 
+describe("closestKey: the allowed key an unknown one is most likely a typo of", () => {
+  const ENDPOINT = ["host", "port", "ports", "protocol", "rules", "tls", "allowPrivate", "credentials"];
+  it.each<[string, string | undefined]>([
+    ["alowPrivate", "allowPrivate"], // a letter dropped
+    ["allowPrivatee", "allowPrivate"], // one added
+    ["alloePrivate", "allowPrivate"], // one changed
+    ["allowPrviate", "allowPrivate"], // two swapped: one edit
+    ["alowPrviate", "allowPrivate"], // one dropped and two swapped: two edits
+    ["ALLOWPRIVATE", "allowPrivate"], // case only
+    ["AlowPrivate", "allowPrivate"], // case and a typo
+    ["protcool", "protocol"],
+    ["credentails", "credentials"],
+    ["hosts", "host"], // 1 from host, 2 from ports
+    ["portz", "port"], // 1 from port and from ports: the first allowed
+    ["tl", "tls"],
+    ["prot", "port"], // two swapped, not a prefix: protocol is 4 edits away
+    ["t", undefined], // 2 edits from tls, more than its letters
+    ["to", undefined], // 2 edits from tls, as many as its letters: a guess, not a typo
+    ["banana", undefined],
+    ["allowPublic", undefined],
+    ["", undefined],
+  ])("%s → %s", (key, near) => {
+    expect(closestKey(key, ENDPOINT)).toBe(near);
+  });
+});
+
 describe("formatIssuePath", () => {
   it.each<[PropertyKey[], string]>([
     [[], "policy"],
@@ -65,7 +92,10 @@ describe("formatIssuePath", () => {
 
 describe("error wording", () => {
   it.each<[string, unknown, string[]]>([
-    ["two unknown keys", { version: 1, netwrok: {}, proces: {} }, ['policy: unknown keys "netwrok", "proces" (allowed: version, network, filesystem, process)']],
+    ["two unknown keys", { version: 1, netwrok: {}, proces: {} }, ['policy: unknown keys "netwrok", "proces"; did you mean "network" for "netwrok", "process" for "proces"? (allowed: version, network, filesystem, process)']],
+    ["two unknown keys, one close", { version: 1, netwrok: {}, banana: {} }, ['policy: unknown keys "netwrok", "banana"; did you mean "network" for "netwrok"? (allowed: version, network, filesystem, process)']],
+    ["a key in the wrong case", withEndpoint({ AllowPrivate: [] }), [`${E}: unknown key "AllowPrivate"; did you mean "allowPrivate"? (allowed: host, port, ports, protocol, rules, tls, allowPrivate, credentials)`]],
+    ["a credential key with a typo", withEndpoint({ credentials: [{ secret: "a", pahts: ["/a"] }] }), [`${E}.credentials[0]: unknown key "pahts"; did you mean "paths"? (allowed: secret, paths, body)`]],
     ["one unknown key", { version: 1, x: 1 }, ['policy: unknown key "x" (allowed: version, network, filesystem, process)']],
     ["network not a mapping", { version: 1, network: [] }, ["network: expected a mapping, got a list"]],
     ["rules not a list", { version: 1, network: { rules: "r" } }, ['network.rules: expected a list of rules, got "r"']],

@@ -11,6 +11,7 @@ import { loopbackAddress, parseForwardSpec } from "../../src/cli/port-forward-ar
 import { parsePortQuery, relayScript } from "../../src/gateway/api/port-forward-relay.js";
 import { portForwardLimitsFromEnv } from "../../src/gateway/api/port-forward-ws.js";
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
+import { CLI_ARGS } from "../support/cli-runner.js";
 import { LocalRelayDriver } from "../support/local-relay-driver.js";
 
 const servers: net.Server[] = [];
@@ -349,6 +350,36 @@ describe("the port-forward API", () => {
     await eventually(() => (Buffer.concat(c.data).toString() === "still" ? true : undefined), 30_000, "echo after garbage");
     expect(c.texts.map((x) => JSON.parse(x).message)).toEqual(['bad control frame: only {"type":"eof"} is accepted']);
     c.ws.close();
+  });
+});
+
+describe("sandgate sandbox port-forward (the CLI)", () => {
+  it("a port nothing listens on: one line per connection naming the port, nothing after it; the forward keeps serving", async () => {
+    const g = await gateway();
+    await ready(g, "shut");
+    const port = await closedPort();
+    const p = spawn(CLI_ARGS[0]!, [...CLI_ARGS.slice(1), "--home", g.home.dir, "sandbox", "port-forward", "shut", `0:${port}`], { env: { ...process.env, SANDGATE_URL: undefined, SANDGATE_TOKEN: undefined } });
+    let out = "";
+    let err = "";
+    p.stdout.on("data", (b: Buffer) => (out += b.toString()));
+    p.stderr.on("data", (b: Buffer) => (err += b.toString()));
+    const exit = new Promise<number | null>((r) => p.on("close", (code) => r(code)));
+    const local = await eventually(() => Number(/^Forwarding from 127\.0\.0\.1:(\d+) -> \d+\n/.exec(out)?.[1] ?? NaN) || undefined, 60_000, "Forwarding from ...");
+    const line = (peer: number): string => `sandgate: connection from 127.0.0.1:${peer}: cannot connect to 127.0.0.1:${port} inside sandbox "shut": nothing is listening there (ECONNREFUSED)`;
+    const peers: number[] = [];
+    // One connection after another: whatever the first made the CLI print came before the second's line.
+    for (let i = 0; i < 2; i++) {
+      const c = net.connect(local, "127.0.0.1");
+      c.on("error", () => undefined);
+      await new Promise<void>((r) => c.once("connect", () => r()));
+      peers.push(c.localPort!);
+      await new Promise<void>((r) => c.once("close", () => r()));
+      await eventually(() => (err.includes(line(peers[i]!)) ? true : undefined), 60_000, `the refusal of connection ${i + 1}; stderr so far:\n${err}`);
+    }
+    expect(err.split("\n").slice(0, 2)).toEqual(peers.map(line));
+    p.kill("SIGINT");
+    expect(await exit).toBe(0);
+    expect(err).toBe(peers.map((x) => `${line(x)}\n`).join(""));
   });
 });
 

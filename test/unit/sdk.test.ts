@@ -110,16 +110,43 @@ describe("connect finds the gateway as the CLI does", () => {
     expect(malformed.message).toBe(`cannot find the gateway: ${join(stale, "gateway.json")} is malformed (not JSON); remove it, the gateway writes it again when it starts`);
   }, CLI_TEST_TIMEOUT_MS);
 
-  it("a wrong token and no token: unauthorized (exit 7), as the CLI says it; a bad url: invalid_request (exit 2)", async () => {
+  it("a wrong token and no token: unauthorized (exit 7), blaming where the token came from, as the CLI says it; a bad url: invalid_request (exit 2)", async () => {
+    // The token option: the message blames it, not the environment (issue 31, item 10).
     const wrong = await failure(Sandgate.connect({ url: t.url, token: "wrong", home: empty, env: {} }));
     expect(wrong.code).toBe("unauthorized");
     expect(wrong.exitCode).toBe(7);
-    expect(wrong.message).toBe(`the gateway refused the API token (missing or wrong bearer token); check SANDGATE_TOKEN or ${join(empty, "token")}`);
-    await sameAsCli(wrong, ["--home", empty, "--url", t.url, "gateway", "status"], { SANDGATE_TOKEN: "wrong" });
+    expect(wrong.message).toBe(`the gateway refused the API token given as the token option (missing or wrong bearer token); pass the token of the gateway at ${t.url} (the token file in its home)`);
+    // SANDGATE_TOKEN: that one, as the CLI says it.
+    const wrongEnv = await failure(Sandgate.connect({ url: t.url, home: empty, env: { SANDGATE_TOKEN: "wrong" } }));
+    expect([wrongEnv.code, wrongEnv.exitCode]).toEqual(["unauthorized", 7]);
+    expect(wrongEnv.message).toBe(`the gateway refused the API token in SANDGATE_TOKEN (missing or wrong bearer token); set it to the token of the gateway at ${t.url}, or unset it to use ${join(empty, "token")}`);
+    await sameAsCli(wrongEnv, ["--home", empty, "--url", t.url, "gateway", "status"], { SANDGATE_TOKEN: "wrong" });
+    // The home's token file of another gateway.
+    const other = join(dir, "other-token");
+    mkdirSync(other, { recursive: true, mode: 0o700 });
+    writeFileSync(join(other, "token"), "not-this-gateways\n");
+    const wrongFile = await failure(Sandgate.connect({ url: t.url, home: other, env: {} }));
+    expect(wrongFile.message).toBe(`the gateway refused the API token in ${join(other, "token")} (missing or wrong bearer token); check that it is the token of the gateway at ${t.url}`);
+    await sameAsCli(wrongFile, ["--home", other, "--url", t.url, "gateway", "status"]);
 
     const none = await failure(Sandgate.connect({ url: t.url, home: empty, env: {} }));
     expect(none.code).toBe("unauthorized");
     expect(none.message).toBe(`no API token found in ${join(empty, "token")}; start the gateway once to create it`);
+
+    // Set but empty: said so, with what to do, not "no token file" (issue 31, item 10).
+    const emptyEnv = await failure(Sandgate.connect({ url: t.url, home: t.home.dir, env: { SANDGATE_TOKEN: "" } }));
+    expect([emptyEnv.code, emptyEnv.exitCode]).toEqual(["unauthorized", 7]);
+    expect(emptyEnv.message).toBe(`SANDGATE_TOKEN is set but empty: set it to the gateway's API token, or unset it to use the token file ${t.home.token}`);
+    await sameAsCli(emptyEnv, ["--home", t.home.dir, "gateway", "status"], { SANDGATE_TOKEN: "" });
+    const emptyOption = await failure(Sandgate.connect({ url: t.url, token: " ", home: t.home.dir, env: {} }));
+    expect(emptyOption.message).toBe(`the token option is empty: pass the gateway's API token (the token file in its home), or leave the option out to use SANDGATE_TOKEN or ${t.home.token}`);
+    writeFileSync(join(other, "token"), "\n");
+    const emptyFile = await failure(Sandgate.connect({ url: t.url, home: other, env: {} }));
+    expect(emptyFile.message).toBe(`the token file ${join(other, "token")} is empty; remove it and restart the gateway to make a new one`);
+    rmSync(join(other, "token"));
+    mkdirSync(join(other, "token"));
+    const unreadable = await failure(Sandgate.connect({ url: t.url, home: other, env: {} }));
+    expect(unreadable.message).toBe(`cannot read the API token ${join(other, "token")} (EISDIR): run this as the account that runs the gateway, or set SANDGATE_TOKEN`);
 
     const badUrl = await failure(Sandgate.connect({ url: "ftp://x", env: {} }));
     expect([badUrl.code, badUrl.exitCode, badUrl.message]).toEqual(["invalid_request", 2, 'url must be unix:///PATH or https://HOST:PORT; got "ftp://x"']);

@@ -6,6 +6,7 @@ import type { ExecOptions, ExecSession, ExecSignal } from "../contract.js";
 import type { EngineClient } from "./engine/client.js";
 import { describe } from "./engine/result.js";
 import { createDemuxer } from "./engine/demux.js";
+import { StartFailureWatch, type StartFailure } from "./exec-start-failure.js";
 import { hostProc, identifyExecProcess, signalExecProcess, type ExecProcess, type ProcReader } from "./exec-signal.js";
 
 export class ExecError extends Error {
@@ -35,33 +36,44 @@ export async function startExec(engine: EngineClient, containerId: string, opts:
 
   const stdout = new PassThrough();
   const stderr = new PassThrough();
+  // Docker's own line for a command that never started comes first on stdout: held until it
+  // is clear that it is not that, and said as a shell would (exec-start-failure.ts).
+  const head = new StartFailureWatch((b) => stdout.write(b));
+  let notStarted: StartFailure | null = null;
   if (opts.tty) {
-    socket.pipe(stdout);
     stderr.end();
     if (opts.size) void engine.execResize(execId, opts.size.rows, opts.size.cols);
-  } else {
-    const demux = createDemuxer(
-      (b) => stdout.write(b),
-      (b) => stderr.write(b),
-    );
-    // Backpressure: a reader that stops reading stops the exec's socket, so Docker's
-    // output waits in the kernel, not in these PassThroughs.
-    const full = (): boolean => stdout.writableNeedDrain || stderr.writableNeedDrain;
-    const resume = (): void => {
-      if (!full()) socket.resume();
-    };
-    stdout.on("drain", resume);
-    stderr.on("drain", resume);
-    socket.on("data", (chunk: Buffer) => {
-      demux.push(chunk);
-      if (full()) socket.pause();
-    });
-    socket.on("end", () => {
-      demux.end();
-      stdout.end();
-      stderr.end();
-    });
   }
+  const demux = opts.tty
+    ? { push: (b: Buffer) => head.push(b), end: () => undefined }
+    : createDemuxer(
+        (b) => head.push(b),
+        (b) => {
+          head.release(); // a command that writes is a command that started
+          stderr.write(b);
+        },
+      );
+  // Backpressure: a reader that stops reading stops the exec's socket, so Docker's
+  // output waits in the kernel, not in these PassThroughs.
+  const full = (): boolean => stdout.writableNeedDrain || stderr.writableNeedDrain;
+  const resume = (): void => {
+    if (!full()) socket.resume();
+  };
+  stdout.on("drain", resume);
+  stderr.on("drain", resume);
+  socket.on("data", (chunk: Buffer) => {
+    demux.push(chunk);
+    if (full()) socket.pause();
+  });
+  socket.on("end", () => {
+    demux.end();
+    notStarted = head.end(opts.cmd[0] ?? "");
+    // A terminal has one stream, in raw mode: the line goes there, ended as a terminal's.
+    if (notStarted && opts.tty) stdout.write(notStarted.line.replace(/\n$/, "\r\n"));
+    else if (notStarted) stderr.write(notStarted.line);
+    stdout.end();
+    if (!opts.tty) stderr.end();
+  });
   socket.on("error", (err) => {
     stdout.destroy(err);
     stderr.destroy(err);
@@ -95,7 +107,8 @@ export async function startExec(engine: EngineClient, containerId: string, opts:
     for (let i = 0; i < 100; i++) {
       const r = await engine.execInspect(execId);
       if (r.kind !== "ok") throw new ExecError(`exec inspect failed: ${describe(r)}`);
-      if (!r.body.Running && r.body.ExitCode !== null) return r.body.ExitCode;
+      // A command that never started exits as a shell says (127 not found, 126 not runnable), whatever the daemon's version recorded.
+      if (!r.body.Running && r.body.ExitCode !== null) return notStarted?.exitCode ?? r.body.ExitCode;
       await new Promise((res) => setTimeout(res, 20));
     }
     throw new ExecError("exec did not report an exit code");

@@ -124,15 +124,12 @@ export class LifecycleTasks {
   /** The workload ran to its end before it was ever ready: Completed (exit 0) or Error(WorkloadExited), as soon as seen. */
   #exitedEarly(id: string, generation: number, exited: { exitCode: number; output: string[] }): void {
     const tail = exited.output.length > 0 ? `; last output: ${exited.output.join(" | ")}` : "; no output";
+    // The failure's message is its reason's detail, not a second wording of it (events show both).
+    const detail = `exited during start-up${tail}`;
     const done =
       exited.exitCode === 0
         ? this.d.controller.observe(id, generation, { type: "completed" }, `workload exited 0 during start-up${tail}`)
-        : this.d.controller.observe(
-            id,
-            generation,
-            { type: "failed", reason: { code: "WorkloadExited", exitCode: exited.exitCode, detail: `exited during start-up${tail}` } },
-            `workload exited ${exited.exitCode} during start-up${tail}`,
-          );
+        : this.d.controller.observe(id, generation, { type: "failed", reason: { code: "WorkloadExited", exitCode: exited.exitCode, detail } }, detail);
     this.d.log.info({ sandboxId: id, generation, exitCode: exited.exitCode, applied: done !== null }, "workload exited during start-up");
   }
 
