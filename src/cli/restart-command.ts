@@ -9,6 +9,7 @@ import { CliError, EXIT } from "./errors.js";
 import { printJson } from "./format.js";
 import type { EventView, SandboxView } from "./views.js";
 import { waitForPhase } from "./wait.js";
+import { errorMessage } from "../util/error-message.js";
 
 const enc = encodeURIComponent;
 const RUNNING = ["Provisioning", "Ready", "Recovering"];
@@ -16,7 +17,7 @@ const RUNNING = ["Provisioning", "Ready", "Recovering"];
 /** The error of one step, with the step named and its exit code kept. */
 function inStep(step: "stop" | "start", err: unknown): CliError {
   if (err instanceof CliError) return new CliError(`restart: ${step} failed: ${err.message}`, err.exitCode);
-  return new CliError(`restart: ${step} failed: ${err instanceof Error ? err.message : String(err)}`);
+  return new CliError(`restart: ${step} failed: ${errorMessage(err)}`);
 }
 
 async function lastSeq(client: GatewayClient, name: string): Promise<number> {

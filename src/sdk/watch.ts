@@ -8,6 +8,7 @@ import { EXIT, SandgateError } from "./errors.js";
 import { sseFrames } from "./sse.js";
 import type { Transport } from "./transport.js";
 import type { EventView, SandboxView, WatchEvent } from "./types.js";
+import { errorMessage } from "../util/error-message.js";
 
 export interface WatchOptions {
   /** Only this sandbox's events (a name or id). */
@@ -63,7 +64,7 @@ export async function* watchEvents(t: Transport, o: WatchOptions = {}): AsyncGen
       } catch (err) {
         if (ac.signal.aborted) return;
         if (err instanceof SandgateError) throw err;
-        throw new SandgateError(`watch stream ended: ${err instanceof Error ? err.message : String(err)}`, "connection_lost", EXIT.unreachable);
+        throw new SandgateError(`watch stream ended: ${errorMessage(err)}`, "connection_lost", EXIT.unreachable);
       }
       if (ac.signal.aborted) return;
       if (!resume) throw new SandgateError("the gateway closed the watch stream", "connection_lost", EXIT.unreachable);
