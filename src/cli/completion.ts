@@ -6,7 +6,7 @@
 
 import { Argument, Command, Help, type Option } from "commander";
 import { GatewayClient } from "./client.js";
-import type { SandboxSummaryView } from "./views.js";
+import type { SandboxSummaryView } from "../sdk/types.js";
 import { checkSandboxName } from "../lifecycle/spec.js";
 import { VERSION } from "../version.js";
 

@@ -7,7 +7,7 @@ import { secondsArg } from "./args.js";
 import { mergeEnv } from "./env-file.js";
 import { CliError, EXIT } from "./errors.js";
 import { when } from "./format.js";
-import type { SandboxView } from "./views.js";
+import type { SandboxView } from "../sdk/types.js";
 
 export interface CreateTimeFlags {
   env: Record<string, string>;

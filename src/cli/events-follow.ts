@@ -7,7 +7,7 @@
 import { sseFrames } from "../sdk/sse.js";
 import type { GatewayClient } from "./client.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
-import type { EventView } from "./views.js";
+import type { EventView } from "../sdk/types.js";
 
 export { FRAME_MAX_BYTES, sseFrames, type Frame } from "../sdk/sse.js";
 

@@ -8,7 +8,7 @@ import { choiceArg, intArg, labelArg } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
 import { printJson, short, table, when } from "./format.js";
-import type { SandboxSummaryView, SandboxView } from "./views.js";
+import type { SandboxSummaryView, SandboxView } from "../sdk/types.js";
 import { formatLabels, type LabelPair } from "../lifecycle/labels.js";
 import { PHASES, type Phase } from "../lifecycle/phases.js";
 

@@ -9,7 +9,7 @@ import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
 import { stringify } from "yaml";
 import { printJson, when } from "./format.js";
-import type { BoundaryView } from "./views.js";
+import type { BoundaryView } from "../sdk/types.js";
 import { boundaryLine } from "../sdk/policy.js";
 
 export { boundaryLine };

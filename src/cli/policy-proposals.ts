@@ -17,7 +17,7 @@ import { inspectAddress } from "../gateway/home.js";
 import { printJson, table, when } from "./format.js";
 import { boundaryLine, enforcementText, readPolicyFile } from "./policy-commands.js";
 import { diffText, replayText } from "./policy-tools.js";
-import type { BoundaryView } from "./views.js";
+import type { BoundaryView } from "../sdk/types.js";
 import type { ProposalView } from "../sdk/index.js";
 
 const enc = encodeURIComponent;

@@ -9,7 +9,7 @@ import WebSocket from "ws";
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
 import { loopbackAddress, parseForwardSpec } from "./port-forward-args.js";
-import type { SandboxView } from "./views.js";
+import type { SandboxView } from "../sdk/types.js";
 
 interface Common {
   home?: string;

@@ -11,7 +11,7 @@ import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
 import { printJson, table, when } from "./format.js";
 import { sandboxPages } from "./list-commands.js";
-import type { SandboxSummaryView } from "./views.js";
+import type { SandboxSummaryView } from "../sdk/types.js";
 import { waitForPhase } from "./wait.js";
 import type { LabelPair } from "../lifecycle/labels.js";
 import type { Phase } from "../lifecycle/phases.js";

@@ -7,7 +7,7 @@ import { WAIT, secondsArg } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
 import { printJson } from "./format.js";
-import type { EventView, SandboxView } from "./views.js";
+import type { EventView, SandboxView } from "../sdk/types.js";
 import { waitForPhase } from "./wait.js";
 import { errorMessage } from "../util/error-message.js";
 

@@ -15,7 +15,7 @@ import { boundaryLine, readPolicyFile } from "./policy-commands.js";
 import { CliError, EXIT, EXIT_INTERRUPTED, cliErrorOf } from "./errors.js";
 import { watchEvents } from "../sdk/watch.js";
 import { Columns, printJson, short, when } from "./format.js";
-import type { EventView, SandboxView } from "./views.js";
+import type { EventView, SandboxView } from "../sdk/types.js";
 import { waitForPhase } from "./wait.js";
 import { formatBytes, parseDiskSize } from "../lifecycle/disk-size.js";
 import { PHASES } from "../lifecycle/phases.js";

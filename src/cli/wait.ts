@@ -3,7 +3,7 @@
 
 import { waitForPhase as sdkWait } from "../sdk/wait.js";
 import { asCliAsync, type GatewayClient } from "./client.js";
-import type { SandboxView } from "./views.js";
+import type { SandboxView } from "../sdk/types.js";
 
 export interface WaitOptions {
   /** Phases that end the wait successfully. */
