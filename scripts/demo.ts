@@ -212,7 +212,7 @@ network:
   sandgate(["sandbox", "exec", "demo", "--", ...noProxy, "node", "-e", DIRECT_GET("http://demo-origin:8080/")]);
   sandgate(["sandbox", "exec", "demo", "--", ...noProxy, "node", "-e", DIRECT_GET(`http://${originIp}:8080/`)]);
   sandgate(["sandbox", "exec", "demo", "--", ...noProxy, "node", "-e", DIRECT_GET("http://example.com/")]);
-  sandgate(["sandbox", "audit", "demo", "--tail", "4"]);
+  sandgate(["audit", "demo", "--tail", "4"]);
 
   step("L7 rules on HTTPS: the supervisor ends the workload's TLS with the sandbox's own CA and decides each request");
   sandgate(["sandbox", "exec", "demo", "--", "sh", "-c", "cat > /sandbox/https.js"], { input: HTTPS_CLIENT, quiet: true });
