@@ -231,6 +231,17 @@ s.on("error", (e) => (got += "<" + e.code + ">")); s.on("close", () => console.l
       expect(rec).toMatchObject({ decision: "deny", via: "transparent" });
     });
 
+    it("IPv6 is absent from the workload (the other way out the issue names): turned off in its namespace, no address but none, a connection to an IPv6 address fails at once, nothing sent", async () => {
+      const sysctl = await cliExec(fx, "tp", ["sh", "-c", "cat /proc/sys/net/ipv6/conf/all/disable_ipv6 /proc/sys/net/ipv6/conf/default/disable_ipv6; ip -6 addr | wc -l; ip -6 route | wc -l"]);
+      expect(sysctl.stdout.trim().split("\n")).toEqual(["1", "1", "0", "0"]);
+      // A documentation address (RFC 3849): with no IPv6 on any interface, the kernel refuses it before a packet is made.
+      expect(await raw("2001:db8::1", 443, "x")).toMatch(/^<(ENETUNREACH|EADDRNOTAVAIL|EAFNOSUPPORT)>$/);
+      // The workload cannot turn it back on: no capability to write its sysctls.
+      const on = await cliExec(fx, "tp", ["sh", "-c", "echo 0 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo rc=$?"]);
+      expect(on.stdout).toMatch(/rc=[1-9]/);
+      expect((await cliExec(fx, "tp", ["cat", "/proc/sys/net/ipv6/conf/all/disable_ipv6"])).stdout.trim()).toBe("1");
+    });
+
     it("the supervisor's own address answers only its proxy, transparent listener and resolver (DNS on 53 is redirected to it); every other port of it is refused", async () => {
       const supervisorIp = new URL(sandbox.runtime!.proxyUrl).hostname;
       const ports = [22, 53, 80, 443, 2375, 3128, 7421, 8080, 9901, 15001, 15353, 15354];
