@@ -72,6 +72,15 @@ export async function followEvents(o: FollowOptions): Promise<FollowEnd> {
       const body = (await res.json().catch(() => null)) as { error?: { message?: string; code?: string } } | null;
       // The id is unknown: the sandbox was deleted and its events are gone from the log.
       if (res.status === 404) return "gone";
+      // Unavailable for now (a gateway shutting down or starting, its streams or connections
+      // full): as for one not answering, try again.
+      if (res.status === 503) {
+        if (!down) o.note(`(the gateway cannot take the stream now: ${body?.error?.message ?? "HTTP 503"}; retrying, Ctrl-C stops)`);
+        down = true;
+        await sleep(retryMs, o.signal);
+        retryMs = Math.min(retryMs * 2, RETRY_MS.max);
+        continue;
+      }
       throw new CliError(body?.error?.message ?? `watch failed with HTTP ${res.status}`, exitCodeForApi(body?.error?.code ?? "internal"));
     }
     if (down) o.note(`(the gateway answers again; resuming after event ${last})`);
