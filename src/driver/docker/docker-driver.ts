@@ -28,7 +28,7 @@ import {
 import { ensureGatewayId } from "../../gateway/home.js";
 import { PROXY_PORT } from "../../protocol/launch.js";
 import { EngineClient } from "./engine/client.js";
-import { describe, type EngineResult } from "./engine/result.js";
+import { describe, must, type EngineResult } from "./engine/result.js";
 import type { ContainerInspect } from "./engine/types.js";
 import { startExec } from "./exec-session.js";
 import { expectedInstance, identityOf, notRunningInstance } from "./identity.js";
@@ -108,11 +108,6 @@ export interface DockerDriverOptions {
 }
 
 /** A Docker call that must succeed; anything else is an error naming the step. */
-function must<T>(step: string, r: EngineResult<T>): T {
-  if (r.kind === "ok") return r.body;
-  throw new Error(`${step}: ${describe(r)}`);
-}
-
 /** Lines of a workload's output kept in the event when it exits during start-up. */
 const EXIT_OUTPUT_LINES = 10;
 

@@ -4,15 +4,10 @@
 import { formatCidr, type Cidr } from "../../policy/cidr.js";
 import { ProvisionError } from "../contract.js";
 import type { EngineClient } from "./engine/client.js";
-import { describe, type EngineResult } from "./engine/result.js";
+import { must, type EngineResult } from "./engine/result.js";
 import type { NetworkCreateConfig } from "./engine/types.js";
 import { internalNetworkConfig, type SandboxObjectsInput } from "./objects.js";
 import { SANDBOX_SUBNET_PREFIX, SUBNET_TRIES, firstSubnetIndex, isSubnetOverlap, nthSubnet, subnetCount } from "./sandbox-subnets.js";
-
-function must<T>(step: string, r: EngineResult<T>): T {
-  if (r.kind === "ok") return r.body;
-  throw new Error(`${step}: ${describe(r)}`);
-}
 
 const ipv4 = (configs: readonly { Subnet?: string }[] | null | undefined): string | null => configs?.find((c) => c.Subnet !== undefined && !c.Subnet.includes(":"))?.Subnet ?? null;
 

@@ -5,14 +5,9 @@
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { EngineClient } from "./engine/client.js";
-import { describe, type EngineResult } from "./engine/result.js";
+import { must } from "./engine/result.js";
 import type { ContainerLogs } from "./logs.js";
 import { LABEL, labelFilter } from "./objects.js";
-
-function must<T>(step: string, r: EngineResult<T>): T {
-  if (r.kind === "ok") return r.body;
-  throw new Error(`${step}: ${describe(r)}`);
-}
 
 type Listed = { Id: string; Labels: Record<string, string> | null; State: string };
 

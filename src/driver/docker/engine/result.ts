@@ -65,3 +65,9 @@ export function failureFromError(err: unknown): TransportFailure {
   }
   return transport(TransportCode.UNKNOWN, String(err));
 }
+
+/** The body of an answer that succeeded; else an Error naming the step and what went wrong. */
+export function must<T>(step: string, r: EngineResult<T>): T {
+  if (r.kind === "ok") return r.body;
+  throw new Error(`${step}: ${describe(r)}`);
+}
