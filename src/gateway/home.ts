@@ -2,9 +2,10 @@
 // the address file the CLI reads to find a running gateway.
 
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
+import { writeSecretFileOnce } from "../util/secret-file.js";
 
 /** The port `--port` (a TCP listener with TLS) is documented with. */
 export const DEFAULT_PORT = 7420;
@@ -59,16 +60,7 @@ export function ensureApproverToken(paths: HomePaths): string {
 }
 
 function ensureSecretFile(path: string): string {
-  if (!existsSync(path)) {
-    // wx: never overwrite a token another process just wrote.
-    try {
-      writeFileSync(path, randomBytes(32).toString("base64url") + "\n", { mode: 0o600, flag: "wx" });
-    } catch (err) {
-      if (!(err instanceof Error && "code" in err && err.code === "EEXIST")) throw err;
-    }
-  }
-  chmodSync(path, 0o600);
-  return readFileSync(path, "utf8").trim();
+  return writeSecretFileOnce(path, () => randomBytes(32).toString("base64url") + "\n").toString("utf8").trim();
 }
 
 export interface GatewayAddress {
@@ -132,10 +124,6 @@ export function isClientUrl(s: string): boolean {
 
 /** Reads or creates the gateway's id in its home (stable across restarts). */
 export function ensureGatewayId(homeDir: string): string {
-  const file = join(homeDir, "gateway-id");
-  if (existsSync(file)) return readFileSync(file, "utf8").trim();
-  const id = randomBytes(6).toString("hex");
   mkdirSync(homeDir, { recursive: true });
-  writeFileSync(file, id + "\n", { mode: 0o600 });
-  return id;
+  return writeSecretFileOnce(join(homeDir, "gateway-id"), () => randomBytes(6).toString("hex") + "\n").toString("utf8").trim();
 }

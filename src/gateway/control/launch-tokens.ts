@@ -2,13 +2,14 @@
 // generation and the launch nonce. Only the supervisor container gets it. The gateway's
 // signing key lives in its state dir (mode 0600) and survives restarts, so running
 // supervisors can re-authenticate to a restarted gateway.
-import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, randomUUID } from "node:crypto";
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID } from "node:crypto";
 import type { KeyObject } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { SignJWT, errors, jwtVerify } from "jose";
 import { TOKEN_AUDIENCE, TOKEN_TYPE } from "../../protocol/wire.js";
 import { errorMessage } from "../../util/error-message.js";
+import { writeSecretFileOnce } from "../../util/secret-file.js";
 
 export const SIGNING_KEY_FILE = "launch-signing-key.pem";
 /** Long enough for any sandbox lifetime; a new generation gets a new token anyway. */
@@ -44,14 +45,7 @@ export interface MintedToken {
 export function ensureSigningKey(stateDir: string): KeyObject {
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   const path = join(stateDir, SIGNING_KEY_FILE);
-  if (!existsSync(path)) {
-    const { privateKey } = generateKeyPairSync("ed25519");
-    const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
-    writeFileSync(tmp, privateKey.export({ type: "pkcs8", format: "pem" }), { mode: 0o600 });
-    renameSync(tmp, path);
-  }
-  chmodSync(path, 0o600);
-  const key = createPrivateKey(readFileSync(path));
+  const key = createPrivateKey(writeSecretFileOnce(path, () => generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" })));
   if (key.asymmetricKeyType !== "ed25519") throw new Error(`${path} is not an Ed25519 private key`);
   return key;
 }

@@ -6,8 +6,8 @@
 // return value meant for display, an error message or a log line.
 
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { writeSecretFileOnce } from "../../util/secret-file.js";
 import type { Store } from "../../store/store.js";
 
 import { checkSecretName } from "../../policy/index.js";
@@ -35,15 +35,7 @@ interface Row {
 /** The data key: 32 random bytes, created once, readable by the gateway's user only. */
 export function ensureSecretsKey(homeDir: string): Buffer {
   const file = join(homeDir, SECRETS_KEY_FILE);
-  if (!existsSync(file)) {
-    try {
-      writeFileSync(file, randomBytes(32).toString("base64") + "\n", { mode: 0o600, flag: "wx" });
-    } catch (err) {
-      if (!(err instanceof Error && "code" in err && err.code === "EEXIST")) throw err;
-    }
-  }
-  chmodSync(file, 0o600);
-  const key = Buffer.from(readFileSync(file, "utf8").trim(), "base64");
+  const key = Buffer.from(writeSecretFileOnce(file, () => randomBytes(32).toString("base64") + "\n").toString("utf8").trim(), "base64");
   if (key.length !== 32) throw new Error(`${file} does not hold a 32-byte key (it holds ${key.length} bytes); restore it from a backup or remove it together with the secrets`);
   return key;
 }
