@@ -6,6 +6,7 @@ import { Command, InvalidArgumentError } from "commander";
 import { PAGE, SEQ, intArg, sinceArg } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { table, when } from "./format.js";
+import { setTimeout as sleep } from "node:timers/promises";
 
 interface Common {
   home?: string;
@@ -145,7 +146,7 @@ export function auditCommand(global: () => Common): Command {
       let stop = false;
       process.once("SIGINT", () => (stop = true));
       while (!stop) {
-        await new Promise((r) => setTimeout(r, FOLLOW_POLL_MS));
+        await sleep(FOLLOW_POLL_MS);
         for (;;) {
           const r = await client.request<{ audit: unknown[]; next: number | null }>("GET", `${path}?after=${cursor}&limit=${PAGE_SIZE}${filter}`);
           print(r.audit);

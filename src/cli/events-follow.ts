@@ -8,6 +8,7 @@ import { sseFrames } from "../sdk/sse.js";
 import type { GatewayClient } from "./client.js";
 import { CliError, EXIT, exitCodeForApi } from "./errors.js";
 import type { EventView } from "../sdk/types.js";
+import { pause } from "../util/pause.js";
 
 export { FRAME_MAX_BYTES, sseFrames, type Frame } from "../sdk/sse.js";
 
@@ -32,17 +33,6 @@ export interface FollowOptions {
 
 export type FollowEnd = "deleted" | "gone" | "interrupted";
 
-const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-  });
-
 export async function followEvents(o: FollowOptions): Promise<FollowEnd> {
   let last = o.after;
   let retryMs = RETRY_MS.first;
@@ -64,7 +54,7 @@ export async function followEvents(o: FollowOptions): Promise<FollowEnd> {
       if (!(err instanceof CliError) || !RETRY_ON.has(err.exitCode)) throw err;
       if (!down) o.note(`(the gateway is not answering: ${err.message}; retrying, Ctrl-C stops)`);
       down = true;
-      await sleep(retryMs, o.signal);
+      await pause(retryMs, o.signal);
       retryMs = Math.min(retryMs * 2, RETRY_MS.max);
       continue;
     }
@@ -77,7 +67,7 @@ export async function followEvents(o: FollowOptions): Promise<FollowEnd> {
       if (res.status === 503) {
         if (!down) o.note(`(the gateway cannot take the stream now: ${body?.error?.message ?? "HTTP 503"}; retrying, Ctrl-C stops)`);
         down = true;
-        await sleep(retryMs, o.signal);
+        await pause(retryMs, o.signal);
         retryMs = Math.min(retryMs * 2, RETRY_MS.max);
         continue;
       }
@@ -104,7 +94,7 @@ export async function followEvents(o: FollowOptions): Promise<FollowEnd> {
       if (err instanceof CliError) throw err;
     }
     // The stream ended (a gateway stopping ends it cleanly): a short pause, then resume.
-    if (!o.signal.aborted) await sleep(RETRY_MS.first, o.signal);
+    if (!o.signal.aborted) await pause(RETRY_MS.first, o.signal);
   }
   return "interrupted";
 }

@@ -29,6 +29,7 @@ import { DEFAULT_PROPOSAL_LIMITS, PROPOSALS_KEPT_RANGE, PROPOSALS_PENDING_RANGE 
 import { RECOVERY_DEADLINE_DEFAULT_S } from "../driver/contract.js";
 import { CONNECTION_BOUNDS_RANGES, DEFAULT_CONNECTION_BOUNDS } from "../util/connection-bounds.js";
 import { DEFAULT_PROXY_BOUNDS, PROXY_BOUNDS_RANGE } from "../protocol/launch.js";
+import { setTimeout as sleep } from "node:timers/promises";
 
 /** The connection bounds `gateway start` takes (seconds for the timeouts). */
 interface ConnectionSettings {
@@ -61,7 +62,6 @@ function resolveUidBase(flag: number | undefined): number {
   return r.base;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** --listen (else SANDGATE_LISTEN, comma-separated), then --port as tcp://127.0.0.1:PORT; each checked. */
 function listenAddresses(flags: string[], env: string | undefined, port: number | undefined): ListenAddress[] {

@@ -7,6 +7,7 @@ import { formatBytes } from "../lifecycle/disk-size.js";
 import { intArg } from "./args.js";
 import { GatewayClient } from "./client.js";
 import { printJson, table } from "./format.js";
+import { pause } from "../util/pause.js";
 
 interface Common {
   home?: string;
@@ -108,10 +109,10 @@ dropped since it started (counted in the supervisor's namespace, never seen by i
 
       if (!o.stream) return render(await read(), 0);
       let stop = false;
-      let wake: () => void = () => undefined;
+      const wake = new AbortController();
       const onSigint = (): void => {
         stop = true;
-        wake();
+        wake.abort();
       };
       process.once("SIGINT", onSigint);
       try {
@@ -119,13 +120,7 @@ dropped since it started (counted in the supervisor's namespace, never seen by i
           const rows = await read();
           if (stop) break;
           render(rows, refresh);
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, REFRESH_MS);
-            wake = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
+          await pause(REFRESH_MS, wake.signal);
         }
       } finally {
         process.off("SIGINT", onSigint);

@@ -9,6 +9,7 @@ import { SandgateError } from "./errors.js";
 import type { Transport } from "./transport.js";
 import type { EventView, Phase, SandboxView } from "./types.js";
 import { watchEvents } from "./watch.js";
+import { pause } from "../util/pause.js";
 
 export interface WaitOptions {
   /** Phases that end the wait successfully ("Deleted": the sandbox is gone). */
@@ -132,16 +133,6 @@ export async function waitForPhase(t: Transport, name: string, opts: WaitOptions
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts (then rejects with its reason). */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason as Error);
-    const t = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-    function done(): void {
-      clearTimeout(t);
-      signal?.removeEventListener("abort", done);
-      if (signal?.aborted) reject(signal.reason as Error);
-      else resolve();
-    }
-  });
+export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (!(await pause(ms, signal))) throw signal?.reason as Error;
 }

@@ -8,6 +8,7 @@ import { describe } from "./engine/result.js";
 import { createDemuxer } from "./engine/demux.js";
 import { StartFailureWatch, type StartFailure } from "./exec-start-failure.js";
 import { hostProc, identifyExecProcess, signalExecProcess, type ExecProcess, type ProcReader } from "./exec-signal.js";
+import { setTimeout as sleep } from "node:timers/promises";
 
 export class ExecError extends Error {
   override readonly name = "ExecError";
@@ -109,7 +110,7 @@ export async function startExec(engine: EngineClient, containerId: string, opts:
       if (r.kind !== "ok") throw new ExecError(`exec inspect failed: ${describe(r)}`);
       // A command that never started exits as a shell says (127 not found, 126 not runnable), whatever the daemon's version recorded.
       if (!r.body.Running && r.body.ExitCode !== null) return notStarted?.exitCode ?? r.body.ExitCode;
-      await new Promise((res) => setTimeout(res, 20));
+      await sleep(20);
     }
     throw new ExecError("exec did not report an exit code");
   });
@@ -127,7 +128,7 @@ export async function startExec(engine: EngineClient, containerId: string, opts:
       // arrive first): not running with no exit code is "not yet", waited for; only an exit is gone.
       let r = await engine.execInspect(execId);
       for (let i = 0; i < START_WAIT_TRIES && r.kind === "ok" && !r.body.Running && r.body.ExitCode === null; i++) {
-        await new Promise((res) => setTimeout(res, 50));
+        await sleep(50);
         r = await engine.execInspect(execId);
       }
       if (r.kind !== "ok") throw new ExecError(`cannot signal the command: exec inspect failed: ${describe(r)}`);

@@ -23,6 +23,7 @@ import type { ContainerInspect } from "./engine/types.js";
 import { FrameReader, logLineOf } from "./log-frames.js";
 import type { LogArchive } from "./log-archive.js";
 import { LABEL } from "./objects.js";
+import { pause } from "../../util/pause.js";
 
 export interface ContainerLogsOptions {
   engine: EngineClient;
@@ -42,21 +43,6 @@ export const DEFAULT_RECONNECT_WINDOW_MS = 120_000;
 const HELD_MS = 10_000;
 
 const nowCanonical = (): string => canonicalTime(new Date().toISOString())!;
-
-/** Resolves true after `ms`, false at once when the signal fires. */
-function pause(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const done = (ok: boolean): void => {
-      clearTimeout(t);
-      signal.removeEventListener("abort", onAbort);
-      resolve(ok);
-    };
-    const onAbort = (): void => done(false);
-    const t = setTimeout(() => done(true), ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
 
 export class ContainerLogs {
   readonly #o: ContainerLogsOptions;

@@ -8,13 +8,14 @@ import type { ComputeDriver } from "../../driver/contract.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import { ApiError } from "../errors.js";
 import { errorMessage } from "../../util/error-message.js";
+import { pause } from "../../util/pause.js";
 
 export class RuntimeGate {
   /** Why the runtime cannot launch sandboxes yet; null when ready. */
   #problem: string | null = "the runtime is being prepared";
   #retrying: Promise<void> | undefined;
   #closed = false;
-  #wake: (() => void) | undefined;
+  #wake: AbortController | undefined;
 
   constructor(
     private readonly driver: ComputeDriver,
@@ -26,13 +27,8 @@ export class RuntimeGate {
     if (await this.#attempt(onProgress)) return;
     this.#retrying = (async () => {
       while (!this.#closed && !(await this.#attempt(onProgress))) {
-        await new Promise<void>((r) => {
-          const t = setTimeout(r, retryMs);
-          this.#wake = () => {
-            clearTimeout(t);
-            r();
-          };
-        });
+        this.#wake = new AbortController();
+        await pause(retryMs, this.#wake.signal);
       }
     })();
   }
@@ -62,7 +58,7 @@ export class RuntimeGate {
 
   async close(): Promise<void> {
     this.#closed = true;
-    this.#wake?.();
+    this.#wake?.abort();
     await this.#retrying;
   }
 }

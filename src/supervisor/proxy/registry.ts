@@ -10,6 +10,7 @@ import type { Logger } from "../logger.js";
 import { errorFields } from "../logger.js";
 import type { Target } from "./target.js";
 import type { EgressProtocol } from "./types.js";
+import { pause } from "../../util/pause.js";
 
 /**
  * What one open connection was allowed for: the request as evaluated and the address
@@ -193,13 +194,8 @@ export class ConnectionRegistry {
   /** Resolves once no request is in flight, or after graceMs. */
   async drained(graceMs: number): Promise<void> {
     if (this.inflight.size === 0) return;
-    await new Promise<void>((r) => {
-      const timer = setTimeout(r, graceMs);
-      timer.unref();
-      this.onDrained = () => {
-        clearTimeout(timer);
-        r();
-      };
-    });
+    const drained = new AbortController();
+    this.onDrained = () => drained.abort();
+    await pause(graceMs, drained.signal, { ref: false });
   }
 }
