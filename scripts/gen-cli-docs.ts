@@ -72,6 +72,7 @@ export function renderCliDocs(): string {
     "",
     "Every `sandgate` command, as its `--help` describes it. Global options (`--home`, `--url`) go before the command.",
     "Every command has `--help`; bare `sandgate` (or a bare group, `sandgate sandbox`) prints its help on stdout.",
+    "What each command does in depth (ranges, edge cases, exit codes, examples): [commands.md](commands.md).",
     "",
   ];
   return [...head, ...section(program, 0)].join("\n").replace(/\n{3,}/g, "\n\n").trimEnd() + "\n";
