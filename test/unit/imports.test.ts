@@ -47,10 +47,10 @@ describe("layering rules", () => {
         "src/supervisor/proxy.ts": ["src/gateway/control/boundary.ts"],
         "src/gateway/control/boundary.ts": [],
         "src/protocol/wire.ts": ["src/util/missing.ts"],
-        "src/sdk/exec.ts": ["src/cli/exec-options.ts", "src/gateway/api/exec-ws.ts", "src/gateway/home.ts", "src/files/api.ts"],
+        "src/sdk/exec.ts": ["src/cli/exec-options.ts", "src/gateway/api/exec-ws.ts", "src/home.ts", "src/files/api.ts"],
         "src/cli/exec-options.ts": [],
         "src/gateway/api/exec-ws.ts": [],
-        "src/gateway/home.ts": [],
+        "src/home.ts": [],
         "src/files/api.ts": [],
       }),
     );
@@ -72,11 +72,11 @@ describe("layering rules", () => {
   it("the API's contracts (the OpenAPI document's sources) import only vocabulary and each other", () => {
     const found = violations(
       g({
-        "src/gateway/api/routes.ts": ["src/gateway/api/schemas.ts", "src/gateway/api/responses.ts", "src/files/api.ts", "src/lifecycle/spec.ts"],
-        "src/gateway/api/schemas.ts": ["src/policy/index.ts", "src/lifecycle/spec.ts"],
-        "src/gateway/api/responses.ts": ["src/gateway/errors.ts"],
-        "src/gateway/api/openapi.ts": ["src/gateway/api/routes.ts", "src/version.ts", "src/gateway/api/register.ts"],
-        "src/gateway/api/register.ts": ["src/gateway/api/routes.ts"],
+        "src/api/routes.ts": ["src/api/schemas.ts", "src/api/responses.ts", "src/files/api.ts", "src/lifecycle/spec.ts"],
+        "src/api/schemas.ts": ["src/policy/index.ts", "src/lifecycle/spec.ts"],
+        "src/api/responses.ts": ["src/gateway/errors.ts"],
+        "src/api/openapi.ts": ["src/api/routes.ts", "src/version.ts", "src/gateway/api/register.ts"],
+        "src/gateway/api/register.ts": ["src/api/routes.ts"],
         "src/gateway/errors.ts": [],
         "src/files/api.ts": [],
         "src/version.ts": [],
@@ -85,8 +85,10 @@ describe("layering rules", () => {
       }),
     );
     expect(found).toEqual([
-      "API contracts import no implementation: src/gateway/api/responses.ts imports src/gateway/errors.ts",
-      "API contracts import no implementation: src/gateway/api/openapi.ts imports src/gateway/api/register.ts",
+      "API contracts import no implementation: src/api/responses.ts imports src/gateway/errors.ts",
+      "the gateway is imported only by itself and the CLI: src/api/responses.ts imports src/gateway/errors.ts",
+      "API contracts import no implementation: src/api/openapi.ts imports src/gateway/api/register.ts",
+      "the gateway is imported only by itself and the CLI: src/api/openapi.ts imports src/gateway/api/register.ts",
     ]);
   });
 });

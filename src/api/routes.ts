@@ -1,14 +1,14 @@
 // The API's routes as contracts: one entry per operation, keyed by its operationId. The
-// gateway registers its HTTP routes from this table (register.ts: the path comes from here,
+// gateway registers its HTTP routes from this table (src/gateway/api/register.ts: the path comes from here,
 // so there is no second list of paths), the WebSocket upgrades match paths made from it,
 // and the OpenAPI document (openapi.ts) is generated from it. Adding a route is adding one
 // entry here and its handler; a route registered any other way fails the OpenAPI test
 // (test/unit/openapi.test.ts). Contract only: imports nothing but schemas and vocabulary.
 
 import { z } from "zod";
-import { NAME_RULE } from "../../lifecycle/spec.js";
-import { SECRET_NAME_RULE } from "../../policy/index.js";
-import { FILE_MEDIA_TYPE, RESULT_TRAILER, TAR_MEDIA_TYPE } from "../../files/api.js";
+import { NAME_RULE } from "../lifecycle/spec.js";
+import { SECRET_NAME_RULE } from "../policy/index.js";
+import { FILE_MEDIA_TYPE, RESULT_TRAILER, TAR_MEDIA_TYPE } from "../files/api.js";
 import {
   AuditQuery,
   CheckPolicyBody,
@@ -105,7 +105,7 @@ export interface RouteContract {
   body?: { schema: z.ZodType; required?: boolean } | { content: Record<string, string> };
   responses: Partial<Record<100 | 101 | 200 | 201 | 202, ResponseContract>>;
   errors: readonly ErrorStatus[];
-  /** A WebSocket upgrade, answered by the server's upgrade handler (exec-ws.ts, port-forward-ws.ts), not a fastify route. */
+  /** A WebSocket upgrade, answered by the server's upgrade handler (src/gateway/api/exec-ws.ts, port-forward-ws.ts), not a fastify route. */
   websocket?: true;
   /** Answered without the token: it says nothing but that the gateway answers. */
   public?: true;

@@ -5,11 +5,11 @@
 // sends is a field documented here. Contract only: imports nothing but pure vocabulary.
 
 import { z } from "zod";
-import { PHASES } from "../../lifecycle/phases.js";
-import { HTTP_METHODS, PROTOCOLS } from "../../policy/index.js";
-import { TLS_MODES } from "../../policy/schema.js";
-import { PROPOSAL_STATES } from "../../policy/proposals.js";
-import { FileStatView, TransferCounts } from "../../files/api.js";
+import { PHASES } from "../lifecycle/phases.js";
+import { HTTP_METHODS, PROTOCOLS } from "../policy/index.js";
+import { TLS_MODES } from "../policy/schema.js";
+import { PROPOSAL_STATES } from "../policy/proposals.js";
+import { FileStatView, TransferCounts } from "../files/api.js";
 import { AUDIT_DECISIONS } from "./schemas.js";
 
 // ---- vocabulary ----

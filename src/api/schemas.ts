@@ -2,11 +2,11 @@
 // failure into a message naming the field and the problem.
 
 import { z } from "zod";
-import { PROCESS_LIMITS } from "../../policy/index.js";
-import { BY_MAX, PROPOSAL_STATES, REASON_MAX } from "../../policy/proposals.js";
-import { PHASES } from "../../lifecycle/phases.js";
-import { checkSandboxName } from "../../lifecycle/spec.js";
-import { LABELS_MAX, checkLabels, parseLabelPair } from "../../lifecycle/labels.js";
+import { PROCESS_LIMITS } from "../policy/index.js";
+import { BY_MAX, PROPOSAL_STATES, REASON_MAX } from "../policy/proposals.js";
+import { PHASES } from "../lifecycle/phases.js";
+import { checkSandboxName } from "../lifecycle/spec.js";
+import { LABELS_MAX, checkLabels, parseLabelPair } from "../lifecycle/labels.js";
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -65,7 +65,7 @@ export const CreateSandboxBody = z
     /** Workspace size: "512M", "10G", "1GiB" or a number of bytes (default 10 GiB). */
     disk: z.union([z.string().max(64), z.number()]).optional().describe('the workspace size: "512M", "10G", "1GiB" or bytes; 16 MiB-16 TiB, default 10G'),
     labels: Labels.optional(),
-    /** The workload's working directory; --ttl and --idle-stop as seconds or "30m", "2h" (create-options.ts). */
+    /** The workload's working directory; --ttl and --idle-stop as seconds or "30m", "2h" (src/gateway/sandboxes/create-options.ts). */
     workdir: z.string().max(8192).optional().describe("the workload's working directory (absolute; default /sandbox)"),
     ttl: z.union([z.string().max(64), z.number()]).optional().describe('stop each run this long after it began: seconds, or "90s", "30m", "8h", "7d"'),
     idleStop: z.union([z.string().max(64), z.number()]).optional().describe("stop after no exec, connect or egress for this long (as ttl)"),
@@ -189,7 +189,7 @@ export function checkExecArgv(cmd: readonly string[]): string | null {
   return `cmd: the command line is ${bytes} bytes in ${cmd.length} arguments; the limit is ${EXEC_ARGV_MAX_BYTES} bytes and ${EXEC_ARGV_MAX_ARGS} arguments`;
 }
 
-/** The exec WebSocket's query (GET /v1/sandboxes/:name/exec); exec-options.ts checks the values. */
+/** The exec WebSocket's query (GET /v1/sandboxes/:name/exec); src/gateway/api/exec-options.ts checks the values. */
 export const ExecQueryFull = z
   .object({
     cmd: z.union([z.string(), z.array(z.string())]).optional(),
@@ -214,7 +214,7 @@ export const DetachedExecBody = z
   })
   .strict();
 
-/** The port-forward WebSocket's query; port-forward-relay.ts parsePortQuery checks it (its own message names the value). */
+/** The port-forward WebSocket's query; src/gateway/api/port-forward-relay.ts parsePortQuery checks it (its own message names the value). */
 export const PortForwardQuery = z.object({ port: z.string().regex(/^\d{1,5}$/).describe("a TCP port from 1 to 65535 inside the workload") }).strict();
 
 /** Rows per page of GET /v1/stats at most, and without `limit`: each row is a runtime sample. */
