@@ -26,7 +26,7 @@ export const SandboxSpecView = z.strictObject({
   idleStopSeconds: z.number().min(0).optional().describe("stopped after no exec, connect or egress for this long (reason IdleTimeout)"),
 });
 
-const ContainerIdentityView = z.strictObject({ id: z.string(), name: z.string(), imageId: z.string(), startedAt: z.string(), pid: z.number().int() });
+export const ContainerIdentityView = z.strictObject({ id: z.string(), name: z.string(), imageId: z.string(), startedAt: z.string(), pid: z.number().int() });
 
 export const RuntimeView = z
   .strictObject({ generation: z.number().int(), nonce: z.string(), workload: ContainerIdentityView, supervisor: ContainerIdentityView, proxyUrl: z.string() })
