@@ -1,19 +1,26 @@
 // `npm run check:imports` (part of the test command): the architecture's import
 // rules, checked on every module under src/.
 //   1. No import cycle, type-only imports included.
-//   2. Contracts import no implementation: src/driver/contract.ts and src/protocol/
-//      import only pure vocabulary (src/lifecycle, src/policy) and each other; the API's
-//      contracts (its request and response schemas, route table and OpenAPI document,
-//      src/files/api.ts) import only that vocabulary, src/util, src/version.ts and each other.
-//   3. Pure modules stay pure: src/lifecycle, src/policy and src/util import
-//      nothing of the gateway, drivers, store, CLI or supervisor.
-//   4. The supervisor (bundled alone into its image) imports only src/supervisor,
+//   2. No cycle between the top-level folders of src/ either (a top-level module such as
+//      src/home.ts counts as its own): each folder is a layer, and a layer that imports
+//      one that imports it back (store → driver → gateway → store) is not one, even when
+//      no single module closes the loop.
+//   3. Contracts import no implementation: src/driver/contract.ts and src/protocol/
+//      import only pure vocabulary (src/lifecycle, src/policy) and each other. The API's
+//      contracts (src/api: request and response schemas, the route table, the OpenAPI
+//      document; with src/files/api.ts and src/version.ts, which they use) import only
+//      src/lifecycle, src/policy, src/util, src/files/api.ts, src/version.ts and each other.
+//   4. Pure modules stay pure: src/lifecycle, src/policy, src/util and src/home.ts (the
+//      home directory's layout and files) import only src/lifecycle, src/policy and
+//      src/util: nothing of the gateway, drivers, store, CLI or supervisor.
+//   5. The supervisor (bundled alone into its image) imports only src/supervisor,
 //      src/protocol, src/policy and src/util.
-//   5. Nothing imports the CLI but the CLI; nothing outside src/gateway imports the
-//      gateway, except the CLI (which starts it) and the Docker driver's home lookup.
-//   6. The SDK (src/sdk, what a program imports) imports only itself, the pure
-//      modules, src/files and the gateway's home lookup: never the CLI or the gateway.
-//   7. The MCP server (src/mcp) imports only itself, the SDK and the pure modules: it
+//   6. Nothing imports the CLI but the CLI; nothing outside src/gateway imports the
+//      gateway but the CLI (which starts it). What others need of it is a contract
+//      (src/api, src/home.ts), not the gateway's.
+//   7. The SDK (src/sdk, what a program imports) imports only itself, the API's contracts
+//      (src/api), src/files, src/home.ts and the pure modules: never the CLI or the gateway.
+//   8. The MCP server (src/mcp) imports only itself, the SDK and the pure modules: it
 //      reaches the gateway as a client, never through the gateway's or the CLI's code.
 // Prints every violation and exits 1 if there is one.
 import { readFileSync, readdirSync, statSync } from "node:fs";
@@ -86,28 +93,54 @@ interface Rule {
 
 const under = (...dirs: string[]) => (p: string): boolean => dirs.some((d) => p.startsWith(`src/${d}/`) || p === `src/${d}.ts`);
 
-/** The API's contracts: what the OpenAPI document is generated from. */
-export const API_CONTRACTS = ["src/gateway/api/schemas.ts", "src/gateway/api/responses.ts", "src/gateway/api/routes.ts", "src/gateway/api/openapi.ts", "src/files/api.ts", "src/version.ts"];
+/** The API's contracts: src/api, and the files API and version it uses. */
+const isApiContract = (p: string): boolean => under("api", "version")(p) || p === "src/files/api.ts";
 
 export const RULES: Rule[] = [
   { name: "contracts import no implementation", from: (m) => m === "src/driver/contract.ts" || under("protocol")(m), allowed: under("lifecycle", "policy", "protocol") },
-  { name: "API contracts import no implementation", from: (m) => API_CONTRACTS.includes(m), allowed: (d) => under("lifecycle", "policy", "util")(d) || API_CONTRACTS.includes(d) },
-  { name: "pure modules stay pure", from: under("lifecycle", "policy", "util"), allowed: under("lifecycle", "policy", "util") },
+  { name: "API contracts import no implementation", from: isApiContract, allowed: (d) => under("lifecycle", "policy", "util")(d) || isApiContract(d) },
+  { name: "pure modules stay pure", from: under("lifecycle", "policy", "util", "home"), allowed: under("lifecycle", "policy", "util") },
   { name: "the supervisor is self-contained", from: under("supervisor"), allowed: under("supervisor", "protocol", "policy", "util") },
-  { name: "the SDK stands alone", from: under("sdk"), allowed: (d) => under("sdk", "files", "lifecycle", "policy", "util")(d) || d === "src/gateway/home.ts" },
+  { name: "the SDK stands alone", from: under("sdk"), allowed: under("sdk", "api", "files", "home", "lifecycle", "policy", "util") },
   { name: "the MCP server is a client of the SDK", from: under("mcp"), allowed: under("mcp", "sdk", "lifecycle", "policy", "util", "version") },
   { name: "only the CLI imports the CLI", from: (m) => !under("cli")(m), allowed: (d) => !under("cli")(d) },
-  {
-    name: "the gateway is imported only by itself and the CLI",
-    from: (m) => !under("gateway", "cli")(m),
-    // The Docker driver reads the gateway id from the home directory.
-    allowed: (d) => !under("gateway")(d) || d === "src/gateway/home.ts",
-  },
+  { name: "the gateway is imported only by itself and the CLI", from: (m) => !under("gateway", "cli")(m), allowed: (d) => !under("gateway")(d) },
 ];
+
+/** The top-level folder of src/ a module is in (`src/store/store.ts` → `src/store`); a top-level module is its own (`src/home.ts` → `src/home`). */
+export function layerOf(mod: string): string {
+  const [, top] = mod.split("/");
+  return `src/${top!.replace(/\.ts$/, "")}`;
+}
+
+/** Layer → the layers it imports, and for each such edge the first module import that makes it. */
+export function layerGraph(graph: Map<string, string[]>): { graph: Map<string, string[]>; witness: Map<string, string> } {
+  const layers = new Map<string, string[]>();
+  const witness = new Map<string, string>();
+  for (const [mod, deps] of graph) {
+    const from = layerOf(mod);
+    if (!layers.has(from)) layers.set(from, []);
+    for (const dep of deps) {
+      const to = layerOf(dep);
+      if (to === from || !graph.has(dep)) continue;
+      if (!layers.has(to)) layers.set(to, []);
+      if (!witness.has(`${from} ${to}`)) {
+        witness.set(`${from} ${to}`, `${mod} imports ${dep}`);
+        layers.get(from)!.push(to);
+      }
+    }
+  }
+  return { graph: layers, witness };
+}
 
 export function violations(graph: Map<string, string[]>): string[] {
   const out: string[] = [];
   for (const cycle of findCycles(graph)) out.push(`import cycle: ${cycle.join(" → ")}`);
+  const layers = layerGraph(graph);
+  for (const cycle of findCycles(layers.graph)) {
+    const hops = cycle.slice(1).map((to, i) => layers.witness.get(`${cycle[i]} ${to}`));
+    out.push(`folder cycle: ${cycle.join(" → ")} (${hops.join("; ")})`);
+  }
   for (const [mod, deps] of graph) {
     for (const dep of deps) {
       if (!graph.has(dep)) out.push(`${mod} imports ${dep}, which does not exist`);
@@ -124,5 +157,5 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     for (const v of found) console.error(`check-imports: ${v}`);
     process.exit(1);
   }
-  console.log(`check-imports: ${graph.size} modules under src/, no cycle, every layering rule holds`);
+  console.log(`check-imports: ${graph.size} modules under src/, no cycle (of modules or of folders), every layering rule holds`);
 }

@@ -1,7 +1,7 @@
 // The CLI's client for the gateway API: the SDK's transport (src/sdk/transport.ts),
 // which finds the gateway and maps every failure, with its errors as CliErrors.
 
-import type { HomePaths } from "../gateway/home.js";
+import type { HomePaths } from "../home.js";
 import { Transport } from "../sdk/transport.js";
 import { cliErrorOf } from "./errors.js";
 

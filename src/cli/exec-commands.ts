@@ -3,7 +3,7 @@
 // separate; the exit code is the command's own.
 
 import { Command } from "commander";
-import { checkExecArgv } from "../gateway/api/schemas.js";
+import { checkExecArgv } from "../api/schemas.js";
 import { ExecSession, type ExecRequest, type ExecSignal } from "../sdk/exec.js";
 import { GatewayClient, asCli } from "./client.js";
 import { CliError, EXIT, cliErrorOf } from "./errors.js";

@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import { openSync, readFileSync, statSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { formatListenAddress, parseListenAddress, type ListenAddress } from "../gateway/api/listen-address.js";
-import { DEFAULT_PORT, ensureHomeDir, inspectAddress, readAddress, resolveHome, type HomePaths } from "../gateway/home.js";
+import { DEFAULT_PORT, ensureHomeDir, inspectAddress, readAddress, resolveHome, type HomePaths } from "../home.js";
 import { assertPortFree, commandLine, printableCommand } from "../gateway/startup.js";
 import { filesLimitsFromEnv } from "../gateway/files/limits.js";
 import { SettingError, fromFlagOrEnv, parseDecimal, parseDuration, parseInteger } from "../util/settings.js";

@@ -1,7 +1,7 @@
 // Runs the gateway in this process until SIGTERM/SIGINT, on the Docker driver.
 
 import type { OriginCa } from "../util/origin-ca.js";
-import type { HomePaths } from "../gateway/home.js";
+import type { HomePaths } from "../home.js";
 import { startGateway } from "../gateway/gateway.js";
 import { createLogger } from "../gateway/logger.js";
 import { StartupError } from "../gateway/startup.js";

@@ -13,7 +13,7 @@ import { choiceArg, secondsArg } from "./args.js";
 import type { GatewayClient } from "./client.js";
 import { CliError, EXIT } from "./errors.js";
 import { HIDDEN_CHARS } from "../policy/proposals.js";
-import { inspectAddress } from "../gateway/home.js";
+import { inspectAddress } from "../home.js";
 import { printJson, table, when } from "./format.js";
 import { boundaryLine, enforcementText, readPolicyFile } from "./policy-commands.js";
 import { diffText, replayText } from "./policy-tools.js";

@@ -1,6 +1,6 @@
 // Errors the API turns into 4xx/5xx answers with a stable code and a one-line message.
 
-import { API_ERRORS, type ApiErrorCode } from "./api/responses.js";
+import { API_ERRORS, type ApiErrorCode } from "../api/responses.js";
 
 export type { ApiErrorCode };
 

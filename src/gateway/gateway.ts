@@ -18,7 +18,7 @@ import { SandboxStats } from "./stats/sandbox-stats.js";
 import { ControlPlane } from "./control/control-plane.js";
 import { SecretStore, ensureSecretsKey } from "./secrets/secret-store.js";
 import { SecretDelivery, secretValuesFrom } from "./secrets/secret-delivery.js";
-import { ensureApproverToken, ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "./home.js";
+import { ensureApproverToken, ensureGatewayId, ensureHomeDir, ensureToken, readAddress, writeAddress, type HomePaths } from "../home.js";
 import { StartupError, assertPortFree } from "./startup.js";
 import { checkSocketPath, claimSocketPath, openExtraListeners, type ExtraListeners } from "./api/listeners.js";
 import type { Authenticated } from "./api/auth.js";

@@ -1,6 +1,8 @@
 // A sandbox's network policy: the active revision, a new one (pushed to the running
 // supervisor, no restart), and a dry run of what it decides.
 
+import type { z } from "zod";
+import type { ProposalView as ProposalSchema } from "../api/responses.js";
 import { SandgateError } from "./errors.js";
 import type { Transport } from "./transport.js";
 import type { BoundaryView, PolicySetResult, PolicyView } from "./types.js";
@@ -24,21 +26,7 @@ export interface PolicyCheck {
 }
 
 /** A policy proposal (POST/GET /v1/sandboxes/:name/policy/proposals): a change only a person can approve. */
-export interface ProposalView {
-  id: string;
-  sandbox: string;
-  state: "pending" | "approved" | "rejected" | "superseded";
-  stale: boolean;
-  baseRevision: number;
-  revision: number | null;
-  proposedBy: string;
-  reason: string | null;
-  createdAt: string;
-  decidedAt: string | null;
-  decidedBy: string | null;
-  decisionNote: string | null;
-  hash: string;
-}
+export type ProposalView = z.output<typeof ProposalSchema>;
 
 export interface ProposeOptions {
   /** Why, for the person who decides (one line, at most 1000 characters). */

@@ -10,7 +10,7 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage, type 
 import { request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
 import { WebSocket, type ClientOptions } from "ws";
-import { inspectAddress, resolveHome, type HomePaths } from "../gateway/home.js";
+import { inspectAddress, resolveHome, type HomePaths } from "../home.js";
 import { SandgateError, fromApiBody } from "./errors.js";
 import { drained } from "../util/drained.js";
 import { certFile, connectOptions, endpointOf, isUntrusted, socketTrustProblem, webSocketTarget, type Endpoint } from "./endpoint.js";

@@ -23,7 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DockerDriver } from "../../src/driver/docker/docker-driver.js";
 import { EngineClient } from "../../src/driver/docker/engine/client.js";
 import { DEFAULT_SANDBOX_SUBNETS } from "../../src/driver/docker/sandbox-subnets.js";
-import { ensureGatewayId } from "../../src/gateway/home.js";
+import { ensureGatewayId } from "../../src/home.js";
 import { egressNetworkName, networkName } from "../../src/driver/docker/objects.js";
 import { cidrContains, parseCidr, parseIp } from "../../src/policy/core.js";
 import { DNS_PORT, TRANSPARENT_PORT } from "../../src/protocol/launch.js";

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { DockerDriver } from "../../src/driver/docker/docker-driver.js";
-import { ensureGatewayId } from "../../src/gateway/home.js";
+import { ensureGatewayId } from "../../src/home.js";
 import { EngineClient } from "../../src/driver/docker/engine/client.js";
 import type { ServiceOptions } from "../../src/gateway/sandboxes/service.js";
 import type { ContainerLogBound } from "../../src/driver/docker/log-config.js";

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import type { ComputeDriver } from "../../src/driver/contract.js";
 import { startGateway, type RunningGateway } from "../../src/gateway/gateway.js";
-import { ensureApproverToken, ensureToken, resolveHome, type HomePaths } from "../../src/gateway/home.js";
+import { ensureApproverToken, ensureToken, resolveHome, type HomePaths } from "../../src/home.js";
 import type { PortForwardLimits } from "../../src/gateway/api/port-forward-ws.js";
 import type { WatchLimits } from "../../src/gateway/api/watch.js";
 import type { LogLimits } from "../../src/gateway/api/logs-routes.js";

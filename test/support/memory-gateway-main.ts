@@ -4,7 +4,7 @@
 // line "rss" on stdin collects garbage and answers "rss <bytes>" (what is retained).
 import { pino } from "pino";
 import { startGateway } from "../../src/gateway/gateway.js";
-import { resolveHome } from "../../src/gateway/home.js";
+import { resolveHome } from "../../src/home.js";
 import { MemoryDriver } from "./memory-driver.js";
 
 const [home, maxBuffered] = process.argv.slice(2);

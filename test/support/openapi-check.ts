@@ -1,12 +1,12 @@
-// Checks an answer of the gateway against the route table (src/gateway/api/routes.ts),
+// Checks an answer of the gateway against the route table (src/api/routes.ts),
 // the source the OpenAPI document is generated from: the status must be documented for
 // the route, a JSON body must validate against the route's schema for that status (error
 // bodies against ApiError, with the code that status carries), and a documented media
 // type must be the one sent. The gateway fixture's api() runs it on every answer.
 
-import { API_ERRORS, ApiErrorBody } from "../../src/gateway/api/responses.js";
-import { COMMON_ERRORS, pathPattern, routeList, type RouteContract } from "../../src/gateway/api/routes.js";
-import { formatZodError } from "../../src/gateway/api/schemas.js";
+import { API_ERRORS, ApiErrorBody } from "../../src/api/responses.js";
+import { COMMON_ERRORS, pathPattern, routeList, type RouteContract } from "../../src/api/routes.js";
+import { formatZodError } from "../../src/api/schemas.js";
 
 const ROUTES = routeList()
   .filter((r) => r.websocket !== true)

@@ -92,7 +92,7 @@ describe("KEY=VALUE pairs", () => {
 
 describe("the create body's labels", () => {
   it("are checked as given: a __proto__ key is refused, not silently dropped (as z.record would)", async () => {
-    const { CreateSandboxBody } = await import("../../src/gateway/api/schemas.js");
+    const { CreateSandboxBody } = await import("../../src/api/schemas.js");
     const r = CreateSandboxBody.safeParse(JSON.parse('{"name": "x", "labels": {"__proto__": "x", "a": "b"}}'));
     expect(r.success).toBe(false);
     expect(r.error?.issues[0]?.message).toMatch(/^invalid label key "__proto__"/);

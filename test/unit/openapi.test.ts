@@ -7,8 +7,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { buildOpenApi, type OpenApiDocument } from "../../src/gateway/api/openapi.js";
-import { ROUTES, fastifyPath, routeList } from "../../src/gateway/api/routes.js";
+import { buildOpenApi, type OpenApiDocument } from "../../src/api/openapi.js";
+import { ROUTES, fastifyPath, routeList } from "../../src/api/routes.js";
 import { VERSION } from "../../src/version.js";
 import { checkAnswer, routeFor } from "../support/openapi-check.js";
 import { MemoryDriver } from "../support/memory-driver.js";
@@ -53,7 +53,7 @@ describe("the document and the live routes", () => {
   it("every route fastify serves is documented, and every documented HTTP route is served", () => {
     const served = new Set(t.gw.routes().filter((r) => r.method !== "HEAD").map((r) => `${r.method} ${r.url}`));
     const documented = new Set(operations(doc).filter((o) => !isWebSocket(o.path, o.method)).map((o) => `${o.method.toUpperCase()} ${fastifyPath(o.path)}`));
-    expect([...served].filter((r) => !documented.has(r)), "served but not documented: add an entry to src/gateway/api/routes.ts").toEqual([]);
+    expect([...served].filter((r) => !documented.has(r)), "served but not documented: add an entry to src/api/routes.ts").toEqual([]);
     expect([...documented].filter((r) => !served.has(r)), "documented but not served").toEqual([]);
     expect(served.size).toBeGreaterThan(25);
     // fastify's own HEAD routes answer for GETs only.

@@ -8,11 +8,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
+import type { z } from "zod";
 import type { ApiErrorCode as GatewayApiErrorCode } from "../../src/gateway/errors.js";
-import type { ProposalView as GatewayProposalView } from "../../src/gateway/api/responses.js";
+import type { ProposalView as GatewayProposalView } from "../../src/api/responses.js";
 import type { ProposalView as SdkProposalView } from "../../src/sdk/index.js";
 import type { eventView, sandboxSummaryView, sandboxView } from "../../src/gateway/api/views.js";
-import type { CreateSandboxBody } from "../../src/gateway/api/schemas.js";
+import type { CreateSandboxBody } from "../../src/api/schemas.js";
+import type { CheckPolicyResult, StatusView } from "../../src/api/responses.js";
+import type { GatewayStatus, PolicyCheck } from "../../src/sdk/index.js";
 import type { EXEC_SIGNALS as DRIVER_SIGNALS } from "../../src/driver/contract.js";
 import { EXEC_SIGNALS, Sandgate, SandgateError, type ApiErrorCode, type CreateSandboxInput, type EventView, type SandboxSummaryView, type SandboxView } from "../../src/sdk/index.js";
 import { exec } from "../../src/sdk/exec.js";
@@ -62,6 +65,9 @@ describe("the SDK's types are the gateway's", () => {
     expectTypeOf<ReturnType<typeof eventView>>().toExtend<EventView>();
     expectTypeOf<CreateSandboxInput>().toExtend<CreateSandboxBody>();
     expectTypeOf<SdkProposalView>().toEqualTypeOf<GatewayProposalView>();
+    // Kept wider than the answers on purpose (one decision shape, an open status): still every answer fits.
+    expectTypeOf<z.output<typeof CheckPolicyResult>>().toExtend<PolicyCheck>();
+    expectTypeOf<StatusView>().toExtend<GatewayStatus>();
     expect(EXEC_SIGNALS).toEqual(["INT", "TERM", "HUP", "QUIT", "KILL"]);
   });
 });

@@ -25,7 +25,7 @@ import {
   type RuntimeRecord,
   type WorkloadStats,
 } from "../contract.js";
-import { ensureGatewayId } from "../../gateway/home.js";
+import { ensureGatewayId } from "../../home.js";
 import { PROXY_PORT } from "../../protocol/launch.js";
 import { EngineClient } from "./engine/client.js";
 import { describe, must, type EngineResult } from "./engine/result.js";

@@ -3,10 +3,10 @@
 import http, { type RequestListener } from "node:http";
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
-import { EXEC_ARGV_MAX_BYTES, LIST_PAGE_MAX } from "./schemas.js";
+import { EXEC_ARGV_MAX_BYTES, LIST_PAGE_MAX } from "../../api/schemas.js";
 import { isPublicRoute, route } from "./register.js";
-import { buildOpenApi } from "./openapi.js";
-import type { StatusView } from "./responses.js";
+import { buildOpenApi } from "../../api/openapi.js";
+import type { StatusView } from "../../api/responses.js";
 import { PolicyTools, sinceTime } from "../sandboxes/policy-tools.js";
 import { toOcsf } from "../audit/ocsf.js";
 import { WatchHub, type WatchLimits } from "./watch.js";
@@ -147,7 +147,7 @@ export function buildApi(ctx: ApiContext) {
     reply.code(404).send({ error: { code: "not_found", message: `no route ${req.method} ${req.url}` } }),
   );
 
-  // Every route comes from the table (routes.ts) through route(): none is registered undocumented.
+  // Every route comes from the table (src/api/routes.ts) through route(): none is registered undocumented.
   route(app, "healthz", async (_req, reply) => reply.type("text/plain; charset=utf-8").send("ok\n"));
   route(app, "getStatus", async () => ctx.status());
   let openapi: ReturnType<typeof buildOpenApi> | undefined;

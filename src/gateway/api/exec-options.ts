@@ -6,7 +6,7 @@ import { EXEC_TIMEOUT_RANGE, checkExecEnv, checkWorkdir, parseEnvPair } from "..
 import { SettingError, parseDuration } from "../../util/settings.js";
 import { ApiError } from "../errors.js";
 import type { ExecRequest } from "../sandboxes/exec-service.js";
-import { checkExecArgv } from "./schemas.js";
+import { checkExecArgv } from "../../api/schemas.js";
 
 /** The command's options, checked: a 400 naming the first problem. */
 export function execOptions(o: { cmd: string[]; env?: Record<string, string> | string[]; workdir?: string; user?: string; timeout?: string | number }): Omit<ExecRequest, "tty" | "size"> {

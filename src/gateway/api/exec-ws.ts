@@ -16,12 +16,12 @@ import type { Logger } from "pino";
 import { WebSocketServer, type WebSocket } from "ws";
 import { z } from "zod";
 import { EXEC_SIGNALS, type ExecSession } from "../../driver/contract.js";
-import { ExecQueryFull, formatZodError } from "./schemas.js";
+import { ExecQueryFull, formatZodError } from "../../api/schemas.js";
 import { execOptions } from "./exec-options.js";
 import { ApiError } from "../errors.js";
 import { tokenMatches, type Authenticated } from "./auth.js";
 import { PORT_FORWARD_ROUTE } from "./port-forward-ws.js";
-import { ROUTES, pathPattern } from "./routes.js";
+import { ROUTES, pathPattern } from "../../api/routes.js";
 import type { ExecService } from "../sandboxes/exec-service.js";
 
 export const STDIN = 0;

@@ -18,7 +18,7 @@ import type { ExecSession } from "../../driver/contract.js";
 import { parseInteger } from "../../util/settings.js";
 import { ApiError } from "../errors.js";
 import { tokenMatches, type Authenticated } from "./auth.js";
-import { ROUTES, pathPattern } from "./routes.js";
+import { ROUTES, pathPattern } from "../../api/routes.js";
 import type { ExecService } from "../sandboxes/exec-service.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
 import { EXEC_NOT_STARTED, RELAY_BINARY, RELAY_CONNECTED, RELAY_FAILED, parsePortQuery, relayCommand } from "./port-forward-relay.js";

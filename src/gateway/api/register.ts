@@ -8,8 +8,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { z } from "zod";
 import { ApiError } from "../errors.js";
-import { ROUTES, fastifyPath, type HttpOperationId, type RouteContract } from "./routes.js";
-import { formatZodError } from "./schemas.js";
+import { ROUTES, fastifyPath, type HttpOperationId, type RouteContract } from "../../api/routes.js";
+import { formatZodError } from "../../api/schemas.js";
 
 type Route<Op extends HttpOperationId> = (typeof ROUTES)[Op];
 

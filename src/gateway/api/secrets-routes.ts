@@ -5,7 +5,7 @@
 import type { FastifyRequest } from "fastify";
 import { checkSecretName, type SecretStore } from "../secrets/secret-store.js";
 import { ApiError } from "../errors.js";
-import { MAX_SECRET_BYTES } from "./schemas.js";
+import { MAX_SECRET_BYTES } from "../../api/schemas.js";
 import { route, type RouteTarget } from "./register.js";
 import type { BoundIn, Delivery } from "../secrets/secret-delivery.js";
 

@@ -3,7 +3,7 @@
 
 import type { SandboxStats } from "../stats/sandbox-stats.js";
 import { route, type RouteTarget } from "./register.js";
-import { STATS_PAGE_MAX } from "./schemas.js";
+import { STATS_PAGE_MAX } from "../../api/schemas.js";
 
 export function registerStatsRoutes(app: RouteTarget, stats: SandboxStats): void {
   route(app, "getSandboxStats", async (req) => stats.one((req.params as { name: string }).name));

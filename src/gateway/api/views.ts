@@ -1,9 +1,9 @@
-// The API's JSON shapes of stored records (their schemas: responses.ts).
+// The API's JSON shapes of stored records (their schemas: src/api/responses.ts).
 
 import { LIVE_PHASES, describeReason } from "../../lifecycle/phases.js";
 import type { EventRecord, SandboxRecord, SandboxSummary } from "../../store/store.js";
 import type { BoundaryHealth } from "../control/boundary.js";
-import type { DiskView, EventView, SandboxSummaryView, SandboxView } from "./responses.js";
+import type { DiskView, EventView, SandboxSummaryView, SandboxView } from "../../api/responses.js";
 
 /**
  * What every view of a sandbox starts with (who it is, its phase and why), and `more`.

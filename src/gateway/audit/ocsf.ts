@@ -8,7 +8,7 @@
 
 import type { AuditRecord } from "../../store/store.js";
 import { VERSION } from "../../version.js";
-import type { OcsfEvent } from "../api/responses.js";
+import type { OcsfEvent } from "../../api/responses.js";
 
 export const OCSF_VERSION = "1.3.0";
 

@@ -5,9 +5,9 @@
 import { referencedSecrets, type Policy } from "../../policy/index.js";
 import { ACCEPTS_HOST_ADDRESSES, ACCEPTS_SECRETS, CLOSE } from "../../protocol/wire.js";
 import type { AckMessage, GatewayMessage, HeartbeatMessage, SecretsAckMessage, WireAuditEvent } from "../../protocol/wire.js";
-import type { BoundaryHealth } from "../api/responses.js";
+import type { BoundaryHealth } from "../../api/responses.js";
 
-/** The API's shapes (api/responses.ts), named here for the code that builds them. */
+/** The API's shapes (src/api/responses.ts), named here for the code that builds them. */
 export type { BoundaryHealth };
 
 /** An authenticated control session as the registry sees it. */

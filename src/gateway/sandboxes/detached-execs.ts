@@ -7,9 +7,9 @@
 
 import { randomBytes } from "node:crypto";
 import { ApiError } from "../errors.js";
-import type { DetachedExecView, DetachedState } from "../api/responses.js";
+import type { DetachedExecView, DetachedState } from "../../api/responses.js";
 
-/** The API's shapes (api/responses.ts), named here for the code that builds them. */
+/** The API's shapes (src/api/responses.ts), named here for the code that builds them. */
 export type { DetachedExecView, DetachedState };
 
 /** How long an ended detached exec's status is kept. */

@@ -25,7 +25,7 @@ import {
 import { StaleRevisionError, type InfoWriter, type SandboxRecord, type Store } from "../../store/store.js";
 import { policyHash } from "../../policy/index.js";
 import { ApiError } from "../errors.js";
-import type { ProposalView } from "../api/responses.js";
+import type { ProposalView } from "../../api/responses.js";
 import type { AuditWindow, PolicyTools } from "./policy-tools.js";
 import type { SandboxReadModel } from "./read-model.js";
 import type { SandboxService } from "./service.js";

@@ -12,9 +12,9 @@ import type { AuditRecord } from "../../store/store.js";
 import { ApiError } from "../errors.js";
 import { checkFilesystemPolicy, parsePolicyInput } from "./policy-input.js";
 import type { SandboxReadModel } from "./read-model.js";
-import type { AuditWindow } from "../api/responses.js";
+import type { AuditWindow } from "../../api/responses.js";
 
-/** The API's shapes (api/responses.ts), named here for the code that builds them. */
+/** The API's shapes (src/api/responses.ts), named here for the code that builds them. */
 export type { AuditWindow };
 
 /** At most this many audit records are read for one replay or suggestion (newest first). */

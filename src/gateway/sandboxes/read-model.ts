@@ -9,9 +9,9 @@ import { ID_RE, checkSandboxName } from "../../lifecycle/spec.js";
 import { ApiError, notFound } from "../errors.js";
 import { expiryColumns } from "../../store/expiry-store.js";
 import type { ActivityTracker } from "./activity.js";
-import type { DiskView, ExpiryView } from "../api/responses.js";
+import type { DiskView, ExpiryView } from "../../api/responses.js";
 
-/** The API's shapes (api/responses.ts), named here for the code that builds them. */
+/** The API's shapes (src/api/responses.ts), named here for the code that builds them. */
 export type { DiskView, ExpiryView };
 
 export interface Page<T> {

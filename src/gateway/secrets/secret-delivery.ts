@@ -7,9 +7,9 @@ import { referencedSecrets, secretBindings } from "../../policy/index.js";
 import type { Store } from "../../store/store.js";
 import type { BoundaryRegistry, SecretValuesSource } from "../control/boundary.js";
 import type { SecretStore } from "./secret-store.js";
-import type { BoundIn, Delivery } from "../api/responses.js";
+import type { BoundIn, Delivery } from "../../api/responses.js";
 
-/** The API's shapes (api/responses.ts), named here for the code that builds them. */
+/** The API's shapes (src/api/responses.ts), named here for the code that builds them. */
 export type { BoundIn, Delivery };
 
 /** The values that exist of the named secrets; one that cannot be decrypted is left out (and logged by name). */

@@ -11,15 +11,15 @@ import { writeSecretFileOnce } from "../../util/secret-file.js";
 import type { Store } from "../../store/store.js";
 
 import { checkSecretName } from "../../policy/index.js";
-import { MAX_SECRET_BYTES } from "../api/schemas.js";
-import type { SecretInfo } from "../api/responses.js";
+import { MAX_SECRET_BYTES } from "../../api/schemas.js";
+import type { SecretInfo } from "../../api/responses.js";
 
-/** The API's shapes (api/responses.ts), named here for the code that builds them. */
+/** The API's shapes (src/api/responses.ts), named here for the code that builds them. */
 export type { SecretInfo };
 
 export { checkSecretName, SECRET_NAME_RULE } from "../../policy/index.js";
 export const SECRETS_KEY_FILE = "secrets.key";
-/** Largest secret value accepted: the API's limit (api/schemas.ts). */
+/** Largest secret value accepted: the API's limit (src/api/schemas.ts). */
 export { MAX_SECRET_BYTES };
 
 interface Row {

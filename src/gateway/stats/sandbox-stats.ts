@@ -8,10 +8,10 @@ import type { SandboxRecord, Store } from "../../store/store.js";
 import { Limiter } from "../../util/limiter.js";
 import { ApiError } from "../errors.js";
 import type { Page, SandboxReadModel } from "../sandboxes/read-model.js";
-import type { StatsView } from "../api/responses.js";
+import type { StatsView } from "../../api/responses.js";
 import { errorMessage } from "../../util/error-message.js";
 
-/** The API's shapes (api/responses.ts), named here for the code that builds them. */
+/** The API's shapes (src/api/responses.ts), named here for the code that builds them. */
 export type { StatsView };
 
 /**

@@ -1,17 +1,17 @@
 // The API's routes as contracts: one entry per operation, keyed by its operationId. The
-// gateway registers its HTTP routes from this table (register.ts: the path comes from here,
-// so there is no second list of paths), the WebSocket upgrades match paths made from it,
-// and the OpenAPI document (openapi.ts) is generated from it. Adding a route is adding one
-// entry here and its handler; a route registered any other way fails the OpenAPI test
-// (test/unit/openapi.test.ts). Contract only: imports nothing but schemas and vocabulary.
+// gateway registers its HTTP routes from this table (src/gateway/api/register.ts: the
+// path comes from here, so there is no second list of paths), the WebSocket upgrades
+// match paths made from it, and the OpenAPI document (openapi.ts) is generated from it.
+// Adding a route is adding one entry here (a policy route: in policy-routes.ts, spread in
+// below) and its handler; a route registered any other way fails the OpenAPI test
+// (test/unit/openapi.test.ts). The shape of an entry is route-contract.ts, re-exported
+// here. Contract only: imports nothing but schemas and vocabulary.
 
 import { z } from "zod";
-import { NAME_RULE } from "../../lifecycle/spec.js";
-import { SECRET_NAME_RULE } from "../../policy/index.js";
-import { FILE_MEDIA_TYPE, RESULT_TRAILER, TAR_MEDIA_TYPE } from "../../files/api.js";
+import { SECRET_NAME_RULE } from "../policy/index.js";
+import { FILE_MEDIA_TYPE, RESULT_TRAILER, TAR_MEDIA_TYPE } from "../files/api.js";
 import {
   AuditQuery,
-  CheckPolicyBody,
   CreateSandboxBody,
   DeleteQuery,
   DetachedExecBody,
@@ -20,105 +20,50 @@ import {
   FilesQuery,
   ListQuery,
   LogsQuery,
-  ApproveBody,
-  ProposalListQuery,
-  ProposalShowQuery,
-  ProposeBody,
-  RejectBody,
   PortForwardQuery,
-  ReviewPolicyBody,
-  SetPolicyBody,
   SetSecretBody,
   StatsQuery,
-  SuggestQuery,
   WatchQuery,
 } from "./schemas.js";
 import {
   AuditPage,
-  ApproveResult,
-  ProposalDetail,
-  ProposalList,
-  ProposalView,
-  CheckPolicyResult,
   DeleteSecretResult,
   DetachedExecView,
   EventsPage,
   ExecList,
   FileStatView,
-  PolicyDiffResult,
-  PolicyReplayResult,
-  PolicyRevisionView,
-  PolicySuggestResult,
   SandboxDetailView,
   SandboxPage,
   SandboxView,
   SecretList,
-  SetPolicyResult,
   SetSecretResult,
   StatsPage,
   StatsView,
   StatusView,
   UploadResult,
 } from "./responses.js";
+import { POLICY_ROUTES } from "./policy-routes.js";
+import { json, sandboxName, type RouteContract } from "./route-contract.js";
 
-export type HttpMethod = "GET" | "PUT" | "POST" | "DELETE";
-export const TAGS = ["gateway", "sandboxes", "policy", "audit", "execs", "files", "logs", "secrets", "stats"] as const;
-export type Tag = (typeof TAGS)[number];
-
-/** A JSON answer, validated against `schema` in the API tests. */
-export interface JsonResponse {
-  description: string;
-  schema: z.ZodType;
-}
-/** A streamed or non-JSON answer: its media type and what it carries. */
-export interface StreamResponse {
-  description: string;
-  content: string;
-}
-/** 101: the connection becomes a WebSocket. */
-export interface UpgradeResponse {
-  description: string;
-  upgrade: true;
-}
-export type ResponseContract = JsonResponse | StreamResponse | UpgradeResponse;
-
-/** Error statuses a route may answer besides those every route may (COMMON_ERRORS); the body is an ApiError. */
-export type ErrorStatus = 403 | 404 | 409 | 413 | 503;
-/**
- * Error statuses every route may answer: a malformed request, a missing or wrong token, a
- * failure of the gateway's own, and a listener that holds as many authenticated connections
- * as it may (`gateway start --max-connections`).
- */
-export const COMMON_ERRORS = [400, 401, 500, 503] as const;
-
-export interface RouteContract {
-  method: HttpMethod;
-  /** OpenAPI form: `/v1/sandboxes/{name}`. */
-  path: string;
-  summary: string;
-  description?: string;
-  tag: Tag;
-  /** One schema per `{param}` of the path. */
-  params: Record<string, z.ZodType>;
-  query?: z.ZodType;
-  /** A JSON body (`schema`), or raw bodies by media type (`content`: what each carries). */
-  body?: { schema: z.ZodType; required?: boolean } | { content: Record<string, string> };
-  responses: Partial<Record<100 | 101 | 200 | 201 | 202, ResponseContract>>;
-  errors: readonly ErrorStatus[];
-  /** A WebSocket upgrade, answered by the server's upgrade handler (exec-ws.ts, port-forward-ws.ts), not a fastify route. */
-  websocket?: true;
-  /** Answered without the token: it says nothing but that the gateway answers. */
-  public?: true;
-}
+export {
+  COMMON_ERRORS,
+  TAGS,
+  fastifyPath,
+  pathPattern,
+  type ErrorStatus,
+  type HttpMethod,
+  type JsonResponse,
+  type ResponseContract,
+  type RouteContract,
+  type StreamResponse,
+  type Tag,
+  type UpgradeResponse,
+} from "./route-contract.js";
 
 // ---- path parameters ----
 
-const sandboxName = { name: z.string().min(1).describe(`The sandbox's name (${NAME_RULE}) or id.`) };
 const secretName = { name: z.string().min(1).describe(`The secret's name: ${SECRET_NAME_RULE}.`) };
-const proposalId = { ...sandboxName, id: z.string().describe("The proposal's id: `pp_` and 16 hex digits.") };
 const execId = { ...sandboxName, id: z.string().describe("The detached exec's id: `ex_` and 16 hex digits, as `exec --detach` printed.") };
-
-const json = <S extends z.ZodType>(description: string, schema: S): { description: string; schema: S } => ({ description, schema });
 
 /** Every operation of the API, by operationId. Key order is the document's order. */
 export const ROUTES = {
@@ -244,119 +189,7 @@ export const ROUTES = {
     responses: { 200: { description: "The event stream.", content: "text/event-stream" } },
     errors: [404, 503],
   },
-  getPolicy: {
-    method: "GET",
-    path: "/v1/sandboxes/{name}/policy",
-    summary: "The active policy revision",
-    tag: "policy",
-    params: sandboxName,
-    responses: { 200: json("The revision, its source text and whether the supervisor enforces it.", PolicyRevisionView) },
-    errors: [404],
-  },
-  setPolicy: {
-    method: "PUT",
-    path: "/v1/sandboxes/{name}/policy",
-    summary: "A new policy revision, pushed to the running supervisor",
-    description: "With `wait` (seconds): answers once the supervisor enforces it and has closed the open connections it no longer allows, or when the wait ends.",
-    tag: "policy",
-    params: sandboxName,
-    body: { schema: SetPolicyBody },
-    responses: { 200: json("The new revision.", SetPolicyResult) },
-    errors: [404, 409, 413, 503],
-  },
-  checkPolicy: {
-    method: "POST",
-    path: "/v1/sandboxes/{name}/policy/check",
-    summary: "What the active policy decides for a URL (dry run)",
-    tag: "policy",
-    params: sandboxName,
-    body: { schema: CheckPolicyBody },
-    responses: { 200: json("The decision.", CheckPolicyResult) },
-    errors: [404],
-  },
-  diffPolicy: {
-    method: "POST",
-    path: "/v1/sandboxes/{name}/policy/diff",
-    summary: "What a candidate policy changes, rule by rule",
-    tag: "policy",
-    params: sandboxName,
-    body: { schema: ReviewPolicyBody },
-    responses: { 200: json("The changes against the active revision.", PolicyDiffResult) },
-    errors: [404, 413],
-  },
-  replayPolicy: {
-    method: "POST",
-    path: "/v1/sandboxes/{name}/policy/replay",
-    summary: "The recorded egress decided under a candidate policy",
-    tag: "policy",
-    params: sandboxName,
-    body: { schema: ReviewPolicyBody },
-    responses: { 200: json("What the candidate would newly deny or allow.", PolicyReplayResult) },
-    errors: [404, 413],
-  },
-  suggestPolicy: {
-    method: "GET",
-    path: "/v1/sandboxes/{name}/policy/suggest",
-    summary: "Rules that would allow what was denied for want of a rule",
-    tag: "policy",
-    params: sandboxName,
-    query: SuggestQuery,
-    responses: { 200: json("The suggested rules, for review.", PolicySuggestResult) },
-    errors: [404],
-  },
-  proposePolicy: {
-    method: "POST",
-    path: "/v1/sandboxes/{name}/policy/proposals",
-    summary: "Propose a policy change for a person to approve",
-    description: "Checked as PUT policy checks a policy (invalid: 400, nothing stored); stored against the active revision. At most `--proposals-pending` pending per sandbox (409).",
-    tag: "policy",
-    params: sandboxName,
-    body: { schema: ProposeBody },
-    responses: { 201: json("The proposal, pending.", ProposalView) },
-    errors: [404, 409, 413],
-  },
-  listProposals: {
-    method: "GET",
-    path: "/v1/sandboxes/{name}/policy/proposals",
-    summary: "The sandbox's policy proposals, oldest first",
-    tag: "policy",
-    params: sandboxName,
-    query: ProposalListQuery,
-    responses: { 200: json("The proposals.", ProposalList) },
-    errors: [404],
-  },
-  getProposal: {
-    method: "GET",
-    path: "/v1/sandboxes/{name}/policy/proposals/{id}",
-    summary: "One proposal with its diff against the active policy and a replay of the recorded traffic under it",
-    tag: "policy",
-    params: proposalId,
-    query: ProposalShowQuery,
-    responses: { 200: json("The proposal, its text, diff and replay.", ProposalDetail) },
-    errors: [404],
-  },
-  approveProposal: {
-    method: "POST",
-    path: "/v1/sandboxes/{name}/policy/proposals/{id}/approve",
-    summary: "Approve a proposal: applied as PUT policy, only while its base revision is active",
-    description: "Needs the approver token in `X-Sandgate-Approver` besides the API token (403 without). A policy changed since: 409 `stale_revision`, and the proposal is superseded.",
-    tag: "policy",
-    params: proposalId,
-    body: { schema: ApproveBody, required: false },
-    responses: { 200: json("The proposal, approved, and the revision it made.", ApproveResult) },
-    errors: [403, 404, 409, 503],
-  },
-  rejectProposal: {
-    method: "POST",
-    path: "/v1/sandboxes/{name}/policy/proposals/{id}/reject",
-    summary: "Reject a proposal",
-    description: "Needs the approver token in `X-Sandgate-Approver` besides the API token (403 without).",
-    tag: "policy",
-    params: proposalId,
-    body: { schema: RejectBody, required: false },
-    responses: { 200: json("The proposal, rejected.", ProposalView) },
-    errors: [403, 404, 409],
-  },
+  ...POLICY_ROUTES,
   listAudit: {
     method: "GET",
     path: "/v1/sandboxes/{name}/audit",
@@ -529,13 +362,4 @@ export type HttpOperationId = { [K in OperationId]: (typeof ROUTES)[K] extends {
 /** Every route, with its operationId. */
 export function routeList(): (RouteContract & { operationId: OperationId })[] {
   return (Object.keys(ROUTES) as OperationId[]).map((operationId) => ({ operationId, ...(ROUTES[operationId] as RouteContract) }));
-}
-
-/** `/v1/sandboxes/{name}` → `/v1/sandboxes/:name` (fastify's form). */
-export const fastifyPath = (path: string): string => path.replace(/\{(\w+)\}/g, ":$1");
-
-/** A request URL (query allowed) matching the path: each `{param}` one segment, captured in order. */
-export function pathPattern(path: string): RegExp {
-  const parts = path.split(/\{\w+\}/).map((s) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&"));
-  return new RegExp(`^${parts.join("([^/?]+)")}(?:\\?|$)`);
 }

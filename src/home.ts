@@ -1,5 +1,11 @@
 // Where the gateway keeps its state: the database, the API and approver tokens and
 // the address file the CLI reads to find a running gateway.
+//
+// A contract of its own, not the gateway's: the gateway writes the home, the CLI and the
+// SDK read it to find the gateway, and the Docker driver reads the gateway's id here
+// (ensureGatewayId: the id it labels the gateway's Docker objects with, kept in the home so
+// it survives restarts). Inside src/gateway it made the driver and the SDK import the
+// gateway (a folder cycle store → driver → gateway → store). Pure: node's own modules only.
 
 import { randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";

@@ -5,7 +5,7 @@
 // GET /v1/openapi.json; test/unit/openapi.test.ts checks it against the live routes.
 
 import { z } from "zod";
-import { VERSION } from "../../version.js";
+import { VERSION } from "../version.js";
 import { API_ERRORS, SCHEMA_COMPONENTS, type ApiErrorCode } from "./responses.js";
 import { COMMON_ERRORS, routeList, TAGS, type RouteContract, type Tag } from "./routes.js";
 

@@ -2,11 +2,11 @@
 // failure into a message naming the field and the problem.
 
 import { z } from "zod";
-import { PROCESS_LIMITS } from "../../policy/index.js";
-import { BY_MAX, PROPOSAL_STATES, REASON_MAX } from "../../policy/proposals.js";
-import { PHASES } from "../../lifecycle/phases.js";
-import { checkSandboxName } from "../../lifecycle/spec.js";
-import { LABELS_MAX, checkLabels, parseLabelPair } from "../../lifecycle/labels.js";
+import { PROCESS_LIMITS } from "../policy/index.js";
+import { BY_MAX, PROPOSAL_STATES, REASON_MAX } from "../policy/proposals.js";
+import { PHASES } from "../lifecycle/phases.js";
+import { checkSandboxName } from "../lifecycle/spec.js";
+import { LABELS_MAX, checkLabels, parseLabelPair } from "../lifecycle/labels.js";
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -46,13 +46,18 @@ const LabelSelectors = z
 
 export const CreateSandboxBody = z
   .object({
+    /** 1-63 lowercase letters, digits and '-', starting and ending with a letter or digit. */
     name: z.string().describe("1-63 characters: lowercase letters, digits and '-', starting and ending with a letter or digit"),
+    /** The workload image (default: the gateway's workload image). */
     image: z.string().min(1).max(512).optional(),
+    /** The workload's main process (default: an idle process). */
     command: z.array(z.string().min(1)).min(1).max(256).optional(),
+    /** The workload's environment. */
     env: z
       .record(z.string().regex(ENV_NAME, "environment variable names are letters, digits and '_'"), z.string().max(32_768))
       .optional(),
     // Its size is checked in bytes by the route (413, POLICY_MAX_BYTES).
+    /** The network policy: YAML text, or the parsed object (docs/policy.md); default: deny all egress. */
     policy: z.union([z.string(), z.record(z.string(), z.unknown())]).optional().describe("a policy (docs/policy.md) as YAML text or as an object; at most 1 MiB"),
     resources: z
       .object({
@@ -62,12 +67,15 @@ export const CreateSandboxBody = z
       })
       .strict()
       .optional(),
-    /** Workspace size: "512M", "10G", "1GiB" or a number of bytes (default 10 GiB). */
+    /** The workspace's size: "512M", "10G", "1GiB" or bytes (default 10G). */
     disk: z.union([z.string().max(64), z.number()]).optional().describe('the workspace size: "512M", "10G", "1GiB" or bytes; 16 MiB-16 TiB, default 10G'),
     labels: Labels.optional(),
-    /** The workload's working directory; --ttl and --idle-stop as seconds or "30m", "2h" (create-options.ts). */
+    // --ttl and --idle-stop as seconds or "30m", "2h" (src/gateway/sandboxes/create-options.ts).
+    /** The workload's working directory, exec's default (default /sandbox). */
     workdir: z.string().max(8192).optional().describe("the workload's working directory (absolute; default /sandbox)"),
+    /** Stop each run this long after it began: seconds, or "90s", "30m", "8h", "7d". */
     ttl: z.union([z.string().max(64), z.number()]).optional().describe('stop each run this long after it began: seconds, or "90s", "30m", "8h", "7d"'),
+    /** Stop after no exec, connect or egress for this long. */
     idleStop: z.union([z.string().max(64), z.number()]).optional().describe("stop after no exec, connect or egress for this long (as ttl)"),
   })
   .strict();
@@ -189,7 +197,7 @@ export function checkExecArgv(cmd: readonly string[]): string | null {
   return `cmd: the command line is ${bytes} bytes in ${cmd.length} arguments; the limit is ${EXEC_ARGV_MAX_BYTES} bytes and ${EXEC_ARGV_MAX_ARGS} arguments`;
 }
 
-/** The exec WebSocket's query (GET /v1/sandboxes/:name/exec); exec-options.ts checks the values. */
+/** The exec WebSocket's query (GET /v1/sandboxes/:name/exec); src/gateway/api/exec-options.ts checks the values. */
 export const ExecQueryFull = z
   .object({
     cmd: z.union([z.string(), z.array(z.string())]).optional(),
@@ -214,7 +222,7 @@ export const DetachedExecBody = z
   })
   .strict();
 
-/** The port-forward WebSocket's query; port-forward-relay.ts parsePortQuery checks it (its own message names the value). */
+/** The port-forward WebSocket's query; src/gateway/api/port-forward-relay.ts parsePortQuery checks it (its own message names the value). */
 export const PortForwardQuery = z.object({ port: z.string().regex(/^\d{1,5}$/).describe("a TCP port from 1 to 65535 inside the workload") }).strict();
 
 /** Rows per page of GET /v1/stats at most, and without `limit`: each row is a runtime sample. */

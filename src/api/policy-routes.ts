@@ -1,0 +1,127 @@
+// The policy routes of the route table: a sandbox's policy (read, set, check), the
+// reviews of a candidate (diff, replay, suggest) and policy proposals (an agent proposes,
+// a person decides). The largest group of the API, so its own module; routes.ts spreads
+// it into ROUTES in the document's order. Contract only: schemas and vocabulary.
+
+import { z } from "zod";
+import { ApproveBody, CheckPolicyBody, ProposalListQuery, ProposalShowQuery, ProposeBody, RejectBody, ReviewPolicyBody, SetPolicyBody, SuggestQuery } from "./schemas.js";
+import { ApproveResult, CheckPolicyResult, PolicyDiffResult, PolicyReplayResult, PolicyRevisionView, PolicySuggestResult, ProposalDetail, ProposalList, ProposalView, SetPolicyResult } from "./responses.js";
+import { json, sandboxName, type RouteContract } from "./route-contract.js";
+
+const proposalId = { ...sandboxName, id: z.string().describe("The proposal's id: `pp_` and 16 hex digits.") };
+
+export const POLICY_ROUTES = {
+  getPolicy: {
+    method: "GET",
+    path: "/v1/sandboxes/{name}/policy",
+    summary: "The active policy revision",
+    tag: "policy",
+    params: sandboxName,
+    responses: { 200: json("The revision, its source text and whether the supervisor enforces it.", PolicyRevisionView) },
+    errors: [404],
+  },
+  setPolicy: {
+    method: "PUT",
+    path: "/v1/sandboxes/{name}/policy",
+    summary: "A new policy revision, pushed to the running supervisor",
+    description: "With `wait` (seconds): answers once the supervisor enforces it and has closed the open connections it no longer allows, or when the wait ends.",
+    tag: "policy",
+    params: sandboxName,
+    body: { schema: SetPolicyBody },
+    responses: { 200: json("The new revision.", SetPolicyResult) },
+    errors: [404, 409, 413, 503],
+  },
+  checkPolicy: {
+    method: "POST",
+    path: "/v1/sandboxes/{name}/policy/check",
+    summary: "What the active policy decides for a URL (dry run)",
+    tag: "policy",
+    params: sandboxName,
+    body: { schema: CheckPolicyBody },
+    responses: { 200: json("The decision.", CheckPolicyResult) },
+    errors: [404],
+  },
+  diffPolicy: {
+    method: "POST",
+    path: "/v1/sandboxes/{name}/policy/diff",
+    summary: "What a candidate policy changes, rule by rule",
+    tag: "policy",
+    params: sandboxName,
+    body: { schema: ReviewPolicyBody },
+    responses: { 200: json("The changes against the active revision.", PolicyDiffResult) },
+    errors: [404, 413],
+  },
+  replayPolicy: {
+    method: "POST",
+    path: "/v1/sandboxes/{name}/policy/replay",
+    summary: "The recorded egress decided under a candidate policy",
+    tag: "policy",
+    params: sandboxName,
+    body: { schema: ReviewPolicyBody },
+    responses: { 200: json("What the candidate would newly deny or allow.", PolicyReplayResult) },
+    errors: [404, 413],
+  },
+  suggestPolicy: {
+    method: "GET",
+    path: "/v1/sandboxes/{name}/policy/suggest",
+    summary: "Rules that would allow what was denied for want of a rule",
+    tag: "policy",
+    params: sandboxName,
+    query: SuggestQuery,
+    responses: { 200: json("The suggested rules, for review.", PolicySuggestResult) },
+    errors: [404],
+  },
+  proposePolicy: {
+    method: "POST",
+    path: "/v1/sandboxes/{name}/policy/proposals",
+    summary: "Propose a policy change for a person to approve",
+    description: "Checked as PUT policy checks a policy (invalid: 400, nothing stored); stored against the active revision. At most `--proposals-pending` pending per sandbox (409).",
+    tag: "policy",
+    params: sandboxName,
+    body: { schema: ProposeBody },
+    responses: { 201: json("The proposal, pending.", ProposalView) },
+    errors: [404, 409, 413],
+  },
+  listProposals: {
+    method: "GET",
+    path: "/v1/sandboxes/{name}/policy/proposals",
+    summary: "The sandbox's policy proposals, oldest first",
+    tag: "policy",
+    params: sandboxName,
+    query: ProposalListQuery,
+    responses: { 200: json("The proposals.", ProposalList) },
+    errors: [404],
+  },
+  getProposal: {
+    method: "GET",
+    path: "/v1/sandboxes/{name}/policy/proposals/{id}",
+    summary: "One proposal with its diff against the active policy and a replay of the recorded traffic under it",
+    tag: "policy",
+    params: proposalId,
+    query: ProposalShowQuery,
+    responses: { 200: json("The proposal, its text, diff and replay.", ProposalDetail) },
+    errors: [404],
+  },
+  approveProposal: {
+    method: "POST",
+    path: "/v1/sandboxes/{name}/policy/proposals/{id}/approve",
+    summary: "Approve a proposal: applied as PUT policy, only while its base revision is active",
+    description: "Needs the approver token in `X-Sandgate-Approver` besides the API token (403 without). A policy changed since: 409 `stale_revision`, and the proposal is superseded.",
+    tag: "policy",
+    params: proposalId,
+    body: { schema: ApproveBody, required: false },
+    responses: { 200: json("The proposal, approved, and the revision it made.", ApproveResult) },
+    errors: [403, 404, 409, 503],
+  },
+  rejectProposal: {
+    method: "POST",
+    path: "/v1/sandboxes/{name}/policy/proposals/{id}/reject",
+    summary: "Reject a proposal",
+    description: "Needs the approver token in `X-Sandgate-Approver` besides the API token (403 without).",
+    tag: "policy",
+    params: proposalId,
+    body: { schema: RejectBody, required: false },
+    responses: { 200: json("The proposal, rejected.", ProposalView) },
+    errors: [403, 404, 409],
+  },
+} as const satisfies Record<string, RouteContract>;
