@@ -22,7 +22,7 @@ export default {
     "src/supervisor/proxy/audit-record.ts",
     "src/driver/docker/identity.ts",
     "src/driver/docker/monitor/classify.ts",
-    "src/driver/docker/monitor/decide.ts",
+    "src/lifecycle/supervision.ts",
     "src/driver/docker/sandbox-subnets.ts",
     "src/driver/docker/range-route.ts",
     "src/driver/docker/launch-paths.ts",

@@ -14,7 +14,7 @@ export default defineConfig({
       "test/unit/proxy-refusals.test.ts",
       "test/unit/proxy-audit-record.test.ts",
       "test/unit/monitor-classify.test.ts",
-      "test/unit/monitor-decide.test.ts",
+      "test/unit/supervision.test.ts",
       "test/unit/sandbox-subnets.test.ts",
       "test/unit/range-route.test.ts",
       "test/unit/launch-paths.test.ts",

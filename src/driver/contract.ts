@@ -4,7 +4,7 @@
 // Every answer a driver gives is evidence (identities, observed state), never a guess.
 
 import type { Readable, Writable } from "node:stream";
-import type { LifecycleEvent, Phase } from "../lifecycle/phases.js";
+import type { RoleVerdicts } from "../lifecycle/supervision.js";
 import type { SandboxSpec } from "../lifecycle/spec.js";
 import type { Policy } from "../policy/index.js";
 import type { ProxyBounds } from "../protocol/launch.js";
@@ -154,65 +154,61 @@ export interface Watched {
   record: RuntimeRecord;
 }
 
-/** Watches armed sandbox generations and reports what it proves through a MonitorSink. */
+/**
+ * Watches armed sandbox generations and reports the facts it proves through a MonitorSink.
+ * It decides nothing about a sandbox's lifecycle: the gateway's generation handle does
+ * (src/lifecycle/supervision.ts), and tells it the next step in report()'s answer.
+ */
 export interface RuntimeMonitor {
   start(): void;
   /** One monitor per sandbox generation: re-arming is a no-op, an older generation is refused. */
   arm(w: Watched): void;
   disarm(sandboxId: string): void;
-  /**
-   * The gateway's own evidence says the boundary of this generation is not in
-   * place (session lost, heartbeats stale, lockdown): a Ready sandbox goes
-   * Recovering, re-verification decides, and the boundary deadline applies.
-   */
-  boundaryLost(sandboxId: string, generation: number, problem: string): void;
+  /** Inspect an armed sandbox again (a Recovering one is re-checked while the runtime answers). */
+  check(sandboxId: string): void;
   metrics(): object;
   /** Checks and timers still pending (leak checks). */
   pending(): { checks: number; timers: number };
   close(): Promise<void>;
 }
 
+/** What a runtime monitor proved, reported as it is proved. */
+export type MonitorFact =
+  /** The runtime's channel (the events stream) is open: every armed sandbox is inspected next. */
+  | { kind: "channel"; up: true }
+  /** It broke or could not be opened: every armed sandbox lost contact (nothing is stopped). */
+  | { kind: "channel"; up: false; cause: string }
+  /** One inspect of both containers of an armed generation. */
+  | { kind: "verdicts"; sandboxId: string; generation: number; verdicts: RoleVerdicts }
+  /** The runtime's re-verification probes of a generation, as a "probe" step asked; `exec`: the exec probe was among them. */
+  | { kind: "probed"; sandboxId: string; generation: number; checks: ReadinessCheck[]; exec: boolean };
+
+/** What the monitor does next for the generation a fact was about. */
+export type MonitorStep =
+  | { do: "nothing" }
+  /** The generation is not (or no longer) the sandbox's current one: disarm it, count the fact as stale. */
+  | { do: "stale" }
+  /** Run the re-verification probes (supervisor health, transparent path; exec probe when `exec`) and report them. */
+  | { do: "probe"; exec: boolean }
+  /** Inspect again after the attribution grace (a killed supervisor's exit takes a moment to be reported). */
+  | { do: "recheck" };
+
 /**
- * What a runtime monitor may read and do on the gateway's side. Every write
- * through it is a compare-and-set on (sandbox, generation, phase), validated by
- * the lifecycle state machine.
+ * The gateway's side of a runtime monitor: one call. The gateway's handle of the generation
+ * decides (compare-and-set on sandbox, generation and phase through the lifecycle machine)
+ * and answers with the monitor's next step.
  */
 export interface MonitorSink {
-  current(sandboxId: string): { phase: Phase; generation: number } | null;
-  /** Apply an observation for `generation`; false when it was stale or lost the race. */
-  apply(sandboxId: string, generation: number, event: LifecycleEvent, message: string): Promise<boolean>;
-  /**
-   * The gateway's own evidence about the boundary of a generation (its control
-   * session); the runtime's evidence (identities, health, exec probe) is the monitor's.
-   */
-  boundary(sandboxId: string, generation: number): ReadinessCheck;
-  /**
-   * The id of the gateway's authenticated control session of this generation,
-   * null when there is none (or the runtime has no supervisors). One session keeps
-   * its id while it stays up; a reconnect is a new session with a new id, so the
-   * same id before and after a runtime outage proves the session never dropped.
-   */
-  liveSession(sandboxId: string, generation: number): string | null;
-  /** The runtime answers again after an absence: work owed to it (fail-closed teardowns) is retried now. */
-  reconnected(): void;
-  /** When the sandbox entered Recovering (ms since epoch), carried over gateway restarts. */
-  recoveringSince(sandboxId: string): number | undefined;
+  report(fact: MonitorFact): Promise<MonitorStep>;
 }
 
 /**
- * The default of MonitorConfig.recoveryDeadlineMs, in seconds: 5 min (recovery rule 12). A
+ * The default recovery deadline (the gateway's --recovery-deadline), in seconds: 5 min (recovery rule 12). A
  * live-restore daemon answers only after it has restored every container: 44–50 s with 100
  * sandboxes on a 2-core host (docs/performance.md), so a shorter default would fail healthy
  * sandboxes closed on a plain daemon restart once a host holds a few hundred.
  */
 export const RECOVERY_DEADLINE_DEFAULT_S = 300;
-
-export interface MonitorConfig {
-  /** How long a sandbox may stay Recovering after losing the runtime (default RECOVERY_DEADLINE_DEFAULT_S). */
-  recoveryDeadlineMs?: number;
-  /** How long it may stay Recovering after its boundary was reported unhealthy while the runtime answers. */
-  boundaryDeadlineMs?: number;
-}
 
 /**
  * One call the driver made to its runtime's API, for the gateway's metrics. `endpoint` is a
@@ -296,6 +292,6 @@ export interface ComputeDriver {
   /** Address on which supervisors can reach the gateway (after prepare); null when it has no supervisors. */
   controlAddress(): string | null;
   /** A monitor for this runtime (it owns its own connection), or null when the runtime cannot be watched. */
-  watch(sink: MonitorSink, config: MonitorConfig): RuntimeMonitor | null;
+  watch(sink: MonitorSink): RuntimeMonitor | null;
   close(): Promise<void>;
 }

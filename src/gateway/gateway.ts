@@ -124,7 +124,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const store = openStore(home.db);
   const secrets = new SecretStore(store, ensureSecretsKey(home.dir));
   // Before the lifecycle: the driver (and the monitor it makes) report Docker calls from the first.
-  const metrics = createGatewayMetrics({ store, driver, log, monitor: () => lifecycle.monitor, audit: () => audit.stats() });
+  const metrics = createGatewayMetrics({ store, driver, log, monitor: () => (lifecycle.monitor === null ? null : { metrics: () => lifecycle.monitorMetrics() ?? {} }), audit: () => audit.stats() });
   // The control plane asks which launch a supervisor must belong to; the lifecycle
   // (assembled right after it) knows. Nothing asks before the endpoint listens.
   const control: ControlPlane | null = driver.supervised
@@ -185,7 +185,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       api: { listeners: urls, connections: bounds.map((b) => ({ url: b.url(), ...b.bounds.stats() })) },
       supervisorEndpoint: control ? { url: control.url, ...control.stats() } : null,
       sandboxes: read.countByPhase(),
-      monitor: monitor?.metrics() ?? null,
+      monitor: lifecycle.monitorMetrics(),
       audit: { ...audit.stats(), limits: audit.limits() },
       watch: app.watchStats(),
       portForward: forwards.stats(),

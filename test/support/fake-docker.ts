@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { pino } from "pino";
-import { RECOVERY_DEADLINE_DEFAULT_S, type ComputeDriver, type ExecSession, type LaunchRequest, type MonitorConfig, type MonitorSink, type ReadinessReport, type RuntimeRecord } from "../../src/driver/contract.js";
+import type { ComputeDriver, ExecSession, LaunchRequest, MonitorSink, ReadinessReport, RuntimeRecord } from "../../src/driver/contract.js";
 import { DockerMonitor, type MonitorOptions } from "../../src/driver/docker/monitor/docker-monitor.js";
 import type { DockerEvent } from "../../src/driver/docker/engine/types.js";
 import { LABEL } from "../../src/driver/docker/objects.js";
@@ -306,7 +306,7 @@ export class FakeDockerDriver implements ComputeDriver {
     return null;
   }
 
-  watch(sink: MonitorSink, config: MonitorConfig): DockerMonitor {
+  watch(sink: MonitorSink): DockerMonitor {
     this.sink = this.wrapSink(sink);
     this.monitor = new DockerMonitor({
       socketPath: this.fd.socketPath,
@@ -316,11 +316,8 @@ export class FakeDockerDriver implements ComputeDriver {
       healthSocket: () => this.fd.healthSocket,
       pingIntervalMs: 100,
       pingTimeoutMs: 300,
-      retryIntervalMs: 50,
       attributionGraceMs: 50,
       backoff: { initialMs: 20, factor: 1.5, maxMs: 100, jitter: 0 },
-      recoveryDeadlineMs: config.recoveryDeadlineMs ?? RECOVERY_DEADLINE_DEFAULT_S * 1000,
-      boundaryDeadlineMs: config.boundaryDeadlineMs ?? 30_000,
       ...this.monitorOptions,
     });
     return this.monitor;

@@ -1,5 +1,5 @@
 // The Docker monitor and the gateway's recovery path, assembled as in the gateway
-// (createLifecycle: service, controller, generation handles, recovery sink), on a
+// (createLifecycle: service, controller, generation handles, supervision), on a
 // FAKE Docker daemon (test/support/fake-docker.ts) whose streams the test cuts,
 // garbles and stalls, and whose containers it exits, replaces and holds. A real
 // SQLite file holds the state. Assertions are on outcomes and their order.
@@ -8,14 +8,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { LaunchControl, MonitorSink, ReadinessCheck } from "../../src/driver/contract.js";
+import type { LaunchControl, MonitorFact, MonitorSink, ReadinessCheck } from "../../src/driver/contract.js";
 import type { MonitorMetrics } from "../../src/driver/docker/monitor/docker-monitor.js";
 import { BoundaryRegistry, type SessionLink } from "../../src/gateway/control/boundary.js";
 import type { ControlPlane } from "../../src/gateway/control/control-plane.js";
 import { createLifecycle, type Lifecycle } from "../../src/gateway/sandboxes/lifecycle.js";
 import { PolicyProposals } from "../../src/gateway/sandboxes/policy-proposals.js";
 import { PolicyTools } from "../../src/gateway/sandboxes/policy-tools.js";
-import type { LifecycleEvent } from "../../src/lifecycle/phases.js";
+import { controlEvidence } from "../../src/gateway/sandboxes/boundary-evidence.js";
 import type { GatewayMessage } from "../../src/protocol/wire.js";
 import { Store, type SandboxRecord } from "../../src/store/store.js";
 import { FakeDocker, FakeDockerDriver } from "../support/fake-docker.js";
@@ -28,16 +28,18 @@ interface Harness {
   driver: FakeDockerDriver;
   store: Store;
   lc: Lifecycle;
-  /** The gateway's own boundary evidence, as the sink reports it; a test may fail it. */
+  /** The gateway's own boundary evidence, as supervision reads it; a test may fail it. */
   boundary: { check: ReadinessCheck | null };
   /**
-   * The id of the sandbox's live control session as the sink reports it (the
+   * The id of the sandbox's live control session as supervision reads it (the
    * harness has no control plane: none unless a test sets one). A new id is a
    * session that dropped and came back.
    */
   session: { id: string | null };
-  /** Runs before the monitor's observation reaches the gateway's sink (a test acts "between the checks and the commit"). */
-  beforeApply: { hook: ((sandboxId: string, event: LifecycleEvent) => void) | null };
+  /** Runs before a monitor's fact reaches the gateway. */
+  beforeReport: { hook: ((fact: MonitorFact) => void) | null };
+  /** Runs right after supervision read the boundary evidence of a sandbox (a test acts "between the checks and the commit"). */
+  afterBoundaryRead: { hook: ((sandboxId: string) => void) | null };
   /** With `supervisors`: each sandbox's supervisor, on a real BoundaryRegistry (else empty). */
   supervisors: Map<string, FakeSupervisor>;
   close(): Promise<void>;
@@ -98,21 +100,33 @@ async function harness(opts: { recoveryDeadlineMs?: number; boundaryDeadlineMs?:
   const fd = await FakeDocker.start("gw-unit");
   const boundary: Harness["boundary"] = { check: null };
   const session: Harness["session"] = { id: null };
-  const beforeApply: Harness["beforeApply"] = { hook: null };
+  const beforeReport: Harness["beforeReport"] = { hook: null };
   const wrap = (s: MonitorSink): MonitorSink => ({
-    ...s,
-    boundary: (id, g) => boundary.check ?? s.boundary(id, g),
-    liveSession: (id, g) => session.id ?? s.liveSession(id, g),
-    apply: (id, g, e, msg) => {
-      beforeApply.hook?.(id, e);
-      return s.apply(id, g, e, msg);
+    report: (f) => {
+      beforeReport.hook?.(f);
+      return s.report(f);
     },
   });
   const driver = new FakeDockerDriver(fd, {}, wrap);
   const store = Store.open(join(dir, "state.db"));
   const supervisors = new Map<string, FakeSupervisor>();
   const control = opts.supervisors ? fakeControl(supervisors) : null;
-  const lc = createLifecycle({ store, driver, control, log, options: { recoveryDeadlineMs: opts.recoveryDeadlineMs ?? 60_000, boundaryDeadlineMs: opts.boundaryDeadlineMs ?? 30_000, readyTimeoutMs: 5_000 } });
+  const real = controlEvidence(control);
+  const afterBoundaryRead: Harness["afterBoundaryRead"] = { hook: null };
+  const read = (id: string, g: number): ReadinessCheck => {
+    const r = boundary.check ?? real.boundary(id, g);
+    afterBoundaryRead.hook?.(id);
+    return r;
+  };
+  const evidence = { boundary: read, liveSession: (id: string, g: number) => session.id ?? real.liveSession(id, g) };
+  const lc = createLifecycle({
+    store,
+    driver,
+    control,
+    log,
+    evidence,
+    options: { recoveryDeadlineMs: opts.recoveryDeadlineMs ?? 60_000, boundaryDeadlineMs: opts.boundaryDeadlineMs ?? 30_000, recoveryRetryMs: 50, readyTimeoutMs: 5_000 },
+  });
   await lc.runtime.prepare();
   lc.resume();
   // Sandboxes made Ready before the monitor's stream is open go Recovering at once
@@ -125,7 +139,8 @@ async function harness(opts: { recoveryDeadlineMs?: number; boundaryDeadlineMs?:
     lc,
     boundary,
     session,
-    beforeApply,
+    beforeReport,
+    afterBoundaryRead,
     supervisors,
     async close() {
       await lc.close();
@@ -402,7 +417,7 @@ describe("an unbroken control session stands in for the exec probe", () => {
     const s = await ready("b-probe");
     h.fd.probeExitCode = 1;
     h.boundary.check = { name: "control session", ok: false, detail: "supervisor in lockdown" };
-    h.lc.monitor!.boundaryLost(s.id, 1, "supervisor in lockdown");
+    h.lc.supervision.boundaryLost(s.id, 1, "supervisor in lockdown");
     await entered("b-probe", "Recovering");
     h.boundary.check = null;
     await eventually(() => (h.fd.execs >= 3 ? true : undefined), 10_000, "exec probes run");
@@ -417,7 +432,7 @@ describe("the boundary reported lost by the gateway", () => {
   it("Ready → Recovering with the reason; re-verified once the boundary holds again → Ready, nothing removed", async () => {
     const s = await ready("b-back");
     h.boundary.check = { name: "control session", ok: false, detail: "heartbeat stale" };
-    h.lc.monitor!.boundaryLost(s.id, 1, "heartbeat stale");
+    h.lc.supervision.boundaryLost(s.id, 1, "heartbeat stale");
     await entered("b-back", "Recovering");
     expect(h.store.events(s.id, { limit: 100 }).find((e) => e.newPhase === "Recovering")?.message).toBe("boundary unhealthy: heartbeat stale");
     h.boundary.check = null;
@@ -431,7 +446,7 @@ describe("the boundary reported lost by the gateway", () => {
     h = await harness({ boundaryDeadlineMs: 500 });
     const s = await ready("b-gone");
     h.boundary.check = { name: "control session", ok: false, detail: "no control session" };
-    h.lc.monitor!.boundaryLost(s.id, 1, "no control session");
+    h.lc.supervision.boundaryLost(s.id, 1, "no control session");
     const failed = await waitPhase("b-gone", "Error");
     expect(failed.reason).toMatchObject({ code: "BoundaryUnhealthy" });
     expect(failed.reason?.code === "BoundaryUnhealthy" && failed.reason.detail).toMatch(/control session: no control session/);
@@ -441,7 +456,7 @@ describe("the boundary reported lost by the gateway", () => {
   it("the session dropped because the supervisor died (its die event not yet read): Error(SupervisorExited) straight from Ready", async () => {
     const s = await ready("b-died");
     h.fd.exit(containersOf(s).sup!.id, 137);
-    h.lc.monitor!.boundaryLost(s.id, 1, "no control session");
+    h.lc.supervision.boundaryLost(s.id, 1, "no control session");
     const failed = await waitPhase("b-died", "Error");
     expect(failed.reason).toMatchObject({ code: "SupervisorExited", exitCode: 137 });
     expect(phaseLog("b-died").slice(2)).toEqual(["Ready→Error"]);
@@ -449,8 +464,8 @@ describe("the boundary reported lost by the gateway", () => {
 
   it("a report for another generation, or for a sandbox not Ready, changes nothing", async () => {
     const s = await ready("b-other");
-    h.lc.monitor!.boundaryLost(s.id, 2, "stale report");
-    h.lc.monitor!.boundaryLost("sbx_unknown", 1, "stale report");
+    h.lc.supervision.boundaryLost(s.id, 2, "stale report");
+    h.lc.supervision.boundaryLost("sbx_unknown", 1, "stale report");
     // A later, real trigger is handled, so the two above were seen and ignored.
     h.fd.cutStreams();
     await entered("b-other", "Recovering");
@@ -491,22 +506,25 @@ describe("late and stale observations", () => {
     expect(phaseLog(s.id)).toEqual(["→Provisioning", "Provisioning→Ready", "Ready→Deleting", "Deleting→"]);
   });
 
-  it("an observation for a stopped generation goes through the state machine and is refused (no bypass)", async () => {
+  it("an observation for a stopped generation is refused (no bypass): stale, nothing changes", async () => {
     const s = await ready("fenced");
     h.lc.service.request("fenced", "stop");
     await waitPhase("fenced", "Stopped");
-    // What a monitor that missed the stop would report, straight to the sink.
+    // What a monitor that missed the stop would report, straight to the gateway.
     const sink = h.driver.sink!;
-    const applied = await sink.apply(s.id, 1, { type: "failed", reason: { code: "SupervisorExited", exitCode: 1 } }, "late");
-    expect(applied).toBe(false);
+    const exited = (code: number) => ({ kind: "Exited" as const, code, finishedAt: "2026-01-01T00:00:00Z", instance: { id: "x", startedAt: "y" } });
+    const alive = { kind: "Alive" as const };
+    const late = (generation: number, verdicts: { supervisor: ReturnType<typeof exited> | typeof alive; workload: ReturnType<typeof exited> | typeof alive }) => sink.report({ kind: "verdicts", sandboxId: s.id, generation, verdicts });
+    expect(await late(1, { supervisor: exited(1), workload: alive })).toEqual({ do: "stale" });
     expect(phase("fenced")).toBe("Stopped");
     expect(h.store.get("fenced")?.reason).toBeNull();
     // Nor while Stopping (the window a late verdict usually lands in).
     h.lc.service.request("fenced", "start");
     await waitPhase("fenced", "Ready");
     h.lc.service.request("fenced", "stop");
-    expect(await sink.apply(s.id, 2, { type: "failed", reason: { code: "WorkloadExited", exitCode: 1 } }, "late")).toBe(false);
-    expect(await sink.apply(s.id, 2, { type: "completed" }, "late")).toBe(false);
+    expect(await late(2, { supervisor: alive, workload: exited(1) })).toEqual({ do: "stale" });
+    expect(await late(2, { supervisor: alive, workload: exited(0) })).toEqual({ do: "stale" });
+    expect(await sink.report({ kind: "probed", sandboxId: s.id, generation: 2, checks: [], exec: true })).toEqual({ do: "stale" });
     await waitPhase("fenced", "Stopped");
     expect(phaseLog("fenced").filter((l) => l.includes("Error") || l.includes("Completed"))).toEqual([]);
   });
@@ -604,10 +622,16 @@ describe("a policy set while Recovering (tightening a policy during an outage)",
   it("a revision accepted after the re-verification's checks passed, before Ready is committed: still Recovering until it is acked", async () => {
     const { s, sup } = await recovering("between");
     let accepted: number | null = null;
-    h.beforeApply.hook = (id, e) => {
-      if (id !== s.id || e.type !== "recovered" || accepted !== null) return;
-      sup.acks = false;
-      accepted = h.lc.service.setPolicy("between", TIGHT).revision;
+    // The probes are in and the boundary evidence holds as read: the revision is accepted
+    // right after that read, before the commit in the sandbox's queue.
+    h.beforeReport.hook = (f) => {
+      if (f.kind !== "probed" || f.sandboxId !== s.id || accepted !== null) return;
+      h.afterBoundaryRead.hook = (id) => {
+        if (id !== s.id || accepted !== null) return;
+        h.afterBoundaryRead.hook = null;
+        sup.acks = false;
+        accepted = h.lc.service.setPolicy("between", TIGHT).revision;
+      };
     };
     h.fd.resume();
     await eventually(() => (accepted !== null ? true : undefined), 10_000, "a revision accepted between the checks and the commit");

@@ -289,7 +289,7 @@ describe("proxy decisions and the monitor: read from their owners at scrape", ()
   it("shows the monitor's Docker connection from its metrics(), and reads a malformed one as zeros", async () => {
     let counters: object = { dockerConnected: true, disconnects: 2, reconnectAttempts: 5, monitors: 7, recoveringNow: 1, classifications: {} };
     const store = Store.open(":memory:");
-    const metrics = new PrometheusMetrics(gatewaySources({ store, monitor: () => ({ metrics: () => counters }) as never, audit: noAudit }));
+    const metrics = new PrometheusMetrics(gatewaySources({ store, monitor: () => ({ metrics: () => counters }), audit: noAudit }));
     let m = parseScrape(await metrics.scrape());
     expect(m.value("sandgate_monitor_docker_connected")).toBe(1);
     expect(m.value("sandgate_monitor_disconnects_total")).toBe(2);

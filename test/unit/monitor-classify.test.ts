@@ -7,7 +7,8 @@ import { dockerError, ok, transport, TransportCode, type EngineResult } from "..
 import type { ContainerInspect } from "../../src/driver/docker/engine/types.js";
 import { LABEL } from "../../src/driver/docker/objects.js";
 import { NEVER_STARTED, type ExpectedInstance } from "../../src/driver/docker/identity.js";
-import { classifyInspect, isTerminal, type Verdict } from "../../src/driver/docker/monitor/classify.js";
+import { classifyInspect, type Verdict } from "../../src/driver/docker/monitor/classify.js";
+import { isTerminal } from "../../src/lifecycle/supervision.js";
 
 const ID = "3f1c9a7e5b2d4c6e8f0a1b3c5d7e9f1a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e";
 const OTHER_ID = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a0f9e8d";

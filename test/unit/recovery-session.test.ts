@@ -1,9 +1,9 @@
-// The gateway's side of "an unbroken control session" (src/gateway/sandboxes/recovery.ts,
+// The gateway's side of "an unbroken control session" (src/gateway/sandboxes/boundary-evidence.ts,
 // liveSession) on a real BoundaryRegistry: the evidence the monitor compares before and
 // after a runtime outage to skip the workload exec probe (docs/recovery.md).
 import { afterEach, describe, expect, it } from "vitest";
 import { BoundaryRegistry, type SessionLink } from "../../src/gateway/control/boundary.js";
-import { liveSession } from "../../src/gateway/sandboxes/recovery.js";
+import { liveSession } from "../../src/gateway/sandboxes/boundary-evidence.js";
 
 let seq = 0;
 const link = (sandboxId: string, generation: number): SessionLink => ({ sessionId: `session-${++seq}`, sandboxId, generation, send: () => undefined, close: () => undefined });

@@ -17,7 +17,6 @@ import {
   type LogEnd,
   type LogLine,
   type LogRequest,
-  type MonitorConfig,
   type MonitorSink,
   type ReadinessReport,
   type RuntimeCall,
@@ -459,7 +458,7 @@ export class DockerDriver implements ComputeDriver {
   }
 
   /** One monitor for all of this gateway's sandboxes, on a Docker connection of its own. */
-  watch(sink: MonitorSink, config: MonitorConfig): RuntimeMonitor {
+  watch(sink: MonitorSink): RuntimeMonitor {
     return new DockerMonitor({
       socketPath: this.engine.socketPath,
       gatewayId: this.gatewayId,
@@ -468,8 +467,6 @@ export class DockerDriver implements ComputeDriver {
       probeCommand: this.probeCommand,
       healthSocket: (id, generation) => healthSocketOf(this.launchRoot, id, generation),
       transparent: (l, record) => transparentPathProblem(this.launchRoot, l, record),
-      recoveryDeadlineMs: config.recoveryDeadlineMs,
-      boundaryDeadlineMs: config.boundaryDeadlineMs,
       ...(this.observer === null ? {} : { observe: this.observer }),
     });
   }

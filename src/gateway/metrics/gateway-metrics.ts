@@ -11,7 +11,7 @@ import { observeLifecycle } from "./lifecycle-metrics.js";
 import { PrometheusMetrics } from "./prometheus.js";
 import { gatewaySources } from "./sources.js";
 
-export function createGatewayMetrics(d: { store: Store; driver: ComputeDriver; log: Logger; monitor: () => RuntimeMonitor | null; audit: () => AuditStats }): PrometheusMetrics {
+export function createGatewayMetrics(d: { store: Store; driver: ComputeDriver; log: Logger; monitor: () => Pick<RuntimeMonitor, "metrics"> | null; audit: () => AuditStats }): PrometheusMetrics {
   const metrics = new PrometheusMetrics(gatewaySources(d));
   d.driver.instrument?.((call) => metrics.runtimeCall(call));
   // Dropped with the store's other listeners when it closes.

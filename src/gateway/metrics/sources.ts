@@ -15,7 +15,7 @@ export function monitorCounts(m: object): MonitorCounts {
   return { connected: r.dockerConnected === true, disconnects: num(r.disconnects), reconnectAttempts: num(r.reconnectAttempts), watched: num(r.monitors), recovering: num(r.recoveringNow) };
 }
 
-export function gatewaySources(d: { store: Store; monitor: () => RuntimeMonitor | null; audit: () => AuditStats }): MetricSources {
+export function gatewaySources(d: { store: Store; monitor: () => Pick<RuntimeMonitor, "metrics"> | null; audit: () => AuditStats }): MetricSources {
   return {
     sandboxesByPhase: () => countByPhase(d.store),
     monitor: () => {

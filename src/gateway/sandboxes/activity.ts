@@ -1,14 +1,23 @@
 // What --idle-stop watches: the last exec, connect or egress of each sandbox, and the
 // exec and connect sessions open now. In memory and O(1) per observation (an egress
 // record, a session's start and end); the expiry sweeper writes it to the store in
-// batches and decides.
+// batches and decides. One record per sandbox: forgetting it is one delete.
 
 export type ActivityKind = "touch" | "sessionEnd";
 
+/** What is known of one sandbox's activity. */
+interface Activity {
+  /** The last exec, connect or egress (ms since the epoch), if any. */
+  last?: number;
+  /** Exec and connect sessions open now. */
+  open: number;
+  /** `last` changed since the sweeper last wrote it. */
+  dirty: boolean;
+}
+
 export class ActivityTracker {
-  readonly #last = new Map<string, number>();
-  readonly #open = new Map<string, number>();
-  readonly #dirty = new Set<string>();
+  readonly #by = new Map<string, Activity>();
+  #dirty = 0;
   #listener: ((sandboxId: string, kind: ActivityKind) => void) | undefined;
 
   constructor(private readonly now: () => number = Date.now) {}
@@ -20,51 +29,63 @@ export class ActivityTracker {
 
   /** Something happened in the sandbox now (or at `atMs`, never earlier than what is known). */
   touch(sandboxId: string, atMs = this.now()): void {
-    if ((this.#last.get(sandboxId) ?? -Infinity) >= atMs) return;
-    this.#last.set(sandboxId, atMs);
-    this.#dirty.add(sandboxId);
+    const a = this.#of(sandboxId);
+    if ((a.last ?? -Infinity) >= atMs) return;
+    a.last = atMs;
+    if (!a.dirty) this.#dirty++;
+    a.dirty = true;
     this.#listener?.(sandboxId, "touch");
+  }
+
+  #of(sandboxId: string): Activity {
+    let a = this.#by.get(sandboxId);
+    if (!a) this.#by.set(sandboxId, (a = { open: 0, dirty: false }));
+    return a;
   }
 
   /** An exec or connect session opens; the returned function (idempotent) closes it. */
   begin(sandboxId: string): () => void {
-    this.#open.set(sandboxId, (this.#open.get(sandboxId) ?? 0) + 1);
+    this.#of(sandboxId).open++;
     this.touch(sandboxId);
     let open = true;
     return () => {
       if (!open) return;
       open = false;
-      const n = (this.#open.get(sandboxId) ?? 1) - 1;
-      if (n > 0) this.#open.set(sandboxId, n);
-      else this.#open.delete(sandboxId);
+      // Forgotten meanwhile (deleted): nothing of it comes back but this session's end.
+      const a = this.#by.get(sandboxId);
+      if (a && a.open > 0) a.open--;
       this.touch(sandboxId);
       this.#listener?.(sandboxId, "sessionEnd");
     };
   }
 
   openSessions(sandboxId: string): number {
-    return this.#open.get(sandboxId) ?? 0;
+    return this.#by.get(sandboxId)?.open ?? 0;
   }
 
   lastActive(sandboxId: string): number | undefined {
-    return this.#last.get(sandboxId);
+    return this.#by.get(sandboxId)?.last;
   }
 
   get dirty(): number {
-    return this.#dirty.size;
+    return this.#dirty;
   }
 
   /** The observations not yet written, cleared (the sweeper writes them in one transaction). */
   takeDirty(): [string, number][] {
-    const out = [...this.#dirty].map((id): [string, number] => [id, this.#last.get(id)!]);
-    this.#dirty.clear();
+    const out: [string, number][] = [];
+    for (const [id, a] of this.#by) {
+      if (!a.dirty) continue;
+      a.dirty = false;
+      out.push([id, a.last!]);
+    }
+    this.#dirty = 0;
     return out;
   }
 
-  /** The sandbox is gone: nothing of it is kept. */
+  /** The sandbox is gone: nothing of it is kept (one delete). */
   forget(sandboxId: string): void {
-    this.#last.delete(sandboxId);
-    this.#open.delete(sandboxId);
-    this.#dirty.delete(sandboxId);
+    if (this.#by.get(sandboxId)?.dirty) this.#dirty--;
+    this.#by.delete(sandboxId);
   }
 }

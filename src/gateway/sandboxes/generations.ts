@@ -1,8 +1,10 @@
 // One owner per running generation. A GenerationHandle holds everything live
 // about one launch of a sandbox: its nonce and recorded runtime, its monitor
-// subscription, the policy its boundary must enforce, an owed teardown, and its
-// timers. It is disposed as one, whatever ended the generation (stop, delete, a
-// failure, a newer generation), so nothing of an old launch can act later.
+// subscription, its supervision through an outage (the Recovering record, a
+// pending boundary loss, when it was last checked: supervision.ts decides with
+// them), the policy its boundary must enforce, an owed teardown, and its timers.
+// It is disposed as one, whatever ended the generation (stop, delete, a failure,
+// a newer generation), so nothing of an old launch can act later.
 //
 // Generations keeps at most one handle per sandbox and settles handles on every
 // committed phase change, so leaving the live phases always releases a launch.
@@ -10,6 +12,7 @@
 import type { Logger } from "pino";
 import type { RuntimeMonitor, RuntimeRecord } from "../../driver/contract.js";
 import type { Phase } from "../../lifecycle/phases.js";
+import type { BoundaryPending, Recovery } from "../../lifecycle/supervision.js";
 import type { Policy } from "../../policy/index.js";
 import type { BoundaryRegistry } from "../control/boundary.js";
 
@@ -28,6 +31,14 @@ export class GenerationHandle {
   readonly #timers = new Map<NodeJS.Timeout, (goOn: boolean) => void>();
   /** Aborted once the generation is no longer live (ended or disposed): work waiting for it stops waiting. */
   readonly #over = new AbortController();
+  /** While Recovering under this gateway's watch: since when, why, and the session up before. */
+  recovery: Recovery | null = null;
+  /** A boundary loss the gateway reported while the runtime answers, until an inspect has weighed it. */
+  boundaryPending: BoundaryPending | null = null;
+  /** When it was last re-checked while Recovering (ms since the epoch). */
+  lastCheck = 0;
+  /** Its failure at a deadline is being committed: not twice. */
+  failing = false;
 
   constructor(
     readonly sandboxId: string,
@@ -61,6 +72,11 @@ export class GenerationHandle {
   desire(policy: Policy, revision: number): boolean {
     if (this.#state !== "live") return false;
     return this.boundary?.setDesired(this.sandboxId, this.generation, policy, revision) ?? false;
+  }
+
+  /** Whether its runtime monitor watches it now. */
+  get watched(): boolean {
+    return this.#monitor !== null;
   }
 
   /** Start watching the runtime; the subscription ends with the handle. */
@@ -136,6 +152,8 @@ export class GenerationHandle {
   #unwatch(): void {
     this.#monitor?.disarm(this.sandboxId);
     this.#monitor = null;
+    this.recovery = null;
+    this.boundaryPending = null;
   }
 }
 
@@ -167,6 +185,16 @@ export class Generations {
     if (!current || !SESSION_PHASES.has(current.phase)) return null;
     const h = this.get(sandboxId, current.generation);
     return h?.state === "live" ? { generation: h.generation, nonce: h.nonce } : null;
+  }
+
+  /** The live handles a runtime monitor watches. */
+  watched(): GenerationHandle[] {
+    return [...this.#handles.values()].filter((h) => h.state === "live" && h.watched);
+  }
+
+  /** The handles with a Recovering record. */
+  recovering(): GenerationHandle[] {
+    return [...this.#handles.values()].filter((h) => h.recovery !== null);
   }
 
   /** Wake every owed teardown's pause: the runtime answers again. */

@@ -1,10 +1,10 @@
 // The sandbox lifecycle, assembled: controller, generation handles, the serial
-// queue, runtime gate, tasks, the recovery sink and the runtime monitor it feeds,
-// the read model and the service. The gateway process wires this to its API and
+// queue, runtime gate, tasks, supervision and the runtime monitor that reports
+// to it, the read model and the service. The gateway process wires this to its API and
 // control plane; unit tests wire it to a fake runtime.
 
 import type { Logger } from "pino";
-import type { ComputeDriver, RuntimeMonitor } from "../../driver/contract.js";
+import { RECOVERY_DEADLINE_DEFAULT_S, type ComputeDriver, type RuntimeMonitor } from "../../driver/contract.js";
 import { LIVE_PHASES, describeReason } from "../../lifecycle/phases.js";
 import type { Store } from "../../store/store.js";
 import { KeyedSerial } from "../../util/keyed-serial.js";
@@ -16,9 +16,10 @@ import { ExecService } from "./exec-service.js";
 import { ExpirySweeper } from "./expiry-sweeper.js";
 import { Generations } from "./generations.js";
 import { SandboxReadModel } from "./read-model.js";
-import { boundaryFailure, recoverySink } from "./recovery.js";
+import { boundaryFailure, controlEvidence, type BoundaryEvidence } from "./boundary-evidence.js";
 import { RuntimeGate } from "./runtime-gate.js";
 import { SandboxService, type ServiceOptions } from "./service.js";
+import { Supervision } from "./supervision.js";
 import { LifecycleTasks } from "./tasks.js";
 
 export interface Lifecycle {
@@ -30,6 +31,10 @@ export interface Lifecycle {
   read: SandboxReadModel;
   runtime: RuntimeGate;
   monitor: RuntimeMonitor | null;
+  /** Generations through runtime outages: the monitor's facts, the handles' records, the deadlines. */
+  supervision: Supervision;
+  /** The monitor's counters and supervision's (for `gateway status` and /metrics); null without a monitor. */
+  monitorMetrics(): object | null;
   /** The launch a supervisor of this sandbox must prove it belongs to, or null. */
   expectedLaunch(sandboxId: string): { generation: number; nonce: string } | null;
   /** Finish what a previous gateway left, adopt running sandboxes, start monitoring. */
@@ -40,7 +45,15 @@ export interface Lifecycle {
   close(): Promise<void>;
 }
 
-export function createLifecycle(d: { store: Store; driver: ComputeDriver; control: ControlPlane | null; log: Logger; options?: ServiceOptions }): Lifecycle {
+export function createLifecycle(d: {
+  store: Store;
+  driver: ComputeDriver;
+  control: ControlPlane | null;
+  log: Logger;
+  options?: ServiceOptions;
+  /** The gateway's evidence about boundaries (default: read from `control`). */
+  evidence?: BoundaryEvidence;
+}): Lifecycle {
   const { store, driver, control, log } = d;
   const activity = new ActivityTracker();
   const generations = new Generations(control?.boundary ?? null, log);
@@ -48,11 +61,20 @@ export function createLifecycle(d: { store: Store; driver: ComputeDriver; contro
   const serial = new KeyedSerial();
   const runtime = new RuntimeGate(driver, control, log);
   const read = new SandboxReadModel(store, control, driver, activity);
-  const monitor = driver.watch(recoverySink({ store, controller, control, serial, log, reconnected: () => tasks.kickTeardowns() }), {
-    recoveryDeadlineMs: d.options?.recoveryDeadlineMs,
-    boundaryDeadlineMs: d.options?.boundaryDeadlineMs,
+  const supervision = new Supervision({
+    store,
+    controller,
+    generations,
+    serial,
+    log: log.child({ component: "supervision" }),
+    evidence: d.evidence ?? controlEvidence(control),
+    deadlines: { recoveryMs: d.options?.recoveryDeadlineMs ?? RECOVERY_DEADLINE_DEFAULT_S * 1000, boundaryMs: d.options?.boundaryDeadlineMs ?? 30_000 },
+    ...(d.options?.recoveryRetryMs === undefined ? {} : { retryIntervalMs: d.options.recoveryRetryMs }),
+    reconnected: () => tasks.kickTeardowns(),
   });
-  const tasks: LifecycleTasks = new LifecycleTasks({ store, controller, driver, control, generations, monitor, serial, log, readyTimeoutMs: d.options?.readyTimeoutMs ?? 30_000, ...(d.options?.launchConcurrency === undefined ? {} : { launchConcurrency: d.options.launchConcurrency }) });
+  const monitor = driver.watch(supervision);
+  supervision.attach(monitor);
+  const tasks: LifecycleTasks = new LifecycleTasks({ store, controller, driver, control, generations, supervision, serial, log, readyTimeoutMs: d.options?.readyTimeoutMs ?? 30_000, ...(d.options?.launchConcurrency === undefined ? {} : { launchConcurrency: d.options.launchConcurrency }) });
   // Every committed phase change settles its generation's handle, whoever made it;
   // an Error or Completed generation then owes (and gets) its teardown.
   const unsubscribe = store.onEvent((e) => {
@@ -73,7 +95,7 @@ export function createLifecycle(d: { store: Store; driver: ComputeDriver; contro
     if (s?.phase === "Provisioning" && h.healthy && h.generation === s.generation) generations.get(s.id, s.generation)?.kick();
     if (s?.phase !== "Ready") return;
     const problem = boundaryFailure(h, s.generation);
-    if (problem !== null) monitor?.boundaryLost(s.id, s.generation, problem);
+    if (problem !== null) supervision.boundaryLost(s.id, s.generation, problem);
   });
   const service = new SandboxService({ store, driver, control, controller, generations, tasks, runtime, read, log });
   const execs: ExecService = new ExecService({ service, read, store, driver, activity, log, detached: new DetachedExecs(d.options?.detachedExecs) });
@@ -101,6 +123,8 @@ export function createLifecycle(d: { store: Store; driver: ComputeDriver; contro
     read,
     runtime,
     monitor,
+    supervision,
+    monitorMetrics: () => (monitor === null ? null : { ...monitor.metrics(), ...supervision.metrics() }),
     expectedLaunch: (id) => {
       const s = store.get(id);
       return generations.expectedLaunch(id, s && { phase: s.phase, generation: s.generation });
@@ -112,13 +136,15 @@ export function createLifecycle(d: { store: Store; driver: ComputeDriver; contro
     idle: () => serial.idle(),
     pending: () => {
       const m = monitor?.pending() ?? { checks: 0, timers: 0 };
-      return { tasks: serial.size, checks: m.checks, timers: m.timers + generations.timers() + sweeper.timers + execs.timers };
+      const sv = supervision.pending();
+      return { tasks: serial.size, checks: m.checks + sv.checks, timers: m.timers + sv.timers + generations.timers() + sweeper.timers + execs.timers };
     },
     close: async () => {
       sweeper.close();
       execs.close();
       service.close();
       tasks.close();
+      await supervision.close();
       await monitor?.close();
       await runtime.close();
       await serial.idle();

@@ -41,10 +41,12 @@ export interface CreateInput extends CreateTimeOptions {
 export interface ServiceOptions {
   /** How long readiness evidence may take to appear after the containers start. */
   readyTimeoutMs?: number;
-  /** How long a sandbox may stay Recovering after losing Docker before it fails closed. Default 60 s. */
+  /** How long a sandbox may stay Recovering after losing Docker before it fails closed. Default RECOVERY_DEADLINE_DEFAULT_S. */
   recoveryDeadlineMs?: number;
   /** How long it may stay Recovering after its boundary was reported unhealthy (Docker answering). Default 30 s. */
   boundaryDeadlineMs?: number;
+  /** How often a Recovering sandbox is re-checked while Docker answers. Default 1 s. */
+  recoveryRetryMs?: number;
   /** Detached execs kept per sandbox (DetachedExecs). Default 32. */
   detachedExecs?: number;
   /** Launches at once (gateway start --launch-concurrency); default DEFAULT_LAUNCH_CONCURRENCY. */

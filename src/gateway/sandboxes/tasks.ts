@@ -5,7 +5,7 @@
 
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
-import type { ComputeDriver, LaunchRequest, ReadinessReport, RuntimeMonitor, RuntimeRecord } from "../../driver/contract.js";
+import type { ComputeDriver, LaunchRequest, ReadinessReport, RuntimeRecord } from "../../driver/contract.js";
 import type { Policy } from "../../policy/index.js";
 import type { SandboxRecord, Store } from "../../store/store.js";
 import type { KeyedSerial } from "../../util/keyed-serial.js";
@@ -14,7 +14,8 @@ import { DEFAULT_LAUNCH_CONCURRENCY } from "./launch-limits.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import type { LifecycleController } from "./controller.js";
 import type { GenerationHandle, Generations } from "./generations.js";
-import { sessionCheck } from "./recovery.js";
+import { sessionCheck } from "./boundary-evidence.js";
+import type { Supervision } from "./supervision.js";
 import { errorMessage } from "../../util/error-message.js";
 
 export interface TaskDeps {
@@ -23,7 +24,8 @@ export interface TaskDeps {
   driver: ComputeDriver;
   control: ControlPlane | null;
   generations: Generations;
-  monitor: RuntimeMonitor | null;
+  /** Watches Ready generations through runtime outages. */
+  supervision: Supervision;
   serial: KeyedSerial;
   log: Logger;
   /** How long readiness evidence may take to appear after the containers start. */
@@ -110,7 +112,7 @@ export class LifecycleTasks {
       }
       if (controller.observe(id, generation, { type: "ready" }, "readiness verified")) {
         this.d.log.info({ sandboxId: id, generation, record }, "sandbox ready");
-        handle.watch(this.d.monitor);
+        this.d.supervision.watch(handle);
       }
     } catch (err) {
       const detail = errorMessage(err);
@@ -267,16 +269,16 @@ export class LifecycleTasks {
    * over the teardowns it still owed.
    */
   resume(): void {
-    const { store, controller, generations, monitor } = this.d;
+    const { store, controller, generations, supervision } = this.d;
     for (const s of store.list()) {
       if ((s.phase === "Ready" || s.phase === "Recovering") && s.runtime) {
         const handle = generations.open(s, s.runtime.nonce, s.runtime);
         // The desired policy lives in the store: supervisors that reconnect get it pushed again.
         const p = activePolicy(store, s.id);
         handle.desire(p.policy, p.revision);
-        if (!monitor) continue;
+        if (!supervision.active) continue;
         if (s.phase === "Ready") controller.observe(s.id, s.generation, { type: "contactLost", cause: "gateway restarted: re-verifying" }, "gateway restarted: re-verifying before trusting");
-        handle.watch(monitor);
+        supervision.watch(handle);
       } else if ((s.phase === "Error" || s.phase === "Completed") && s.teardownOwed !== null) {
         // A previous gateway owed this teardown; it is ours now.
         generations.open(s, s.runtime?.nonce ?? "", s.runtime).end(s.phase === "Error" ? "sandbox_failed" : "sandbox_completed");
@@ -293,7 +295,7 @@ export class LifecycleTasks {
         controller.observe(s.id, s.generation, { type: "provisionFailed", detail }, detail);
       }
     }
-    monitor?.start();
+    supervision.start();
   }
 
   close(): void {

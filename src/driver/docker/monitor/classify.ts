@@ -6,16 +6,9 @@
 import { describe, type EngineResult } from "../engine/result.js";
 import type { ContainerInspect } from "../engine/types.js";
 import { checkInstance, type ExpectedInstance } from "../identity.js";
+import type { Verdict } from "../../../lifecycle/supervision.js";
 
-export type Verdict =
-  | { kind: "Exited"; code: number; finishedAt: string; instance: { id: string; startedAt: string } }
-  | { kind: "InstanceChanged"; detail: string }
-  | { kind: "Gone"; detail: string }
-  | { kind: "ChannelLost"; cause: string }
-  /** Running, and exactly the expected instance. */
-  | { kind: "Alive" };
-
-export type VerdictKind = Verdict["kind"];
+export type { Verdict, VerdictKind } from "../../../lifecycle/supervision.js";
 
 /**
  * Classify an inspect of the expected container. A 404 is Gone; any failure to
@@ -42,9 +35,4 @@ export function classifyInspect(r: EngineResult<ContainerInspect>, expected: Exp
     case "exited":
       return { kind: "Exited", code: check.exitCode, finishedAt: check.finishedAt, instance: { id: expected.id, startedAt: expected.startedAt } };
   }
-}
-
-/** Only these may end a sandbox. */
-export function isTerminal(v: Verdict): v is Extract<Verdict, { kind: "Exited" | "InstanceChanged" | "Gone" }> {
-  return v.kind === "Exited" || v.kind === "InstanceChanged" || v.kind === "Gone";
 }

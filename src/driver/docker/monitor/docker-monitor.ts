@@ -1,23 +1,26 @@
 // Watches every armed sandbox of this gateway through ONE Docker events stream
 // (filtered by the gateway's label) plus a ping watchdog, so the number of
-// Docker connections stays constant as sandboxes grow. A broken stream or a
-// failed ping is a lost channel, never an exit: the affected sandboxes go
-// Recovering and nothing is stopped. After every reconnect the verdict comes
-// from re-read state (inspect), never from replayed events.
+// Docker connections stays constant as sandboxes grow. It reports facts and
+// decides nothing: a broken stream or a failed ping is reported as a lost
+// channel (never an exit), each inspect of a generation's two containers as
+// their verdicts, and the re-verification probes it is asked for as their
+// checks. The gateway's generation handle decides (src/lifecycle/supervision.ts)
+// and answers each report with the monitor's next step. After every reconnect
+// the verdicts come from re-read state (inspect), never from replayed events.
 
 import type { Logger } from "pino";
-import { RECOVERY_DEADLINE_DEFAULT_S, type MonitorSink, type ReadinessCheck, type ReadinessReport, type RuntimeCall, type RuntimeMonitor, type Watched } from "../../contract.js";
-import type { LifecycleEvent } from "../../../lifecycle/phases.js";
+import type { MonitorFact, MonitorSink, MonitorStep, ReadinessCheck, RuntimeCall, RuntimeMonitor, Watched } from "../../contract.js";
+import { isTerminal, type RoleVerdicts, type Verdict } from "../../../lifecycle/supervision.js";
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "../../../util/backoff.js";
 import { Limiter } from "../../../util/limiter.js";
 import { EngineClient } from "../engine/client.js";
 import { describe, type EngineResult } from "../engine/result.js";
 import type { ContainerInspect, ContainerSummary, DockerEvent } from "../engine/types.js";
 import { expectedInstance } from "../identity.js";
+import { errorMessage } from "../../../util/error-message.js";
 import { LABEL, containerName } from "../objects.js";
 import { execProbeCheck, healthCheck, transparentCheck, type RuntimeProbes } from "../readiness.js";
-import { classifyInspect, isTerminal, type Verdict } from "./classify.js";
-import { decide, type RoleVerdicts } from "./decide.js";
+import { classifyInspect } from "./classify.js";
 import { MonitorRegistry } from "./registry.js";
 
 export interface MonitorOptions {
@@ -28,15 +31,9 @@ export interface MonitorOptions {
   gatewayId: string;
   sink: MonitorSink;
   log: Logger;
-  /** How long a sandbox may stay Recovering after losing Docker before it fails closed. Default 60 s. */
-  recoveryDeadlineMs?: number;
-  /** How long it may stay Recovering after its boundary was reported unhealthy, while Docker answers. Default 30 s. */
-  boundaryDeadlineMs?: number;
   pingIntervalMs?: number;
   pingTimeoutMs?: number;
-  /** How often Recovering sandboxes are re-checked while Docker answers. */
-  retryIntervalMs?: number;
-  /** Wait before attributing a failure to the workload while its supervisor still runs. */
+  /** Wait before attributing a failure to the workload while its supervisor still runs, and before a "recheck" step. */
   attributionGraceMs?: number;
   backoff?: BackoffPolicy;
   random?: () => number;
@@ -57,9 +54,6 @@ export interface MonitorMetrics {
   recentBackoffMs: number[];
   disconnects: number;
   classifications: { exited: number; instance_changed: number; gone: number; channel_lost: number; alive: number; stale_dropped: number };
-  recoveringNow: number;
-  recoveringMsTotal: number;
-  recovered: number;
   monitors: number;
 }
 
@@ -99,11 +93,6 @@ export class DockerMonitor implements RuntimeMonitor {
   private readonly limiter = new Limiter(CHECK_CONCURRENCY);
   private readonly probeLimiter = new Limiter(PROBE_CONCURRENCY);
   private readonly again = new Set<string>();
-  /**
-   * Recovering sandboxes: since when, whether the runtime or the boundary was
-   * lost, and (runtime losses only) the control session that was up just before.
-   */
-  private readonly recoveringAt = new Map<string, { since: number; cause: "runtime" | "boundary"; problem?: string; session?: string }>();
   private pinging = false;
   private readonly m: MonitorMetrics = {
     dockerConnected: false,
@@ -111,9 +100,6 @@ export class DockerMonitor implements RuntimeMonitor {
     recentBackoffMs: [],
     disconnects: 0,
     classifications: { exited: 0, instance_changed: 0, gone: 0, channel_lost: 0, alive: 0, stale_dropped: 0 },
-    recoveringNow: 0,
-    recoveringMsTotal: 0,
-    recovered: 0,
     monitors: 0,
   };
 
@@ -124,11 +110,8 @@ export class DockerMonitor implements RuntimeMonitor {
     this.log = o.log.child({ component: "monitor" });
     this.gatewayId = o.gatewayId;
     this.opts = {
-      recoveryDeadlineMs: o.recoveryDeadlineMs ?? RECOVERY_DEADLINE_DEFAULT_S * 1000,
-      boundaryDeadlineMs: o.boundaryDeadlineMs ?? 30_000,
       pingIntervalMs: o.pingIntervalMs ?? 2_000,
       pingTimeoutMs: o.pingTimeoutMs ?? 1_500,
-      retryIntervalMs: o.retryIntervalMs ?? 1_000,
       attributionGraceMs: o.attributionGraceMs ?? 750,
       backoff: o.backoff ?? DEFAULT_BACKOFF,
       random: o.random ?? Math.random,
@@ -139,16 +122,11 @@ export class DockerMonitor implements RuntimeMonitor {
   }
 
   metrics(): MonitorMetrics {
-    const now = Date.now();
-    let open = 0;
-    for (const r of this.recoveringAt.values()) open += now - r.since;
     return {
       ...this.m,
       classifications: { ...this.m.classifications },
       recentBackoffMs: [...this.m.recentBackoffMs],
       dockerConnected: this.connected,
-      recoveringNow: this.recoveringAt.size,
-      recoveringMsTotal: this.m.recoveringMsTotal + open,
       monitors: this.registry.size,
     };
   }
@@ -162,7 +140,6 @@ export class DockerMonitor implements RuntimeMonitor {
     if (this.loop) return;
     this.loop = this.run();
     this.every(this.opts.pingIntervalMs, () => void this.watchdog());
-    this.every(Math.min(500, this.opts.retryIntervalMs), () => this.tick());
   }
 
   /** Arm the monitor of a generation that just became Ready (or is being adopted). */
@@ -170,37 +147,13 @@ export class DockerMonitor implements RuntimeMonitor {
     const r = this.registry.arm(w);
     this.log.info({ sandboxId: w.sandboxId, generation: w.generation, result: r }, "monitor arm");
     if (r === "refused-older" || r === "already-armed") return;
-    // Adopted while Recovering: its deadline runs from when it entered Recovering.
-    const current = this.sink.current(w.sandboxId);
-    if (current?.phase === "Recovering" && current.generation === w.generation) {
-      this.recoveringAt.set(w.sandboxId, { since: this.sink.recoveringSince(w.sandboxId) ?? Date.now(), cause: "runtime" });
-    }
-    if (!this.connected && this.loop) void this.lose(w, "the Docker events stream is down");
-    else if (this.connected) this.check(w.sandboxId);
+    // The handle hears of the channel's state when it is watched; with the channel up, it is inspected now.
+    if (this.connected) this.check(w.sandboxId);
   }
-
-  boundaryLost(sandboxId: string, generation: number, problem: string): void {
-    const w = this.registry.get(sandboxId);
-    if (!w || w.generation !== generation || this.closed) return;
-    // A killed supervisor drops its session a moment before Docker reports the
-    // exit: with Docker answering, inspect first, so a proven exit is an Error
-    // at once and only a supervisor still running goes Recovering.
-    if (!this.connected) {
-      void this.lose(w, `boundary unhealthy: ${problem}`, "boundary");
-      return;
-    }
-    this.boundaryPending.set(sandboxId, { generation, problem });
-    this.check(sandboxId);
-  }
-
-  /** Boundary losses waiting for the inspect that decides between Error and Recovering. */
-  private readonly boundaryPending = new Map<string, { generation: number; problem: string }>();
 
   /** Stop and delete disarm first, so an intended exit is never reported as a crash. */
   disarm(sandboxId: string): void {
     if (this.registry.disarm(sandboxId)) this.log.info({ sandboxId }, "monitor disarmed");
-    this.boundaryPending.delete(sandboxId);
-    this.settleRecovery(sandboxId, false);
   }
 
   async close(): Promise<void> {
@@ -210,7 +163,7 @@ export class DockerMonitor implements RuntimeMonitor {
     this.timers.clear();
     this.stream?.abort();
     await this.loop;
-    while (this.inflight.size > 0) await Promise.all([...this.inflight.values()]);
+    while (this.inflight.size > 0 || this.told.size > 0) await Promise.all([...this.inflight.values(), ...this.told]);
     await this.engine.close();
   }
 
@@ -289,8 +242,8 @@ export class DockerMonitor implements RuntimeMonitor {
   private onConnected(): void {
     this.connected = true;
     this.log.info({ monitors: this.registry.size }, "docker events stream connected; reconciling from inspect");
-    // Containers that failed while Docker was away are removed now that it answers.
-    this.sink.reconnected();
+    // Containers that failed while Docker was away are removed now that it answers (the gateway's part).
+    this.tell({ kind: "channel", up: true });
     for (const w of this.registry.all()) this.check(w.sandboxId);
   }
 
@@ -299,19 +252,30 @@ export class DockerMonitor implements RuntimeMonitor {
     this.connected = false;
     if (!was) {
       this.log.debug({ cause }, "reconnect attempt failed");
-      // Still down: anything armed meanwhile must not stay Ready (idempotent for the rest).
-      for (const w of this.registry.all()) void this.lose(w, cause);
-      return;
+    } else {
+      this.m.disconnects++;
+      this.log.warn({ cause, monitors: this.registry.size }, "docker channel lost; sandboxes go Recovering, nothing is stopped");
+      for (const w of this.registry.all()) {
+        // A broken stream is classified once for every sandbox it was watching.
+        this.m.classifications.channel_lost++;
+        this.log.info({ sandboxId: w.sandboxId, generation: w.generation, verdict: { kind: "ChannelLost", cause } }, "classification");
+      }
     }
-    this.m.disconnects++;
-    this.log.warn({ cause, monitors: this.registry.size }, "docker channel lost; sandboxes go Recovering, nothing is stopped");
-    for (const w of this.registry.all()) {
-      // A broken stream is classified once for every sandbox it was watching.
-      this.m.classifications.channel_lost++;
-      this.log.info({ sandboxId: w.sandboxId, generation: w.generation, verdict: { kind: "ChannelLost", cause } }, "classification");
-      void this.lose(w, cause);
-    }
+    // Also after a failed attempt: anything armed meanwhile must not stay Ready.
+    this.tell({ kind: "channel", up: false, cause });
   }
+
+  /** Report a fact whose answer asks nothing of the monitor; close() waits for it. */
+  private tell(fact: MonitorFact): void {
+    const p: Promise<void> = this.sink
+      .report(fact)
+      .then(() => undefined)
+      .catch((err: unknown) => this.log.error({ err: errorMessage(err) }, "monitor report failed"))
+      .finally(() => this.told.delete(p));
+    this.told.add(p);
+  }
+
+  private readonly told = new Set<Promise<void>>();
 
   /** A silent stream proves nothing: a frozen daemon keeps the socket open. Ping it. */
   private async watchdog(): Promise<void> {
@@ -334,14 +298,13 @@ export class DockerMonitor implements RuntimeMonitor {
     const action = (e.Action ?? "").split(":")[0] ?? "";
     if (!sandboxId || !WATCHED_ACTIONS.has(action)) return;
     const generation = Number(attrs[LABEL.generation]);
-    const current = this.sink.current(sandboxId);
     const watched = this.registry.get(sandboxId);
-    if ((current && generation < current.generation) || (watched && generation !== watched.generation)) {
+    if (!watched) return; // not monitored (provisioning, stopping): the lifecycle task owns it
+    if (generation !== watched.generation) {
       this.m.classifications.stale_dropped++;
-      this.log.info({ sandboxId, generation, current: current?.generation, action }, "stale event for an older generation dropped");
+      this.log.info({ sandboxId, generation, watched: watched.generation, action }, "stale event for another generation dropped");
       return;
     }
-    if (!watched) return; // not monitored (provisioning, stopping): the lifecycle task owns it
     this.log.debug({ sandboxId, generation, action, role: attrs[LABEL.role] }, "container event");
     this.check(sandboxId);
   }
@@ -349,15 +312,15 @@ export class DockerMonitor implements RuntimeMonitor {
   // ---- per-sandbox checks, serialized ------------------------------------------------
 
   /** Re-check a sandbox from inspect; one check per sandbox at a time. */
-  private check(sandboxId: string): void {
-    if (this.closed) return;
+  check(sandboxId: string): void {
+    if (this.closed || !this.connected || !this.registry.get(sandboxId)) return;
     if (this.inflight.has(sandboxId)) {
       this.again.add(sandboxId);
       return;
     }
     const p = this.limiter
       .run(() => this.checkOnce(sandboxId))
-      .catch((err: unknown) => this.log.error({ sandboxId, err: (err as Error).message }, "monitor check failed"))
+      .catch((err: unknown) => this.log.error({ sandboxId, err: errorMessage(err) }, "monitor check failed"))
       .finally(() => {
         this.inflight.delete(sandboxId);
         if (this.again.delete(sandboxId)) this.check(sandboxId);
@@ -366,7 +329,7 @@ export class DockerMonitor implements RuntimeMonitor {
   }
 
   /** One inspect of the recorded instance, classified. */
-  private async verdictFor(w: Watched, role: "workload" | "supervisor"): Promise<{ verdict: Verdict }> {
+  private async verdictFor(w: Watched, role: "workload" | "supervisor"): Promise<Verdict> {
     const expected = expectedInstance(this.gatewayId, w, role);
     const r: EngineResult<ContainerInspect> = await this.engine.inspectContainer(expected.id, { timeoutMs: this.opts.pingTimeoutMs });
     let v = classifyInspect(r, expected);
@@ -379,39 +342,22 @@ export class DockerMonitor implements RuntimeMonitor {
     }
     this.m.classifications[COUNTER[v.kind]]++;
     this.log.info({ sandboxId: w.sandboxId, generation: w.generation, role, instance: { id: expected.id.slice(0, 12), startedAt: expected.startedAt }, verdict: v }, "classification");
-    return { verdict: v };
+    return v;
   }
 
   /**
-   * Everything a Recovering sandbox must prove before it is Ready again, once
-   * inspect showed both instances alive: supervisor health (its socket), the
-   * gateway's own evidence of a healthy control session, and an exec probe in the
-   * workload, unless the control session stayed up throughout (unbrokenSession).
-   * The last check names the evidence used for the workload.
+   * The runtime's part of a re-verification, once inspect showed both instances alive:
+   * supervisor health (its socket), the transparent path, and the exec probe in the
+   * workload when asked for (the handle skips it where an unbroken control session
+   * proves the same). Stops at the first failure.
    */
-  private async reverify(w: Watched): Promise<ReadinessReport> {
+  private async probe(w: Watched, exec: boolean): Promise<ReadinessCheck[]> {
     const checks: ReadinessCheck[] = [{ name: "supervisor identity", ok: true }, { name: "workload identity", ok: true }];
-    const report = (): ReadinessReport => ({ ready: checks.every((c) => c.ok), checks });
+    const failed = (): boolean => checks.some((c) => !c.ok);
     checks.push(await healthCheck(this.probes, w));
-    if (report().ready) checks.push(await transparentCheck(this.probes, w, w.record));
-    if (report().ready) checks.push(this.sink.boundary(w.sandboxId, w.generation));
-    if (!report().ready) return report();
-    const session = this.unbrokenSession(w);
-    if (session !== null) checks.push({ name: "unbroken control session", ok: true, detail: `session ${session} up since before Recovering` });
-    else checks.push(await this.probeLimiter.run(() => execProbeCheck(this.probes, w.record)));
-    return report();
-  }
-
-  /**
-   * The control session of this generation that was up when the runtime was lost
-   * (Ready → Recovering), when it is still that same session now; else null. Only
-   * for a runtime loss: a sandbox adopted at gateway start, or one whose boundary
-   * was reported lost, has no such session and always gets the exec probe.
-   */
-  private unbrokenSession(w: Watched): string | null {
-    const r = this.recoveringAt.get(w.sandboxId);
-    if (r?.session === undefined) return null;
-    return this.sink.liveSession(w.sandboxId, w.generation) === r.session ? r.session : null;
+    if (!failed()) checks.push(await transparentCheck(this.probes, w, w.record));
+    if (!failed() && exec) checks.push(await this.probeLimiter.run(() => execProbeCheck(this.probes, w.record)));
+    return checks;
   }
 
   private get probes(): RuntimeProbes {
@@ -424,133 +370,42 @@ export class DockerMonitor implements RuntimeMonitor {
     // Both containers at once: the two inspects do not depend on each other.
     const [first, workload] = await Promise.all([this.verdictFor(w, "supervisor"), this.verdictFor(w, "workload")]);
     let supervisor = first;
-    if (isTerminal(workload.verdict) && supervisor.verdict.kind === "Alive") {
+    if (isTerminal(workload) && supervisor.kind === "Alive") {
       // When both go down together (a daemon stopping its containers), the
       // boundary's failure is the cause to report: give the supervisor's exit a
       // moment to land before blaming the workload.
       await this.pause(this.opts.attributionGraceMs);
       supervisor = await this.verdictFor(w, "supervisor");
     }
-    const verdicts: RoleVerdicts = { supervisor: supervisor.verdict, workload: workload.verdict };
+    const verdicts: RoleVerdicts = { supervisor, workload };
     if (!this.registry.isCurrent(sandboxId, w.generation)) {
       this.m.classifications.stale_dropped++;
       return;
     }
-    const current = this.sink.current(sandboxId);
-    if (!current || current.generation !== w.generation) {
-      this.m.classifications.stale_dropped++;
-      this.registry.disarm(sandboxId, w.generation);
-      return;
+    let step = await this.sink.report({ kind: "verdicts", sandboxId, generation: w.generation, verdicts });
+    if (step.do === "probe") {
+      const exec = step.exec;
+      const checks = await this.probe(w, exec);
+      if (!this.registry.isCurrent(sandboxId, w.generation)) return;
+      step = await this.sink.report({ kind: "probed", sandboxId, generation: w.generation, checks, exec });
     }
-    const d = decide(current.phase, verdicts);
-    const boundary = this.boundaryPending.get(sandboxId);
-    this.boundaryPending.delete(sandboxId);
-    switch (d.action) {
-      case "fail":
-        await this.failClosed(w, { type: "failed", reason: d.reason }, `${d.reason.code}: proven by inspect`);
+    this.follow(w, step);
+  }
+
+  /** What the handle asked of the monitor after a report. */
+  private follow(w: Watched, step: MonitorStep): void {
+    switch (step.do) {
+      case "stale":
+        this.m.classifications.stale_dropped++;
+        this.registry.disarm(w.sandboxId, w.generation);
         return;
-      case "complete":
-        await this.failClosed(w, { type: "completed" }, "workload exited 0");
+      case "recheck":
+        // Runs once this check has ended (check() serializes per sandbox).
+        void this.pause(this.opts.attributionGraceMs).then(() => this.check(w.sandboxId));
         return;
-      case "lost":
-        await this.lose(w, d.cause);
-        return;
-      case "verify": {
-        const report = await this.reverify(w);
-        if (!report.ready) {
-          const r = this.recoveringAt.get(sandboxId);
-          if (r) r.problem = report.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail ?? "failed"}`).join("; ");
-          this.log.info({ sandboxId, generation: w.generation, checks: report.checks }, "not yet verified; still Recovering");
-          return;
-        }
-        if (!this.registry.isCurrent(sandboxId, w.generation)) return;
-        const evidence = report.checks.at(-1)!.name;
-        this.log.info({ sandboxId, generation: w.generation, evidence, checks: report.checks }, `re-verified by ${evidence}`);
-        if (await this.sink.apply(sandboxId, w.generation, { type: "recovered" }, `re-verified: same instances, boundary healthy, ${evidence === "workload exec probe" ? "exec probe ok" : "unbroken control session (no exec probe)"}`)) {
-          this.settleRecovery(sandboxId, true);
-        }
-        return;
-      }
-      case "none":
-        if (boundary && boundary.generation === w.generation) {
-          // A killed supervisor's session drops before Docker has reaped it: look
-          // again after the grace; only a supervisor still alive is a boundary loss.
-          await this.pause(this.opts.attributionGraceMs);
-          const again = await this.verdictFor(w, "supervisor");
-          if (again.verdict.kind === "Alive") await this.lose(w, `boundary unhealthy: ${boundary.problem}`, "boundary");
-          else this.again.add(sandboxId);
-        }
+      case "probe": // answered a probe report with another probe: a handle's mistake, not looped on
+      case "nothing":
         return;
     }
   }
-
-  /** Ready → Recovering; nothing is stopped. */
-  private async lose(w: Watched, cause: string, what: "runtime" | "boundary" = "runtime"): Promise<void> {
-    const current = this.sink.current(w.sandboxId);
-    if (!current || current.generation !== w.generation) return;
-    // The control session up while still Ready: if that very session is still up once
-    // both instances check out unchanged, it stands in for the exec probe (reverify).
-    const session = what === "runtime" && current.phase === "Ready" ? this.sink.liveSession(w.sandboxId, w.generation) : null;
-    if (current.phase === "Ready" && (await this.sink.apply(w.sandboxId, w.generation, { type: "contactLost", cause }, cause))) {
-      this.recoveringAt.set(w.sandboxId, { since: Date.now(), cause: what, problem: cause, ...(session === null ? {} : { session }) });
-      // Re-verification starts at once (it also runs on every tick while Recovering).
-      if (what === "boundary" && this.connected) this.check(w.sandboxId);
-    } else if (current.phase === "Recovering" && !this.recoveringAt.has(w.sandboxId)) {
-      this.recoveringAt.set(w.sandboxId, { since: this.sink.recoveringSince(w.sandboxId) ?? Date.now(), cause: what, problem: cause });
-    }
-  }
-
-  private settleRecovery(sandboxId: string, recovered: boolean): void {
-    const r = this.recoveringAt.get(sandboxId);
-    this.lastRetry.delete(sandboxId);
-    if (r === undefined) return;
-    this.recoveringAt.delete(sandboxId);
-    this.m.recoveringMsTotal += Date.now() - r.since;
-    if (recovered) this.m.recovered++;
-  }
-
-  /**
-   * A proven failure: Error (or Completed) through the sink. The gateway then locks
-   * the boundary down and removes the containers, retrying until Docker allows it.
-   */
-  private async failClosed(w: Watched, event: LifecycleEvent, message: string): Promise<void> {
-    const applied = await this.sink.apply(w.sandboxId, w.generation, event, message);
-    if (!applied) return; // a stop or delete won, or a newer generation exists: not ours to act on
-    this.registry.disarm(w.sandboxId, w.generation);
-    this.settleRecovery(w.sandboxId, false);
-  }
-
-  /** Deadlines, and re-checks of Recovering sandboxes while Docker answers. */
-  private tick(): void {
-    const now = Date.now();
-    // Only Recovering sandboxes need anything here: idle cost stays flat in N.
-    for (const [sandboxId, r] of [...this.recoveringAt]) {
-      const w = this.registry.get(sandboxId);
-      const current = this.sink.current(sandboxId);
-      if (!w || !current || current.phase !== "Recovering" || current.generation !== w.generation) {
-        this.settleRecovery(sandboxId, false);
-        continue;
-      }
-      // A lost boundary has its own (shorter) deadline while Docker answers; without
-      // Docker the runtime deadline applies whatever the cause.
-      const deadlineMs = r.cause === "boundary" && this.connected ? this.opts.boundaryDeadlineMs : this.opts.recoveryDeadlineMs;
-      if (now - r.since > deadlineMs) {
-        const seconds = Math.round(deadlineMs / 1000);
-        const reason = this.connected
-          ? ({ code: "BoundaryUnhealthy", detail: `boundary not re-verified within ${seconds} s${r.problem ? ` (${r.problem})` : ""}` } as const)
-          : ({ code: "RuntimeUnavailable", detail: `Docker unreachable for more than ${seconds} s` } as const);
-        if (!this.inflight.has(sandboxId)) {
-          const p = this.failClosed(w, { type: "failed", reason }, reason.detail).finally(() => this.inflight.delete(sandboxId));
-          this.inflight.set(sandboxId, p);
-        }
-        continue;
-      }
-      if (this.connected && now - (this.lastRetry.get(sandboxId) ?? 0) >= this.opts.retryIntervalMs) {
-        this.lastRetry.set(sandboxId, now);
-        this.check(sandboxId);
-      }
-    }
-  }
-
-  private readonly lastRetry = new Map<string, number>();
 }

@@ -1,11 +1,12 @@
-// What two container verdicts mean for a sandbox. The order matters: the
-// supervisor (the boundary) first, then the workload, and a lost channel never
-// ends a sandbox.
+// The supervision of a generation through an outage, pure (src/lifecycle/supervision.ts).
+// What two container verdicts mean for a sandbox: the supervisor (the boundary) first,
+// then the workload, and a lost channel never ends a sandbox. Then the Recovering record:
+// the two deadlines, the unbroken session that stands in for the exec probe, and a
+// boundary loss that waits for an inspect before it is believed.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Phase } from "../../src/lifecycle/phases.js";
-import type { Verdict } from "../../src/driver/docker/monitor/classify.js";
-import { decide, type Decision } from "../../src/driver/docker/monitor/decide.js";
+import { adopted, decide, entered, onVerdicts, overdue, recheckDue, unbrokenSession, type BoundaryPending, type Decision, type Recovery, type Verdict } from "../../src/lifecycle/supervision.js";
 
 const instance = { id: "c0ffee", startedAt: "2025-05-01T10:00:00Z" };
 const FINISHED = "2025-05-01T10:05:00.5Z";
@@ -125,5 +126,103 @@ describe("decide: properties", () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+// ---- the Recovering record, the deadlines and the evidence ------------------------------
+
+const D = { recoveryMs: 60_000, boundaryMs: 30_000 };
+
+describe("entered and adopted: the Recovering record", () => {
+  it("a runtime loss from Ready keeps the session that was up; a boundary loss never does", () => {
+    expect(entered(1_000, "runtime", "stream cut", "s-1")).toEqual({ since: 1_000, cause: "runtime", problem: "stream cut", session: "s-1" });
+    expect(entered(1_000, "runtime", "stream cut", null)).toEqual({ since: 1_000, cause: "runtime", problem: "stream cut" });
+    expect(entered(1_000, "boundary", "heartbeat stale", "s-1")).toEqual({ since: 1_000, cause: "boundary", problem: "heartbeat stale" });
+  });
+
+  it("an adopted generation's deadline runs from when it entered Recovering (carried over a gateway restart), never with a session", () => {
+    expect(adopted(500, 9_000)).toEqual({ since: 500, cause: "runtime" });
+    expect(adopted(undefined, 9_000)).toEqual({ since: 9_000, cause: "runtime" });
+    expect(adopted(500, 9_000, "boundary", "no control session")).toEqual({ since: 500, cause: "boundary", problem: "no control session" });
+  });
+});
+
+describe("overdue: which deadline, and the reason it names", () => {
+  const runtime: Recovery = { since: 0, cause: "runtime", problem: "stream cut" };
+  const boundary: Recovery = { since: 0, cause: "boundary", problem: "supervisor health: refused" };
+
+  it("the runtime deadline: not at it, only past it; without Docker the reason is RuntimeUnavailable", () => {
+    expect(overdue(runtime, false, 60_000, D)).toBeNull();
+    expect(overdue(runtime, false, 60_001, D)).toEqual({ code: "RuntimeUnavailable", detail: "Docker unreachable for more than 60 s" });
+  });
+
+  it("past the runtime deadline with Docker answering: BoundaryUnhealthy naming the last problem", () => {
+    expect(overdue(runtime, true, 60_001, D)).toEqual({ code: "BoundaryUnhealthy", detail: "boundary not re-verified within 60 s (stream cut)" });
+    expect(overdue({ since: 0, cause: "runtime" }, true, 60_001, D)).toEqual({ code: "BoundaryUnhealthy", detail: "boundary not re-verified within 60 s" });
+  });
+
+  it("a boundary loss has the shorter deadline while Docker answers, the runtime one while it does not", () => {
+    expect(overdue(boundary, true, 30_000, D)).toBeNull();
+    expect(overdue(boundary, true, 30_001, D)).toEqual({ code: "BoundaryUnhealthy", detail: "boundary not re-verified within 30 s (supervisor health: refused)" });
+    expect(overdue(boundary, false, 30_001, D)).toBeNull();
+    expect(overdue(boundary, false, 60_001, D)).toMatchObject({ code: "RuntimeUnavailable" });
+    // A runtime loss never gets the boundary's deadline.
+    expect(overdue(runtime, true, 30_001, D)).toBeNull();
+  });
+
+  it("seconds are rounded for the message", () => {
+    expect(overdue(runtime, false, 2_000, { recoveryMs: 1_499, boundaryMs: 1 })).toMatchObject({ detail: "Docker unreachable for more than 1 s" });
+    expect(overdue(runtime, false, 2_000, { recoveryMs: 1_500, boundaryMs: 1 })).toMatchObject({ detail: "Docker unreachable for more than 2 s" });
+  });
+});
+
+describe("unbrokenSession: when a control session stands in for the exec probe", () => {
+  it("only the very session that was up before the loss, still up now", () => {
+    expect(unbrokenSession({ since: 0, cause: "runtime", session: "s-1" }, "s-1")).toBe("s-1");
+    expect(unbrokenSession({ since: 0, cause: "runtime", session: "s-1" }, "s-2")).toBeNull();
+    expect(unbrokenSession({ since: 0, cause: "runtime", session: "s-1" }, null)).toBeNull();
+  });
+
+  it("never without a session recorded (adopted, boundary loss, no record)", () => {
+    expect(unbrokenSession({ since: 0, cause: "runtime" }, "s-1")).toBeNull();
+    expect(unbrokenSession({ since: 0, cause: "boundary" }, "s-1")).toBeNull();
+    expect(unbrokenSession(null, "s-1")).toBeNull();
+  });
+});
+
+describe("recheckDue", () => {
+  it("at the interval, not before", () => {
+    expect(recheckDue(1_000, 1_999, 1_000)).toBe(false);
+    expect(recheckDue(1_000, 2_000, 1_000)).toBe(true);
+    expect(recheckDue(0, 5, 0)).toBe(true);
+  });
+});
+
+describe("onVerdicts: the next step", () => {
+  const both = (supervisor: Verdict, workload: Verdict) => ({ supervisor, workload });
+  const reported: BoundaryPending = { problem: "heartbeat stale", stage: "reported" };
+
+  it("maps the decision: fail, complete, lose (a runtime loss, naming its cause), verify", () => {
+    expect(onVerdicts("Ready", both(V.Exit137, V.Alive), null)).toMatchObject({ do: "fail", reason: { code: "SupervisorExited", exitCode: 137 } });
+    expect(onVerdicts("Ready", both(V.Alive, V.Exit0), null)).toEqual({ do: "complete" });
+    expect(onVerdicts("Ready", both(V.Lost, V.Alive), null)).toEqual({ do: "lose", cause: "runtime", problem: V.Lost.cause });
+    expect(onVerdicts("Recovering", both(V.Alive, V.Alive), null)).toEqual({ do: "verify" });
+    expect(onVerdicts("Ready", both(V.Alive, V.Alive), null)).toEqual({ do: "nothing" });
+  });
+
+  it("a reported boundary loss is not believed at the first inspect: look again after the grace", () => {
+    expect(onVerdicts("Ready", both(V.Alive, V.Alive), reported)).toEqual({ do: "recheck", boundary: { problem: "heartbeat stale", stage: "confirming" } });
+  });
+
+  it("the supervisor still alive at the second look: the boundary is lost (Recovering, its own cause)", () => {
+    expect(onVerdicts("Ready", both(V.Alive, V.Alive), { problem: "heartbeat stale", stage: "confirming" })).toEqual({ do: "lose", cause: "boundary", problem: "boundary unhealthy: heartbeat stale" });
+  });
+
+  it("a proven exit wins over a pending boundary loss, at either look: Error straight from Ready", () => {
+    for (const stage of ["reported", "confirming"] as const) {
+      expect(onVerdicts("Ready", both(V.Exit137, V.Alive), { problem: "no control session", stage })).toMatchObject({ do: "fail", reason: { code: "SupervisorExited" } });
+      expect(onVerdicts("Ready", both(V.Lost, V.Alive), { problem: "no control session", stage })).toMatchObject({ do: "lose", cause: "runtime" });
+      expect(onVerdicts("Recovering", both(V.Alive, V.Alive), { problem: "no control session", stage })).toEqual({ do: "verify" });
+    }
   });
 });
