@@ -11,7 +11,7 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { writeSecretFileOnce } from "../util/secret-file.js";
+import { writeSecretFileOnce } from "./util/secret-file.js";
 
 /** The port `--port` (a TCP listener with TLS) is documented with. */
 export const DEFAULT_PORT = 7420;
