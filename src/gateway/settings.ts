@@ -360,7 +360,7 @@ const defaultText = (s: Setting<unknown>): string => s.defaultText ?? s.type.sho
 export function settingHelp(name: SettingName): string {
   const s = entry(name);
   const allowed = s.type.allowed === "" || s.type.repeatable ? "" : `${s.type.allowed}; `;
-  return `${s.help} (${allowed}env ${s.env}; default ${defaultText(s)})`;
+  return `${s.help} (${allowed}env ${s.env}; default${s.defaultText === undefined ? "" : ":"} ${defaultText(s)})`;
 }
 
 /** The markdown table of docs/configuration.md. */
