@@ -138,6 +138,7 @@ export const StatusView = z
     startedAt: Time,
     uptimeSeconds: count,
     driver: z.string(),
+    settings: z.record(z.string(), z.string()).optional().describe("every setting as resolved at start (flag, else environment, else default), by name, as docs/configuration.md lists them"),
     supervisorLimits: z.strictObject({ cpus: z.number(), memoryMb: z.number() }).optional(),
     originCa: z
       .strictObject({ path: z.string(), certificates: count, subjects: z.array(z.string()) })

@@ -45,21 +45,8 @@ export function setting<T>(parse: () => T): T {
   }
 }
 
-export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
-export const logLevel = (what: string, raw: string): string => parseChoice(what, raw, LOG_LEVELS);
-
 export const PORT: IntRange = { min: 0, max: 65535 };
-export const DEADLINE: DurationRange = { minS: 1, maxS: 86_400 };
 export const WAIT: DurationRange = { minS: 1, maxS: 86_400 };
 export const SEQ: IntRange = { min: 0, max: Number.MAX_SAFE_INTEGER };
 export const PAGE: IntRange = { min: 1, max: 10_000 };
-/** Audit records a sandbox may add per second (after its supervisor's aggregation). */
-export const AUDIT_RATE: IntRange = { min: 1, max: 100_000 };
-/** Audit records (and lifecycle events) kept per sandbox. */
-export const AUDIT_KEEP: IntRange = { min: 100, max: 100_000_000 };
-/** How long audit records are kept. */
-export const AUDIT_AGE: DurationRange = { minS: 3600, maxS: 366 * 86_400 };
-/** The supervisor container's limits a user may set (gateway start). */
-export const SUPERVISOR_CPUS: IntRange = { min: 0.1, max: 64 };
-export const SUPERVISOR_MEMORY: IntRange = { min: 64, max: 65_536 };
 export { PROCESS_LIMITS };

@@ -1,6 +1,5 @@
 // Runs the gateway in this process until SIGTERM/SIGINT, on the Docker driver.
 
-import type { OriginCa } from "../util/origin-ca.js";
 import type { HomePaths } from "../home.js";
 import { startGateway } from "../gateway/gateway.js";
 import { createLogger } from "../gateway/logger.js";
@@ -9,24 +8,26 @@ import { DockerDriver } from "../driver/docker/docker-driver.js";
 import { launchRootOf, socketPathProblem } from "../driver/docker/launch-paths.js";
 import { CliError, EXIT } from "./errors.js";
 import { roleIds } from "../driver/docker/host-ids.js";
-import { portForwardLimitsFromEnv } from "../gateway/api/port-forward-ws.js";
-import type { FilesLimits } from "../gateway/files/limits.js";
-import type { ListenAddress } from "../gateway/api/listen-address.js";
+import { filesLimitsOf } from "../gateway/files/limits.js";
+import { settingsView, type GatewaySettings } from "../gateway/settings.js";
 
-export async function runGatewayForeground(opts: { home: HomePaths; listen: readonly ListenAddress[]; logLevel: string; recoveryDeadlineS: number; boundaryDeadlineS: number; uidBase?: number; resolvers: string[]; audit?: { rate: number; keep: number; maxAgeS: number }; supervisor?: { cpus: number; memoryMb: number }; containerLog?: { maxBytes: number; files: number }; logStreams?: number; detachedExecs?: number; launchConcurrency?: number; proposals?: { pending: number; kept: number }; files?: FilesLimits; sandboxSubnets?: string; originCa?: OriginCa; connections?: { headerTimeoutS: number; idleTimeoutS: number; maxConnections: number; maxUnauthenticated: number; proxyConnections: number } }): Promise<void> {
-  let portForward: ReturnType<typeof portForwardLimitsFromEnv>;
-  try {
-    portForward = portForwardLimitsFromEnv(process.env);
-  } catch (err) {
-    throw new CliError((err as Error).message, EXIT.usage);
-  }
+/** `resolvers`: the DNS servers chosen from the settings (or the host's resolv.conf). */
+export async function runGatewayForeground({ home, settings: s, resolvers }: { home: HomePaths; settings: GatewaySettings; resolvers: string[] }): Promise<void> {
   // Before anything is made in the home: its supervisors' health sockets must fit a socket path.
-  const tooLong = socketPathProblem(launchRootOf(opts.home.dir));
+  const tooLong = socketPathProblem(launchRootOf(home.dir));
   if (tooLong !== null) throw new CliError(tooLong, EXIT.usage);
-  const log = createLogger({ level: opts.logLevel });
+  const log = createLogger({ level: s.logLevel });
   let driver: DockerDriver;
   try {
-    driver = DockerDriver.fromEnv({ log, homeDir: opts.home.dir, ...(opts.originCa === undefined ? {} : { originCaPem: opts.originCa.pem }), ...(opts.uidBase === undefined ? {} : { ids: roleIds(opts.uidBase) }), ...(opts.supervisor === undefined ? {} : { supervisor: opts.supervisor }), ...(opts.containerLog === undefined ? {} : { containerLog: opts.containerLog }), ...(opts.sandboxSubnets === undefined ? {} : { sandboxSubnets: opts.sandboxSubnets }) });
+    driver = DockerDriver.fromEnv({
+      log,
+      homeDir: home.dir,
+      ...(s.originCa === null ? {} : { originCaPem: s.originCa.pem }),
+      ids: roleIds(s.uidBase),
+      supervisor: { cpus: s.supervisorCpus, memoryMb: s.supervisorMemoryMb },
+      containerLog: { maxBytes: s.containerLogSize, files: s.containerLogFiles },
+      sandboxSubnets: s.sandboxSubnets,
+    });
   } catch (err) {
     throw new CliError(`cannot use the Docker daemon: ${(err as Error).message}`, EXIT.usage);
   }
@@ -39,27 +40,22 @@ export async function runGatewayForeground(opts: { home: HomePaths; listen: read
   let gw: Awaited<ReturnType<typeof startGateway>>;
   try {
     gw = await startGateway({
-      home: opts.home,
+      home,
       driver,
       log,
-      listen: opts.listen,
-      resolvers: opts.resolvers,
-      portForward,
+      listen: s.listen,
+      resolvers,
+      settings: settingsView(s),
+      portForward: { maxPerSandbox: s.portForwardMaxPerSandbox, maxTotal: s.portForwardMax },
       supervisorLimits: { cpus: driver.supervisorResources.cpus, memoryMb: driver.supervisorResources.memoryMb },
-      ...(opts.originCa === undefined ? {} : { originCa: { path: opts.originCa.path, subjects: opts.originCa.subjects } }),
-      service: { recoveryDeadlineMs: opts.recoveryDeadlineS * 1000, boundaryDeadlineMs: opts.boundaryDeadlineS * 1000, ...(opts.detachedExecs === undefined ? {} : { detachedExecs: opts.detachedExecs }), ...(opts.launchConcurrency === undefined ? {} : { launchConcurrency: opts.launchConcurrency }) },
-      ...(opts.audit === undefined
-        ? {}
-        : { audit: { ratePerSecond: opts.audit.rate, burst: Math.max(opts.audit.rate * 4, 200), audit: { perSandbox: opts.audit.keep, maxAgeMs: opts.audit.maxAgeS * 1000 } } }),
-      ...(opts.logStreams === undefined ? {} : { logs: { maxStreams: opts.logStreams } }),
-      ...(opts.files === undefined ? {} : { files: opts.files }),
-      ...(opts.proposals === undefined ? {} : { proposals: opts.proposals }),
-      ...(opts.connections === undefined
-        ? {}
-        : {
-            connections: { headerTimeoutMs: Math.round(opts.connections.headerTimeoutS * 1000), idleTimeoutMs: Math.round(opts.connections.idleTimeoutS * 1000), maxAuthenticated: opts.connections.maxConnections, maxUnauthenticated: opts.connections.maxUnauthenticated },
-            proxyConnections: opts.connections.proxyConnections,
-          }),
+      ...(s.originCa === null ? {} : { originCa: { path: s.originCa.path, subjects: s.originCa.subjects } }),
+      service: { recoveryDeadlineMs: s.recoveryDeadlineS * 1000, boundaryDeadlineMs: s.boundaryDeadlineS * 1000, detachedExecs: s.detachedExecs, launchConcurrency: s.launchConcurrency },
+      audit: { ratePerSecond: s.auditRate, burst: Math.max(s.auditRate * 4, 200), audit: { perSandbox: s.auditKeep, maxAgeMs: s.auditMaxAgeS * 1000 } },
+      logs: { maxStreams: s.logStreams },
+      files: filesLimitsOf(s),
+      proposals: { pending: s.proposalsPending, kept: s.proposalsKept },
+      connections: { headerTimeoutMs: Math.round(s.headerTimeoutS * 1000), idleTimeoutMs: Math.round(s.idleTimeoutS * 1000), maxAuthenticated: s.maxConnections, maxUnauthenticated: s.maxUnauthenticated },
+      proxyConnections: s.proxyConnections,
       onProgress: (msg) => log.info({ step: msg }, "preparing"),
     });
   } catch (err) {
@@ -67,7 +63,7 @@ export async function runGatewayForeground(opts: { home: HomePaths; listen: read
     if (err instanceof StartupError) throw new CliError(err.message, EXIT.usage);
     throw err;
   }
-  log.info({ resolvers: opts.resolvers }, "supervisors resolve names at these DNS servers");
+  log.info({ resolvers }, "supervisors resolve names at these DNS servers");
   await new Promise<void>((resolve) => {
     const stop = (signal: string): void => {
       log.info({ signal }, "signal received");

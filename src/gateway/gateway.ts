@@ -59,6 +59,8 @@ export interface GatewayOptions {
   audit?: Partial<AuditLimits>;
   /** The limits each supervisor container runs with, as the driver applies them (shown by GET /v1/status). */
   supervisorLimits?: { cpus: number; memoryMb: number };
+  /** Every setting as resolved at start (settings.ts: settingsView), for `gateway status`. */
+  settings?: Record<string, string>;
   /** The CAs supervisors trust for origins besides the system roots (`--origin-ca`), for `gateway status`. */
   originCa?: { path: string; subjects: string[] };
   /** Bounds of watch streams (defaults: DEFAULT_WATCH_LIMITS). */
@@ -179,6 +181,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       startedAt: startedAt.toISOString(),
       uptimeSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
       driver: driver.kind,
+      ...(opts.settings === undefined ? {} : { settings: opts.settings }),
       ...(opts.supervisorLimits === undefined ? {} : { supervisorLimits: opts.supervisorLimits }),
       originCa: opts.originCa === undefined ? null : { path: opts.originCa.path, certificates: opts.originCa.subjects.length, subjects: opts.originCa.subjects },
       runtime: runtime.status(),

@@ -1,11 +1,13 @@
 // Structured JSON logs (pino). Secrets are redacted by path wherever they may appear.
 
 import { pino, type Logger } from "pino";
+import { DEFAULT_SETTINGS } from "./settings.js";
 
+/** `level`: gateway start's --log-level (SANDGATE_LOG_LEVEL), which the settings table resolves; absent: its default. */
 export function createLogger(opts: { level?: string; destination?: string | number } = {}): Logger {
   return pino(
     {
-      level: opts.level ?? process.env.SANDGATE_LOG_LEVEL ?? "info",
+      level: opts.level ?? DEFAULT_SETTINGS.logLevel,
       base: { pid: process.pid },
       // A line names its component once: a child's own (audit, monitor, control…) or else
       // "gateway". (A component in the base would be repeated in every child's line.)

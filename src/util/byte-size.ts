@@ -29,3 +29,15 @@ export function parseByteSize(what: string, raw: string, range: { min: number; m
   }
   return bytes;
 }
+
+const TRANSFER_UNITS: Record<string, number> = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
+
+/** A file transfer's size bound (SANDGATE_CP_*): "16G", "512M", "1GiB", "1048576"; T allowed. In [min, max]. */
+export function parseTransferSize(what: string, raw: string, range: { min: number; max: number }): number {
+  const m = /^([0-9]{1,15})([kKmMgGtT]?)(?:(i?)[bB])?$/.exec(raw.trim());
+  const n = m && !(m[3] === "i" && m[2] === "") ? Number(m[1]) * TRANSFER_UNITS[m[2]!.toLowerCase()]! : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < range.min || n > range.max) {
+    throw new SettingError(`${what} must be a size such as 512M or 16G (binary units K, M, G, T) from ${range.min} to ${range.max} bytes; got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}

@@ -1,8 +1,12 @@
-// The bounds of `sandbox cp` from the environment: defaults, every variable, and a
-// one-line error naming the variable, the value and the range.
+// The bounds of `sandbox cp` from the environment (through the settings table): defaults,
+// every variable, and a one-line error naming the variable, the value and the range.
 import { describe, expect, it } from "vitest";
-import { DEFAULT_FILES_LIMITS, filesLimitsFromEnv, parseByteSize } from "../../src/gateway/files/limits.js";
+import { DEFAULT_FILES_LIMITS, filesLimitsOf } from "../../src/gateway/files/limits.js";
+import { resolveSettings } from "../../src/gateway/settings.js";
+import { parseTransferSize as parseByteSize } from "../../src/util/byte-size.js";
 import { SettingError } from "../../src/util/settings.js";
+
+const filesLimitsFromEnv = (env: NodeJS.ProcessEnv) => filesLimitsOf(resolveSettings({}, env));
 
 describe("filesLimitsFromEnv", () => {
   it("unset or empty: the defaults", () => {

@@ -64,7 +64,7 @@ describe("gateway start and status", () => {
 
   it("--help names the flag, its variable and that running sandboxes need a restart", async () => {
     const help = await cli(["gateway", "start", "--help"]);
-    expect(help.stdout.replace(/\s+/g, " ")).toMatch(/--origin-ca <file> .*running ones need `sandbox restart` \(env SANDGATE_ORIGIN_CA; default: none\)/);
+    expect(help.stdout.replace(/\s+/g, " ")).toMatch(/--origin-ca <file> .*running ones need `sandbox restart` \(a PEM file; env SANDGATE_ORIGIN_CA; default: none\)/);
   });
 
   it("gateway status shows the file and its certificates' subjects; null without one", async () => {

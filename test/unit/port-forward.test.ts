@@ -9,7 +9,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { loopbackAddress, parseForwardSpec } from "../../src/cli/port-forward-args.js";
 import { parsePortQuery, relayScript } from "../../src/gateway/api/port-forward-relay.js";
-import { portForwardLimitsFromEnv } from "../../src/gateway/api/port-forward-ws.js";
+import { DEFAULT_PORT_FORWARD_LIMITS } from "../../src/gateway/api/port-forward-ws.js";
+import { resolveSettings } from "../../src/gateway/settings.js";
+
+/** The forwarding limits the settings table reads from the environment. */
+const portForwardLimitsFromEnv = (env: NodeJS.ProcessEnv) => {
+  const s = resolveSettings({}, env);
+  return { maxPerSandbox: s.portForwardMaxPerSandbox, maxTotal: s.portForwardMax };
+};
 import { eventually, startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
 import { CLI_ARGS } from "../support/cli-runner.js";
 import { LocalRelayDriver } from "../support/local-relay-driver.js";
@@ -77,7 +84,8 @@ describe("port-forward arguments", () => {
     }
   });
   it("limits from the environment: defaults when absent, one line when bad", () => {
-    expect(portForwardLimitsFromEnv({})).toEqual({});
+    expect(portForwardLimitsFromEnv({})).toEqual({ maxPerSandbox: DEFAULT_PORT_FORWARD_LIMITS.maxPerSandbox, maxTotal: DEFAULT_PORT_FORWARD_LIMITS.maxTotal });
+    expect(DEFAULT_PORT_FORWARD_LIMITS).toMatchObject({ maxPerSandbox: 32, maxTotal: 256 });
     expect(portForwardLimitsFromEnv({ SANDGATE_PORT_FORWARD_MAX_PER_SANDBOX: "4", SANDGATE_PORT_FORWARD_MAX: "9" })).toEqual({ maxPerSandbox: 4, maxTotal: 9 });
     expect(() => portForwardLimitsFromEnv({ SANDGATE_PORT_FORWARD_MAX: "lots" })).toThrow(
       'SANDGATE_PORT_FORWARD_MAX must be a whole number from 1 to 100000; got "lots"',

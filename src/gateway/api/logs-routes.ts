@@ -19,6 +19,7 @@ import { splitLine } from "../../util/log-line.js";
 import { ApiError } from "../errors.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
 import { route, type RouteTarget } from "./register.js";
+import { DEFAULT_SETTINGS } from "../settings.js";
 
 export interface LogLimits {
   /** Log streams open at once; one more is refused with 503. Default 64. */
@@ -29,7 +30,7 @@ export interface LogLimits {
   heartbeatMs: number;
 }
 
-export const DEFAULT_LOG_LIMITS: LogLimits = { maxStreams: 64, maxLineBytes: 16 * 1024, heartbeatMs: 15_000 };
+export const DEFAULT_LOG_LIMITS: LogLimits = { maxStreams: DEFAULT_SETTINGS.logStreams, maxLineBytes: 16 * 1024, heartbeatMs: 15_000 };
 /** The part of a fastify instance these routes need. */
 interface Routes extends RouteTarget {
   addHook(name: "preClose", hook: () => Promise<void>): unknown;

@@ -15,7 +15,7 @@ import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { ExecSession } from "../../driver/contract.js";
-import { parseInteger } from "../../util/settings.js";
+import { DEFAULT_SETTINGS } from "../settings.js";
 import { ApiError } from "../errors.js";
 import { tokenMatches, type Authenticated } from "./auth.js";
 import { ROUTES, pathPattern } from "../../api/routes.js";
@@ -27,9 +27,9 @@ import { EXEC_NOT_STARTED, RELAY_BINARY, RELAY_CONNECTED, RELAY_FAILED, parsePor
 export const PORT_FORWARD_ROUTE = pathPattern(ROUTES.portForward.path);
 
 export interface PortForwardLimits {
-  /** Forwarded connections open at once into one sandbox; past it a new one is refused (503). Default 32. */
+  /** Forwarded connections open at once into one sandbox; past it a new one is refused (503). Default: SANDGATE_PORT_FORWARD_MAX_PER_SANDBOX's. */
   maxPerSandbox: number;
-  /** Forwarded connections open at once through this gateway; past it a new one is refused (503). Default 256. */
+  /** Forwarded connections open at once through this gateway; past it a new one is refused (503). Default: SANDGATE_PORT_FORWARD_MAX's. */
   maxTotal: number;
   /**
    * Bytes of one connection in flight inside the gateway in each direction: output is
@@ -41,17 +41,8 @@ export interface PortForwardLimits {
   connectTimeoutMs: number;
 }
 
-export const DEFAULT_PORT_FORWARD_LIMITS: PortForwardLimits = { maxPerSandbox: 32, maxTotal: 256, bufferBytes: 1 << 20, connectTimeoutMs: 60_000 };
-
-/** The limits from SANDGATE_PORT_FORWARD_* variables (absent: defaults); a bad value throws a one-line SettingError. */
-export function portForwardLimitsFromEnv(env: NodeJS.ProcessEnv): Partial<PortForwardLimits> {
-  const out: Partial<PortForwardLimits> = {};
-  const perSandbox = env.SANDGATE_PORT_FORWARD_MAX_PER_SANDBOX;
-  const total = env.SANDGATE_PORT_FORWARD_MAX;
-  if (perSandbox !== undefined) out.maxPerSandbox = parseInteger("SANDGATE_PORT_FORWARD_MAX_PER_SANDBOX", perSandbox, { min: 1, max: 100_000 });
-  if (total !== undefined) out.maxTotal = parseInteger("SANDGATE_PORT_FORWARD_MAX", total, { min: 1, max: 100_000 });
-  return out;
-}
+/** maxPerSandbox and maxTotal are settings (SANDGATE_PORT_FORWARD_*: ../settings.ts). */
+export const DEFAULT_PORT_FORWARD_LIMITS: PortForwardLimits = { maxPerSandbox: DEFAULT_SETTINGS.portForwardMaxPerSandbox, maxTotal: DEFAULT_SETTINGS.portForwardMax, bufferBytes: 1 << 20, connectTimeoutMs: 60_000 };
 
 /** Bytes of the relay's stderr and of pre-handshake output kept for error messages. */
 const DIAGNOSTIC_BYTES = 4096;

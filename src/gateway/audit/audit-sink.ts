@@ -7,6 +7,7 @@
 import type { Logger } from "pino";
 import type { WireAuditEvent } from "../../protocol/wire.js";
 import type { AuditRecord, Retention, Store } from "../../store/store.js";
+import { DEFAULT_SETTINGS } from "../settings.js";
 
 export interface AuditLimits {
   /** Records per second a sandbox may add (after the supervisor's aggregation). Default 50. */
@@ -26,11 +27,11 @@ export interface AuditLimits {
 }
 
 export const DEFAULT_AUDIT_LIMITS: AuditLimits = {
-  ratePerSecond: 50,
+  ratePerSecond: DEFAULT_SETTINGS.auditRate,
   burst: 200,
   maxQueued: 5000,
   flushMs: 250,
-  audit: { perSandbox: 10_000, maxAgeMs: 7 * 24 * 3600_000 },
+  audit: { perSandbox: DEFAULT_SETTINGS.auditKeep, maxAgeMs: DEFAULT_SETTINGS.auditMaxAgeS * 1000 },
   events: { perSandbox: 10_000, maxAgeMs: 7 * 24 * 3600_000 },
   pruneMs: 60_000,
 };

@@ -49,7 +49,8 @@ const readOrNull = (path: string): string | null => {
   }
 };
 
-function explicit(values: readonly string[], what: string): ResolverChoice {
+/** Addresses given as a setting (`what`: --resolver or SANDGATE_RESOLVERS), each checked; canonical, without repeats. */
+export function explicit(values: readonly string[], what: string): ResolverChoice {
   const out: string[] = [];
   for (const v of values) {
     const parsed = parseResolverAddress(v);

@@ -8,15 +8,14 @@
 import { randomBytes } from "node:crypto";
 import { ApiError } from "../errors.js";
 import type { DetachedExecView, DetachedState } from "../../api/responses.js";
+import { DEFAULT_SETTINGS } from "../settings.js";
 
 /** The API's shapes (src/api/responses.ts), named here for the code that builds them. */
 export type { DetachedExecView, DetachedState };
 
 /** How long an ended detached exec's status is kept. */
 export const DETACHED_EXEC_KEEP_MS = 3_600_000;
-export const DEFAULT_DETACHED_EXECS = 32;
-/** What --detached-execs may be. */
-export const DETACHED_EXECS_RANGE = { min: 1, max: 10_000 } as const;
+export const DEFAULT_DETACHED_EXECS = DEFAULT_SETTINGS.detachedExecs;
 
 export const EXEC_ID_RE = /^ex_[0-9a-f]{16}$/;
 

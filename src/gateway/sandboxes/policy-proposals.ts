@@ -39,12 +39,10 @@ export interface ProposalLimits {
   kept: number;
 }
 
-export const DEFAULT_PROPOSAL_LIMITS: ProposalLimits = { pending: 16, kept: 50 };
-/** What gateway start --proposals-pending and --proposals-kept may be. */
-export const PROPOSALS_PENDING_RANGE = { min: 1, max: 1000 } as const;
-export const PROPOSALS_KEPT_RANGE = { min: 0, max: 10_000 } as const;
+export const DEFAULT_PROPOSAL_LIMITS: ProposalLimits = { pending: DEFAULT_SETTINGS.proposalsPending, kept: DEFAULT_SETTINGS.proposalsKept };
 
 import { BY_MAX, HIDDEN_CHARS, REASON_MAX } from "../../policy/proposals.js";
+import { DEFAULT_SETTINGS } from "../settings.js";
 
 export { BY_MAX, REASON_MAX };
 
