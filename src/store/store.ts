@@ -11,6 +11,10 @@ import type { Phase, SandboxReason } from "../lifecycle/phases.js";
 import type { SandboxSpec } from "../lifecycle/spec.js";
 import { policyHash, serializePolicy, type Policy } from "../policy/index.js";
 import { migrate } from "./migrations.js";
+import { countByPhase, egressTotals, type EgressTotals } from "./aggregates.js";
+import { expiryColumns, expiringSandboxes, recordActivity, setTtlDeadline, type ExpiringRow } from "./expiry-store.js";
+import { countPending, decideProposal, getProposal, insertProposal, listProposals, pruneDecided, type ProposalRecord, type ProposalState } from "./proposals-store.js";
+import { deleteSecret, getSecret, listSecrets, putSecret, type SealedSecret, type SecretRecord, type SecretSummary } from "./secrets-store.js";
 
 export interface SandboxRecord {
   id: string;
@@ -581,6 +585,78 @@ export class Store {
         .run(events.perSandbox).changes;
     })();
     return { audit: a, events: e };
+  }
+
+  /** False once closed: a last write at shutdown asks first. */
+  get isOpen(): boolean {
+    return this.db.open;
+  }
+
+  // Proposals, expiry columns, aggregates and secrets: their SQL is in their own modules;
+  // these delegate, so that nothing outside src/store holds the database.
+
+  insertProposal(p: Pick<ProposalRecord, "id" | "sandboxId" | "input" | "hash" | "baseRevision" | "proposedBy" | "reason" | "createdAt">): boolean {
+    return insertProposal(this.db, p);
+  }
+
+  getProposal(sandboxId: string, id: string): ProposalRecord | null {
+    return getProposal(this.db, sandboxId, id);
+  }
+
+  listProposals(sandboxId: string, state?: ProposalState): ProposalRecord[] {
+    return listProposals(this.db, sandboxId, state);
+  }
+
+  countPendingProposals(sandboxId: string): number {
+    return countPending(this.db, sandboxId);
+  }
+
+  decideProposal(sandboxId: string, id: string, d: { state: Exclude<ProposalState, "pending">; at: string; by: string; note: string | null; revision: number | null }): boolean {
+    return decideProposal(this.db, sandboxId, id, d);
+  }
+
+  pruneDecidedProposals(sandboxId: string, keep: number): number {
+    return pruneDecided(this.db, sandboxId, keep);
+  }
+
+  expiringSandboxes(): ExpiringRow[] {
+    return expiringSandboxes(this.db);
+  }
+
+  setTtlDeadline(id: string, generation: number, deadline: string | null): boolean {
+    return setTtlDeadline(this.db, id, generation, deadline);
+  }
+
+  recordActivity(entries: Iterable<[id: string, time: string]>): void {
+    recordActivity(this.db, entries);
+  }
+
+  expiryColumns(id: string): { ttlDeadline: string | null; lastActive: string | null } | null {
+    return expiryColumns(this.db, id);
+  }
+
+  countByPhase(): Record<Phase, number> {
+    return countByPhase(this.db);
+  }
+
+  egressTotals(sandboxId: string, generation: number): EgressTotals {
+    return egressTotals(this.db, sandboxId, generation);
+  }
+
+  putSecret(name: string, sealed: SealedSecret, time: string): number {
+    return putSecret(this.db, name, sealed, time);
+  }
+
+  getSecret(name: string): SecretRecord | null {
+    return getSecret(this.db, name);
+  }
+
+  listSecrets(): SecretSummary[] {
+    return listSecrets(this.db);
+  }
+
+  deleteSecret(name: string): boolean {
+    return deleteSecret(this.db, name);
   }
 
   private insertEvent(e: Omit<EventRecord, "seq">): EventRecord {
