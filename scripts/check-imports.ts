@@ -15,6 +15,9 @@
 //      modules, src/files and the gateway's home lookup: never the CLI or the gateway.
 //   7. The MCP server (src/mcp) imports only itself, the SDK and the pure modules: it
 //      reaches the gateway as a client, never through the gateway's or the CLI's code.
+//   8. The store's contract (src/store/contract.ts) imports only pure vocabulary and the
+//      driver's contract; the gateway imports of src/store only that contract, except
+//      src/gateway/gateway.ts, which opens the SQLite store.
 // Prints every violation and exits 1 if there is one.
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -103,6 +106,10 @@ export const RULES: Rule[] = [
     // The Docker driver reads the gateway id from the home directory.
     allowed: (d) => !under("gateway")(d) || d === "src/gateway/home.ts",
   },
+  // The store's interface is what another store (the fleet's PostgreSQL one) is written against.
+  { name: "the store's contract imports no implementation", from: (m) => m === "src/store/contract.ts", allowed: (d) => under("lifecycle", "policy")(d) || d === "src/driver/contract.ts" },
+  // Only gateway.ts, which opens the embedded store, names an implementation.
+  { name: "the gateway reaches the store through its contract", from: (m) => under("gateway")(m) && m !== "src/gateway/gateway.ts", allowed: (d) => !under("store")(d) || d === "src/store/contract.ts" },
 ];
 
 export function violations(graph: Map<string, string[]>): string[] {

@@ -3,6 +3,7 @@
 
 import { PHASES, type Phase } from "../lifecycle/phases.js";
 import type Database from "better-sqlite3";
+import type { EgressTotals } from "./contract.js";
 import { stmt } from "./statements.js";
 
 /** How many sandboxes are in each phase; every phase is present (0 when none). */
@@ -11,26 +12,6 @@ export function countByPhase(db: Database.Database): Record<Phase, number> {
   const rows = stmt(db, `SELECT phase, count(*) AS n FROM sandboxes GROUP BY phase`).all() as { phase: string; n: number }[];
   for (const r of rows) if (r.phase in counts) counts[r.phase as Phase] = r.n;
   return counts;
-}
-
-/**
- * What one generation's egress came to, over its audit records as retained (at most the
- * audit retention's records per sandbox, so the query is bounded and so is what it sums).
- * Requests count decisions (a record stands for `count` repeats); a tunnel's close record
- * carries its bytes but is not another decision. A policy proposal's record is not egress.
- */
-export interface EgressTotals {
-  bytesOut: number;
-  bytesIn: number;
-  /** Let through: allowed, and would_deny (audit mode). */
-  allowed: number;
-  denied: number;
-  /** The part of `allowed` that enforcing would have denied. */
-  wouldDeny: number;
-  /** Decisions the gateway's audit rate limit dropped: not in the counts above. */
-  dropped: number;
-  /** The oldest record summed (null: none): retention may have removed older ones. */
-  since: string | null;
 }
 
 export function egressTotals(db: Database.Database, sandboxId: string, generation: number): EgressTotals {

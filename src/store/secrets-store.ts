@@ -4,31 +4,8 @@
 // the SQL stays here.
 
 import type Database from "better-sqlite3";
+import type { SealedSecret, SecretRecord, SecretSummary } from "./contract.js";
 import { stmt } from "./statements.js";
-
-/** A secret's value as stored: the AEAD's nonce, ciphertext and tag. */
-export interface SealedSecret {
-  nonce: Buffer;
-  ciphertext: Buffer;
-  tag: Buffer;
-}
-
-export interface SecretRecord extends SealedSecret {
-  name: string;
-  version: number;
-  createdAt: string;
-  updatedAt: string;
-}
-
-/** What a listing shows: no sealed value, only its size. */
-export interface SecretSummary {
-  name: string;
-  version: number;
-  /** The ciphertext's length: the value's (GCM does not pad). */
-  bytes: number;
-  createdAt: string;
-  updatedAt: string;
-}
 
 /** Create or replace, in one transaction (the version read and the write cannot interleave); returns the new version. */
 export function putSecret(db: Database.Database, name: string, sealed: SealedSecret, time: string): number {

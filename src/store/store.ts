@@ -13,7 +13,7 @@ import type { RuntimeRecord } from "../driver/contract.js";
 import type { Phase } from "../lifecycle/phases.js";
 import { policyHash, type Policy } from "../policy/index.js";
 import { migrate } from "./migrations.js";
-import { countByPhase, egressTotals, type EgressTotals } from "./aggregates.js";
+import { countByPhase, egressTotals } from "./aggregates.js";
 import { appendAudit, auditWindow, deleteAuditOf, pruneAudit } from "./audit-store.js";
 import {
   DuplicateNameError,
@@ -24,24 +24,35 @@ import {
   type ListQuery,
   type LogQuery,
   type NewSandbox,
+  type EgressTotals,
+  type ExpiringRow,
   type PolicyRevision,
+  type ProposalDecision,
+  type ProposalRecord,
+  type ProposalState,
   type Retention,
   type SandboxRecord,
+  type SandboxRef,
   type SandboxSummary,
+  type SealedSecret,
+  type SecretRecord,
+  type SecretSummary,
+  type Store,
   type TransitionWrite,
 } from "./contract.js";
 import { enteredPhaseAt, eventWindow, eventsAfter, insertEvent, pruneEvents } from "./events-store.js";
-import { expiryColumns, expiringSandboxes, recordActivity, setTtlDeadline, type ExpiringRow } from "./expiry-store.js";
+import { expiryColumns, expiringSandboxes, recordActivity, setTtlDeadline } from "./expiry-store.js";
 import { activePolicy, activeRevision, insertPolicy } from "./policies-store.js";
-import { countPending, decideProposal, getProposal, insertProposal, listProposals, pruneDecided, type ProposalRecord, type ProposalState } from "./proposals-store.js";
+import { countPending, decideProposal, getProposal, insertProposal, listProposals, pruneDecided } from "./proposals-store.js";
 import * as sandboxes from "./sandboxes-store.js";
-import { deleteSecret, getSecret, listSecrets, putSecret, type SealedSecret, type SecretRecord, type SecretSummary } from "./secrets-store.js";
+import { deleteSecret, getSecret, listSecrets, putSecret } from "./secrets-store.js";
 
-/** The records and errors, for the modules and tests that import them from here. */
+/** The records and errors, for the tests and tools that import them from here (the gateway imports src/store/contract.ts). */
 export { DuplicateNameError, StaleRevisionError };
 export type { AuditRecord, EventKind, EventRecord, InfoWriter, ListQuery, LogQuery, PolicyRevision, Retention, SandboxRecord, SandboxSummary, TransitionWrite } from "./contract.js";
 
-export class Store {
+/** The Store (src/store/contract.ts) on SQLite: the gateway's embedded store. */
+export class SqliteStore implements Store {
   readonly db: Database.Database;
   private readonly listeners = new Set<(e: EventRecord) => void>();
   private readonly now: () => Date;
@@ -51,7 +62,7 @@ export class Store {
     this.now = now;
   }
 
-  static open(path: string, opts: { now?: () => Date } = {}): Store {
+  static open(path: string, opts: { now?: () => Date } = {}): SqliteStore {
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
     const db = new Database(path);
     db.pragma("journal_mode = WAL");
@@ -59,7 +70,7 @@ export class Store {
     db.pragma("synchronous = FULL");
     db.pragma("busy_timeout = 5000");
     migrate(db);
-    return new Store(db, opts.now ?? (() => new Date()));
+    return new SqliteStore(db, opts.now ?? (() => new Date()));
   }
 
   close(): void {
@@ -222,7 +233,7 @@ export class Store {
    * it, or neither does).
    */
   addPolicy(
-    sandbox: { id: string; name: string; generation: number },
+    sandbox: SandboxRef,
     policy: Policy,
     source: string | null = null,
     opts: { expectRevision?: number; within?: (revision: number, tx: InfoWriter) => void } = {},
@@ -257,7 +268,7 @@ export class Store {
   }
 
   /** Append a non-phase event (info, audit) for a sandbox. */
-  appendEvent(sandbox: { id: string; name: string; generation: number }, kind: "info", message: string, data?: unknown): EventRecord {
+  appendEvent(sandbox: SandboxRef, kind: "info", message: string, data?: unknown): EventRecord {
     const event = insertEvent(this.db, {
       sandboxId: sandbox.id,
       sandboxName: sandbox.name,
@@ -332,7 +343,7 @@ export class Store {
     return countPending(this.db, sandboxId);
   }
 
-  decideProposal(sandboxId: string, id: string, d: { state: Exclude<ProposalState, "pending">; at: string; by: string; note: string | null; revision: number | null }): boolean {
+  decideProposal(sandboxId: string, id: string, d: ProposalDecision): boolean {
     return decideProposal(this.db, sandboxId, id, d);
   }
 
@@ -380,3 +391,9 @@ export class Store {
     return deleteSecret(this.db, name);
   }
 }
+
+/**
+ * The SQLite store under its former name, for the tests and tools that open one
+ * (`Store.open(path)`); the gateway names the interface, src/store/contract.ts.
+ */
+export { SqliteStore as Store };

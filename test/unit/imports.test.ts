@@ -89,4 +89,25 @@ describe("layering rules", () => {
       "API contracts import no implementation: src/gateway/api/openapi.ts imports src/gateway/api/register.ts",
     ]);
   });
+
+  it("the gateway holds the store's interface; only gateway.ts opens the SQLite store, and the contract imports no implementation", () => {
+    const found = violations(
+      g({
+        "src/gateway/gateway.ts": ["src/store/store.ts"],
+        "src/gateway/sandboxes/service.ts": ["src/store/contract.ts", "src/store/store.ts"],
+        "src/gateway/secrets/secret-store.ts": ["src/store/secrets-store.ts"],
+        "src/store/contract.ts": ["src/driver/contract.ts", "src/lifecycle/phases.ts", "src/store/statements.ts"],
+        "src/store/store.ts": ["src/store/contract.ts", "src/store/secrets-store.ts"],
+        "src/store/secrets-store.ts": [],
+        "src/store/statements.ts": [],
+        "src/driver/contract.ts": [],
+        "src/lifecycle/phases.ts": [],
+      }),
+    );
+    expect(found).toEqual([
+      "the gateway reaches the store through its contract: src/gateway/sandboxes/service.ts imports src/store/store.ts",
+      "the gateway reaches the store through its contract: src/gateway/secrets/secret-store.ts imports src/store/secrets-store.ts",
+      "the store's contract imports no implementation: src/store/contract.ts imports src/store/statements.ts",
+    ]);
+  });
 });

@@ -6,7 +6,7 @@
 
 import type { Logger } from "pino";
 import type { WireAuditEvent } from "../../protocol/wire.js";
-import type { AuditRecord, Retention, Store } from "../../store/store.js";
+import type { AuditRecord, Retention, Store } from "../../store/contract.js";
 
 export interface AuditLimits {
   /** Records per second a sandbox may add (after the supervisor's aggregation). Default 50. */

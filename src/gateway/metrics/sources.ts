@@ -2,7 +2,7 @@
 // on the store), the monitor's counters (its metrics()), the audit sink's totals.
 
 import type { RuntimeMonitor } from "../../driver/contract.js";
-import type { Store } from "../../store/store.js";
+import type { Store } from "../../store/contract.js";
 import type { AuditStats } from "../audit/audit-sink.js";
 import type { MetricSources, MonitorCounts } from "./contract.js";
 

@@ -8,7 +8,7 @@
 import type { Logger } from "pino";
 import { expiryVerdict } from "../../lifecycle/expiry.js";
 import type { StopReason } from "../../lifecycle/phases.js";
-import type { EventRecord, Store } from "../../store/store.js";
+import type { EventRecord, Store } from "../../store/contract.js";
 import type { ActivityTracker } from "./activity.js";
 
 export interface SweeperClock {

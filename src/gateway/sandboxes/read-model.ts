@@ -2,7 +2,7 @@
 // boundary health. Reads only; every write goes through the SandboxService.
 
 import type { ComputeDriver } from "../../driver/contract.js";
-import type { AuditRecord, EventRecord, ListQuery, LogQuery, PolicyRevision, SandboxRecord, SandboxSummary, Store } from "../../store/store.js";
+import type { AuditRecord, EventRecord, ListQuery, LogQuery, PolicyRevision, SandboxRecord, SandboxSummary, Store } from "../../store/contract.js";
 import type { BoundaryHealth } from "../control/boundary.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import { ID_RE, checkSandboxName } from "../../lifecycle/spec.js";

@@ -7,7 +7,7 @@
 
 import type { Logger } from "pino";
 import type { MonitorSink, ReadinessCheck } from "../../driver/contract.js";
-import type { Store } from "../../store/store.js";
+import type { Store } from "../../store/contract.js";
 import type { KeyedSerial } from "../../util/keyed-serial.js";
 import type { BoundaryHealth } from "../control/boundary.js";
 import type { ControlPlane } from "../control/control-plane.js";

@@ -8,7 +8,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Store } from "../../store/store.js";
+import type { Store } from "../../store/contract.js";
 
 import { checkSecretName } from "../../policy/index.js";
 import { MAX_SECRET_BYTES } from "../api/schemas.js";

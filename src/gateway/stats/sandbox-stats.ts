@@ -3,7 +3,7 @@
 // from the read model, egress from the current generation's audit trail. Reads only.
 
 import type { ComputeDriver, WorkloadStats } from "../../driver/contract.js";
-import type { SandboxRecord, Store } from "../../store/store.js";
+import type { SandboxRecord, Store } from "../../store/contract.js";
 import { Limiter } from "../../util/limiter.js";
 import { ApiError } from "../errors.js";
 import type { Page, SandboxReadModel } from "../sandboxes/read-model.js";
