@@ -22,6 +22,9 @@
 //      (src/api), src/files, src/home.ts and the pure modules: never the CLI or the gateway.
 //   8. The MCP server (src/mcp) imports only itself, the SDK and the pure modules: it
 //      reaches the gateway as a client, never through the gateway's or the CLI's code.
+//   9. The store's contract (src/store/contract.ts) imports only pure vocabulary and the
+//      driver's contract; the gateway imports of src/store only that contract, except
+//      src/gateway/gateway.ts, which opens the SQLite store.
 // Prints every violation and exits 1 if there is one.
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -105,6 +108,10 @@ export const RULES: Rule[] = [
   { name: "the MCP server is a client of the SDK", from: under("mcp"), allowed: under("mcp", "sdk", "lifecycle", "policy", "util", "version") },
   { name: "only the CLI imports the CLI", from: (m) => !under("cli")(m), allowed: (d) => !under("cli")(d) },
   { name: "the gateway is imported only by itself and the CLI", from: (m) => !under("gateway", "cli")(m), allowed: (d) => !under("gateway")(d) },
+  // The store's interface is what another store (the fleet's PostgreSQL one) is written against.
+  { name: "the store's contract imports no implementation", from: (m) => m === "src/store/contract.ts", allowed: (d) => under("lifecycle", "policy")(d) || d === "src/driver/contract.ts" },
+  // Only gateway.ts, which opens the embedded store, names an implementation.
+  { name: "the gateway reaches the store through its contract", from: (m) => under("gateway")(m) && m !== "src/gateway/gateway.ts", allowed: (d) => !under("store")(d) || d === "src/store/contract.ts" },
 ];
 
 /** The top-level folder of src/ a module is in (`src/store/store.ts` → `src/store`); a top-level module is its own (`src/home.ts` → `src/home`). */

@@ -5,7 +5,7 @@
 import { chmodSync, rmSync } from "node:fs";
 import type { Logger } from "pino";
 import type { ComputeDriver, RuntimeMonitor } from "../driver/contract.js";
-import { Store } from "../store/store.js";
+import { SqliteStore } from "../store/store.js";
 import { VERSION } from "../version.js";
 import { buildApi } from "./api/api.js";
 import { attachExec } from "./api/exec-ws.js";
@@ -86,7 +86,8 @@ export interface RunningGateway {
   listeners: readonly string[];
   service: SandboxService;
   read: SandboxReadModel;
-  store: Store;
+  /** The embedded store this gateway opened (the rest of the gateway sees only its interface, src/store/contract.ts); tests look inside it. */
+  store: SqliteStore;
   monitor: RuntimeMonitor | null;
   /** The HTTP routes the API serves (method, fastify path), as fastify registered them. */
   routes(): readonly { method: string; url: string }[];
@@ -98,9 +99,10 @@ export interface RunningGateway {
 }
 
 /** The state database, or a StartupError that says it is unreadable and what to do. */
-function openStore(path: string): Store {
+/** The one place the gateway creates its store: everything it hands the store to takes the Store interface. */
+function openStore(path: string): SqliteStore {
   try {
-    return Store.open(path);
+    return SqliteStore.open(path);
   } catch (err) {
     const code = (err as { code?: string }).code ?? "";
     const why = (err as Error).message;

@@ -2,39 +2,21 @@
 // scrape) and one generation's egress totals from its audit trail (`sandbox stats`).
 
 import { PHASES, type Phase } from "../lifecycle/phases.js";
-import type { Store } from "./store.js";
+import type Database from "better-sqlite3";
+import type { EgressTotals } from "./contract.js";
+import { stmt } from "./statements.js";
 
 /** How many sandboxes are in each phase; every phase is present (0 when none). */
-export function countByPhase(store: Store): Record<Phase, number> {
+export function countByPhase(db: Database.Database): Record<Phase, number> {
   const counts = Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<Phase, number>;
-  const rows = store.db.prepare(`SELECT phase, count(*) AS n FROM sandboxes GROUP BY phase`).all() as { phase: string; n: number }[];
+  const rows = stmt(db, `SELECT phase, count(*) AS n FROM sandboxes GROUP BY phase`).all() as { phase: string; n: number }[];
   for (const r of rows) if (r.phase in counts) counts[r.phase as Phase] = r.n;
   return counts;
 }
 
-/**
- * What one generation's egress came to, over its audit records as retained (at most the
- * audit retention's records per sandbox, so the query is bounded and so is what it sums).
- * Requests count decisions (a record stands for `count` repeats); a tunnel's close record
- * carries its bytes but is not another decision. A policy proposal's record is not egress.
- */
-export interface EgressTotals {
-  bytesOut: number;
-  bytesIn: number;
-  /** Let through: allowed, and would_deny (audit mode). */
-  allowed: number;
-  denied: number;
-  /** The part of `allowed` that enforcing would have denied. */
-  wouldDeny: number;
-  /** Decisions the gateway's audit rate limit dropped: not in the counts above. */
-  dropped: number;
-  /** The oldest record summed (null: none): retention may have removed older ones. */
-  since: string | null;
-}
-
-export function egressTotals(store: Store, sandboxId: string, generation: number): EgressTotals {
-  const row = store.db
-    .prepare(
+export function egressTotals(db: Database.Database, sandboxId: string, generation: number): EgressTotals {
+  const row = stmt(
+      db,
       `SELECT
          coalesce(sum(json_extract(event, '$.bytesOut')), 0) AS bytes_out,
          coalesce(sum(json_extract(event, '$.bytesIn')), 0) AS bytes_in,
@@ -44,7 +26,6 @@ export function egressTotals(store: Store, sandboxId: string, generation: number
          coalesce(sum(CASE WHEN decision = 'dropped' THEN count END), 0) AS dropped,
          min(time) AS since
        FROM audit WHERE sandbox_id = ? AND generation = ? AND decision <> 'policy'`,
-    )
-    .get(sandboxId, generation) as { bytes_out: number; bytes_in: number; allowed: number; denied: number; would_deny: number; dropped: number; since: string | null };
+    ).get(sandboxId, generation) as { bytes_out: number; bytes_in: number; allowed: number; denied: number; would_deny: number; dropped: number; since: string | null };
   return { bytesOut: row.bytes_out, bytesIn: row.bytes_in, allowed: row.allowed, denied: row.denied, wouldDeny: row.would_deny, dropped: row.dropped, since: row.since };
 }

@@ -6,19 +6,7 @@
 import type Database from "better-sqlite3";
 import { stmt } from "./statements.js";
 import { LIVE_PHASES, type Phase } from "../lifecycle/phases.js";
-
-/** A live sandbox that may expire: it has a TTL deadline or an --idle-stop. */
-export interface ExpiringRow {
-  id: string;
-  name: string;
-  phase: Phase;
-  generation: number;
-  ttlDeadline: string | null;
-  ttlSeconds: number | null;
-  idleStopSeconds: number | null;
-  lastActive: string | null;
-}
-
+import type { ExpiringRow } from "./contract.js";
 
 const LIVE = LIVE_PHASES.map((p) => `'${p}'`).join(", ");
 

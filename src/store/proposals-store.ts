@@ -6,29 +6,9 @@
 import type Database from "better-sqlite3";
 import { stmt } from "./statements.js";
 
-import type { ProposalState } from "../policy/proposals.js";
+import type { ProposalDecision, ProposalRecord, ProposalState } from "./contract.js";
 
-export { PROPOSAL_STATES, type ProposalState } from "../policy/proposals.js";
-
-export interface ProposalRecord {
-  id: string;
-  sandboxId: string;
-  /** The policy as it was given: YAML text, or an object. */
-  input: string | Record<string, unknown>;
-  hash: string;
-  /** The active revision it was proposed against: approving it needs that one still active. */
-  baseRevision: number;
-  proposedBy: string;
-  reason: string | null;
-  state: ProposalState;
-  createdAt: string;
-  decidedAt: string | null;
-  decidedBy: string | null;
-  /** Why it was rejected, or superseded. */
-  decisionNote: string | null;
-  /** The revision its approval made. */
-  revision: number | null;
-}
+export type { ProposalRecord, ProposalState } from "./contract.js";
 
 interface Row {
   id: string;
@@ -61,7 +41,6 @@ const toRecord = (r: Row): ProposalRecord => ({
   decisionNote: r.decision_note,
   revision: r.revision,
 });
-
 
 /** A new pending proposal; false when its sandbox is gone (nothing written). */
 export function insertProposal(db: Database.Database, p: Pick<ProposalRecord, "id" | "sandboxId" | "input" | "hash" | "baseRevision" | "proposedBy" | "reason" | "createdAt">): boolean {
@@ -96,7 +75,7 @@ export function decideProposal(
   db: Database.Database,
   sandboxId: string,
   id: string,
-  d: { state: Exclude<ProposalState, "pending">; at: string; by: string; note: string | null; revision: number | null },
+  d: ProposalDecision,
 ): boolean {
   return (
     stmt(

@@ -116,6 +116,27 @@ describe("layering rules", () => {
       "pure modules stay pure: src/home.ts imports src/store/store.ts",
     ]);
   });
+
+  it("the gateway holds the store's interface; only gateway.ts opens the SQLite store, and the contract imports no implementation", () => {
+    const found = violations(
+      g({
+        "src/gateway/gateway.ts": ["src/store/store.ts"],
+        "src/gateway/sandboxes/service.ts": ["src/store/contract.ts", "src/store/store.ts"],
+        "src/gateway/secrets/secret-store.ts": ["src/store/secrets-store.ts"],
+        "src/store/contract.ts": ["src/driver/contract.ts", "src/lifecycle/phases.ts", "src/store/statements.ts"],
+        "src/store/store.ts": ["src/store/contract.ts", "src/store/secrets-store.ts"],
+        "src/store/secrets-store.ts": [],
+        "src/store/statements.ts": [],
+        "src/driver/contract.ts": [],
+        "src/lifecycle/phases.ts": [],
+      }),
+    );
+    expect(found).toEqual([
+      "the gateway reaches the store through its contract: src/gateway/sandboxes/service.ts imports src/store/store.ts",
+      "the gateway reaches the store through its contract: src/gateway/secrets/secret-store.ts imports src/store/secrets-store.ts",
+      "the store's contract imports no implementation: src/store/contract.ts imports src/store/statements.ts",
+    ]);
+  });
 });
 
 describe("folder cycles", () => {

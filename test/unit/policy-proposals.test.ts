@@ -10,7 +10,6 @@ import { ACTIVE, TIGHTER } from "../support/review-policies.js";
 import { Store, StaleRevisionError } from "../../src/store/store.js";
 import { decideProposal, insertProposal, listProposals, pruneDecided } from "../../src/store/proposals-store.js";
 import { defaultPolicy } from "../../src/policy/index.js";
-import { egressTotals } from "../../src/store/aggregates.js";
 import { APPROVER_HEADER, approverMatches } from "../../src/gateway/api/proposals-routes.js";
 
 /** ACTIVE plus a rule for pypi.org. */
@@ -91,7 +90,7 @@ describe("propose, review, approve", () => {
     expect(shown.body.replay.newlyDenied).toEqual([]);
     // The proposal's own audit record is not traffic: not replayed, not counted as egress.
     expect(shown.body.replay.window).toMatchObject({ records: 2, requests: 14, from: at(1), to: at(2) });
-    expect(egressTotals(t.gw.store, s.id, 1)).toMatchObject({ allowed: 10, denied: 4, since: at(1) });
+    expect(t.gw.store.egressTotals(s.id, 1)).toMatchObject({ allowed: 10, denied: 4, since: at(1) });
 
     const ok = await t.api("POST", `${base("pa")}/${p.id}/approve`, { by: "cli:alice" }, undefined, approver());
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
@@ -124,7 +123,7 @@ describe("propose, review, approve", () => {
     await propose("pe", WIDER);
     const later = new Date(Date.now() + 3_600_000).toISOString();
     t.gw.store.appendAudit([{ sandboxId: s.id, generation: 1, time: later, decision: "allow", count: 2, event: { type: "egress", time: later, decision: "allow", host: "api.example.com", port: 443, protocol: "https", bytesOut: 10, bytesIn: 20 } }]);
-    expect(egressTotals(t.gw.store, s.id, 1)).toEqual({ bytesOut: 10, bytesIn: 20, allowed: 2, denied: 0, wouldDeny: 0, dropped: 0, since: later });
+    expect(t.gw.store.egressTotals(s.id, 1)).toEqual({ bytesOut: 10, bytesIn: 20, allowed: 2, denied: 0, wouldDeny: 0, dropped: 0, since: later });
   });
 
   it("reject: the policy stays; the decision and its reason are recorded; a decided proposal is never decided again", async () => {

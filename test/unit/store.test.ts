@@ -243,4 +243,23 @@ describe("store", () => {
     }
     s.close();
   }, 60_000);
+
+  it("secrets (src/store/secrets-store.ts): a put counts the version up from the row it replaces; a listing has sizes, no sealed parts; delete once", () => {
+    const s = Store.open(db);
+    const sealed = (n: number) => ({ nonce: Buffer.alloc(12, n), ciphertext: Buffer.alloc(n, 7), tag: Buffer.alloc(16, n) });
+    expect(s.putSecret("k", sealed(3), "2026-01-01T00:00:00.000Z")).toBe(1);
+    expect(s.putSecret("k", sealed(5), "2026-01-02T00:00:00.000Z")).toBe(2);
+    expect(s.putSecret("a", sealed(1), "2026-01-03T00:00:00.000Z")).toBe(1);
+    expect(s.getSecret("k")).toEqual({ name: "k", version: 2, ...sealed(5), createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-02T00:00:00.000Z" });
+    expect(s.listSecrets()).toEqual([
+      { name: "a", version: 1, bytes: 1, createdAt: "2026-01-03T00:00:00.000Z", updatedAt: "2026-01-03T00:00:00.000Z" },
+      { name: "k", version: 2, bytes: 5, createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-02T00:00:00.000Z" },
+    ]);
+    expect(s.deleteSecret("k")).toBe(true);
+    expect(s.deleteSecret("k")).toBe(false);
+    expect(s.getSecret("k")).toBeNull();
+    expect(s.isOpen).toBe(true);
+    s.close();
+    expect(s.isOpen).toBe(false);
+  });
 });

@@ -1,7 +1,7 @@
 // The API's JSON shapes of stored records (their schemas: src/api/responses.ts).
 
 import { LIVE_PHASES, describeReason } from "../../lifecycle/phases.js";
-import type { EventRecord, SandboxRecord, SandboxSummary } from "../../store/store.js";
+import type { EventRecord, SandboxRecord, SandboxSummary } from "../../store/contract.js";
 import type { BoundaryHealth } from "../control/boundary.js";
 import type { DiskView, EventView, SandboxSummaryView, SandboxView } from "../../api/responses.js";
 

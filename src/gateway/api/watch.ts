@@ -6,7 +6,7 @@
 // resume after, so it can reconnect and miss nothing.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { EventRecord } from "../../store/store.js";
+import type { EventRecord } from "../../store/contract.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
 import { eventView, sandboxView } from "./views.js";
 

@@ -6,7 +6,7 @@
 
 import type { Logger } from "pino";
 import type { WireAuditEvent } from "../../protocol/wire.js";
-import type { AuditRecord, Retention, Store } from "../../store/store.js";
+import type { AuditRecord, Retention, Store } from "../../store/contract.js";
 import { DEFAULT_SETTINGS } from "../settings.js";
 
 export interface AuditLimits {

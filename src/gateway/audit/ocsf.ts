@@ -6,7 +6,7 @@
 // policy proposal and its decision (decision `policy`) is an API Activity (6003): who
 // proposed or decided it is the actor. Pure.
 
-import type { AuditRecord } from "../../store/store.js";
+import type { AuditRecord } from "../../store/contract.js";
 import { VERSION } from "../../version.js";
 import type { OcsfEvent } from "../../api/responses.js";
 

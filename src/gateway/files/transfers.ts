@@ -16,7 +16,7 @@ import { CopyRefused } from "../../files/members.js";
 import { sanitizeTar, type SanitizeStats } from "../../files/sanitize.js";
 import { WORKSPACE, baseOf, checkSandboxPath, shownPath } from "../../files/sandbox-path.js";
 import { TarFormatError, toBytes } from "../../files/tar-format.js";
-import type { SandboxRecord } from "../../store/store.js";
+import type { SandboxRecord } from "../../store/contract.js";
 import { ApiError } from "../errors.js";
 import { DEFAULT_FILES_LIMITS, FILES_LIMIT_ENV, type FilesLimits } from "./limits.js";
 import { DOWNLOAD, MARKER, STAT, UPLOAD_FILE, UPLOAD_TAR, explainExit, oneLine, parseStat, scriptArgv } from "./scripts.js";

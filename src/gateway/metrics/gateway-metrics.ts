@@ -5,7 +5,7 @@
 
 import type { Logger } from "pino";
 import type { ComputeDriver, RuntimeMonitor } from "../../driver/contract.js";
-import type { Store } from "../../store/store.js";
+import type { Store } from "../../store/contract.js";
 import type { AuditStats } from "../audit/audit-sink.js";
 import { observeLifecycle } from "./lifecycle-metrics.js";
 import { PrometheusMetrics } from "./prometheus.js";

@@ -4,7 +4,7 @@
 // recovery concluded; its duration runs from when it entered Recovering, as recorded
 // (so a recovery that spans a gateway restart is measured whole).
 
-import type { EventRecord, Store } from "../../store/store.js";
+import type { EventRecord, Store } from "../../store/contract.js";
 import type { GatewayMetrics } from "./contract.js";
 
 /** Subscribes; returns the unsubscribe function (Store.close also drops it). */

@@ -2,8 +2,7 @@
 // on the store), the monitor's counters (its metrics()), the audit sink's totals.
 
 import type { RuntimeMonitor } from "../../driver/contract.js";
-import { countByPhase } from "../../store/aggregates.js";
-import type { Store } from "../../store/store.js";
+import type { Store } from "../../store/contract.js";
 import type { AuditStats } from "../audit/audit-sink.js";
 import type { MetricSources, MonitorCounts } from "./contract.js";
 
@@ -17,7 +16,7 @@ export function monitorCounts(m: object): MonitorCounts {
 
 export function gatewaySources(d: { store: Store; monitor: () => Pick<RuntimeMonitor, "metrics"> | null; audit: () => AuditStats }): MetricSources {
   return {
-    sandboxesByPhase: () => countByPhase(d.store),
+    sandboxesByPhase: () => d.store.countByPhase(),
     monitor: () => {
       const m = d.monitor();
       return m === null ? null : monitorCounts(m.metrics());

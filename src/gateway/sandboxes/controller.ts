@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import type { RuntimeRecord } from "../../driver/contract.js";
 import { transition, type LifecycleState } from "../../lifecycle/machine.js";
 import type { LifecycleEvent, Phase } from "../../lifecycle/phases.js";
-import type { SandboxRecord, Store } from "../../store/store.js";
+import type { SandboxRecord, Store } from "../../store/contract.js";
 import { ApiError } from "../errors.js";
 
 const stateOf = (s: SandboxRecord): LifecycleState => ({ phase: s.phase, generation: s.generation, reason: s.reason });

@@ -6,7 +6,7 @@
 import type { Logger } from "pino";
 import type { ComputeDriver, ExecOptions, ExecSession, ExecSignal } from "../../driver/contract.js";
 import { EXEC_TIMEOUT_EXIT, resolveExecUser } from "../../lifecycle/process-input.js";
-import type { SandboxRecord, Store } from "../../store/store.js";
+import type { SandboxRecord, Store } from "../../store/contract.js";
 import { ApiError } from "../errors.js";
 import type { ActivityTracker } from "./activity.js";
 import { DetachedExecs, type DetachedExecView } from "./detached-execs.js";

@@ -8,8 +8,7 @@
 import type { Logger } from "pino";
 import { expiryVerdict } from "../../lifecycle/expiry.js";
 import type { StopReason } from "../../lifecycle/phases.js";
-import { expiringSandboxes, recordActivity, setTtlDeadline } from "../../store/expiry-store.js";
-import type { EventRecord, Store } from "../../store/store.js";
+import type { EventRecord, Store } from "../../store/contract.js";
 import type { ActivityTracker } from "./activity.js";
 
 export interface SweeperClock {
@@ -85,7 +84,7 @@ export class ExpirySweeper {
         const s = this.d.store.get(e.sandboxId);
         if (!s) return;
         const ttl = s.spec.ttlSeconds;
-        setTtlDeadline(this.d.store.db, s.id, e.generation, ttl === undefined ? null : new Date(t + ttl * 1000).toISOString());
+        this.d.store.setTtlDeadline(s.id, e.generation, ttl === undefined ? null : new Date(t + ttl * 1000).toISOString());
         this.d.activity.touch(s.id, t);
         if (s.spec.idleStopSeconds !== undefined) this.#idle.set(s.id, s.spec.idleStopSeconds);
         const next = Math.min(ttl === undefined ? Infinity : t + ttl * 1000, s.spec.idleStopSeconds === undefined ? Infinity : t + s.spec.idleStopSeconds * 1000);
@@ -108,10 +107,10 @@ export class ExpirySweeper {
     const now = this.#clock.now();
     try {
       const dirty = activity.takeDirty();
-      if (dirty.length > 0) recordActivity(store.db, dirty.map(([id, ms]): [string, string] => [id, new Date(ms).toISOString()]));
+      if (dirty.length > 0) store.recordActivity(dirty.map(([id, ms]): [string, string] => [id, new Date(ms).toISOString()]));
       this.#idle.clear();
       let next = Infinity;
-      for (const row of expiringSandboxes(store.db)) {
+      for (const row of store.expiringSandboxes()) {
         if (row.idleStopSeconds !== null) this.#idle.set(row.id, row.idleStopSeconds);
         // After a gateway restart the store's last activity (coalesced) is what is known.
         if (activity.lastActive(row.id) === undefined) activity.touch(row.id, row.lastActive === null ? now : Date.parse(row.lastActive));
@@ -171,7 +170,7 @@ export class ExpirySweeper {
     this.#clear();
     try {
       const dirty = this.d.activity.takeDirty();
-      if (dirty.length > 0 && this.d.store.db.open) recordActivity(this.d.store.db, dirty.map(([id, ms]): [string, string] => [id, new Date(ms).toISOString()]));
+      if (dirty.length > 0 && this.d.store.isOpen) this.d.store.recordActivity(dirty.map(([id, ms]): [string, string] => [id, new Date(ms).toISOString()]));
     } catch (err) {
       this.d.log.warn({ err }, "expiry: writing the last activity at close failed");
     }

@@ -6,7 +6,7 @@
 import type { Logger } from "pino";
 import { RECOVERY_DEADLINE_DEFAULT_S, type ComputeDriver, type RuntimeMonitor } from "../../driver/contract.js";
 import { LIVE_PHASES, describeReason } from "../../lifecycle/phases.js";
-import type { Store } from "../../store/store.js";
+import type { Store } from "../../store/contract.js";
 import { KeyedSerial } from "../../util/keyed-serial.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import { ActivityTracker } from "./activity.js";

@@ -12,17 +12,8 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { PolicyChange } from "../../policy/diff.js";
 import type { ReplayResult } from "../../policy/replay.js";
-import {
-  countPending,
-  decideProposal,
-  getProposal,
-  insertProposal,
-  listProposals,
-  pruneDecided,
-  type ProposalRecord,
-  type ProposalState,
-} from "../../store/proposals-store.js";
-import { StaleRevisionError, type InfoWriter, type SandboxRecord, type Store } from "../../store/store.js";
+import type { ProposalRecord, ProposalState } from "../../store/contract.js";
+import { StaleRevisionError, type InfoWriter, type SandboxRecord, type Store } from "../../store/contract.js";
 import { policyHash } from "../../policy/index.js";
 import { ApiError } from "../errors.js";
 import type { ProposalView } from "../../api/responses.js";
@@ -123,10 +114,10 @@ export class PolicyProposals {
     const at = this.#now().toISOString();
     this.d.store.transact((tx) => {
       // Pending ones against an older revision can never be approved: they make room.
-      for (const p of listProposals(this.d.store.db, s.id, "pending")) {
+      for (const p of this.d.store.listProposals(s.id, "pending")) {
         if (p.baseRevision !== activeRevision) this.#supersede(s, p, activeRevision, tx);
       }
-      const pending = countPending(this.d.store.db, s.id);
+      const pending = this.d.store.countPendingProposals(s.id);
       if (pending >= this.limits.pending) {
         throw new ApiError(
           "not_allowed",
@@ -134,9 +125,9 @@ export class PolicyProposals {
         );
       }
       const record = { id, sandboxId: s.id, input, hash: policyHash(policy), baseRevision: activeRevision, proposedBy: by, reason, createdAt: at };
-      if (!insertProposal(this.d.store.db, record)) throw new ApiError("not_found", `no sandbox named "${s.name}"`);
+      if (!this.d.store.insertProposal(record)) throw new ApiError("not_found", `no sandbox named "${s.name}"`);
       this.#record(s, tx, "proposed", { ...record, state: "pending", decidedAt: null, decidedBy: null, decisionNote: null, revision: null }, `policy proposal ${id} by ${by} against revision ${activeRevision}${reason ? `: ${reason}` : ""}`);
-      pruneDecided(this.d.store.db, s.id, this.limits.kept);
+      this.d.store.pruneDecidedProposals(s.id, this.limits.kept);
     });
     this.d.log.info({ sandboxId: s.id, proposal: id, by, baseRevision: activeRevision }, "policy proposal stored");
     return this.#view(s, this.#get(s, id), activeRevision);
@@ -146,7 +137,7 @@ export class PolicyProposals {
   list(nameOrId: string, state?: ProposalState): ProposalView[] {
     const s = this.d.read.get(nameOrId);
     const active = this.d.read.policyOf(s.id).revision;
-    return listProposals(this.d.store.db, s.id, state).map((p) => this.#view(s, p, active));
+    return this.d.store.listProposals(s.id, state).map((p) => this.#view(s, p, active));
   }
 
   /** One proposal, with its diff against the active policy and the recorded traffic replayed under it (`since`: from then). */
@@ -176,17 +167,17 @@ export class PolicyProposals {
         expectRevision: p.baseRevision,
         within: (revision, tx) => {
           const at = this.#now().toISOString();
-          if (!decideProposal(this.d.store.db, s.id, id, { state: "approved", at, by, note: null, revision })) throw this.#decidedMeanwhile(s, id);
+          if (!this.d.store.decideProposal(s.id, id, { state: "approved", at, by, note: null, revision })) throw this.#decidedMeanwhile(s, id);
           decided = { ...p, state: "approved", decidedAt: at, decidedBy: by, revision };
           this.#record(s, tx, "approved", decided, `policy proposal ${id} approved by ${by}: revision ${revision}`);
-          pruneDecided(this.d.store.db, s.id, this.limits.kept);
+          this.d.store.pruneDecidedProposals(s.id, this.limits.kept);
         },
       });
     } catch (err) {
       if (!(err instanceof StaleRevisionError)) throw err;
       this.d.store.transact((tx) => {
         this.#supersede(s, p, err.active, tx);
-        pruneDecided(this.d.store.db, s.id, this.limits.kept);
+        this.d.store.pruneDecidedProposals(s.id, this.limits.kept);
       });
       throw new ApiError(
         "stale_revision",
@@ -204,10 +195,10 @@ export class PolicyProposals {
     const p = this.#pending(s, this.#get(s, id), "reject");
     const decided = this.d.store.transact((tx) => {
       const at = this.#now().toISOString();
-      if (!decideProposal(this.d.store.db, s.id, id, { state: "rejected", at, by, note, revision: null })) throw this.#decidedMeanwhile(s, id);
+      if (!this.d.store.decideProposal(s.id, id, { state: "rejected", at, by, note, revision: null })) throw this.#decidedMeanwhile(s, id);
       const r: ProposalRecord = { ...p, state: "rejected", decidedAt: at, decidedBy: by, decisionNote: note };
       this.#record(s, tx, "rejected", r, `policy proposal ${id} rejected by ${by}${note ? `: ${note}` : ""}`);
-      pruneDecided(this.d.store.db, s.id, this.limits.kept);
+      this.d.store.pruneDecidedProposals(s.id, this.limits.kept);
       return r;
     });
     this.d.log.info({ sandboxId: s.id, proposal: id, by }, "policy proposal rejected");
@@ -216,7 +207,7 @@ export class PolicyProposals {
 
   #get(s: SandboxRecord, id: string): ProposalRecord {
     if (!PROPOSAL_ID_RE.test(id)) throw new ApiError("invalid_request", `invalid proposal id ${JSON.stringify(id.slice(0, 80))}: expected pp_ and 16 hex digits, as policy propose printed`);
-    const p = getProposal(this.d.store.db, s.id, id);
+    const p = this.d.store.getProposal(s.id, id);
     if (!p) throw new ApiError("not_found", `no policy proposal ${id} for sandbox "${s.name}" (decided ones are kept up to gateway start --proposals-kept)`);
     return p;
   }
@@ -234,7 +225,7 @@ export class PolicyProposals {
   #supersede(s: SandboxRecord, p: ProposalRecord, active: number, tx: InfoWriter): void {
     const at = this.#now().toISOString();
     const note = `the policy changed since: proposed against revision ${p.baseRevision}, the active revision is ${active}`;
-    if (!decideProposal(this.d.store.db, s.id, p.id, { state: "superseded", at, by: "gateway", note, revision: null })) return;
+    if (!this.d.store.decideProposal(s.id, p.id, { state: "superseded", at, by: "gateway", note, revision: null })) return;
     this.#record(s, tx, "superseded", { ...p, state: "superseded", decidedAt: at, decidedBy: "gateway", decisionNote: note }, `policy proposal ${p.id} superseded: ${note}`);
   }
 

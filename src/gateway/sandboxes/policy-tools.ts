@@ -8,7 +8,7 @@ import { diffPolicies, type PolicyChange } from "../../policy/diff.js";
 import { replay, type RecordedDecision, type ReplayResult } from "../../policy/replay.js";
 import { suggestRules, type DeniedLookup } from "../../policy/suggest.js";
 import { serializePolicy, type NetworkRule, type Policy, type Protocol } from "../../policy/index.js";
-import type { AuditRecord } from "../../store/store.js";
+import type { AuditRecord } from "../../store/contract.js";
 import { ApiError } from "../errors.js";
 import { checkFilesystemPolicy, parsePolicyInput } from "./policy-input.js";
 import type { SandboxReadModel } from "./read-model.js";

@@ -2,12 +2,11 @@
 // boundary health. Reads only; every write goes through the SandboxService.
 
 import type { ComputeDriver } from "../../driver/contract.js";
-import type { AuditRecord, EventRecord, ListQuery, LogQuery, PolicyRevision, SandboxRecord, SandboxSummary, Store } from "../../store/store.js";
+import type { AuditRecord, EventRecord, ListQuery, LogQuery, PolicyRevision, SandboxRecord, SandboxSummary, Store } from "../../store/contract.js";
 import type { BoundaryHealth } from "../control/boundary.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import { ID_RE, checkSandboxName } from "../../lifecycle/spec.js";
 import { ApiError, notFound } from "../errors.js";
-import { expiryColumns } from "../../store/expiry-store.js";
 import type { ActivityTracker } from "./activity.js";
 import type { DiskView, ExpiryView } from "../../api/responses.js";
 
@@ -105,7 +104,7 @@ export class SandboxReadModel {
 
   /** The TTL deadline and activity; the activity in memory is newer than the store's (written coalesced). */
   expiryOf(s: SandboxRecord): ExpiryView {
-    const cols = expiryColumns(this.store.db, s.id);
+    const cols = this.store.expiryColumns(s.id);
     const seen = this.activity?.lastActive(s.id);
     return {
       ttlDeadline: cols?.ttlDeadline ?? null,

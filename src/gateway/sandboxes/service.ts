@@ -12,7 +12,7 @@ import { DEFAULT_RESOURCES, checkSandboxName, type SandboxSpec } from "../../lif
 import { DEFAULT_DISK_BYTES, checkDiskBytes, parseDiskSize } from "../../lifecycle/disk-size.js";
 import { checkLabels } from "../../lifecycle/labels.js";
 import { changedFixedSections, evaluate, policyHash, type Decision, type EgressRequest, type Policy } from "../../policy/index.js";
-import { DuplicateNameError, type InfoWriter, type SandboxRecord, type Store } from "../../store/store.js";
+import { DuplicateNameError, type InfoWriter, type SandboxRecord, type Store } from "../../store/contract.js";
 import type { BoundaryHealth } from "../control/boundary.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import { ApiError } from "../errors.js";

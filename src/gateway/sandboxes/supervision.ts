@@ -11,7 +11,7 @@ import type { Logger } from "pino";
 import type { MonitorFact, MonitorSink, MonitorStep, ReadinessCheck, RuntimeMonitor } from "../../driver/contract.js";
 import type { LifecycleEvent, Phase } from "../../lifecycle/phases.js";
 import { adopted, entered, onVerdicts, overdue, recheckDue, unbrokenSession, type Deadlines, type LossCause, type RoleVerdicts } from "../../lifecycle/supervision.js";
-import type { Store } from "../../store/store.js";
+import type { Store } from "../../store/contract.js";
 import { errorMessage } from "../../util/error-message.js";
 import type { KeyedSerial } from "../../util/keyed-serial.js";
 import type { BoundaryEvidence } from "./boundary-evidence.js";

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { ComputeDriver, LaunchRequest, ReadinessReport, RuntimeRecord } from "../../driver/contract.js";
 import type { Policy } from "../../policy/index.js";
-import type { SandboxRecord, Store } from "../../store/store.js";
+import type { SandboxRecord, Store } from "../../store/contract.js";
 import type { KeyedSerial } from "../../util/keyed-serial.js";
 import { Limiter } from "../../util/limiter.js";
 import { DEFAULT_LAUNCH_CONCURRENCY } from "./launch-limits.js";

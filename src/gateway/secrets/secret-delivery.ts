@@ -4,7 +4,7 @@
 // running sandboxes that reference it, waited for like a policy revision.
 import type { Logger } from "pino";
 import { referencedSecrets, secretBindings } from "../../policy/index.js";
-import type { Store } from "../../store/store.js";
+import type { Store } from "../../store/contract.js";
 import type { BoundaryRegistry, SecretValuesSource } from "../control/boundary.js";
 import type { SecretStore } from "./secret-store.js";
 import type { BoundIn, Delivery } from "../../api/responses.js";

@@ -8,7 +8,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { writeSecretFileOnce } from "../../util/secret-file.js";
-import type { Store } from "../../store/store.js";
+import type { Store } from "../../store/contract.js";
 
 import { checkSecretName } from "../../policy/index.js";
 import { MAX_SECRET_BYTES } from "../../api/schemas.js";
@@ -21,16 +21,6 @@ export { checkSecretName, SECRET_NAME_RULE } from "../../policy/index.js";
 export const SECRETS_KEY_FILE = "secrets.key";
 /** Largest secret value accepted: the API's limit (src/api/schemas.ts). */
 export { MAX_SECRET_BYTES };
-
-interface Row {
-  name: string;
-  version: number;
-  nonce: Buffer;
-  ciphertext: Buffer;
-  tag: Buffer;
-  created_at: string;
-  updated_at: string;
-}
 
 /** The data key: 32 random bytes, created once, readable by the gateway's user only. */
 export function ensureSecretsKey(homeDir: string): Buffer {
@@ -58,21 +48,14 @@ export class SecretStore {
     cipher.setAAD(Buffer.from(name));
     const ciphertext = Buffer.concat([cipher.update(value), cipher.final()]);
     const tag = cipher.getAuthTag();
-    const now = new Date().toISOString();
-    const db = this.store.db;
-    const prev = db.prepare(`SELECT version FROM secrets WHERE name = ?`).get(name) as { version: number } | undefined;
-    const version = (prev?.version ?? 0) + 1;
-    db.prepare(
-      `INSERT INTO secrets (name, version, nonce, ciphertext, tag, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT(name) DO UPDATE SET version = excluded.version, nonce = excluded.nonce, ciphertext = excluded.ciphertext, tag = excluded.tag, updated_at = excluded.updated_at`,
-    ).run(name, version, nonce, ciphertext, tag, now, now);
+    const version = this.store.putSecret(name, { nonce, ciphertext, tag }, new Date().toISOString());
     for (const l of this.#listeners) l(name);
     return version;
   }
 
   /** The value, decrypted (for the supervisors that inject it); null when there is none. */
   reveal(name: string): Buffer | null {
-    const row = this.store.db.prepare(`SELECT * FROM secrets WHERE name = ?`).get(name) as Row | undefined;
+    const row = this.store.getSecret(name);
     if (!row) return null;
     const d = createDecipheriv("aes-256-gcm", this.key, row.nonce);
     d.setAAD(Buffer.from(name));
@@ -85,18 +68,11 @@ export class SecretStore {
   }
 
   list(): SecretInfo[] {
-    const rows = this.store.db.prepare(`SELECT name, version, length(ciphertext) AS bytes, created_at, updated_at FROM secrets ORDER BY name`).all() as {
-      name: string;
-      version: number;
-      bytes: number;
-      created_at: string;
-      updated_at: string;
-    }[];
-    return rows.map((r) => ({ name: r.name, version: r.version, bytes: r.bytes, createdAt: r.created_at, updatedAt: r.updated_at }));
+    return this.store.listSecrets();
   }
 
   delete(name: string): boolean {
-    const removed = this.store.db.prepare(`DELETE FROM secrets WHERE name = ?`).run(name).changes === 1;
+    const removed = this.store.deleteSecret(name);
     if (removed) for (const l of this.#listeners) l(name);
     return removed;
   }

@@ -3,8 +3,7 @@
 // from the read model, egress from the current generation's audit trail. Reads only.
 
 import type { ComputeDriver, WorkloadStats } from "../../driver/contract.js";
-import { egressTotals } from "../../store/aggregates.js";
-import type { SandboxRecord, Store } from "../../store/store.js";
+import type { SandboxRecord, Store } from "../../store/contract.js";
 import { Limiter } from "../../util/limiter.js";
 import { ApiError } from "../errors.js";
 import type { Page, SandboxReadModel } from "../sandboxes/read-model.js";
@@ -68,7 +67,7 @@ export class SandboxStats {
       memory: runtime?.memory ?? null,
       pids: runtime?.pids ?? null,
       disk: this.d.read.diskOf(s),
-      egress: egressTotals(this.d.store, s.id, s.generation),
+      egress: this.d.store.egressTotals(s.id, s.generation),
       dropped: runtime?.dropped ?? null,
       error,
     };
