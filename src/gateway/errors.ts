@@ -1,17 +1,16 @@
 // Errors the API turns into 4xx/5xx answers with a stable code and a one-line message.
 
-import { API_ERRORS, type ApiErrorCode } from "./api/responses.js";
+import { API_ERRORS, SandgateError, type ApiErrorCode } from "../util/errors.js";
 
 export type { ApiErrorCode };
 
-export class ApiError extends Error {
+/** An API code (src/util/errors.ts ERRORS) and the HTTP status it is answered with. */
+export class ApiError extends SandgateError {
   override readonly name = "ApiError";
+  declare readonly code: ApiErrorCode;
   readonly status: number;
-  constructor(
-    readonly code: ApiErrorCode,
-    message: string,
-  ) {
-    super(message);
+  constructor(code: ApiErrorCode, message: string, options?: ErrorOptions) {
+    super(message, code, options);
     this.status = API_ERRORS[code];
   }
 }

@@ -11,6 +11,7 @@ import type { Phase, SandboxReason } from "../lifecycle/phases.js";
 import type { SandboxSpec } from "../lifecycle/spec.js";
 import { policyHash, serializePolicy, type Policy } from "../policy/index.js";
 import { migrate } from "./migrations.js";
+import { SandgateError } from "../util/errors.js";
 
 export interface SandboxRecord {
   id: string;
@@ -103,18 +104,21 @@ export interface PolicyRevision {
   createdAt: string;
 }
 
-export class DuplicateNameError extends Error {
+export class DuplicateNameError extends SandgateError {
   override readonly name = "DuplicateNameError";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, "already_exists", options);
+  }
 }
 
 /** A compare-and-set on the active policy revision lost: it is no longer the one expected. */
-export class StaleRevisionError extends Error {
+export class StaleRevisionError extends SandgateError {
   override readonly name = "StaleRevisionError";
   constructor(
     readonly expected: number,
     readonly active: number,
   ) {
-    super(`the active policy revision is ${active}, not ${expected}`);
+    super(`the active policy revision is ${active}, not ${expected}`, "stale_revision");
   }
 }
 
