@@ -15,6 +15,15 @@ export class ApiError extends SandgateError {
   }
 }
 
+/** The body the API answers an error with (responses.ts ApiErrorBody). */
+export const errorBody = (e: ApiError): { error: { code: ApiErrorCode; message: string } } => ({ error: { code: e.code, message: e.message } });
+
+/** An error as the raw HTTP answer of a socket no framework serves (an upgrade refused): the code's status, the body, and the connection closed. */
+export function rawErrorAnswer(e: ApiError): string {
+  const body = JSON.stringify(errorBody(e));
+  return `HTTP/1.1 ${e.status} ${e.code}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+}
+
 /** Limits of what one request may carry. */
 export const POLICY_MAX_BYTES = 1 << 20;
 export const BODY_MAX_BYTES = 2 << 20;
