@@ -3,15 +3,12 @@
 // client's own) and `exitCode` is what `sandgate` exits with for it, so a script and a
 // program branch alike. The codes and exit codes are the one list's (ERRORS), not copies.
 
-import { SandgateError, isApiErrorCode, exitCodeOf, type ErrorCode } from "../util/errors.js";
+import { SandgateError, isApiErrorCode, type ErrorCode } from "../util/errors.js";
 
 export { EXIT, ERRORS, SandgateError, type ApiErrorCode, type ClientErrorCode, type SandgateErrorOptions } from "../util/errors.js";
 
 /** Every code a SandgateError may carry (ERRORS). */
 export type SandgateErrorCode = ErrorCode;
-
-/** The CLI's exit code for an error code (1 for any code it does not single out). */
-export const exitCodeForApi = exitCodeOf;
 
 /** An error body of the API (`{"error":{"code","message"}}`) as a SandgateError; `fallback` when it is not one. */
 export function fromApiBody(body: unknown, fallback: string): SandgateError {
