@@ -6,7 +6,8 @@
 //      one that imports it back (store → driver → gateway → store) is not one, even when
 //      no single module closes the loop.
 //   3. Contracts import no implementation: src/driver/contract.ts and src/protocol/
-//      import only pure vocabulary (src/lifecycle, src/policy) and each other. The API's
+//      import only pure vocabulary (src/lifecycle, src/policy, the error family of
+//      src/util/errors.ts) and each other. The API's
 //      contracts (src/api: request and response schemas, the route table, the OpenAPI
 //      document; with src/files/api.ts and src/version.ts, which they use) import only
 //      src/lifecycle, src/policy, src/util, src/files/api.ts, src/version.ts and each other.
@@ -22,8 +23,8 @@
 //      (src/api), src/files, src/home.ts and the pure modules: never the CLI or the gateway.
 //   8. The MCP server (src/mcp) imports only itself, the SDK and the pure modules: it
 //      reaches the gateway as a client, never through the gateway's or the CLI's code.
-//   9. The store's contract (src/store/contract.ts) imports only pure vocabulary and the
-//      driver's contract; the gateway imports of src/store only that contract, except
+//   9. The store's contract (src/store/contract.ts) imports only pure vocabulary, the error
+//      family and the driver's contract; the gateway imports of src/store only that contract, except
 //      src/gateway/gateway.ts, which opens the SQLite store.
 // Prints every violation and exits 1 if there is one.
 import { readFileSync, readdirSync, statSync } from "node:fs";
@@ -100,7 +101,7 @@ const under = (...dirs: string[]) => (p: string): boolean => dirs.some((d) => p.
 const isApiContract = (p: string): boolean => under("api", "version")(p) || p === "src/files/api.ts";
 
 export const RULES: Rule[] = [
-  { name: "contracts import no implementation", from: (m) => m === "src/driver/contract.ts" || under("protocol")(m), allowed: under("lifecycle", "policy", "protocol") },
+  { name: "contracts import no implementation", from: (m) => m === "src/driver/contract.ts" || under("protocol")(m), allowed: (d) => under("lifecycle", "policy", "protocol")(d) || d === "src/util/errors.ts" },
   { name: "API contracts import no implementation", from: isApiContract, allowed: (d) => under("lifecycle", "policy", "util")(d) || isApiContract(d) },
   { name: "pure modules stay pure", from: under("lifecycle", "policy", "util", "home"), allowed: under("lifecycle", "policy", "util") },
   { name: "the supervisor is self-contained", from: under("supervisor"), allowed: under("supervisor", "protocol", "policy", "util") },
@@ -109,7 +110,7 @@ export const RULES: Rule[] = [
   { name: "only the CLI imports the CLI", from: (m) => !under("cli")(m), allowed: (d) => !under("cli")(d) },
   { name: "the gateway is imported only by itself and the CLI", from: (m) => !under("gateway", "cli")(m), allowed: (d) => !under("gateway")(d) },
   // The store's interface is what another store (the fleet's PostgreSQL one) is written against.
-  { name: "the store's contract imports no implementation", from: (m) => m === "src/store/contract.ts", allowed: (d) => under("lifecycle", "policy")(d) || d === "src/driver/contract.ts" },
+  { name: "the store's contract imports no implementation", from: (m) => m === "src/store/contract.ts", allowed: (d) => under("lifecycle", "policy")(d) || d === "src/driver/contract.ts" || d === "src/util/errors.ts" },
   // Only gateway.ts, which opens the embedded store, names an implementation.
   { name: "the gateway reaches the store through its contract", from: (m) => under("gateway")(m) && m !== "src/gateway/gateway.ts", allowed: (d) => !under("store")(d) || d === "src/store/contract.ts" },
 ];

@@ -5,29 +5,15 @@
 
 import { z } from "zod";
 import { PHASES } from "../lifecycle/phases.js";
+import { API_ERRORS, type ApiErrorCode } from "../util/errors.js";
 
 /** An RFC 3339 time, as the gateway writes them (UTC, `Z`). */
 export const Time = z.iso.datetime({ offset: true });
 export const count = z.number().int().min(0);
 export const nullableString = z.string().nullable();
 
-/** Every error code, with the HTTP status it is answered with. Codes are stable API. */
-export const API_ERRORS = {
-  invalid_request: 400,
-  unauthorized: 401,
-  // The token is right but does not carry this capability (deciding a policy proposal).
-  forbidden: 403,
-  not_found: 404,
-  already_exists: 409,
-  not_allowed: 409,
-  stale_generation: 409,
-  // The policy changed since what the request was based on (a proposal's base revision).
-  stale_revision: 409,
-  too_large: 413,
-  internal: 500,
-  unavailable: 503,
-} as const;
-export type ApiErrorCode = keyof typeof API_ERRORS;
+/** Every error code, with the HTTP status it is answered with: the one list's (src/util/errors.ts ERRORS). Codes are stable API. */
+export { API_ERRORS, type ApiErrorCode };
 const API_ERROR_CODES = Object.keys(API_ERRORS) as [ApiErrorCode, ...ApiErrorCode[]];
 
 /** Every error answer: a stable code and one line for people. */

@@ -266,7 +266,7 @@ async function upload(client: GatewayClient, src: string, dst: RemoteSpec, o: Cp
     try {
       res = await client.transport.stream("PUT", filesPath(dst.sandbox, dir), { headers: { "content-type": TAR_MEDIA_TYPE, "transfer-encoding": "chunked" }, body: source, what: "the copy" });
     } catch (err) {
-      throw cliError(cliErrorOf(err));
+      throw cliErrorOf(cliError(err));
     }
     // An early answer is a refusal: the transport stopped sending.
     if (res.statusCode !== 200) throw await apiError(res);

@@ -14,6 +14,7 @@ import type { Stats } from "node:fs";
 import { CopyRefused, MemberGuard, type GuardLimits } from "../files/members.js";
 import { END_OF_ARCHIVE, encodeHeader, nameText, padding, type TarHeader } from "../files/tar-format.js";
 import { readTar } from "../files/tar-stream.js";
+import { SandgateError } from "../util/errors.js";
 
 export interface Progress {
   bytes: number;
@@ -43,7 +44,7 @@ export const errnoText = (c: string): string => ERRNO[c] ?? "the file system ref
 /** A local file system error as one line naming the member and the destination (never a stack or a 4 KiB path). */
 export function local(err: unknown, rel: string, root: string): unknown {
   const c = code(err);
-  if (c === undefined || err instanceof CopyRefused) return err;
+  if (c === undefined || err instanceof SandgateError) return err;
   const what = rel === "" ? JSON.stringify(root) : `${nameText(rel)} under ${JSON.stringify(root)}`;
   return new CopyRefused("invalid_request", `cannot write ${what}: ${errnoText(c)} (${c})`);
 }

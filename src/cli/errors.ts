@@ -1,23 +1,26 @@
-// Exit codes scripts can rely on (the SDK's, src/sdk/errors.ts), and the error type that carries them.
+// Exit codes scripts can rely on (the one list's, src/util/errors.ts), and the error type that carries them.
 
-import { EXIT, SandgateError, exitCodeForApi } from "../sdk/errors.js";
+import { CODE_OF_EXIT, EXIT, EXIT_INTERRUPTED, SandgateError, exitCodeOf, type ErrorCode } from "../util/errors.js";
 
-export { EXIT, exitCodeForApi };
+export { EXIT, EXIT_INTERRUPTED };
 
-/** A wait the user stopped with Ctrl-C: 128 + SIGINT, as a shell reports a command SIGINT ended. */
-export const EXIT_INTERRUPTED = 130;
+/** The CLI's exit code for an error code (1 for any code it does not single out). */
+export const exitCodeForApi = exitCodeOf;
 
-export class CliError extends Error {
+export interface CliErrorOptions extends ErrorOptions {
+  /** The failure's code, when it has one (an SDK failure's); else the one of the exit code. */
+  code?: ErrorCode;
+}
+
+/** A failure of the CLI: its one line (`sandgate: …`) and the exit code it ends with. */
+export class CliError extends SandgateError {
   override readonly name = "CliError";
-  constructor(
-    message: string,
-    readonly exitCode: number = EXIT.failed,
-  ) {
-    super(message);
+  constructor(message: string, exitCode: number = EXIT.failed, options: CliErrorOptions = {}) {
+    super(message, options.code ?? CODE_OF_EXIT[exitCode] ?? "failed", { ...options, exitCode });
   }
 }
 
-/** The CLI's form of an SDK failure: the same one line and exit code; anything else as it is. */
+/** The CLI's form of any other failure of the family (the SDK's): the same one line, code and exit code; anything else as it is. */
 export function cliErrorOf(err: unknown): unknown {
-  return err instanceof SandgateError ? new CliError(err.message, err.exitCode) : err;
+  return err instanceof SandgateError && !(err instanceof CliError) ? new CliError(err.message, err.exitCode, { code: err.code, cause: err }) : err;
 }

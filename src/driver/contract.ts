@@ -8,6 +8,7 @@ import type { RoleVerdicts } from "../lifecycle/supervision.js";
 import type { SandboxSpec } from "../lifecycle/spec.js";
 import type { Policy } from "../policy/index.js";
 import type { ProxyBounds } from "../protocol/launch.js";
+import { SandgateError } from "../util/errors.js";
 
 export type Role = "workload" | "supervisor";
 
@@ -238,8 +239,11 @@ export interface WorkloadStats {
   dropped?: { icmp: number; other: number; forward: number };
 }
 
-export class ProvisionError extends Error {
+export class ProvisionError extends SandgateError {
   override readonly name = "ProvisionError";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, "provision_failed", options);
+  }
 }
 
 export interface ComputeDriver {

@@ -7,17 +7,16 @@
 
 import { NAME_MAX_BYTES, PATH_MAX_BYTES } from "./sandbox-path.js";
 import { nameText, type TarHeader } from "./tar-format.js";
+import { SandgateError } from "../util/errors.js";
 
 export type RefusalCode = "invalid_request" | "too_large";
 
 /** A member or a stream that the transfer refuses; `code` is the API error code it becomes. */
-export class CopyRefused extends Error {
+export class CopyRefused extends SandgateError {
   override readonly name = "CopyRefused";
-  constructor(
-    readonly code: RefusalCode,
-    message: string,
-  ) {
-    super(message);
+  declare readonly code: RefusalCode;
+  constructor(code: RefusalCode, message: string, options?: ErrorOptions) {
+    super(message, code, options);
   }
 }
 

@@ -6,6 +6,8 @@
 // Names are byte strings: each byte one character (latin1), so a name that is not
 // UTF-8 survives a round trip exactly. `nameText` turns one into text for people.
 
+import { SandgateError } from "../util/errors.js";
+
 export const BLOCK = 512;
 
 export type EntryType = "file" | "directory" | "symlink" | "hardlink" | "fifo" | "char" | "block";
@@ -33,8 +35,11 @@ export type RawBlock =
   | { kind: "meta"; meta: "pax" | "global" | "longname" | "longlink"; size: number }
   | { kind: "unsupported"; typeflag: string; name: string; size: number };
 
-export class TarFormatError extends Error {
+export class TarFormatError extends SandgateError {
   override readonly name = "TarFormatError";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, "bad_tar", options);
+  }
 }
 
 /** A name for a message: its bytes read as UTF-8, quoted, control characters escaped, at most ~200 characters. */

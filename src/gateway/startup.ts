@@ -6,6 +6,7 @@ import { readFileSync, readdirSync, readlinkSync } from "node:fs";
 import { createServer } from "node:net";
 import { tcpSockets } from "../util/proc-net.js";
 import { HIDDEN_CHARS } from "../policy/proposals.js";
+import { SandgateError } from "../util/errors.js";
 
 /**
  * Another user's process chose its own command line: a line end or an escape sequence in it
@@ -14,8 +15,11 @@ import { HIDDEN_CHARS } from "../policy/proposals.js";
 const UNSHOWABLE = new RegExp(`[\\u0000-\\u001f${HIDDEN_CHARS}]`, "gu");
 export const printableCommand = (s: string): string => s.replace(UNSHOWABLE, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
 
-export class StartupError extends Error {
+export class StartupError extends SandgateError {
   override readonly name = "StartupError";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, "startup_failed", options);
+  }
 }
 
 /** The process listening on a TCP port, from /proc (null when not found or not allowed to look). */

@@ -325,7 +325,7 @@ export async function exec(t: Transport, sandbox: string, cmd: readonly string[]
     ...(o.onStdout ? { onStdout: o.onStdout } : {}),
     ...(o.onStderr ? { onStderr: o.onStderr } : {}),
     onError: (m) => (gatewayError = m),
-    onSignalFailed: (sig, m) => session.fail(new SandgateError(`SIG${sig} was not delivered: ${m}; the command may still run`, "signal_failed", 128 + (SIGNAL_NUMBERS[sig as ExecSignal] ?? 0))),
+    onSignalFailed: (sig, m) => session.fail(new SandgateError(`SIG${sig} was not delivered: ${m}; the command may still run`, "signal_failed", { exitCode: 128 + (SIGNAL_NUMBERS[sig as ExecSignal] ?? 0) })),
   });
   const onAbort = (): void => {
     aborted = true;

@@ -5,7 +5,7 @@ import "./polyfill.js";
 
 export { Sandgate, Sandboxes, LIST_PAGE_SIZE, type CreateOptions, type GatewayStatus, type ListOptions } from "./sandgate.js";
 export { Sandbox, type DisposeAction, type IntentOptions } from "./sandbox.js";
-export { SandgateError, EXIT, type ApiErrorCode, type ClientErrorCode, type SandgateErrorCode } from "./errors.js";
+export { SandgateError, EXIT, ERRORS, type ApiErrorCode, type ClientErrorCode, type SandgateErrorCode } from "./errors.js";
 export { EXEC_SIGNALS, STDIN_FRAME_BYTES, STDIN_HIGH_WATER, type ExecOptions, type ExecSignal } from "./exec.js";
 export { SandboxFiles, READ_MAX_BYTES, LIST_MAX_ENTRIES, type ReadOptions, type ListOptions as FileListOptions } from "./files.js";
 export { RESUME_WINDOW_MS, type LogsOptions } from "./logs.js";

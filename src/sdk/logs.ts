@@ -15,7 +15,7 @@ import { DEFAULT_BACKOFF, backoffDelay } from "../util/backoff.js";
 import { ResumeFilter } from "../util/log-cursor.js";
 import { parseSince } from "../util/log-time.js";
 import { SettingError } from "../util/settings.js";
-import { EXIT, SandgateError, fromApiBody } from "./errors.js";
+import { SandgateError, fromApiBody } from "./errors.js";
 import type { Transport } from "./transport.js";
 import type { LogRecord } from "./types.js";
 import { sleep } from "./wait.js";
@@ -46,7 +46,12 @@ export interface LogsOptions {
 }
 
 /** A stream that stopped without its last record. */
-class Cut extends Error {}
+class Cut extends SandgateError {
+  override readonly name = "Cut";
+  constructor(message: string) {
+    super(message, "connection_lost");
+  }
+}
 
 /** The `since` option as the API takes it. */
 function sinceParam(since: string | Date): string {
@@ -116,7 +121,7 @@ export async function* readLogs(transport: () => Transport, name: string, o: Log
       }
       awaySince ??= Date.now();
       if (Date.now() - awaySince > windowMs) {
-        throw err instanceof SandgateError ? err : new SandgateError(`the log stream broke and the gateway did not come back within ${windowMs / 1000} s: ${err.message}`, "not_running");
+        throw err instanceof SandgateError && !(err instanceof Cut) ? err : new SandgateError(`the log stream broke and the gateway did not come back within ${windowMs / 1000} s: ${err.message}`, "not_running");
       }
       try {
         await sleep(backoffDelay(attempt++, Math.random(), DEFAULT_BACKOFF), signal);
@@ -198,7 +203,7 @@ async function* records(res: Response, filter: ResumeFilter, signal: AbortSignal
         yield rec;
         if (signal.aborted) return true;
       }
-      if (buf.length > RECORD_MAX_BYTES) throw new SandgateError(`a log record is over ${RECORD_MAX_BYTES} bytes`, "bad_response", EXIT.failed);
+      if (buf.length > RECORD_MAX_BYTES) throw new SandgateError(`a log record is over ${RECORD_MAX_BYTES} bytes`, "bad_response");
     }
     if (signal.aborted) return true;
     throw new Cut(idled ? `nothing from the gateway for ${IDLE_MS / 1000} s` : "the gateway ended the log stream without its last record");

@@ -54,7 +54,7 @@ export async function* watchEvents(t: Transport, o: WatchOptions = {}): AsyncGen
             o.onResume?.(lastSeq);
             continue;
           }
-          if (f.event === "reload") throw new SandgateError(`the watch fell too far behind: ${(JSON.parse(f.data) as { reason: string }).reason}`, "connection_lost", EXIT.failed);
+          if (f.event === "reload") throw new SandgateError(`the watch fell too far behind: ${(JSON.parse(f.data) as { reason: string }).reason}`, "connection_lost", { exitCode: EXIT.failed });
           if (f.event !== "sandbox") continue;
           const { event, sandbox } = JSON.parse(f.data) as { event: EventView; sandbox: SandboxView | null };
           if (lastSeq !== undefined && event.seq <= lastSeq) continue;
@@ -64,10 +64,10 @@ export async function* watchEvents(t: Transport, o: WatchOptions = {}): AsyncGen
       } catch (err) {
         if (ac.signal.aborted) return;
         if (err instanceof SandgateError) throw err;
-        throw new SandgateError(`watch stream ended: ${errorMessage(err)}`, "connection_lost", EXIT.unreachable);
+        throw new SandgateError(`watch stream ended: ${errorMessage(err)}`, "connection_lost", { exitCode: EXIT.unreachable, cause: err });
       }
       if (ac.signal.aborted) return;
-      if (!resume) throw new SandgateError("the gateway closed the watch stream", "connection_lost", EXIT.unreachable);
+      if (!resume) throw new SandgateError("the gateway closed the watch stream", "connection_lost", { exitCode: EXIT.unreachable });
     }
   } finally {
     o.signal?.removeEventListener("abort", stop);

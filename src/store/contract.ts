@@ -9,6 +9,7 @@ import type { Phase, SandboxReason } from "../lifecycle/phases.js";
 import type { SandboxSpec } from "../lifecycle/spec.js";
 import type { Policy } from "../policy/index.js";
 import type { ProposalState } from "../policy/proposals.js";
+import { SandgateError } from "../util/errors.js";
 
 export interface SandboxRecord {
   id: string;
@@ -204,18 +205,21 @@ export interface InfoWriter {
   info(sandbox: { id: string; name: string; generation: number }, message: string, data?: unknown): void;
 }
 
-export class DuplicateNameError extends Error {
+export class DuplicateNameError extends SandgateError {
   override readonly name = "DuplicateNameError";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, "already_exists", options);
+  }
 }
 
 /** A compare-and-set on the active policy revision lost: it is no longer the one expected. */
-export class StaleRevisionError extends Error {
+export class StaleRevisionError extends SandgateError {
   override readonly name = "StaleRevisionError";
   constructor(
     readonly expected: number,
     readonly active: number,
   ) {
-    super(`the active policy revision is ${active}, not ${expected}`);
+    super(`the active policy revision is ${active}, not ${expected}`, "stale_revision");
   }
 }
 

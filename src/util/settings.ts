@@ -4,8 +4,14 @@
 // allowed, in one line (`SANDGATE_RECOVERY_DEADLINE must be a duration from 1 s to
 // 86400 s (e.g. 60, 90s, 5m); got "abc"`). Never NaN, never a silent default.
 
-export class SettingError extends Error {
+import { SandgateError } from "./errors.js";
+
+/** A value the user gave that is not allowed: the API's `invalid_request`, the CLI's usage error. */
+export class SettingError extends SandgateError {
   override readonly name = "SettingError";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, "invalid_request", options);
+  }
 }
 
 export interface IntRange {

@@ -1,9 +1,13 @@
 // One way to put a deadline on a promise: it settles with the promise, or rejects
-// with a TimeoutError (code ETIMEDOUT) after `ms`. The timer never outlives it.
+// with a TimeoutError (code `timeout`) after `ms`. The timer never outlives it.
 
-export class TimeoutError extends Error {
+import { SandgateError } from "./errors.js";
+
+export class TimeoutError extends SandgateError {
   override readonly name = "TimeoutError";
-  readonly code = "ETIMEDOUT";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, "timeout", options);
+  }
 }
 
 export function withTimeout<T>(promise: Promise<T>, ms: number, message = `timed out after ${ms} ms`): Promise<T> {

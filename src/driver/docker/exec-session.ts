@@ -9,9 +9,13 @@ import { createDemuxer } from "./engine/demux.js";
 import { StartFailureWatch, type StartFailure } from "./exec-start-failure.js";
 import { hostProc, identifyExecProcess, signalExecProcess, type ExecProcess, type ProcReader } from "./exec-signal.js";
 import { setTimeout as sleep } from "node:timers/promises";
+import { SandgateError } from "../../util/errors.js";
 
-export class ExecError extends Error {
+export class ExecError extends SandgateError {
   override readonly name = "ExecError";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, "exec_failed", options);
+  }
 }
 
 /**

@@ -7,13 +7,17 @@
 
 import type { LogLine } from "../contract.js";
 import { canonicalTime } from "../../util/log-time.js";
+import { SandgateError } from "../../util/errors.js";
 
 const HEADER_LEN = 8;
 /** Docker's frames are ≤ 16 KiB of text plus the time; a larger one is not a log frame. */
 export const LOG_FRAME_MAX = 1 << 20;
 
-export class LogFrameError extends Error {
+export class LogFrameError extends SandgateError {
   override readonly name = "LogFrameError";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, "bad_log_frame", options);
+  }
 }
 
 export interface RawFrame {

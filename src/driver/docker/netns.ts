@@ -8,11 +8,17 @@
 import { spawn } from "node:child_process";
 import { closeSync, fstatSync, openSync, statSync } from "node:fs";
 import { rulesetProblem, routeProblem, supervisorRuleset, workloadRouteArgs, DROP_COUNTERS, TABLE, type DropCounter, type TransparentTargets } from "./transparent-rules.js";
+import { SandgateError } from "../../util/errors.js";
 
 const RUN_TIMEOUT_MS = 10_000;
 
 /** The process has ended (no /proc/PID/ns/net): its namespace can be neither programmed nor read. */
-export class ProcessGone extends Error {}
+export class ProcessGone extends SandgateError {
+  override readonly name = "ProcessGone";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, "process_gone", options);
+  }
+}
 
 /** Runs `argv` in the network namespace of `pid`; resolves with stdout, rejects with one line. */
 export async function inNetns(pid: number, argv: string[], input?: string): Promise<string> {

@@ -22,7 +22,7 @@ import type { FileTransfers } from "../files/transfers.js";
 import type { SecretStore } from "../secrets/secret-store.js";
 import { tokenMatches, type Authenticated } from "./auth.js";
 import { boundedServerOptions, type ConnectionBoundsSettings } from "../../util/connection-bounds.js";
-import { ApiError, BODY_MAX_BYTES, POLICY_MAX_BYTES, tooLarge } from "../errors.js";
+import { ApiError, BODY_MAX_BYTES, POLICY_MAX_BYTES, errorBody, tooLarge } from "../errors.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
 import type { SandboxService } from "../sandboxes/service.js";
 import { eventView, sandboxSummaryView, sandboxView } from "./views.js";
@@ -81,7 +81,8 @@ export function buildApi(ctx: ApiContext) {
     routerOptions: { maxParamLength: 4096 },
     // Errors of fastify's own router and parsers (a malformed URL) get our shape too.
     frameworkErrors: (err, _req, reply) => {
-      void (reply as unknown as FastifyReply).code(400).send({ error: { code: "invalid_request", message: err.message } });
+      const e = new ApiError("invalid_request", err.message);
+      void (reply as unknown as FastifyReply).code(e.status).send(errorBody(e));
     },
     // Bytes that are not HTTP get our error shape too, and the socket is closed.
     clientErrorHandler: (err, socket) => {
@@ -125,7 +126,7 @@ export function buildApi(ctx: ApiContext) {
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
     if (err instanceof ApiError) {
-      return reply.code(err.status).send({ error: { code: err.code, message: err.message } });
+      return reply.code(err.status).send(errorBody(err));
     }
     if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
       const bytes = Number(req.headers["content-length"]);
@@ -133,19 +134,21 @@ export function buildApi(ctx: ApiContext) {
       const e = Number.isSafeInteger(bytes) && bytes > 0
         ? tooLarge(policy ? "policy" : "the request body", bytes, policy ? "1 MiB" : "2 MiB")
         : new ApiError("too_large", `the request body is over the limit of ${policy ? "1 MiB (the policy)" : "2 MiB"}`);
-      return reply.code(e.status).header("connection", "close").send({ error: { code: e.code, message: e.message } });
+      return reply.code(e.status).header("connection", "close").send(errorBody(e));
     }
     // Fastify's own 4xx (malformed JSON, wrong content type).
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
-      return reply.code(err.statusCode).send({ error: { code: "invalid_request", message: err.message } });
+      return reply.code(err.statusCode).send(errorBody(new ApiError("invalid_request", err.message)));
     }
     req.log.error({ err }, "request failed");
-    return reply.code(500).send({ error: { code: "internal", message: "internal error; see the gateway log" } });
+    const internal = new ApiError("internal", "internal error; see the gateway log");
+    return reply.code(internal.status).send(errorBody(internal));
   });
 
-  app.setNotFoundHandler((req, reply) =>
-    reply.code(404).send({ error: { code: "not_found", message: `no route ${req.method} ${req.url}` } }),
-  );
+  app.setNotFoundHandler((req, reply) => {
+    const e = new ApiError("not_found", `no route ${req.method} ${req.url}`);
+    return reply.code(e.status).send(errorBody(e));
+  });
 
   // Every route comes from the table (src/api/routes.ts) through route(): none is registered undocumented.
   route(app, "healthz", async (_req, reply) => reply.type("text/plain; charset=utf-8").send("ok\n"));

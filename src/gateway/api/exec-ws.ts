@@ -18,7 +18,7 @@ import { z } from "zod";
 import { EXEC_SIGNALS, type ExecSession } from "../../driver/contract.js";
 import { ExecQueryFull, formatZodError } from "../../api/schemas.js";
 import { execOptions } from "./exec-options.js";
-import { ApiError } from "../errors.js";
+import { ApiError, rawErrorAnswer } from "../errors.js";
 import { tokenMatches, type Authenticated } from "./auth.js";
 import { PORT_FORWARD_ROUTE } from "./port-forward-ws.js";
 import { ROUTES, pathPattern } from "../../api/routes.js";
@@ -38,10 +38,7 @@ const ControlFrame = z.discriminatedUnion("type", [
 const ROUTE = pathPattern(ROUTES.execSession.path);
 
 function refuse(socket: Duplex, err: ApiError): void {
-  const body = JSON.stringify({ error: { code: err.code, message: err.message } });
-  socket.end(
-    `HTTP/1.1 ${err.status} ${err.code}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  socket.end(rawErrorAnswer(err));
 }
 
 /** Output bytes a slow client may have outstanding before the process's output is paused. */

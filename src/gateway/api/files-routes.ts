@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import type { Readable } from "node:stream";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { FILE_MEDIA_TYPE, RESULT_TRAILER, TAR_MEDIA_TYPE, asciiJson, type TransferResultView } from "../../files/api.js";
-import { ApiError } from "../errors.js";
+import { ApiError, errorBody } from "../errors.js";
 import type { FileTransfers, UploadBody } from "../files/transfers.js";
 import { route } from "./register.js";
 
@@ -15,7 +15,7 @@ const nameOf = (params: unknown): string => (params as { name: string }).name;
 
 function sendError(reply: FastifyReply, e: ApiError): FastifyReply {
   // The body may be unread: the connection is not reused.
-  return reply.code(e.status).header("connection", "close").send({ error: { code: e.code, message: e.message } });
+  return reply.code(e.status).header("connection", "close").send(errorBody(e));
 }
 
 /** Resolves when `res` can take more, or has closed; an IdleTimeout-like error after `ms`. */

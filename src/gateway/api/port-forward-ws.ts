@@ -16,7 +16,7 @@ import type { Logger } from "pino";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { ExecSession } from "../../driver/contract.js";
 import { DEFAULT_SETTINGS } from "../settings.js";
-import { ApiError } from "../errors.js";
+import { ApiError, rawErrorAnswer } from "../errors.js";
 import { tokenMatches, type Authenticated } from "./auth.js";
 import { ROUTES, pathPattern } from "../../api/routes.js";
 import type { ExecService } from "../sandboxes/exec-service.js";
@@ -48,10 +48,7 @@ export const DEFAULT_PORT_FORWARD_LIMITS: PortForwardLimits = { maxPerSandbox: D
 const DIAGNOSTIC_BYTES = 4096;
 
 function refuse(socket: Duplex, err: ApiError): void {
-  const body = JSON.stringify({ error: { code: err.code, message: err.message } });
-  socket.end(
-    `HTTP/1.1 ${err.status} ${err.code}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  socket.end(rawErrorAnswer(err));
 }
 
 export interface PortForwardStats {

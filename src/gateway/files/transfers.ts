@@ -20,6 +20,7 @@ import type { SandboxRecord } from "../../store/contract.js";
 import { ApiError } from "../errors.js";
 import { DEFAULT_FILES_LIMITS, FILES_LIMIT_ENV, type FilesLimits } from "./limits.js";
 import { DOWNLOAD, MARKER, STAT, UPLOAD_FILE, UPLOAD_TAR, explainExit, oneLine, parseStat, scriptArgv } from "./scripts.js";
+import { SandgateError } from "../../util/errors.js";
 
 export interface FileTransferDeps {
   /** The sandbox by name or id (throws 404/400). */
@@ -80,8 +81,11 @@ async function* idle(source: AsyncIterable<Buffer>, ms: number, what: string): A
 }
 
 /** The program in the workload stopped taking input (it exited, or its stream broke): its exit code says why. */
-class StoppedReading extends Error {
+class StoppedReading extends SandgateError {
   override readonly name = "StoppedReading";
+  constructor(message: string) {
+    super(message, "stopped_reading");
+  }
 }
 
 /** Writes the source into `dst` with backpressure; a drain that takes longer than `ms` is an IdleTimeout. */

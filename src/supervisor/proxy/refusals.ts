@@ -4,6 +4,7 @@
 // HTTP connection. Pure; respond.ts writes them.
 import type { Target } from "./target.js";
 import { errorMessage } from "../../util/error-message.js";
+import { TimeoutError } from "../../util/timeout.js";
 
 export const POLICY_ERROR = "sandgate-policy";
 export const UPSTREAM_ERROR = "sandgate-upstream";
@@ -31,7 +32,8 @@ export interface Unreachable {
 }
 
 export function unreachable(err: unknown): Unreachable {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code ?? "EUPSTREAM";
+  // A connect deadline of ours (TimeoutError, code `timeout`) is reported as the system's own.
+  const code = err instanceof TimeoutError ? "ETIMEDOUT" : ((err as NodeJS.ErrnoException | undefined)?.code ?? "EUPSTREAM");
   const message = errorMessage(err);
   return { kind: "unreachable", status: code === "ETIMEDOUT" ? 504 : 502, code, message };
 }

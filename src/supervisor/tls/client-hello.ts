@@ -3,6 +3,8 @@
 // ClientHello whose SNI is the CONNECT host, and a terminated one needs the name to
 // mint its leaf certificate. Pure: bytes in, a verdict out (RFC 8446 §4.1.2, RFC 6066 §3).
 
+import { SandgateError } from "../../util/errors.js";
+
 /** A ClientHello is read from at most this many bytes (one full TLS record and its header). */
 export const MAX_HELLO_BYTES = 5 + 16_384;
 
@@ -52,8 +54,18 @@ class Reader {
   }
 }
 
-class Truncated extends Error {}
-class Malformed extends Error {}
+class Truncated extends SandgateError {
+  override readonly name = "Truncated";
+  constructor(message = "a length runs past the ClientHello") {
+    super(message, "client_hello_truncated");
+  }
+}
+class Malformed extends SandgateError {
+  override readonly name = "Malformed";
+  constructor(message: string) {
+    super(message, "client_hello_malformed");
+  }
+}
 
 const ascii = (b: Uint8Array): string => String.fromCharCode(...b);
 
