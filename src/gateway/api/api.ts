@@ -20,7 +20,7 @@ import type { SandboxStats } from "../stats/sandbox-stats.js";
 import { registerFileRoutes } from "./files-routes.js";
 import type { FileTransfers } from "../files/transfers.js";
 import type { SecretStore } from "../secrets/secret-store.js";
-import { tokenMatches, type Authenticated } from "./auth.js";
+import { authorize, type Authenticated } from "./auth.js";
 import { boundedServerOptions, type ConnectionBoundsSettings } from "../../util/connection-bounds.js";
 import { ApiError, BODY_MAX_BYTES, POLICY_MAX_BYTES, tooLarge } from "../errors.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
@@ -113,14 +113,12 @@ export function buildApi(ctx: ApiContext) {
   app.addHook("onRequest", async (req, reply) => {
     // GET /healthz says "ok" and nothing else: the one route without the token.
     if (isPublicRoute(req)) return;
-    if (!tokenMatches(req.headers.authorization, ctx.token)) {
-      throw new ApiError("unauthorized", "missing or wrong bearer token");
-    }
-    const admitted = ctx.authenticated?.(req.raw.socket) ?? { ok: true };
-    if (!admitted.ok) {
-      void reply.header("connection", "close");
-      throw new ApiError("unavailable", admitted.reason);
-    }
+    // The same check as every WebSocket upgrade's (upgrades.ts).
+    const refused = authorize(req.headers.authorization, req.raw.socket, ctx.token, ctx.authenticated);
+    if (refused === null) return;
+    // Refused for a full pool: the connection is not kept.
+    if (refused.code === "unavailable") void reply.header("connection", "close");
+    throw refused;
   });
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
