@@ -8,8 +8,9 @@ import type { ComputeDriver, RuntimeMonitor } from "../driver/contract.js";
 import { SqliteStore } from "../store/store.js";
 import { VERSION } from "../version.js";
 import { buildApi } from "./api/api.js";
-import { attachExec } from "./api/exec-ws.js";
-import { attachPortForward, type PortForwardLimits } from "./api/port-forward-ws.js";
+import { execUpgrades } from "./api/exec-ws.js";
+import { portForwardUpgrades, type PortForwardLimits } from "./api/port-forward-ws.js";
+import { attachUpgrades } from "./api/upgrades.js";
 import type { WatchLimits } from "./api/watch.js";
 import type { LogLimits } from "./api/logs-routes.js";
 import { AuditSink, type AuditLimits } from "./audit/audit-sink.js";
@@ -211,14 +212,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
   const url = clientUrl({ kind: "unix", path: home.socket });
   const urls = [url];
-  const exec = attachExec(app.server, { execs: lifecycle.execs, token, log, authenticated });
-  const forwards = attachPortForward(app.server, { execs: lifecycle.execs, read, token, log, authenticated, ...(opts.portForward === undefined ? {} : { limits: opts.portForward }) });
+  const forwards = portForwardUpgrades({ execs: lifecycle.execs, read, log, ...(opts.portForward === undefined ? {} : { limits: opts.portForward }) });
+  // Both WebSocket routes behind one upgrade listener and its one token check.
+  const upgrades = attachUpgrades(app.server, { token, log, authenticated }, [execUpgrades({ execs: lifecycle.execs, log }), forwards]);
   bounds.push({ url: () => url, bounds: boundConnections(app.server, opts.connections ?? {}) });
   // In this order: no new sessions or requests, then the work they started, then the store.
   const closeParts = async (): Promise<void> => {
     for (const b of bounds) b.bounds.close();
-    exec.close();
-    forwards.close();
+    upgrades.close();
     await app.close();
     await lifecycle.close();
     await control?.close();

@@ -1,35 +1,35 @@
 // The gateway's REST/JSON API under /v1, on loopback, behind a bearer token.
 
 import http, { type RequestListener } from "node:http";
-import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyReply } from "fastify";
 import type { Logger } from "pino";
-import { EXEC_ARGV_MAX_BYTES, LIST_PAGE_MAX } from "../../api/schemas.js";
-import { isPublicRoute, route } from "./register.js";
-import { buildOpenApi } from "../../api/openapi.js";
+import { EXEC_ARGV_MAX_BYTES } from "../../api/schemas.js";
+import { isPublicRoute } from "./register.js";
 import type { StatusView } from "../../api/responses.js";
-import { PolicyTools, sinceTime } from "../sandboxes/policy-tools.js";
-import { toOcsf } from "../audit/ocsf.js";
 import { WatchHub, type WatchLimits } from "./watch.js";
-import { LogStreams, type LogLimits } from "./logs-routes.js";
+import { LogStreams, logRoutes, type LogLimits } from "./logs-routes.js";
 import type { ComputeDriver } from "../../driver/contract.js";
-import { registerSecretRoutes, type SecretPlaces } from "./secrets-routes.js";
-import { registerStatsRoutes } from "./stats-routes.js";
-import { registerMetricsRoute } from "./metrics-route.js";
+import { secretRoutes, type SecretPlaces } from "./secrets-routes.js";
+import { statsRoutes } from "./stats-routes.js";
+import { metricsRoute } from "./metrics-route.js";
 import type { ApiRequest, MetricsExposition } from "../metrics/contract.js";
 import type { SandboxStats } from "../stats/sandbox-stats.js";
-import { registerFileRoutes } from "./files-routes.js";
+import { fileRoutes } from "./files-routes.js";
 import type { FileTransfers } from "../files/transfers.js";
 import type { SecretStore } from "../secrets/secret-store.js";
-import { tokenMatches, type Authenticated } from "./auth.js";
+import { authorize, type Authenticated } from "./auth.js";
 import { boundedServerOptions, type ConnectionBoundsSettings } from "../../util/connection-bounds.js";
-import { ApiError, BODY_MAX_BYTES, POLICY_MAX_BYTES, errorBody, tooLarge } from "../errors.js";
+import { ApiError, BODY_MAX_BYTES, errorBody, tooLarge } from "../errors.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
 import type { SandboxService } from "../sandboxes/service.js";
-import { eventView, sandboxSummaryView, sandboxView } from "./views.js";
-import { registerExecRoutes } from "./exec-routes.js";
+import { execRoutes } from "./exec-routes.js";
 import type { ExecService } from "../sandboxes/exec-service.js";
-import { registerProposalRoutes } from "./proposals-routes.js";
+import { proposalRoutes } from "./proposals-routes.js";
 import type { PolicyProposals } from "../sandboxes/policy-proposals.js";
+import { gatewayRoutes } from "./gateway-routes.js";
+import { sandboxRoutes } from "./sandbox-routes.js";
+import { policyRoutes } from "./policy-routes.js";
+import { watchRoute } from "./watch-route.js";
 
 export interface ApiContext {
   /** Writes: intents and policy changes. */
@@ -61,8 +61,6 @@ export interface ApiContext {
   /** Policy proposals; deciding one needs `approverToken` too (null: none can be decided). */
   proposals?: { proposals: PolicyProposals; approverToken: string | null };
 }
-
-const nameParam = (req: FastifyRequest): string => (req.params as { name: string }).name;
 
 export function buildApi(ctx: ApiContext) {
   const { service, read } = ctx;
@@ -114,14 +112,12 @@ export function buildApi(ctx: ApiContext) {
   app.addHook("onRequest", async (req, reply) => {
     // GET /healthz says "ok" and nothing else: the one route without the token.
     if (isPublicRoute(req)) return;
-    if (!tokenMatches(req.headers.authorization, ctx.token)) {
-      throw new ApiError("unauthorized", "missing or wrong bearer token");
-    }
-    const admitted = ctx.authenticated?.(req.raw.socket) ?? { ok: true };
-    if (!admitted.ok) {
-      void reply.header("connection", "close");
-      throw new ApiError("unavailable", admitted.reason);
-    }
+    // The same check as every WebSocket upgrade's (upgrades.ts).
+    const refused = authorize(req.headers.authorization, req.raw.socket, ctx.token, ctx.authenticated);
+    if (refused === null) return;
+    // Refused for a full pool: the connection is not kept.
+    if (refused.code === "unavailable") void reply.header("connection", "close");
+    throw refused;
   });
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
@@ -150,128 +146,28 @@ export function buildApi(ctx: ApiContext) {
     return reply.code(e.status).send(errorBody(e));
   });
 
-  // Every route comes from the table (src/api/routes.ts) through route(): none is registered undocumented.
-  route(app, "healthz", async (_req, reply) => reply.type("text/plain; charset=utf-8").send("ok\n"));
-  route(app, "getStatus", async () => ctx.status());
-  let openapi: ReturnType<typeof buildOpenApi> | undefined;
-  route(app, "getOpenApi", async () => (openapi ??= buildOpenApi()));
-
-  // Paged by name; without `limit` a page is LIST_PAGE_MAX (every sandbox up to that many,
-  // as before paging), without `view` the full view (as before). `sandbox list` asks for
-  // lean pages: one indexed read per page, nothing per row.
-  route(app, "listSandboxes", async (_req, _reply, input) => {
-    const q = input.query();
-    const page = { after: q.after, limit: q.limit ?? LIST_PAGE_MAX, phase: q.phase, labels: q.label };
-    if (q.view === "lean") {
-      const p = read.listSummaries(page);
-      return { sandboxes: p.sandboxes.map(sandboxSummaryView), next: p.next };
-    }
-    const p = read.listPage(page);
-    return { sandboxes: p.sandboxes.map((s) => sandboxView(s, read.boundaryOf(s.id))), next: p.next };
-  });
-
-  route(app, "createSandbox", async (_req, reply, input) => {
-    const body = input.body();
-    checkPolicySize(body.policy);
-    const s = await service.create(body);
-    return reply.code(201).send(sandboxView(s));
-  });
-
-  route(app, "getSandbox", async (req) => {
-    const s = read.get(nameParam(req));
-    return { ...sandboxView(s, read.boundaryOf(s.id), read.diskOf(s)), expiry: read.expiryOf(s) };
-  });
-
-  route(app, "getPolicy", async (req) => {
-    const p = read.policyOf(nameParam(req));
-    return { sandbox: p.sandbox.name, revision: p.revision, hash: p.hash, createdAt: p.createdAt, policy: p.policy, source: p.source, boundary: p.boundary };
-  });
-
-  route(app, "setPolicy", async (req, _reply, input) => {
-    const body = input.body();
-    checkPolicySize(body.policy);
-    const { revision, pushed, phase } = service.setPolicy(nameParam(req), body.policy);
-    const s = read.get(nameParam(req));
-    if (!body.wait) return { revision, pushed, phase, enforced: null, connectionsClosed: null, boundary: read.boundaryOf(s.id) };
-    const w = await service.waitForPolicy(s.id, revision, body.wait * 1000);
-    return { revision, pushed, phase, enforced: w.enforced, connectionsClosed: w.connectionsClosed, boundary: w.boundary };
-  });
-
-  route(app, "checkPolicy", async (req, _reply, input) => {
-    const body = input.body();
-    return service.checkPolicy(nameParam(req), body.url, body.method);
-  });
-
-  // Reviewing a change before making it; nothing here writes.
-  const tools = new PolicyTools(read);
-  route(app, "diffPolicy", async (req, _reply, input) => tools.diff(nameParam(req), input.body().policy));
-  route(app, "replayPolicy", async (req, _reply, input) => {
-    const body = input.body();
-    return tools.replay(nameParam(req), body.policy, body.since);
-  });
-  route(app, "suggestPolicy", async (req, _reply, input) => tools.suggest(nameParam(req), input.query().since));
-
-  for (const [op, intent] of [["startSandbox", "start"], ["stopSandbox", "stop"]] as const) {
-    route(app, op, async (req, reply) => reply.code(202).send(sandboxView(service.request(nameParam(req), intent))));
-  }
-
-  route(app, "deleteSandbox", async (req, reply, input) => reply.code(202).send(sandboxView(service.request(nameParam(req), "delete", input.query()))));
-
-  // Logs are read in pages by cursor: `next` is the cursor of the following page
-  // (pass it as `after`), null when this page reached the end.
-  route(app, "listEvents", async (req, _reply, input) => {
-    const q = input.query();
-    const s = read.get(nameParam(req));
-    const events = read.events(s.id, { afterSeq: q.after, beforeSeq: q.before, limit: q.limit, tail: q.tail });
-    return { events: events.map(eventView), next: pageCursor(events, q) };
-  });
-
-  route(app, "listAudit", async (req, _reply, input) => {
-    const q = input.query();
-    const s = read.get(nameParam(req));
-    const records = read.audit(s.id, { afterSeq: q.after, beforeSeq: q.before, limit: q.limit, tail: q.tail, decision: q.decision, since: sinceTime(q.since) });
-    const next = pageCursor(records, q);
-    if (q.format === "ocsf") return { audit: records.map((r) => toOcsf(r, { sandboxName: s.name })), next };
-    return { audit: records, next };
-  });
-
-  if (ctx.secrets) registerSecretRoutes(app, ctx.secrets.store, ctx.secrets.delivery);
-  if (ctx.stats) registerStatsRoutes(app, ctx.stats);
-  if (ctx.metrics) registerMetricsRoute(app, ctx.metrics);
-  if (ctx.execs) registerExecRoutes(app, ctx.execs);
-  if (ctx.files) registerFileRoutes(app, ctx.files);
-  if (ctx.proposals) registerProposalRoutes(app, { ...ctx.proposals, service, read });
-
-  // Watch streams are hijacked from fastify: the hub ends them on close.
+  // Every route group is a fastify plugin (register.ts's RouteGroup), registered here and
+  // nowhere else, after the hooks and handlers above so that every group gets them. Within
+  // a group every route comes from the table (routes.ts) through route(): none is
+  // registered undocumented.
   const hub = new WatchHub(read, ctx.watch);
-  app.addHook("preClose", async () => hub.close());
-  route(app, "watch", (req, reply, input) => {
-    const q = input.query();
-    // By id, a deleted sandbox whose events are still in the log can be resumed to its end.
-    const only = q.sandbox === undefined ? undefined : read.watchable(q.sandbox);
-    const lastId = Number(req.headers["last-event-id"]);
-    const after = q.after ?? (Number.isSafeInteger(lastId) && lastId >= 0 ? lastId : undefined);
-    if (!hub.canAccept()) throw new ApiError("unavailable", `too many watch streams open (${hub.size}); close one or raise the limit`);
-    reply.hijack();
-    hub.attach(req.raw, reply.raw, { only, after });
-    return undefined;
-  });
-
   const logs = ctx.logs ? new LogStreams(read, ctx.logs.driver, ctx.log, ctx.logs.limits) : null;
-  logs?.register(app);
+  // On the root, not in their groups: they end the streams their routes hijacked.
+  app.addHook("preClose", async () => {
+    hub.close();
+    logs?.close();
+  });
+  void app.register(gatewayRoutes, { status: ctx.status });
+  void app.register(sandboxRoutes, { service, read });
+  void app.register(policyRoutes, { service, read });
+  void app.register(watchRoute, { read, hub });
+  if (ctx.secrets) void app.register(secretRoutes, ctx.secrets);
+  if (ctx.stats) void app.register(statsRoutes, { stats: ctx.stats });
+  if (ctx.metrics) void app.register(metricsRoute, { metrics: ctx.metrics });
+  if (ctx.execs) void app.register(execRoutes, { execs: ctx.execs });
+  if (ctx.files) void app.register(fileRoutes, { files: ctx.files });
+  if (ctx.proposals) void app.register(proposalRoutes, { ...ctx.proposals, service, read });
+  if (logs) void app.register(logRoutes, { logs });
 
   return Object.assign(app, { handler: handler!, watchStats: () => hub.stats(), logStats: () => logs?.stats() ?? null, registeredRoutes: (): readonly { method: string; url: string }[] => registered });
-}
-
-/** A policy (YAML text, or an object as JSON) is at most POLICY_MAX_BYTES: 413 naming its size. */
-function checkPolicySize(policy: string | Record<string, unknown> | undefined): void {
-  if (policy === undefined) return;
-  const bytes = Buffer.byteLength(typeof policy === "string" ? policy : JSON.stringify(policy));
-  if (bytes > POLICY_MAX_BYTES) throw tooLarge("policy", bytes, "1 MiB");
-}
-
-/** The cursor after a page: its last sequence number when the page is full, else null. */
-function pageCursor(rows: { seq: number }[], q: { limit?: number; tail?: number }): number | null {
-  if (q.tail !== undefined) return null;
-  return rows.length === (q.limit ?? 1000) ? rows.at(-1)!.seq : null;
 }

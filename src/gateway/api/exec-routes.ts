@@ -6,9 +6,9 @@ import { ApiError } from "../errors.js";
 import { EXEC_ID_RE } from "../sandboxes/detached-execs.js";
 import type { ExecService } from "../sandboxes/exec-service.js";
 import { execOptions } from "./exec-options.js";
-import { route, type RouteTarget } from "./register.js";
+import { route, type RouteGroup } from "./register.js";
 
-export function registerExecRoutes(app: RouteTarget, execs: ExecService): void {
+export const execRoutes: RouteGroup<{ execs: ExecService }> = async (app, { execs }) => {
   route(app, "startDetachedExec", async (req, reply, input) => {
     const view = await execs.detach((req.params as { name: string }).name, execOptions(input.body()));
     return reply.code(201).send(view);
@@ -21,4 +21,4 @@ export function registerExecRoutes(app: RouteTarget, execs: ExecService): void {
     if (!EXEC_ID_RE.test(id)) throw new ApiError("invalid_request", `invalid exec id ${JSON.stringify(id.slice(0, 80))}: expected ex_ and 16 hex digits, as exec --detach printed`);
     return execs.status(name, id);
   });
-}
+};

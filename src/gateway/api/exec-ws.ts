@@ -9,18 +9,16 @@
 //   HUP, QUIT, KILL: sent to the command's process group; the exit frame follows when
 //   it ends, e.g. code 130 for INT). A signal that cannot be delivered answers
 //   {"type":"signal-failed","signal":S,"message":...}.
+// The token check runs before this handler, in upgrades.ts (one for every upgrade route).
 
-import type { IncomingMessage, Server } from "node:http";
-import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { WebSocketServer, type WebSocket } from "ws";
 import { z } from "zod";
 import { EXEC_SIGNALS, type ExecSession } from "../../driver/contract.js";
 import { ExecQueryFull, formatZodError } from "../../api/schemas.js";
 import { execOptions } from "./exec-options.js";
-import { ApiError, rawErrorAnswer } from "../errors.js";
-import { tokenMatches, type Authenticated } from "./auth.js";
-import { PORT_FORWARD_ROUTE } from "./port-forward-ws.js";
+import { ApiError } from "../errors.js";
+import { refuseUpgrade as refuse, type UpgradeRoute } from "./upgrades.js";
 import { ROUTES, pathPattern } from "../../api/routes.js";
 import type { ExecService } from "../sandboxes/exec-service.js";
 
@@ -37,28 +35,18 @@ const ControlFrame = z.discriminatedUnion("type", [
 /** The path of the table's execSession (routes.ts), the sandbox captured. */
 const ROUTE = pathPattern(ROUTES.execSession.path);
 
-function refuse(socket: Duplex, err: ApiError): void {
-  socket.end(rawErrorAnswer(err));
-}
-
 /** Output bytes a slow client may have outstanding before the process's output is paused. */
 export const EXEC_OUTPUT_HIGH_WATER = 1 << 20;
 
-export function attachExec(server: Server, ctx: { execs: ExecService; token: string; log: Logger; authenticated?: Authenticated }): { close(): void } {
+/** The exec route's handler, for upgrades.ts's dispatcher (which checked the token). */
+export function execUpgrades(ctx: { execs: Pick<ExecService, "start">; log: Logger }): UpgradeRoute {
   // maxPayload: stdin frames are relayed as they come; nothing needs more than this.
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1 << 20, perMessageDeflate: false });
   const live = new Set<WebSocket>();
 
-  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    // A client may vanish or send garbage at any point: its socket's errors are its own.
-    socket.on("error", (err) => ctx.log.debug({ err: err.message }, "exec socket error before the upgrade"));
-    void (async () => {
-      const m = ROUTE.exec(req.url ?? "");
-      if (!m && PORT_FORWARD_ROUTE.test(req.url ?? "")) return; // port-forward-ws.ts answers it
-      if (!m) return refuse(socket, new ApiError("not_found", `no route for upgrade ${req.url ?? ""}`));
-      if (!tokenMatches(req.headers.authorization, ctx.token)) return refuse(socket, new ApiError("unauthorized", "missing or wrong bearer token"));
-      const admitted = ctx.authenticated?.(socket) ?? { ok: true };
-      if (!admitted.ok) return refuse(socket, new ApiError("unavailable", admitted.reason));
+  return {
+    pattern: ROUTE,
+    async handle(req, socket, head, m) {
       const url = new URL(req.url ?? "", "http://gateway");
       const raw: Record<string, string | string[]> = {};
       for (const key of new Set(url.searchParams.keys())) {
@@ -94,10 +82,7 @@ export function attachExec(server: Server, ctx: { execs: ExecService; token: str
         relay(ws, session, ctx.log);
         ws.on("close", () => live.delete(ws));
       });
-    })();
-  });
-
-  return {
+    },
     close() {
       for (const ws of live) ws.terminate();
       wss.close();

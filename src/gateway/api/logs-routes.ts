@@ -18,7 +18,7 @@ import { canonicalTime } from "../../util/log-time.js";
 import { splitLine } from "../../util/log-line.js";
 import { ApiError } from "../errors.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
-import { route, type RouteTarget } from "./register.js";
+import { route, type RouteGroup, type RouteTarget } from "./register.js";
 import { DEFAULT_SETTINGS } from "../settings.js";
 
 export interface LogLimits {
@@ -31,11 +31,6 @@ export interface LogLimits {
 }
 
 export const DEFAULT_LOG_LIMITS: LogLimits = { maxStreams: DEFAULT_SETTINGS.logStreams, maxLineBytes: 16 * 1024, heartbeatMs: 15_000 };
-/** The part of a fastify instance these routes need. */
-interface Routes extends RouteTarget {
-  addHook(name: "preClose", hook: () => Promise<void>): unknown;
-}
-
 interface Stream {
   res: ServerResponse;
   ac: AbortController;
@@ -73,8 +68,8 @@ export class LogStreams {
     return { streams: this.#streams.size, opened: this.#opened, refused: this.#refused, limits: this.#limits };
   }
 
-  register(app: Routes): void {
-    app.addHook("preClose", async () => this.close());
+  /** The route; close() (api.ts calls it before the API closes) ends its streams. */
+  register(app: RouteTarget): void {
     route(app, "getLogs", (req, reply, input) => {
       const q = input.query();
       const since = q.since === undefined ? undefined : canonicalTime(q.since);
@@ -162,3 +157,6 @@ export class LogStreams {
     this.#streams.clear();
   }
 }
+
+/** The logs route as a route group (register.ts). */
+export const logRoutes: RouteGroup<{ logs: LogStreams }> = async (scope, { logs }) => logs.register(scope);

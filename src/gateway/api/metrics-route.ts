@@ -3,8 +3,8 @@
 // `authorization: { credentials_file: ~/.sandgate/token }` in its scrape config.
 
 import type { MetricsExposition } from "../metrics/contract.js";
-import { route, type RouteTarget } from "./register.js";
+import { route, type RouteGroup } from "./register.js";
 
-export function registerMetricsRoute(app: RouteTarget, metrics: MetricsExposition): void {
+export const metricsRoute: RouteGroup<{ metrics: MetricsExposition }> = async (app, { metrics }) => {
   route(app, "getMetrics", async (_req, reply) => reply.type(metrics.contentType).send(await metrics.scrape()));
-}
+};

@@ -9,22 +9,21 @@
 // Frames, both ways: binary = the connection's bytes. Client → server text {"type":"eof"}:
 // the client's side is done sending (half-close). Server → client: close 1000 when the
 // workload's side closed; {"type":"error","message":...} then close 1011 otherwise.
+// The token check runs before this handler, in upgrades.ts (one for every upgrade route).
 
-import type { IncomingMessage, Server } from "node:http";
-import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { ExecSession } from "../../driver/contract.js";
 import { DEFAULT_SETTINGS } from "../settings.js";
-import { ApiError, rawErrorAnswer } from "../errors.js";
-import { tokenMatches, type Authenticated } from "./auth.js";
+import { ApiError } from "../errors.js";
+import { refuseUpgrade as refuse, type UpgradeRoute } from "./upgrades.js";
 import { ROUTES, pathPattern } from "../../api/routes.js";
 import type { ExecService } from "../sandboxes/exec-service.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
 import { EXEC_NOT_STARTED, RELAY_BINARY, RELAY_CONNECTED, RELAY_FAILED, parsePortQuery, relayCommand } from "./port-forward-relay.js";
 
 /** The path of the table's portForward (routes.ts), the sandbox captured. */
-export const PORT_FORWARD_ROUTE = pathPattern(ROUTES.portForward.path);
+const PORT_FORWARD_ROUTE = pathPattern(ROUTES.portForward.path);
 
 export interface PortForwardLimits {
   /** Forwarded connections open at once into one sandbox; past it a new one is refused (503). Default: SANDGATE_PORT_FORWARD_MAX_PER_SANDBOX's. */
@@ -47,19 +46,18 @@ export const DEFAULT_PORT_FORWARD_LIMITS: PortForwardLimits = { maxPerSandbox: D
 /** Bytes of the relay's stderr and of pre-handshake output kept for error messages. */
 const DIAGNOSTIC_BYTES = 4096;
 
-function refuse(socket: Duplex, err: ApiError): void {
-  socket.end(rawErrorAnswer(err));
-}
-
 export interface PortForwardStats {
   open: number;
   refusedAtLimit: number;
 }
 
-export function attachPortForward(
-  server: Server,
-  ctx: { execs: Pick<ExecService, "start">; read: SandboxReadModel; token: string; log: Logger; limits?: Partial<PortForwardLimits>; authenticated?: Authenticated },
-): { close(): void; stats(): PortForwardStats } {
+/** The port-forward route's handler, for upgrades.ts's dispatcher (which checked the token). */
+export function portForwardUpgrades(ctx: {
+  execs: Pick<ExecService, "start">;
+  read: Pick<SandboxReadModel, "get" | "find">;
+  log: Logger;
+  limits?: Partial<PortForwardLimits>;
+}): UpgradeRoute & { stats(): PortForwardStats } {
   const limits: PortForwardLimits = { ...DEFAULT_PORT_FORWARD_LIMITS, ...ctx.limits };
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.bufferBytes, perMessageDeflate: false });
   const live = new Set<WebSocket>();
@@ -77,14 +75,9 @@ export function attachPortForward(
     else perSandbox.set(id, n);
   };
 
-  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const m = PORT_FORWARD_ROUTE.exec(req.url ?? "");
-    if (!m) return; // another route's upgrade (exec-ws answers those)
-    socket.on("error", (err) => ctx.log.debug({ err: err.message }, "port-forward socket error before the upgrade"));
-    void (async () => {
-      if (!tokenMatches(req.headers.authorization, ctx.token)) return refuse(socket, new ApiError("unauthorized", "missing or wrong bearer token"));
-      const admitted = ctx.authenticated?.(socket) ?? { ok: true };
-      if (!admitted.ok) return refuse(socket, new ApiError("unavailable", admitted.reason));
+  return {
+    pattern: PORT_FORWARD_ROUTE,
+    async handle(req, socket, head, m) {
       const url = new URL(req.url ?? "", "http://gateway");
       const p = parsePortQuery(url.searchParams.get("port"));
       if ("error" in p) return refuse(socket, new ApiError("invalid_request", p.error));
@@ -149,10 +142,7 @@ export function attachPortForward(
           return now?.phase === "Ready" ? null : `sandbox "${name}" is ${now ? now.phase : "deleted"}`;
         });
       });
-    })();
-  });
-
-  return {
+    },
     close() {
       closed = true;
       for (const ws of live) ws.terminate();

@@ -17,7 +17,7 @@ import { ApiError, POLICY_MAX_BYTES, tooLarge } from "../errors.js";
 import type { PolicyProposals } from "../sandboxes/policy-proposals.js";
 import type { SandboxService } from "../sandboxes/service.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
-import { route, type RouteTarget } from "./register.js";
+import { route, type RouteGroup } from "./register.js";
 
 /** The header that carries the approver token. */
 export const APPROVER_HEADER = "x-sandgate-approver";
@@ -40,7 +40,7 @@ export interface ProposalRouteDeps {
 
 const params = (req: FastifyRequest): { name: string; id: string } => req.params as { name: string; id: string };
 
-export function registerProposalRoutes(app: RouteTarget, d: ProposalRouteDeps): void {
+export const proposalRoutes: RouteGroup<ProposalRouteDeps> = async (app, d) => {
   route(app, "proposePolicy", async (req, reply, input) => {
     const body = input.body();
     const bytes = Buffer.byteLength(typeof body.policy === "string" ? body.policy : JSON.stringify(body.policy));
@@ -78,4 +78,4 @@ export function registerProposalRoutes(app: RouteTarget, d: ProposalRouteDeps): 
     const { name, id } = params(req);
     return d.proposals.reject(name, id, body.by, body.reason);
   });
-}
+};

@@ -4,7 +4,7 @@
 // documented contract and the served one are the same objects.
 
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyPluginOptions, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { z } from "zod";
 import { ApiError } from "../errors.js";
@@ -35,6 +35,18 @@ export const isPublicRoute = (req: FastifyRequest): boolean => (req.routeOptions
 
 /** The part of a fastify instance (or plugin scope) registration needs. */
 export type RouteTarget = Pick<FastifyInstance<Server, IncomingMessage, ServerResponse, Logger>, "route">;
+
+/** The API's fastify instance, as a route group's plugin gets its scope of it. */
+export type ApiScope = FastifyInstance<Server, IncomingMessage, ServerResponse, Logger>;
+
+/**
+ * A group of routes (a *-routes.ts module): a fastify plugin, registered with what it
+ * needs as its options by api.ts, the one place every group is registered. Its own scope
+ * (encapsulation): what a group sets up, a content-type parser or a preClose hook, stays
+ * its own, while the API's hooks (the token check, the request log) and error handlers,
+ * set on the root before any group is registered, apply to every group's routes.
+ */
+export type RouteGroup<Opts extends FastifyPluginOptions> = (scope: ApiScope, opts: Opts) => Promise<void>;
 
 function parse(schema: z.ZodType | undefined, value: unknown, what: string): unknown {
   if (schema === undefined) throw new Error(`the route has no ${what} schema`);

@@ -6,7 +6,7 @@ import type { FastifyRequest } from "fastify";
 import { checkSecretName, type SecretStore } from "../secrets/secret-store.js";
 import { ApiError } from "../errors.js";
 import { MAX_SECRET_BYTES } from "../../api/schemas.js";
-import { route, type RouteTarget } from "./register.js";
+import { route, type RouteGroup } from "./register.js";
 import type { BoundIn, Delivery } from "../secrets/secret-delivery.js";
 
 const nameOf = (req: FastifyRequest): string => {
@@ -23,7 +23,7 @@ export interface SecretPlaces {
   deliver(name: string, waitMs: number | null): Promise<Delivery>;
 }
 
-export function registerSecretRoutes(app: RouteTarget, secrets: SecretStore, places: SecretPlaces): void {
+export const secretRoutes: RouteGroup<{ store: SecretStore; delivery: SecretPlaces }> = async (app, { store: secrets, delivery: places }) => {
   route(app, "setSecret", async (req, _reply, input) => {
     const name = nameOf(req);
     const body = input.body();
@@ -43,4 +43,4 @@ export function registerSecretRoutes(app: RouteTarget, secrets: SecretStore, pla
     const { pushed } = await places.deliver(name, null);
     return { name, deleted: true, usedBy: places.usedBy(name), pushed };
   });
-}
+};

@@ -2,10 +2,10 @@
 // Ready ones, in name order: `{"stats": [...], "next": NAME|null}`).
 
 import type { SandboxStats } from "../stats/sandbox-stats.js";
-import { route, type RouteTarget } from "./register.js";
+import { route, type RouteGroup } from "./register.js";
 import { STATS_PAGE_MAX } from "../../api/schemas.js";
 
-export function registerStatsRoutes(app: RouteTarget, stats: SandboxStats): void {
+export const statsRoutes: RouteGroup<{ stats: SandboxStats }> = async (app, { stats }) => {
   route(app, "getSandboxStats", async (req) => stats.one((req.params as { name: string }).name));
 
   route(app, "listStats", async (_req, _reply, input) => {
@@ -13,4 +13,4 @@ export function registerStatsRoutes(app: RouteTarget, stats: SandboxStats): void
     const page = await stats.page({ after: q.after, limit: q.limit ?? STATS_PAGE_MAX });
     return { stats: page.sandboxes, next: page.next };
   });
-}
+};

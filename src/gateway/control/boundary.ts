@@ -1,11 +1,13 @@
 // Boundary health per sandbox, from the gateway's side of the control session: what
 // policy revision it wants enforced, which one the supervisor reports enforcing, and
 // whether that report is recent. Transport-free: the supervisor endpoint hands it
-// authenticated sessions (SessionLink); policy only ever travels over those.
+// authenticated sessions (SessionLink); policy only ever travels over those. The secrets
+// those sessions carry are pushed and acked by secrets-push.ts; this registry says when.
 import { referencedSecrets, type Policy } from "../../policy/index.js";
-import { ACCEPTS_HOST_ADDRESSES, ACCEPTS_SECRETS, CLOSE } from "../../protocol/wire.js";
+import { ACCEPTS_HOST_ADDRESSES, CLOSE } from "../../protocol/wire.js";
 import type { AckMessage, GatewayMessage, HeartbeatMessage, SecretsAckMessage, WireAuditEvent } from "../../protocol/wire.js";
 import type { BoundaryHealth } from "../../api/responses.js";
+import { SecretsPusher, type SecretValuesSource, type SecretsPush } from "./secrets-push.js";
 
 /** The API's shapes (src/api/responses.ts), named here for the code that builds them. */
 export type { BoundaryHealth };
@@ -48,19 +50,8 @@ export interface BoundaryOptions {
   /** No message or ping for this long closes the session (frees the slot after a half-open loss). Default 10000. */
   sessionIdleMs?: number;
   log?: BoundaryLog;
-  /**
-   * The values of the named secrets that exist (decrypted from the store at send time; a
-   * missing one is left out). Absent: no secrets are sent.
-   */
+  /** The values of the named secrets that exist, read at send time (secrets-push.ts). Absent: none are sent. */
   secretValues?: SecretValuesSource;
-}
-
-export type SecretValuesSource = (names: readonly string[]) => Map<string, Buffer>;
-
-/** A secrets message sent to one sandbox's live session. */
-export interface SecretsPush {
-  sandboxId: string;
-  version: number;
 }
 
 interface Desired {
@@ -80,8 +71,6 @@ interface Live {
   lockdown: boolean | null;
   /** Recent acks of this session, oldest first: revision → connections closed (null: not said). */
   acks: Map<number, number | null>;
-  /** Highest secrets version the supervisor acked in this session. */
-  secretsAcked: number | null;
 }
 
 interface Waiter {
@@ -109,16 +98,13 @@ export class BoundaryRegistry {
    */
   #sweepTimer: NodeJS.Timeout | undefined;
   #hostAddresses: readonly string[] | null = null;
-  readonly #secretValues: SecretValuesSource | undefined;
-  /** One sequence for every secrets message: versions only grow, across sessions too. */
-  #secretsSeq = 0;
-  readonly #secretsWaiters = new Map<string, Set<{ version: number; resolve: (acked: boolean) => void; timer: NodeJS.Timeout }>>();
+  readonly #secrets: SecretsPusher;
 
   constructor(opts: BoundaryOptions = {}) {
-    this.#secretValues = opts.secretValues;
     this.#staleMs = opts.heartbeatStaleMs ?? 6000;
     this.#idleMs = opts.sessionIdleMs ?? 10_000;
     this.#log = opts.log ?? quiet;
+    this.#secrets = new SecretsPusher(opts.secretValues, this.#log);
   }
 
   /** How often the sweep runs: a quarter of the shorter deadline, at most 1 s. */
@@ -144,7 +130,7 @@ export class BoundaryRegistry {
       if (live.link.generation !== generation) this.disconnect(sandboxId, "superseded by a newer launch");
       else {
         // Values first: by the time the supervisor acks the revision, it holds what it binds.
-        this.#sendSecrets(live, policy);
+        this.#secrets.send(live.link, policy);
         live.link.send({ type: "policy", revision, policy: policy as unknown as Record<string, unknown> });
       }
     }
@@ -175,7 +161,7 @@ export class BoundaryRegistry {
     for (const live of this.#live.values()) {
       const desired = this.#desired.get(live.link.sandboxId);
       if (desired?.generation !== live.link.generation || !referencedSecrets(desired.policy).includes(name)) continue;
-      const version = this.#sendSecrets(live, desired.policy);
+      const version = this.#secrets.send(live.link, desired.policy);
       if (version !== null) pushed.push({ sandboxId: live.link.sandboxId, version });
     }
     return pushed;
@@ -183,30 +169,7 @@ export class BoundaryRegistry {
 
   /** Resolves true once the sandbox's supervisor acked secrets `version` (or newer), false after timeoutMs. */
   waitForSecrets(sandboxId: string, version: number, timeoutMs: number): Promise<boolean> {
-    if ((this.#live.get(sandboxId)?.secretsAcked ?? -1) >= version) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const set = this.#secretsWaiters.get(sandboxId) ?? new Set();
-      this.#secretsWaiters.set(sandboxId, set);
-      const w = {
-        version,
-        resolve,
-        timer: setTimeout(() => {
-          set.delete(w);
-          resolve(false);
-        }, timeoutMs),
-      };
-      set.add(w);
-    });
-  }
-
-  #sendSecrets(live: Live, policy: Policy): number | null {
-    if (this.#secretValues === undefined || live.link.accepts?.has(ACCEPTS_SECRETS) !== true) return null;
-    const values = this.#secretValues(referencedSecrets(policy));
-    const version = ++this.#secretsSeq;
-    live.link.send({ type: "secrets", version, secrets: Object.fromEntries([...values].map(([n, v]) => [n, v.toString("base64")])) });
-    // Names only: the message itself is never logged.
-    this.#log.info({ event: "supervisor_secrets_sent", sandboxId: live.link.sandboxId, version, names: [...values.keys()] }, "secrets sent to the supervisor");
-    return version;
+    return this.#secrets.wait(sandboxId, this.#live.get(sandboxId)?.link, version, timeoutMs);
   }
 
   health(sandboxId: string): BoundaryHealth {
@@ -335,13 +298,7 @@ export class BoundaryRegistry {
       }
     }
     this.#waiters.clear();
-    for (const set of this.#secretsWaiters.values()) {
-      for (const w of set) {
-        clearTimeout(w.timer);
-        w.resolve(false);
-      }
-    }
-    this.#secretsWaiters.clear();
+    this.#secrets.close();
   }
 
   // ---- API for the supervisor endpoint ----
@@ -359,7 +316,6 @@ export class BoundaryRegistry {
       proxy: null,
       lockdown: null,
       acks: new Map(),
-      secretsAcked: null,
     };
     this.#live.set(link.sandboxId, live);
     this.#armSweep();
@@ -369,7 +325,7 @@ export class BoundaryRegistry {
     const desired = this.#desired.get(link.sandboxId);
     // Re-push on every (re)connect: this is what lifts a supervisor's lockdown.
     if (desired?.generation === link.generation) {
-      this.#sendSecrets(live, desired.policy);
+      this.#secrets.send(link, desired.policy);
       link.send({ type: "policy", revision: desired.revision, policy: desired.policy as unknown as Record<string, unknown> });
     }
     this.#log.info({ event: "supervisor_session_up", sandboxId: link.sandboxId, generation: link.generation, sessionId: link.sessionId }, "supervisor session up");
@@ -392,15 +348,8 @@ export class BoundaryRegistry {
   secretsAck(link: SessionLink, msg: SecretsAckMessage): void {
     const live = this.#current(link);
     if (live === undefined) return;
-    live.secretsAcked = Math.max(live.secretsAcked ?? 0, msg.version);
     this.#touch(live);
-    const waiters = this.#secretsWaiters.get(link.sandboxId);
-    for (const w of [...(waiters ?? [])]) {
-      if (w.version > live.secretsAcked) continue;
-      clearTimeout(w.timer);
-      waiters!.delete(w);
-      w.resolve(true);
-    }
+    this.#secrets.acked(link, msg.version);
   }
 
   heartbeat(link: SessionLink, msg: HeartbeatMessage): void {

@@ -8,7 +8,8 @@ import { DEFAULT_GRACE_MS, DEFAULT_PROXY_BOUNDS } from "../../protocol/launch.js
 import { DEFAULT_CONNECTION_BOUNDS, type ConnectionBoundsSettings } from "../../util/connection-bounds.js";
 import type { LaunchControl, LaunchNetwork } from "../../driver/contract.js";
 import { HostAddressWatcher, type HostAddressWatcherOptions } from "./host-addresses.js";
-import { BoundaryRegistry, type SecretValuesSource } from "./boundary.js";
+import { BoundaryRegistry } from "./boundary.js";
+import type { SecretValuesSource } from "./secrets-push.js";
 import { LaunchTokens } from "./launch-tokens.js";
 import { startSupervisorEndpoint, type ExpectedLaunch, type SupervisorEndpoint } from "./supervisor-endpoint.js";
 import { ensureEndpointTls, type EndpointTls } from "./tls.js";

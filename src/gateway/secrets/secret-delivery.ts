@@ -5,7 +5,8 @@
 import type { Logger } from "pino";
 import { referencedSecrets, secretBindings } from "../../policy/index.js";
 import type { Store } from "../../store/contract.js";
-import type { BoundaryRegistry, SecretValuesSource } from "../control/boundary.js";
+import type { BoundaryRegistry } from "../control/boundary.js";
+import type { SecretValuesSource } from "../control/secrets-push.js";
 import type { SecretStore } from "./secret-store.js";
 import type { BoundIn, Delivery } from "../../api/responses.js";
 

@@ -9,18 +9,24 @@
 // - Streams have bodyTimeout 0 and no deadline, but a headers timeout: dockerd flushes
 //   their headers at once, so missing headers mean a hung daemon.
 // - A socket cut at any point surfaces as a TransportFailure carrying undici's code.
+// Reading answers is body.ts (whole) and stream-body.ts (streamed); the hijacked exec
+// socket's raw dispatch is hijack.ts.
 import { Agent } from "undici";
 import type { Dispatcher } from "undici";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Duplex, Readable } from "node:stream";
 import { CallGuard } from "./call.js";
-import { createJsonLineSplitter } from "./lines.js";
-import { TransportCode, dockerError, ok, transport } from "./result.js";
+import { errorFromBody, parseJson, readAll } from "./body.js";
+import { dispatchUpgrade } from "./hijack.js";
+import { readByteChunks, readJsonLines, type StreamEnd } from "./stream-body.js";
+import { TransportCode, ok, transport } from "./result.js";
 import type { DockerError, EngineResult, TransportFailure } from "./result.js";
 import { negotiateApiVersion } from "./version.js";
 import { engineRoute } from "./route.js";
 import type { RuntimeCall } from "../../contract.js";
 import { errorMessage } from "../../../util/error-message.js";
+
+export type { StreamEnd };
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -41,8 +47,6 @@ export interface RequestOptions extends CallOptions {
   /** Sent as JSON. */
   body?: unknown;
 }
-
-export type StreamEnd = { kind: "eof" } | { kind: "aborted" } | TransportFailure | DockerError;
 
 export interface StreamOptions {
   query?: Query;
@@ -264,30 +268,7 @@ export class EngineTransport {
   }
 
   private jsonLinesOnce(path: string, opts: StreamOptions, onValue: (v: unknown) => void): Promise<StreamEnd> {
-    return this.openStream(path, opts, async (body, ended) => {
-      const splitter = createJsonLineSplitter();
-      const deliver = (lines: ReturnType<typeof splitter.push>): TransportFailure | undefined => {
-        for (const line of lines) {
-          if (!line.ok) return transport(TransportCode.BAD_BODY, `stream sent a non-JSON line: ${line.line.slice(0, 200)}`);
-          try {
-            onValue(line.value);
-          } catch (err) {
-            return transport(TransportCode.HANDLER_ERROR, `onEvent threw: ${errorMessage(err)}`);
-          }
-        }
-        return undefined;
-      };
-      try {
-        // Returning from inside the loop destroys the body (and its socket).
-        for await (const chunk of body) {
-          const bad = deliver(splitter.push(chunk));
-          if (bad) return bad;
-        }
-        return deliver(splitter.end()) ?? { kind: "eof" };
-      } catch (err) {
-        return ended(err);
-      }
-    });
+    return this.openStream(path, opts, (body, ended) => readJsonLines(body, ended, onValue));
   }
 
   /**
@@ -297,21 +278,7 @@ export class EngineTransport {
    * from onChunk (or its rejection) ends it as HANDLER_ERROR.
    */
   byteStream(path: string, opts: StreamOptions, onChunk: (chunk: Buffer) => void | Promise<void>): Promise<StreamEnd> {
-    return this.openStream(path, opts, async (body, ended, guard) => {
-      try {
-        for await (const chunk of body) {
-          try {
-            await onChunk(chunk);
-          } catch (err) {
-            // Returning from inside the loop destroys the body (and its socket).
-            return guard.cause === "caller" ? { kind: "aborted" } : transport(TransportCode.HANDLER_ERROR, `onChunk threw: ${errorMessage(err)}`);
-          }
-        }
-        return { kind: "eof" };
-      } catch (err) {
-        return ended(err);
-      }
-    });
+    return this.openStream(path, opts, (body, ended, guard) => readByteChunks(body, ended, guard, onChunk));
   }
 
   /**
@@ -363,7 +330,8 @@ export class EngineTransport {
     const guard = new CallGuard(opts.signal);
     guard.arm(t);
     try {
-      return await this.upgrade(
+      return await dispatchUpgrade(
+        this.dispatcher,
         {
           origin: ORIGIN,
           path: this.fullPath(path, true, undefined),
@@ -419,60 +387,6 @@ export class EngineTransport {
       return o.guard.failure(err);
     }
   }
-
-  /**
-   * A raw dispatch rather than undici's upgrade(): that one turns a non-101 answer into
-   * "bad upgrade" and drops Docker's error message (404 no such exec, 409 not running).
-   */
-  private upgrade(dispatchOpts: Dispatcher.DispatchOptions, guard: CallGuard): Promise<EngineResult<Duplex>> {
-    return new Promise((resolve) => {
-      let settled = false;
-      let controller: Dispatcher.DispatchController | undefined;
-      let status = 0;
-      const chunks: Buffer[] = [];
-      const settle = (r: EngineResult<Duplex>): void => {
-        if (settled) return;
-        settled = true;
-        resolve(r);
-      };
-      guard.onAbort(() => {
-        controller?.abort(new Error("aborted"));
-        settle(guard.failure(undefined));
-      });
-      const handler: Dispatcher.DispatchHandler = {
-        onRequestStart(c) {
-          controller = c;
-          if (settled) c.abort(new Error("aborted"));
-        },
-        onRequestUpgrade(_c, statusCode, _headers, socket) {
-          if (settled) {
-            socket.destroy();
-            return;
-          }
-          settle(ok(statusCode, socket));
-        },
-        onResponseStart(_c, statusCode) {
-          status = statusCode;
-        },
-        onResponseData(_c, chunk) {
-          chunks.push(chunk);
-        },
-        onResponseEnd() {
-          const buf = Buffer.concat(chunks);
-          if (status >= 400) settle(errorFromBody(status, buf));
-          else settle(transport("NO_UPGRADE", `the upgrade was answered with HTTP ${status} instead of 101 Switching Protocols`));
-        },
-        onResponseError(_c, err) {
-          settle(guard.failure(err));
-        },
-      };
-      try {
-        this.dispatcher.dispatch(dispatchOpts, handler);
-      } catch (err) {
-        settle(guard.failure(err));
-      }
-    });
-  }
 }
 
 // ---- helpers -------------------------------------------------------------------------
@@ -484,39 +398,6 @@ function errorKind(r: { kind: string; status?: number; code?: string }): Runtime
   if (r.code === TransportCode.TIMEOUT) return "timeout";
   if (r.code === TransportCode.ABORTED) return "aborted";
   return "transport";
-}
-
-async function readAll(body: AsyncIterable<Buffer>, guard: CallGuard): Promise<Buffer | TransportFailure> {
-  const chunks: Buffer[] = [];
-  try {
-    for await (const chunk of body) chunks.push(chunk);
-    return Buffer.concat(chunks);
-  } catch (err) {
-    return guard.failure(err);
-  }
-}
-
-export function parseJson(buf: Buffer): { kind: "ok"; body: unknown } | TransportFailure {
-  try {
-    return { kind: "ok", body: JSON.parse(buf.toString("utf8")) as unknown };
-  } catch {
-    return transport(TransportCode.BAD_BODY, `expected JSON, got ${buf.length} bytes: ${snippet(buf)}`);
-  }
-}
-
-export function errorFromBody(status: number, buf: Buffer): DockerError {
-  const text = buf.toString("utf8").trim();
-  try {
-    const parsed = JSON.parse(text) as { message?: unknown };
-    if (typeof parsed.message === "string") return dockerError(status, parsed.message);
-  } catch {
-    // not JSON: fall through to the raw text
-  }
-  return dockerError(status, text === "" ? `HTTP ${status}` : text.slice(0, 500));
-}
-
-export function snippet(buf: Buffer): string {
-  return JSON.stringify(buf.subarray(0, 120).toString("utf8"));
 }
 
 function headerValue(v: string | string[] | undefined): string | undefined {
