@@ -141,8 +141,9 @@ describe("entered and adopted: the Recovering record", () => {
   });
 
   it("an adopted generation's deadline runs from when it entered Recovering (carried over a gateway restart), never with a session", () => {
-    expect(adopted(500, 9_000)).toEqual({ since: 500, cause: "runtime" });
-    expect(adopted(undefined, 9_000)).toEqual({ since: 9_000, cause: "runtime" });
+    // Strict: a record without a problem has no problem key at all.
+    expect(adopted(500, 9_000)).toStrictEqual({ since: 500, cause: "runtime" });
+    expect(adopted(undefined, 9_000)).toStrictEqual({ since: 9_000, cause: "runtime" });
     expect(adopted(500, 9_000, "boundary", "no control session")).toEqual({ since: 500, cause: "boundary", problem: "no control session" });
   });
 });
@@ -168,6 +169,12 @@ describe("overdue: which deadline, and the reason it names", () => {
     expect(overdue(boundary, false, 60_001, D)).toMatchObject({ code: "RuntimeUnavailable" });
     // A runtime loss never gets the boundary's deadline.
     expect(overdue(runtime, true, 30_001, D)).toBeNull();
+  });
+
+  it("the deadline counts from when it entered Recovering, not from the epoch", () => {
+    const later: Recovery = { since: 1_000_000, cause: "runtime" };
+    expect(overdue(later, false, 1_060_000, D)).toBeNull();
+    expect(overdue(later, false, 1_060_001, D)).toMatchObject({ code: "RuntimeUnavailable" });
   });
 
   it("seconds are rounded for the message", () => {
