@@ -23,6 +23,7 @@ export default {
     "src/driver/docker/identity.ts",
     "src/driver/docker/monitor/classify.ts",
     "src/lifecycle/supervision.ts",
+    "src/lifecycle/adoption.ts",
     "src/driver/docker/sandbox-subnets.ts",
     "src/driver/docker/range-route.ts",
     "src/driver/docker/launch-paths.ts",

@@ -10,6 +10,7 @@ import type { Store } from "../../store/contract.js";
 import { KeyedSerial } from "../../util/keyed-serial.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import { ActivityTracker } from "./activity.js";
+import { adoptAll } from "./adoption.js";
 import { LifecycleController } from "./controller.js";
 import { DetachedExecs } from "./detached-execs.js";
 import { ExecService } from "./exec-service.js";
@@ -130,7 +131,7 @@ export function createLifecycle(d: {
       return generations.expectedLaunch(id, s && { phase: s.phase, generation: s.generation });
     },
     resume: () => {
-      tasks.resume();
+      adoptAll({ store, controller, generations, supervision, tasks, log });
       sweeper.start();
     },
     idle: () => serial.idle(),

@@ -262,42 +262,6 @@ export class LifecycleTasks {
     });
   }
 
-  /**
-   * On gateway start: finish intents a previous gateway persisted but did not
-   * complete, adopt running sandboxes through the same verification path as
-   * recovery (nothing is torn down just because the gateway restarted), and take
-   * over the teardowns it still owed.
-   */
-  resume(): void {
-    const { store, controller, generations, supervision } = this.d;
-    for (const s of store.list()) {
-      if ((s.phase === "Ready" || s.phase === "Recovering") && s.runtime) {
-        const handle = generations.open(s, s.runtime.nonce, s.runtime);
-        // The desired policy lives in the store: supervisors that reconnect get it pushed again.
-        const p = activePolicy(store, s.id);
-        handle.desire(p.policy, p.revision);
-        if (!supervision.active) continue;
-        if (s.phase === "Ready") controller.observe(s.id, s.generation, { type: "contactLost", cause: "gateway restarted: re-verifying" }, "gateway restarted: re-verifying before trusting");
-        supervision.watch(handle);
-      } else if ((s.phase === "Error" || s.phase === "Completed") && s.teardownOwed !== null) {
-        // A previous gateway owed this teardown; it is ours now.
-        generations.open(s, s.runtime?.nonce ?? "", s.runtime).end(s.phase === "Error" ? "sandbox_failed" : "sandbox_completed");
-        this.teardown(s.id, s.generation);
-      } else if (s.phase === "Stopping") {
-        this.stop(s);
-      } else if (s.phase === "Deleting") {
-        this.delete(s);
-      } else if (s.phase === "Provisioning") {
-        // The launch was cut short at an unknown step; its half-made runtime cannot be
-        // trusted. Error owes the removal of every container of the generation.
-        const detail = "the gateway restarted during provisioning";
-        generations.open(s, "", s.runtime);
-        controller.observe(s.id, s.generation, { type: "provisionFailed", detail }, detail);
-      }
-    }
-    supervision.start();
-  }
-
   close(): void {
     this.#closed = true;
     for (const wake of [...this.#sleeps]) wake();

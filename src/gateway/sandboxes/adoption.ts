@@ -1,0 +1,72 @@
+// The adoption of sandboxes at gateway start: each sandbox a previous gateway left gets the
+// action its phase calls for (src/lifecycle/adoption.ts: the table), carried out here with
+// the same parts a running gateway uses: generation handles, the controller's
+// compare-and-set, supervision for running generations, the lifecycle tasks for
+// unfinished stops, deletes and owed teardowns. Then supervision starts watching.
+
+import type { Logger } from "pino";
+import { adoptionOf, type Adoption } from "../../lifecycle/adoption.js";
+import type { SandboxRecord, Store } from "../../store/contract.js";
+import type { LifecycleController } from "./controller.js";
+import type { Generations } from "./generations.js";
+import type { Supervision } from "./supervision.js";
+import { activePolicy, type LifecycleTasks } from "./tasks.js";
+
+export interface AdoptionDeps {
+  store: Store;
+  controller: LifecycleController;
+  generations: Generations;
+  supervision: Supervision;
+  tasks: LifecycleTasks;
+  log: Logger;
+}
+
+/** Adopt every sandbox of the store, then start supervision. Returns how many took each action (for the log and tests). */
+export function adoptAll(d: AdoptionDeps): Partial<Record<Adoption, number>> {
+  const counts: Partial<Record<Adoption, number>> = {};
+  for (const s of d.store.list()) {
+    const action = adoptionOf({ phase: s.phase, runtime: s.runtime !== null, teardownOwed: s.teardownOwed !== null }, d.supervision.active);
+    adopt(d, s, action);
+    counts[action] = (counts[action] ?? 0) + 1;
+  }
+  d.supervision.start();
+  d.log.info({ adopted: counts }, "sandboxes adopted");
+  return counts;
+}
+
+function adopt(d: AdoptionDeps, s: SandboxRecord, action: Adoption): void {
+  const { store, controller, generations, supervision, tasks } = d;
+  switch (action) {
+    case "reverify":
+    case "watch":
+    case "hold": {
+      const handle = generations.open(s, s.runtime!.nonce, s.runtime);
+      // The desired policy lives in the store: supervisors that reconnect get it pushed again.
+      const p = activePolicy(store, s.id);
+      handle.desire(p.policy, p.revision);
+      if (action === "hold") return;
+      if (action === "reverify") controller.observe(s.id, s.generation, { type: "contactLost", cause: "gateway restarted: re-verifying" }, "gateway restarted: re-verifying before trusting");
+      supervision.watch(handle);
+      return;
+    }
+    case "teardown":
+      // A previous gateway owed this teardown; it is ours now.
+      generations.open(s, s.runtime?.nonce ?? "", s.runtime).end(s.phase === "Error" ? "sandbox_failed" : "sandbox_completed");
+      tasks.teardown(s.id, s.generation);
+      return;
+    case "stop":
+      tasks.stop(s);
+      return;
+    case "delete":
+      tasks.delete(s);
+      return;
+    case "fail": {
+      const detail = "the gateway restarted during provisioning";
+      generations.open(s, "", s.runtime);
+      controller.observe(s.id, s.generation, { type: "provisionFailed", detail }, detail);
+      return;
+    }
+    case "nothing":
+      return;
+  }
+}
