@@ -69,7 +69,11 @@ describe("exec", () => {
 
   it("an AbortSignal: the command gets SIGINT and exec resolves with 130", async () => {
     const ac = new AbortController();
-    const r = await run(["sh", "-c", "echo ready; exec sleep 1000"], {
+    // No `exec sleep`: with -c the shell catches SIGINT until it replaces itself, so an
+    // interrupt landing between its echo and the exec was lost with the old image (a
+    // CI flake). Without exec, the shell exits 130 on its pending interrupt or as its
+    // foreground sleep dies of it: the process group gets the signal either way.
+    const r = await run(["sh", "-c", "echo ready; sleep 1000"], {
       signal: ac.signal,
       onStdout: (c) => (c.toString().includes("ready") ? ac.abort() : undefined),
     });
