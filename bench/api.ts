@@ -70,7 +70,7 @@ export async function run(o: BenchOptions): Promise<void> {
       if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
     });
     await t.gw.idle();
-    const notReady = t.gw.read.list().filter((s) => s.phase !== "Ready").length;
+    const notReady = (await t.gw.read.list()).filter((s) => s.phase !== "Ready").length;
     if (notReady > 0) throw new Error(`${notReady} of ${count} sandboxes are not Ready`);
     progress(`api: ${count} sandboxes Ready`);
 

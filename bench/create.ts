@@ -56,8 +56,8 @@ async function sandgateCreate(fx: DockerFixture, t: Transport, name: string): Pr
 }
 
 /** Where the gateway's own time goes, from its event log: Docker calls vs readiness verification. */
-function breakdown(fx: DockerFixture, id: string): { dockerMs: number; verifyMs: number } {
-  const events = fx.t.gw.store.events(id, { limit: 1000 });
+async function breakdown(fx: DockerFixture, id: string): Promise<{ dockerMs: number; verifyMs: number }> {
+  const events = await fx.t.gw.store.events(id, { limit: 1000 });
   const at = (pred: (e: (typeof events)[number]) => boolean): number => Date.parse(events.find(pred)?.time ?? "");
   const created = Date.parse(events[0]?.time ?? "");
   const verifying = at((e) => e.message === "verifying readiness");
@@ -196,7 +196,7 @@ export async function run(o: BenchOptions): Promise<void> {
         sgTrace.begin();
         const r = await sandgateCreate(fx, sdk, name);
         sgTrace.end(rep > 0);
-        const bd = breakdown(fx, r.id);
+        const bd = await breakdown(fx, r.id);
         // The exec pairs run here, on this Ready sandbox, alternating with Docker's own exec.
         const workloadId = (await fx.t.api("GET", `/v1/sandboxes/${name}`)).body.runtime.workload.id as string;
         for (let e = 0; e < execsPerRep; e++) {

@@ -34,14 +34,14 @@ async function pingAndList(fx: DockerFixture): Promise<number> {
   return performance.now() - t0;
 }
 
-function phases(fx: DockerFixture): Map<string, string> {
-  return new Map(fx.t.gw.store.list().map((s) => [s.id, s.phase]));
+async function phases(fx: DockerFixture): Promise<Map<string, string>> {
+  return new Map((await fx.t.gw.store.list()).map((s) => [s.id, s.phase]));
 }
 
 async function waitAllReady(fx: DockerFixture, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const ps = [...phases(fx).values()];
+    const ps = [...(await phases(fx)).values()];
     if (ps.every((p) => p === "Ready")) return;
     if (ps.some((p) => p === "Error" || p === "Completed")) throw new Error(`a sandbox failed during recovery: ${JSON.stringify(ps)}`);
     if (Date.now() > deadline) throw new Error(`not all Ready after ${ms} ms: ${JSON.stringify(countPhases(ps))}`);
@@ -52,12 +52,12 @@ async function waitAllReady(fx: DockerFixture, ms: number): Promise<void> {
 const countPhases = (ps: string[]): Record<string, number> => ps.reduce<Record<string, number>>((a, p) => ({ ...a, [p]: (a[p] ?? 0) + 1 }), {});
 
 /** Per sandbox: when it went Recovering and came back Ready after `since` (epoch ms). */
-function recoveryTimes(fx: DockerFixture, since: number): { lost: number; backAt: number[]; withoutProbe: number } {
+async function recoveryTimes(fx: DockerFixture, since: number): Promise<{ lost: number; backAt: number[]; withoutProbe: number }> {
   let lost = 0;
   let withoutProbe = 0;
   const backAt: number[] = [];
-  for (const s of fx.t.gw.store.list()) {
-    const evs = fx.t.gw.store.events(s.id, { limit: 100_000 }).filter((e) => e.kind === "phase" && Date.parse(e.time) >= since);
+  for (const s of await fx.t.gw.store.list()) {
+    const evs = (await fx.t.gw.store.events(s.id, { limit: 100_000 })).filter((e) => e.kind === "phase" && Date.parse(e.time) >= since);
     if (evs.some((e) => e.newPhase === "Recovering")) lost++;
     const back = evs.filter((e) => e.oldPhase === "Recovering" && e.newPhase === "Ready").at(-1);
     if (back) backAt.push(Date.parse(back.time));
@@ -94,7 +94,7 @@ async function restartOnce(fx: DockerFixture, n: number): Promise<RestartResult>
   const tApi = await apiBack;
   const coldBaselineMs = await pingAndList(fx);
   await waitAllReady(fx, 120_000);
-  const { lost, backAt, withoutProbe } = recoveryTimes(fx, tStop);
+  const { lost, backAt, withoutProbe } = await recoveryTimes(fx, tStop);
   if (lost !== n || backAt.length !== n) {
     throw new Error(`expected all ${n} sandboxes to go Recovering and come back; saw ${lost} lost, ${backAt.length} back`);
   }
@@ -127,9 +127,9 @@ export async function run(o: BenchOptions): Promise<void> {
       await mapLimit(names, CREATE_CONCURRENCY, async (name) => {
         const r = await fx.t.api("POST", "/v1/sandboxes", { name });
         if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
-        await waitPhase(fx, name, "Ready", CREATE_TIMEOUT_MS).catch((err: unknown) => {
-          const s = fx.t.gw.store.get(name);
-          const log = s ? fx.t.gw.store.events(s.id, { limit: 100 }).map((e) => `${e.oldPhase ?? "-"}→${e.newPhase ?? ""} ${e.message ?? ""}`) : [];
+        await waitPhase(fx, name, "Ready", CREATE_TIMEOUT_MS).catch(async (err: unknown) => {
+          const s = await fx.t.gw.store.get(name);
+          const log = s ? (await fx.t.gw.store.events(s.id, { limit: 100 })).map((e) => `${e.oldPhase ?? "-"}→${e.newPhase ?? ""} ${e.message ?? ""}`) : [];
           throw new Error(`${(err as Error).message}; its events: ${JSON.stringify(log)}`);
         });
         progress(`recovery: creating sandboxes ${have + ++made}/${n}`);

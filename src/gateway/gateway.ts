@@ -127,7 +127,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const approverToken = ensureApproverToken(home);
   const startedAt = new Date();
   const store = openStore(home.db);
-  const secrets = new SecretStore(store, ensureSecretsKey(home.dir));
+  const secrets = await SecretStore.open(store, ensureSecretsKey(home.dir));
   // Before the lifecycle: the driver (and the monitor it makes) report Docker calls from the first.
   const metrics = createGatewayMetrics({ store, driver, log, monitor: () => (lifecycle.monitor === null ? null : { metrics: () => lifecycle.monitorMetrics() ?? {} }), audit: () => audit.stats() });
   // The control plane asks which launch a supervisor must belong to; the lifecycle
@@ -160,7 +160,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   await runtime.prepare(opts.onProgress);
   // Through the exec service: a transfer is a session --idle-stop waits for.
   const proposals = new PolicyProposals({ store, read, service, tools: new PolicyTools(read), log: log.child({ component: "proposals" }), ...(opts.proposals === undefined ? {} : { limits: opts.proposals }) });
-  const files = new FileTransfers({ get: (n) => read.get(n), exec: (n, cmd) => lifecycle.execs.start(n, { cmd, tty: false }), log: log.child({ component: "files" }), ...(opts.files === undefined ? {} : { limits: opts.files }) });
+  const files = new FileTransfers({ get: async (n) => await read.get(n), exec: (n, cmd) => lifecycle.execs.start(n, { cmd, tty: false }), log: log.child({ component: "files" }), ...(opts.files === undefined ? {} : { limits: opts.files }) });
   // Each listener's connections are bounded (connection-bounds.ts); a request that passed the
   // token check moves its connection to the authenticated pool of whichever listener has it.
   const bounds: { url: () => string; bounds: ConnectionBounds }[] = [];
@@ -178,7 +178,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     read,
     token,
     log,
-    status: () => ({
+    status: async () => ({
       version: VERSION,
       pid: process.pid,
       startedAt: startedAt.toISOString(),
@@ -190,7 +190,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       runtime: runtime.status(),
       api: { listeners: urls, connections: bounds.map((b) => ({ url: b.url(), ...b.bounds.stats() })) },
       supervisorEndpoint: control ? { url: control.url, ...control.stats() } : null,
-      sandboxes: read.countByPhase(),
+      sandboxes: await read.countByPhase(),
       monitor: lifecycle.monitorMetrics(),
       audit: { ...audit.stats(), limits: audit.limits() },
       watch: app.watchStats(),
@@ -223,7 +223,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await app.close();
     await lifecycle.close();
     await control?.close();
-    audit.close();
+    await audit.close();
     await driver.close();
     store.close();
   };
@@ -247,8 +247,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     throw err;
   }
   urls.push(...listeners.urls);
+  try {
+    await lifecycle.resume();
+  } catch (err) {
+    await listeners.close();
+    await closeParts();
+    throw err;
+  }
   writeAddress(home, { url, listeners: urls, pid: process.pid, startedAt: startedAt.toISOString(), version: VERSION });
-  lifecycle.resume();
   log.info({ url, listeners: urls, home: home.dir, driver: driver.kind }, "gateway listening");
 
   let closing: Promise<void> | undefined;

@@ -202,7 +202,7 @@ export interface SecretSummary {
 
 /** Writes info events inside a Store.transact transaction. */
 export interface InfoWriter {
-  info(sandbox: { id: string; name: string; generation: number }, message: string, data?: unknown): void;
+  info(sandbox: { id: string; name: string; generation: number }, message: string, data?: unknown): Promise<void>;
 }
 
 export class DuplicateNameError extends SandgateError {
@@ -256,75 +256,52 @@ export interface ProposalDecision {
 //  - `transact`'s function and addPolicy's `within` run inside the transaction: what
 //    they write through the store commits with it, and a throw rolls all of it back.
 //
-// Synchronous for now (better-sqlite3 is), on purpose: making it asynchronous changes
-// 68 calls in 15 gateway files and makes their callers async in turn (the read model
-// behind every API route, the controller, lifecycle and recovery, the monitor's sink),
-// too large to do alongside the work under way there. PostgreSQL needs it, so the
-// next step, mechanically: every method below but onEvent, isOpen and close returns a
-// Promise; `transact`'s fn and addPolicy's `within` become async and receive a
-// transaction handle exposing the writes they make (today they call the store itself:
-// decideProposal, pruneDecidedProposals, appendAudit), since on PostgreSQL a
-// transaction is one connection; the SQLite implementation keeps each operation one
-// synchronous better-sqlite3 transaction inside its async method, so compare-and-sets
-// stay atomic. The calls that then take an await (src/gateway/…, per file):
-//   sandboxes/policy-proposals.ts  appendAudit countPendingProposals decideProposal×3 getProposal
-//                                  insertProposal listProposals×2 pruneDecidedProposals×4 transact×3
-//   sandboxes/read-model.ts        audit events×2 eventsAfter expiryColumns get×3 list×2 listPage
-//                                  listSummaries policy (and so every caller of the read model)
-//   sandboxes/controller.ts        appendEvent get×3 setRuntime settleTeardown transition×2
-//   sandboxes/expiry-sweeper.ts    expiringSandboxes get recordActivity×2 setTtlDeadline
-//   sandboxes/tasks.ts             deleteSandbox get list policy
-//   sandboxes/service.ts           addPolicy appendAudit createSandbox
-//   sandboxes/lifecycle.ts         get×3
-//   sandboxes/recovery.ts          enteredPhaseAt get
-//   sandboxes/exec-service.ts      get
-//   secrets/secret-store.ts        deleteSecret getSecret listSecrets putSecret
-//   secrets/secret-delivery.ts     get list policy×2
-//   audit/audit-sink.ts            appendAudit get prune
-//   metrics/lifecycle-metrics.ts   enteredPhaseAt
-//   metrics/sources.ts             countByPhase (a metrics source: the scrape awaits it)
-//   stats/sandbox-stats.ts         egressTotals
+// Asynchronous, so that a store over the network (PostgreSQL) is the same to its callers.
+// A transaction is one connection there: what `transact`'s function and addPolicy's
+// `within` read and write goes through the Transaction handle they are given, never
+// through the store itself (which an implementation may hold back until the transaction
+// ends: SqliteStore does, as its one connection is inside it).
 // ---------------------------------------------------------------------------
 
 /** The sandboxes table, with what spans it: a sandbox's labels, first policy revision and phase events. */
 export interface SandboxesTable {
   /** A new sandbox at generation 1, Provisioning, with its first policy revision and its "created" event; DuplicateNameError when the name is taken. */
-  createSandbox(input: NewSandbox): SandboxRecord;
+  createSandbox(input: NewSandbox): Promise<SandboxRecord>;
   /** Look up by id or by name. */
-  get(idOrName: string): SandboxRecord | null;
+  get(idOrName: string): Promise<SandboxRecord | null>;
   /** Every sandbox, oldest first. */
-  list(): SandboxRecord[];
+  list(): Promise<SandboxRecord[]>;
   /** A page by name (see ListQuery). */
-  listPage(q: ListQuery): SandboxRecord[];
+  listPage(q: ListQuery): Promise<SandboxRecord[]>;
   /** listPage's rows with only the columns a list shows (no spec). */
-  listSummaries(q: ListQuery): SandboxSummary[];
+  listSummaries(q: ListQuery): Promise<SandboxSummary[]>;
   /** Compare-and-set a phase change with its event: the updated record, or null when the sandbox is no longer at write.expect. */
-  transition(id: string, write: TransitionWrite): SandboxRecord | null;
+  transition(id: string, write: TransitionWrite): Promise<SandboxRecord | null>;
   /** Record the runtime of a generation, only while it is still that generation and phase. */
-  setRuntime(id: string, expect: { phase: Phase; generation: number }, runtime: RuntimeRecord | null): boolean;
+  setRuntime(id: string, expect: { phase: Phase; generation: number }, runtime: RuntimeRecord | null): Promise<boolean>;
   /** The containers of `generation` and older are gone: settle the teardown owed for them, and clear a failed or completed generation's runtime. */
-  settleTeardown(id: string, generation: number): boolean;
+  settleTeardown(id: string, generation: number): Promise<boolean>;
   /** Remove a sandbox that is Deleting at that generation, and its audit trail, with its "deleted" event; its events stay. False when it is not. */
-  deleteSandbox(id: string, expect: { generation: number }): boolean;
+  deleteSandbox(id: string, expect: { generation: number }): Promise<boolean>;
   /** How many sandboxes are in each phase; every phase present. */
-  countByPhase(): Record<Phase, number>;
+  countByPhase(): Promise<Record<Phase, number>>;
 }
 
 /** The expiry columns of the sandboxes table (--ttl, --idle-stop). */
 export interface ExpiryColumns {
   /** Every live sandbox with a TTL deadline or an idle stop. */
-  expiringSandboxes(): ExpiringRow[];
+  expiringSandboxes(): Promise<ExpiringRow[]>;
   /** The TTL deadline of `generation` (null: none); false when the sandbox is no longer at it. */
-  setTtlDeadline(id: string, generation: number, deadline: string | null): boolean;
+  setTtlDeadline(id: string, generation: number, deadline: string | null): Promise<boolean>;
   /** Last activity of several sandboxes, in one transaction; a time never moves back. */
-  recordActivity(entries: Iterable<[id: string, time: string]>): void;
-  expiryColumns(id: string): { ttlDeadline: string | null; lastActive: string | null } | null;
+  recordActivity(entries: Iterable<[id: string, time: string]>): Promise<void>;
+  expiryColumns(id: string): Promise<{ ttlDeadline: string | null; lastActive: string | null } | null>;
 }
 
 /** Numbered policy revisions per sandbox; the active one is the highest. */
 export interface PolicyRevisions {
   /** The active revision, or null. */
-  policy(sandboxId: string): PolicyRevision | null;
+  policy(sandboxId: string): Promise<PolicyRevision | null>;
   /**
    * A new revision numbered after the highest, with its info event; returns its number.
    * `expectRevision`: a compare-and-set on the active revision (else StaleRevisionError,
@@ -334,62 +311,65 @@ export interface PolicyRevisions {
     sandbox: SandboxRef,
     policy: Policy,
     source?: string | null,
-    opts?: { expectRevision?: number; within?: (revision: number, tx: InfoWriter) => void },
-  ): number;
+    opts?: { expectRevision?: number; within?: (revision: number, tx: Transaction) => Promise<void> },
+  ): Promise<number>;
 }
 
 /** The lifecycle event log, numbered across sandboxes. */
 export interface EventLog {
   /** Called after every committed event (watch streams); returns the unsubscribe. */
   onEvent(listener: (e: EventRecord) => void): () => void;
-  /** Run `fn` in one transaction; the info events it writes through `tx` are emitted once it commits, none when it throws. */
-  transact<T>(fn: (tx: InfoWriter) => T): T;
+  /** Run `fn` in one transaction; the info events it writes through `tx` are emitted once it commits, none when it throws (and nothing it wrote stays). */
+  transact<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
   /** Append an info event for a sandbox (its own transaction). */
-  appendEvent(sandbox: SandboxRef, kind: "info", message: string, data?: unknown): EventRecord;
+  appendEvent(sandbox: SandboxRef, kind: "info", message: string, data?: unknown): Promise<EventRecord>;
   /** When the sandbox last entered `phase` from another phase (ISO time), or null. */
-  enteredPhaseAt(sandboxId: string, phase: Phase): string | null;
+  enteredPhaseAt(sandboxId: string, phase: Phase): Promise<string | null>;
   /** A window of a sandbox's events, oldest first. */
-  events(sandboxId: string, q?: LogQuery): EventRecord[];
+  events(sandboxId: string, q?: LogQuery): Promise<EventRecord[]>;
   /** Events of every sandbox after a sequence number, oldest first (a watch stream resuming). */
-  eventsAfter(afterSeq: number, limit?: number): EventRecord[];
+  eventsAfter(afterSeq: number, limit?: number): Promise<EventRecord[]>;
 }
 
 /** The egress audit trail, with the retention of both logs. */
 export interface AuditTrail {
   /** A window of a sandbox's audit trail, oldest first; `decision` and `since` (ISO, inclusive) narrow it. */
-  audit(sandboxId: string, q?: LogQuery & { decision?: string; since?: string }): AuditRecord[];
+  audit(sandboxId: string, q?: LogQuery & { decision?: string; since?: string }): Promise<AuditRecord[]>;
   /** Append records, all or none. */
-  appendAudit(records: Omit<AuditRecord, "seq">[]): void;
+  appendAudit(records: Omit<AuditRecord, "seq">[]): Promise<void>;
   /** One generation's egress totals over its retained records. */
-  egressTotals(sandboxId: string, generation: number): EgressTotals;
+  egressTotals(sandboxId: string, generation: number): Promise<EgressTotals>;
   /** Retention of the audit trail and the event log (a live sandbox's events are kept whatever their age); the rows removed. */
-  prune(audit: Retention, events: Retention): { audit: number; events: number };
+  prune(audit: Retention, events: Retention): Promise<{ audit: number; events: number }>;
 }
 
 /** Policy proposals: decided once, by a compare-and-set from pending. */
 export interface ProposalsTable {
   /** A new pending proposal; false when its sandbox is gone. */
-  insertProposal(p: Pick<ProposalRecord, "id" | "sandboxId" | "input" | "hash" | "baseRevision" | "proposedBy" | "reason" | "createdAt">): boolean;
-  getProposal(sandboxId: string, id: string): ProposalRecord | null;
+  insertProposal(p: Pick<ProposalRecord, "id" | "sandboxId" | "input" | "hash" | "baseRevision" | "proposedBy" | "reason" | "createdAt">): Promise<boolean>;
+  getProposal(sandboxId: string, id: string): Promise<ProposalRecord | null>;
   /** A sandbox's proposals, oldest first; only those in `state` when given. */
-  listProposals(sandboxId: string, state?: ProposalState): ProposalRecord[];
-  countPendingProposals(sandboxId: string): number;
+  listProposals(sandboxId: string, state?: ProposalState): Promise<ProposalRecord[]>;
+  countPendingProposals(sandboxId: string): Promise<number>;
   /** True when it was pending and now is decided; false when someone decided it first. */
-  decideProposal(sandboxId: string, id: string, d: ProposalDecision): boolean;
+  decideProposal(sandboxId: string, id: string, d: ProposalDecision): Promise<boolean>;
   /** Keep only the `keep` most recently decided; returns how many went. */
-  pruneDecidedProposals(sandboxId: string, keep: number): number;
+  pruneDecidedProposals(sandboxId: string, keep: number): Promise<number>;
 }
 
 /** Secrets, sealed by the gateway before they reach the store. */
 export interface SecretsTable {
   /** Create or replace; the new version (the version read and the write are one transaction). */
-  putSecret(name: string, sealed: SealedSecret, time: string): number;
-  getSecret(name: string): SecretRecord | null;
+  putSecret(name: string, sealed: SealedSecret, time: string): Promise<number>;
+  getSecret(name: string): Promise<SecretRecord | null>;
   /** Every secret, by name, without its value. */
-  listSecrets(): SecretSummary[];
+  listSecrets(): Promise<SecretSummary[]>;
   /** True when there was one. */
-  deleteSecret(name: string): boolean;
+  deleteSecret(name: string): Promise<boolean>;
 }
+
+/** What a transaction's function writes and reads through (see above): its info events, the proposals, the audit trail. */
+export interface Transaction extends InfoWriter, ProposalsTable, Pick<AuditTrail, "appendAudit"> {}
 
 /** All of the gateway's persistence. */
 export interface Store extends SandboxesTable, ExpiryColumns, PolicyRevisions, EventLog, AuditTrail, ProposalsTable, SecretsTable {

@@ -20,7 +20,7 @@ import {
   StaleRevisionError,
   type AuditRecord,
   type EventRecord,
-  type InfoWriter,
+  type Transaction,
   type ListQuery,
   type LogQuery,
   type NewSandbox,
@@ -56,6 +56,12 @@ export class SqliteStore implements Store {
   readonly db: Database.Database;
   private readonly listeners = new Set<(e: EventRecord) => void>();
   private readonly now: () => Date;
+  /**
+   * While a transaction is open (transact, addPolicy), its end. The one connection is
+   * inside it across the awaits of its function, so every other operation waits for it:
+   * it would otherwise read uncommitted rows or write into that transaction.
+   */
+  #txEnd: Promise<void> | null = null;
 
   private constructor(db: Database.Database, now: () => Date) {
     this.db = db;
@@ -89,6 +95,28 @@ export class SqliteStore implements Store {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * Run one synchronous operation (each is atomic: better-sqlite3 is synchronous). With no
+   * transaction open it runs now, in the caller's turn, as the synchronous store did: a
+   * check the caller made just before (the recovery's commit-time evidence) still holds
+   * at the write. Otherwise once the transaction has ended.
+   */
+  #run<T>(op: () => T): Promise<T> {
+    if (this.#txEnd === null) {
+      try {
+        return Promise.resolve(op());
+      } catch (err) {
+        return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    }
+    return this.#afterTransaction(op);
+  }
+
+  async #afterTransaction<T>(op: () => T): Promise<T> {
+    while (this.#txEnd) await this.#txEnd;
+    return op();
+  }
+
   private emit(e: EventRecord): void {
     for (const l of this.listeners) l(e);
   }
@@ -100,86 +128,90 @@ export class SqliteStore implements Store {
   // --- sandboxes (with their labels, first policy revision and phase events) ---
 
   /** A new sandbox at generation 1, Provisioning, with its first policy revision. */
-  createSandbox(input: NewSandbox): SandboxRecord {
-    const time = this.stamp();
-    let event: EventRecord | undefined;
-    try {
-      this.db.transaction(() => {
-        sandboxes.insertSandbox(this.db, input, time);
-        insertPolicy(this.db, input.id, 1, input.policy, time, input.policySource ?? null);
-        event = insertEvent(this.db, {
-          sandboxId: input.id,
-          sandboxName: input.name,
-          generation: 1,
-          kind: "phase",
-          oldPhase: null,
-          newPhase: "Provisioning",
-          reason: null,
-          message: "created",
-          data: null,
-          time,
-        });
-      })();
-    } catch (err) {
-      if (err instanceof Error && "code" in err && err.code === "SQLITE_CONSTRAINT_UNIQUE") {
-        throw new DuplicateNameError(`a sandbox named "${input.name}" already exists`);
+  createSandbox(input: NewSandbox): Promise<SandboxRecord> {
+    return this.#run(() => {
+      const time = this.stamp();
+      let event: EventRecord | undefined;
+      try {
+        this.db.transaction(() => {
+          sandboxes.insertSandbox(this.db, input, time);
+          insertPolicy(this.db, input.id, 1, input.policy, time, input.policySource ?? null);
+          event = insertEvent(this.db, {
+            sandboxId: input.id,
+            sandboxName: input.name,
+            generation: 1,
+            kind: "phase",
+            oldPhase: null,
+            newPhase: "Provisioning",
+            reason: null,
+            message: "created",
+            data: null,
+            time,
+          });
+        })();
+      } catch (err) {
+        if (err instanceof Error && "code" in err && err.code === "SQLITE_CONSTRAINT_UNIQUE") {
+          throw new DuplicateNameError(`a sandbox named "${input.name}" already exists`);
+        }
+        throw err;
       }
-      throw err;
-    }
-    if (event) this.emit(event);
-    return this.get(input.id)!;
+      if (event) this.emit(event);
+      return sandboxes.getSandbox(this.db, input.id)!;
+    });
   }
 
   /** Look up by id or by name. */
-  get(idOrName: string): SandboxRecord | null {
-    return sandboxes.getSandbox(this.db, idOrName);
+  get(idOrName: string): Promise<SandboxRecord | null> {
+    return this.#run(() => sandboxes.getSandbox(this.db, idOrName));
   }
 
-  list(): SandboxRecord[] {
-    return sandboxes.listSandboxes(this.db);
+  list(): Promise<SandboxRecord[]> {
+    return this.#run(() => sandboxes.listSandboxes(this.db));
   }
 
   /** A page by name (see ListQuery). */
-  listPage(q: ListQuery): SandboxRecord[] {
-    return sandboxes.listPage(this.db, q);
+  listPage(q: ListQuery): Promise<SandboxRecord[]> {
+    return this.#run(() => sandboxes.listPage(this.db, q));
   }
 
   /** listPage's rows with only the columns a list shows (no spec parsed). */
-  listSummaries(q: ListQuery): SandboxSummary[] {
-    return sandboxes.listSummaries(this.db, q);
+  listSummaries(q: ListQuery): Promise<SandboxSummary[]> {
+    return this.#run(() => sandboxes.listSummaries(this.db, q));
   }
 
   /**
    * Compare-and-set a phase change. Returns the updated record, or null when the
    * sandbox is no longer at the expected (phase, generation): somebody else won.
    */
-  transition(id: string, write: TransitionWrite): SandboxRecord | null {
-    const time = this.stamp();
-    let event: EventRecord | undefined;
-    this.db.transaction(() => {
-      const name = sandboxes.casPhase(this.db, id, write, time);
-      if (name === null) return;
-      event = insertEvent(this.db, {
-        sandboxId: id,
-        sandboxName: name,
-        generation: write.next.generation,
-        kind: "phase",
-        oldPhase: write.expect.phase,
-        newPhase: write.next.phase,
-        reason: write.next.reason,
-        message: write.message ?? null,
-        data: null,
-        time,
-      });
-    })();
-    if (!event) return null;
-    this.emit(event);
-    return this.get(id);
+  transition(id: string, write: TransitionWrite): Promise<SandboxRecord | null> {
+    return this.#run(() => {
+      const time = this.stamp();
+      let event: EventRecord | undefined;
+      this.db.transaction(() => {
+        const name = sandboxes.casPhase(this.db, id, write, time);
+        if (name === null) return;
+        event = insertEvent(this.db, {
+          sandboxId: id,
+          sandboxName: name,
+          generation: write.next.generation,
+          kind: "phase",
+          oldPhase: write.expect.phase,
+          newPhase: write.next.phase,
+          reason: write.next.reason,
+          message: write.message ?? null,
+          data: null,
+          time,
+        });
+      })();
+      if (!event) return null;
+      this.emit(event);
+      return sandboxes.getSandbox(this.db, id);
+    });
   }
 
   /** Record the runtime of a generation, only while it is still that generation and phase. */
-  setRuntime(id: string, expect: { phase: Phase; generation: number }, runtime: RuntimeRecord | null): boolean {
-    return sandboxes.setRuntime(this.db, id, expect, runtime, this.stamp());
+  setRuntime(id: string, expect: { phase: Phase; generation: number }, runtime: RuntimeRecord | null): Promise<boolean> {
+    return this.#run(() => sandboxes.setRuntime(this.db, id, expect, runtime, this.stamp()));
   }
 
   /**
@@ -187,42 +219,44 @@ export class SqliteStore implements Store {
    * (if it was for that generation or an older one) is settled, and a failed or
    * completed generation's runtime record is cleared.
    */
-  settleTeardown(id: string, generation: number): boolean {
-    return sandboxes.settleTeardown(this.db, id, generation, this.stamp());
+  settleTeardown(id: string, generation: number): Promise<boolean> {
+    return this.#run(() => sandboxes.settleTeardown(this.db, id, generation, this.stamp()));
   }
 
   /** Remove a sandbox that is Deleting, and its audit trail; its events stay in the log. */
-  deleteSandbox(id: string, expect: { generation: number }): boolean {
-    const time = this.stamp();
-    let event: EventRecord | undefined;
-    this.db.transaction(() => {
-      const name = sandboxes.deleteDeleting(this.db, id, expect.generation);
-      if (name === null) return;
-      // Its audit trail goes with it; its lifecycle events stay (until retention).
-      deleteAuditOf(this.db, id);
-      event = insertEvent(this.db, {
-        sandboxId: id,
-        sandboxName: name,
-        generation: expect.generation,
-        kind: "deleted",
-        oldPhase: "Deleting",
-        newPhase: null,
-        reason: null,
-        message: "deleted",
-        data: null,
-        time,
-      });
-    })();
-    if (!event) return false;
-    this.emit(event);
-    return true;
+  deleteSandbox(id: string, expect: { generation: number }): Promise<boolean> {
+    return this.#run(() => {
+      const time = this.stamp();
+      let event: EventRecord | undefined;
+      this.db.transaction(() => {
+        const name = sandboxes.deleteDeleting(this.db, id, expect.generation);
+        if (name === null) return;
+        // Its audit trail goes with it; its lifecycle events stay (until retention).
+        deleteAuditOf(this.db, id);
+        event = insertEvent(this.db, {
+          sandboxId: id,
+          sandboxName: name,
+          generation: expect.generation,
+          kind: "deleted",
+          oldPhase: "Deleting",
+          newPhase: null,
+          reason: null,
+          message: "deleted",
+          data: null,
+          time,
+        });
+      })();
+      if (!event) return false;
+      this.emit(event);
+      return true;
+    });
   }
 
   // --- policy revisions ---
 
   /** The active (highest) policy revision of a sandbox. */
-  policy(sandboxId: string): PolicyRevision | null {
-    return activePolicy(this.db, sandboxId);
+  policy(sandboxId: string): Promise<PolicyRevision | null> {
+    return this.#run(() => activePolicy(this.db, sandboxId));
   }
 
   /**
@@ -236,15 +270,15 @@ export class SqliteStore implements Store {
     sandbox: SandboxRef,
     policy: Policy,
     source: string | null = null,
-    opts: { expectRevision?: number; within?: (revision: number, tx: InfoWriter) => void } = {},
-  ): number {
-    return this.transact((tx) => {
+    opts: { expectRevision?: number; within?: (revision: number, tx: Transaction) => Promise<void> } = {},
+  ): Promise<number> {
+    return this.transact(async (tx) => {
       const active = activeRevision(this.db, sandbox.id);
       if (opts.expectRevision !== undefined && active !== opts.expectRevision) throw new StaleRevisionError(opts.expectRevision, active);
       const revision = active + 1;
       insertPolicy(this.db, sandbox.id, revision, policy, this.stamp(), source);
-      tx.info(sandbox, `policy revision ${revision} accepted`, { revision, hash: policyHash(policy) });
-      opts.within?.(revision, tx);
+      await tx.info(sandbox, `policy revision ${revision} accepted`, { revision, hash: policyHash(policy) });
+      await opts.within?.(revision, tx);
       return revision;
     });
   }
@@ -255,61 +289,95 @@ export class SqliteStore implements Store {
    * Run `fn` in one transaction. The info events it writes through `tx` are emitted once
    * it commits, in order; none when it throws (then nothing it wrote stays).
    */
-  transact<T>(fn: (tx: InfoWriter) => T): T {
+  async transact<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    while (this.#txEnd) await this.#txEnd;
+    let end = (): void => undefined;
+    this.#txEnd = new Promise((resolve) => (end = resolve));
     const events: EventRecord[] = [];
-    const tx: InfoWriter = {
-      info: (sandbox, message, data) => {
-        events.push(insertEvent(this.db, { sandboxId: sandbox.id, sandboxName: sandbox.name, generation: sandbox.generation, kind: "info", oldPhase: null, newPhase: null, reason: null, message, data: data ?? null, time: this.stamp() }));
+    try {
+      this.db.exec("BEGIN IMMEDIATE");
+      let result: T;
+      try {
+        result = await fn(this.#transaction(events));
+        this.db.exec("COMMIT");
+      } catch (err) {
+        if (this.db.inTransaction) this.db.exec("ROLLBACK");
+        throw err;
+      }
+      for (const e of events) this.emit(e);
+      return result;
+    } finally {
+      this.#txEnd = null;
+      end();
+    }
+  }
+
+  /** The handle a transaction's function is given: the same operations, on the connection the transaction holds. */
+  #transaction(events: EventRecord[]): Transaction {
+    const db = this.db;
+    return {
+      info: async (sandbox, message, data) => {
+        events.push(insertEvent(db, { sandboxId: sandbox.id, sandboxName: sandbox.name, generation: sandbox.generation, kind: "info", oldPhase: null, newPhase: null, reason: null, message, data: data ?? null, time: this.stamp() }));
+      },
+      insertProposal: async (p) => insertProposal(db, p),
+      getProposal: async (sandboxId, id) => getProposal(db, sandboxId, id),
+      listProposals: async (sandboxId, state) => listProposals(db, sandboxId, state),
+      countPendingProposals: async (sandboxId) => countPending(db, sandboxId),
+      decideProposal: async (sandboxId, id, d) => decideProposal(db, sandboxId, id, d),
+      pruneDecidedProposals: async (sandboxId, keep) => pruneDecided(db, sandboxId, keep),
+      appendAudit: async (records) => {
+        appendAudit(db, records);
       },
     };
-    const result = this.db.transaction(() => fn(tx))();
-    for (const e of events) this.emit(e);
-    return result;
   }
 
   /** Append a non-phase event (info, audit) for a sandbox. */
-  appendEvent(sandbox: SandboxRef, kind: "info", message: string, data?: unknown): EventRecord {
-    const event = insertEvent(this.db, {
-      sandboxId: sandbox.id,
-      sandboxName: sandbox.name,
-      generation: sandbox.generation,
-      kind,
-      oldPhase: null,
-      newPhase: null,
-      reason: null,
-      message,
-      data: data ?? null,
-      time: this.stamp(),
+  appendEvent(sandbox: SandboxRef, kind: "info", message: string, data?: unknown): Promise<EventRecord> {
+    return this.#run(() => {
+      const event = insertEvent(this.db, {
+        sandboxId: sandbox.id,
+        sandboxName: sandbox.name,
+        generation: sandbox.generation,
+        kind,
+        oldPhase: null,
+        newPhase: null,
+        reason: null,
+        message,
+        data: data ?? null,
+        time: this.stamp(),
+      });
+      this.emit(event);
+      return event;
     });
-    this.emit(event);
-    return event;
   }
 
   /** When the sandbox last entered `phase` from another phase (ISO time), or null. */
-  enteredPhaseAt(sandboxId: string, phase: Phase): string | null {
-    return enteredPhaseAt(this.db, sandboxId, phase);
+  enteredPhaseAt(sandboxId: string, phase: Phase): Promise<string | null> {
+    return this.#run(() => enteredPhaseAt(this.db, sandboxId, phase));
   }
 
   /** A window of a sandbox's event log, oldest first (see LogQuery). */
-  events(sandboxId: string, q: LogQuery = {}): EventRecord[] {
-    return eventWindow(this.db, sandboxId, q);
+  events(sandboxId: string, q: LogQuery = {}): Promise<EventRecord[]> {
+    return this.#run(() => eventWindow(this.db, sandboxId, q));
   }
 
   /** Events of every sandbox after a sequence number, oldest first (watch streams resuming). */
-  eventsAfter(afterSeq: number, limit = 1000): EventRecord[] {
-    return eventsAfter(this.db, afterSeq, limit);
+  eventsAfter(afterSeq: number, limit = 1000): Promise<EventRecord[]> {
+    return this.#run(() => eventsAfter(this.db, afterSeq, limit));
   }
 
   // --- audit ---
 
   /** A window of a sandbox's audit trail, oldest first; `decision` and `since` (an ISO time: records at or after it) narrow it. */
-  audit(sandboxId: string, q: LogQuery & { decision?: string; since?: string } = {}): AuditRecord[] {
-    return auditWindow(this.db, sandboxId, q);
+  audit(sandboxId: string, q: LogQuery & { decision?: string; since?: string } = {}): Promise<AuditRecord[]> {
+    return this.#run(() => auditWindow(this.db, sandboxId, q));
   }
 
   /** Append audit records in one transaction. */
-  appendAudit(records: Omit<AuditRecord, "seq">[]): void {
-    appendAudit(this.db, records);
+  appendAudit(records: Omit<AuditRecord, "seq">[]): Promise<void> {
+    return this.#run(() => {
+      appendAudit(this.db, records);
+    });
   }
 
   /**
@@ -317,78 +385,82 @@ export class SqliteStore implements Store {
    * lifecycle events are kept, and nothing older than `maxAgeMs` (events of a live
    * sandbox are kept whatever their age: its history). Returns the rows removed.
    */
-  prune(audit: Retention, events: Retention): { audit: number; events: number } {
-    const now = this.now().getTime();
-    const auditCut = new Date(now - audit.maxAgeMs).toISOString();
-    const eventCut = new Date(now - events.maxAgeMs).toISOString();
-    return this.db.transaction(() => ({ audit: pruneAudit(this.db, auditCut, audit.perSandbox), events: pruneEvents(this.db, eventCut, events.perSandbox) }))();
+  prune(audit: Retention, events: Retention): Promise<{ audit: number; events: number }> {
+    return this.#run(() => {
+      const now = this.now().getTime();
+      const auditCut = new Date(now - audit.maxAgeMs).toISOString();
+      const eventCut = new Date(now - events.maxAgeMs).toISOString();
+      return this.db.transaction(() => ({ audit: pruneAudit(this.db, auditCut, audit.perSandbox), events: pruneEvents(this.db, eventCut, events.perSandbox) }))();
+    });
   }
 
   // Proposals, expiry columns, aggregates and secrets: their SQL is in their own modules;
   // these delegate, so that nothing outside src/store holds the database.
 
-  insertProposal(p: Pick<ProposalRecord, "id" | "sandboxId" | "input" | "hash" | "baseRevision" | "proposedBy" | "reason" | "createdAt">): boolean {
-    return insertProposal(this.db, p);
+  insertProposal(p: Pick<ProposalRecord, "id" | "sandboxId" | "input" | "hash" | "baseRevision" | "proposedBy" | "reason" | "createdAt">): Promise<boolean> {
+    return this.#run(() => insertProposal(this.db, p));
   }
 
-  getProposal(sandboxId: string, id: string): ProposalRecord | null {
-    return getProposal(this.db, sandboxId, id);
+  getProposal(sandboxId: string, id: string): Promise<ProposalRecord | null> {
+    return this.#run(() => getProposal(this.db, sandboxId, id));
   }
 
-  listProposals(sandboxId: string, state?: ProposalState): ProposalRecord[] {
-    return listProposals(this.db, sandboxId, state);
+  listProposals(sandboxId: string, state?: ProposalState): Promise<ProposalRecord[]> {
+    return this.#run(() => listProposals(this.db, sandboxId, state));
   }
 
-  countPendingProposals(sandboxId: string): number {
-    return countPending(this.db, sandboxId);
+  countPendingProposals(sandboxId: string): Promise<number> {
+    return this.#run(() => countPending(this.db, sandboxId));
   }
 
-  decideProposal(sandboxId: string, id: string, d: ProposalDecision): boolean {
-    return decideProposal(this.db, sandboxId, id, d);
+  decideProposal(sandboxId: string, id: string, d: ProposalDecision): Promise<boolean> {
+    return this.#run(() => decideProposal(this.db, sandboxId, id, d));
   }
 
-  pruneDecidedProposals(sandboxId: string, keep: number): number {
-    return pruneDecided(this.db, sandboxId, keep);
+  pruneDecidedProposals(sandboxId: string, keep: number): Promise<number> {
+    return this.#run(() => pruneDecided(this.db, sandboxId, keep));
   }
 
-  expiringSandboxes(): ExpiringRow[] {
-    return expiringSandboxes(this.db);
+  expiringSandboxes(): Promise<ExpiringRow[]> {
+    return this.#run(() => expiringSandboxes(this.db));
   }
 
-  setTtlDeadline(id: string, generation: number, deadline: string | null): boolean {
-    return setTtlDeadline(this.db, id, generation, deadline);
+  setTtlDeadline(id: string, generation: number, deadline: string | null): Promise<boolean> {
+    return this.#run(() => setTtlDeadline(this.db, id, generation, deadline));
   }
 
-  recordActivity(entries: Iterable<[id: string, time: string]>): void {
-    recordActivity(this.db, entries);
+  recordActivity(entries: Iterable<[id: string, time: string]>): Promise<void> {
+    return this.#run(() => {
+      recordActivity(this.db, entries);
+    });
   }
 
-  expiryColumns(id: string): { ttlDeadline: string | null; lastActive: string | null } | null {
-    return expiryColumns(this.db, id);
+  expiryColumns(id: string): Promise<{ ttlDeadline: string | null; lastActive: string | null } | null> {
+    return this.#run(() => expiryColumns(this.db, id));
   }
 
-  countByPhase(): Record<Phase, number> {
-    return countByPhase(this.db);
+  countByPhase(): Promise<Record<Phase, number>> {
+    return this.#run(() => countByPhase(this.db));
   }
 
-  egressTotals(sandboxId: string, generation: number): EgressTotals {
-    return egressTotals(this.db, sandboxId, generation);
+  egressTotals(sandboxId: string, generation: number): Promise<EgressTotals> {
+    return this.#run(() => egressTotals(this.db, sandboxId, generation));
   }
 
-  putSecret(name: string, sealed: SealedSecret, time: string): number {
-    return putSecret(this.db, name, sealed, time);
+  putSecret(name: string, sealed: SealedSecret, time: string): Promise<number> {
+    return this.#run(() => putSecret(this.db, name, sealed, time));
   }
 
-  getSecret(name: string): SecretRecord | null {
-    return getSecret(this.db, name);
+  getSecret(name: string): Promise<SecretRecord | null> {
+    return this.#run(() => getSecret(this.db, name));
   }
 
-  listSecrets(): SecretSummary[] {
-    return listSecrets(this.db);
+  listSecrets(): Promise<SecretSummary[]> {
+    return this.#run(() => listSecrets(this.db));
   }
 
-  deleteSecret(name: string): boolean {
-    return deleteSecret(this.db, name);
+  deleteSecret(name: string): Promise<boolean> {
+    return this.#run(() => deleteSecret(this.db, name));
   }
 }
 

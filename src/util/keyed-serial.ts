@@ -10,7 +10,7 @@ export class KeyedSerial {
    * Queue `task` behind earlier tasks for `key`. Errors go to `onError`; if that
    * rethrows, the returned promise rejects, but the queue goes on.
    */
-  run(key: string, task: () => Promise<void>, onError: (err: unknown) => void): Promise<void> {
+  run(key: string, task: () => Promise<void>, onError: (err: unknown) => void | Promise<void>): Promise<void> {
     const prev = this.tails.get(key) ?? Promise.resolve();
     const result = prev.then(task).catch(onError);
     const tail = result.catch(() => undefined);

@@ -14,9 +14,9 @@ const policy = defaultPolicy();
 if (mode === "churn") {
   for (let i = 0; ; i++) {
     const name = `churn-${process.pid}-${i}`;
-    const s = store.createSandbox({ id: `id-${process.pid}-${i}`, name, spec, policy });
+    const s = await store.createSandbox({ id: `id-${process.pid}-${i}`, name, spec, policy });
     process.stdout.write(`committed ${name} Provisioning\n`);
-    store.transition(s.id, { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Ready", generation: 1, reason: null } });
+    await store.transition(s.id, { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Ready", generation: 1, reason: null } });
     process.stdout.write(`committed ${name} Ready\n`);
   }
 } else if (mode === "race") {
@@ -24,7 +24,7 @@ if (mode === "churn") {
   const at = Number(rest[1]);
   while (Date.now() < at) { /* spin to line both writers up */ }
   for (let i = 0; i < n; i++) {
-    const won = store.transition(`race-${i}`, {
+    const won = await store.transition(`race-${i}`, {
       expect: { phase: "Ready", generation: 1 },
       next: { phase: "Stopping", generation: 1, reason: null },
       message: `by ${process.pid}`,

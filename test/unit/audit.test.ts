@@ -142,52 +142,52 @@ describe("OCSF: the audit trail as OCSF 1.3 events", () => {
 describe("AuditSink (gateway)", () => {
   let dir: string;
   let store: Store;
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "sg-audit-"));
     store = Store.open(join(dir, "state.db"));
-    store.createSandbox({ id: "a", name: "a", spec: { env: {}, resources: { memoryMb: 64, cpus: 1, pids: 64 } }, policy: defaultPolicy() });
+    await store.createSandbox({ id: "a", name: "a", spec: { env: {}, resources: { memoryMb: 64, cpus: 1, pids: 64 } }, policy: defaultPolicy() });
   });
   afterEach(() => {
     store.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("rate-limits a sandbox's stream, counts the drops and records them as one `dropped` record; nothing reaches the event log", () => {
+  it("rate-limits a sandbox's stream, counts the drops and records them as one `dropped` record; nothing reaches the event log", async () => {
     let now = 0;
     const sink = new AuditSink(store, pino({ level: "silent" }), { ratePerSecond: 10, burst: 20, flushMs: 3_600_000 }, () => now);
     for (let i = 0; i < 1000; i++) sink.accept("a", 1, ev(`h${i}.test`));
-    sink.flush();
-    const rows = store.audit("a", { limit: 10_000 });
+    await sink.flush();
+    const rows = await store.audit("a", { limit: 10_000 });
     expect(rows.filter((r) => r.decision !== "dropped")).toHaveLength(20);
     expect(rows.filter((r) => r.decision === "dropped").map((r) => r.count)).toEqual([980]);
     expect(sink.stats()).toMatchObject({ accepted: 20, dropped: 980 });
     // The bucket refills with time.
     now += 1000;
     for (let i = 0; i < 100; i++) sink.accept("a", 1, ev(`later${i}.test`));
-    sink.flush();
-    expect(store.audit("a", { limit: 10_000 }).filter((r) => String(r.event.host).startsWith("later"))).toHaveLength(10);
-    expect(store.events("a").map((e) => e.kind)).toEqual(["phase"]);
-    sink.close();
+    await sink.flush();
+    expect((await store.audit("a", { limit: 10_000 })).filter((r) => String(r.event.host).startsWith("later"))).toHaveLength(10);
+    expect((await store.events("a")).map((e) => e.kind)).toEqual(["phase"]);
+    await sink.close();
   });
 
-  it("bounds the queue across sandboxes; aggregated counts are kept", () => {
+  it("bounds the queue across sandboxes; aggregated counts are kept", async () => {
     const sink = new AuditSink(store, pino({ level: "silent" }), { ratePerSecond: 1e6, burst: 1e6, maxQueued: 5, flushMs: 3_600_000 });
     sink.accept("a", 1, { ...ev("agg.test"), count: 42 });
     for (let i = 0; i < 9; i++) sink.accept("a", 1, ev(`q${i}.test`));
-    sink.flush();
-    const rows = store.audit("a", { limit: 100 });
+    await sink.flush();
+    const rows = await store.audit("a", { limit: 100 });
     expect(rows.find((r) => r.event.host === "agg.test")?.count).toBe(42);
     expect(rows.filter((r) => r.decision !== "dropped")).toHaveLength(5);
     expect(rows.find((r) => r.decision === "dropped")?.count).toBe(5);
-    sink.close();
+    await sink.close();
   });
 
-  it("keeps no trail for a sandbox that is gone", () => {
+  it("keeps no trail for a sandbox that is gone", async () => {
     const sink = new AuditSink(store, pino({ level: "silent" }), { flushMs: 3_600_000 });
     sink.accept("gone", 1, ev("x.test"));
-    sink.flush();
-    expect(store.audit("gone")).toEqual([]);
-    sink.close();
+    await sink.flush();
+    expect(await store.audit("gone")).toEqual([]);
+    await sink.close();
   });
 });
 

@@ -22,7 +22,7 @@ describe("sandgate audit: table, filters, OCSF JSON lines, follow", () => {
     t = await startTestGateway(new MemoryDriver());
     expect((await t.api("POST", "/v1/sandboxes", { name: "aud" })).status).toBe(201);
     id = (await eventually(async () => ((await t.api("GET", "/v1/sandboxes/aud")).body?.phase === "Ready" ? (await t.api("GET", "/v1/sandboxes/aud")).body : undefined))).id;
-    t.gw.store.appendAudit([
+    await t.gw.store.appendAudit([
       { sandboxId: id, generation: 1, time: at(1), decision: "allow", count: 1, event: egress("api.example.com", "allow", { rule: "api", method: "GET", path: "/v1/x", address: "203.0.113.7", status: 200, bytesOut: 120, bytesIn: 2048, durationMs: 35 }) },
       { sandboxId: id, generation: 1, time: at(2), decision: "deny", count: 4, event: egress("pypi.org", "deny", { reason: "no_matching_rule" }) },
       { sandboxId: id, generation: 1, time: at(3), decision: "would_deny", count: 1, event: egress("api.example.com", "would_deny", { reason: "path_not_allowed", rule: "api", method: "DELETE", path: "/v1/x", status: 204 }) },
@@ -92,7 +92,7 @@ describe("sandgate audit: table, filters, OCSF JSON lines, follow", () => {
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
     await eventually(async () => (out.split("\n").filter(Boolean).length === 1 ? true : undefined));
-    t.gw.store.appendAudit([{ sandboxId: id, generation: 1, time: at(4), decision: "deny", count: 1, event: egress("late.example.com", "deny", { reason: "explicit_deny", rule: "no" }) }]);
+    await t.gw.store.appendAudit([{ sandboxId: id, generation: 1, time: at(4), decision: "deny", count: 1, event: egress("late.example.com", "deny", { reason: "explicit_deny", rule: "no" }) }]);
     await eventually(async () => (out.includes("late.example.com") ? true : undefined));
     child.kill("SIGINT");
     expect(await exited).toBe(0);

@@ -87,7 +87,7 @@ describe("sandbox events --follow", () => {
     expect(await f.exit).toBe(0);
     expect(f.err()).toMatch(/the gateway answers again; resuming after event \d+/);
     const printed = jsonLines(f.out());
-    const log = t.gw.store.events(id);
+    const log = await t.gw.store.events(id);
     // Exactly the log from the tail on: nothing lost, nothing twice, in order, ending with the deletion.
     expect(printed.map((e) => e.seq)).toEqual(log.slice(log.findIndex((e) => e.seq === printed[0]!.seq)).map((e) => e.seq));
     expect(printed.every((e) => e.sandboxId === id)).toBe(true);
@@ -112,7 +112,7 @@ describe("sandbox events --follow", () => {
       f.proc.kill("SIGCONT");
     }
     expect(await f.exit, f.err()).toBe(0);
-    expect(jsonLines(f.out()).map((e) => e.seq)).toEqual(t.gw.store.events(id).map((e) => e.seq));
+    expect(jsonLines(f.out()).map((e) => e.seq)).toEqual((await t.gw.store.events(id)).map((e) => e.seq));
     expect(jsonLines(f.out()).at(-1)!.kind).toBe("deleted");
   });
 

@@ -59,12 +59,12 @@ async function settle(name: string, phase: Phase, ageMs = 0): Promise<void> {
     expect((await t.api("POST", `/v1/sandboxes/${name}/stop`)).status).toBe(202);
     await t.gw.idle();
   } else if (phase !== "Ready") {
-    const s = t.gw.store.get(name)!;
+    const s = (await t.gw.store.get(name))!;
     const reason = phase === "Error" ? ({ code: "WorkloadExited", exitCode: 1 } as const) : null;
-    expect(t.gw.store.transition(s.id, { expect: { phase: "Ready", generation: s.generation }, next: { phase, generation: s.generation, reason } })).not.toBeNull();
+    expect(await t.gw.store.transition(s.id, { expect: { phase: "Ready", generation: s.generation }, next: { phase, generation: s.generation, reason } })).not.toBeNull();
   }
   if (ageMs > 0) t.gw.store.db.prepare("UPDATE sandboxes SET updated_at = ? WHERE name = ?").run(new Date(Date.now() - ageMs).toISOString(), name);
-  expect(t.gw.store.get(name)!.phase).toBe(phase);
+  expect((await t.gw.store.get(name))!.phase).toBe(phase);
 }
 
 const namesOf = (stdout: string): string[] => stdout.trimEnd().split("\n").slice(1).map((l) => l.split(/\s+/)[0]!);
@@ -167,7 +167,7 @@ describe("sandbox prune", () => {
     for (const [name, [phase, age]] of Object.entries(spec)) await settle(name, phase, age);
     return ids;
   }
-  const left = (grp: string): string[] => t.gw.store.list().filter((s) => s.labels.grp === grp).map((s) => s.name).sort();
+  const left = async (grp: string): Promise<string[]> => (await t.gw.store.list()).filter((s) => s.labels.grp === grp).map((s) => s.name).sort();
 
   it("a bad --older-than, --phase, --label or --limit is exit 2 in one line and deletes nothing", SPAWNS, async () => {
     await fleet("pb", { "pb-1": ["Stopped", 0] });
@@ -190,7 +190,7 @@ describe("sandbox prune", () => {
       expect(oneLine(r)).toMatch(message);
     }
     expect(state()).toEqual(before);
-    expect(left("pb")).toEqual(["pb-1"]);
+    expect(await left("pb")).toEqual(["pb-1"]);
   });
 
   it("without --force and without a terminal it refuses (exit 2) and deletes nothing; --dry-run lists what it would delete", SPAWNS, async () => {
@@ -207,7 +207,7 @@ describe("sandbox prune", () => {
     const dryJson = JSON.parse((await cli([...home, "sandbox", "prune", "--label", "grp=pr", "--dry-run", "--json", "--phase", "Error"])).stdout) as { name: string; phase: string }[];
     expect(dryJson.map((c) => [c.name, c.phase])).toEqual([["pr-error", "Error"]]);
     expect(state()).toEqual(before);
-    expect(left("pr")).toEqual(["pr-error", "pr-ready", "pr-stopped"]);
+    expect(await left("pr")).toEqual(["pr-error", "pr-ready", "pr-stopped"]);
   });
 
   it("--force deletes the ended sandboxes older than --older-than in the chosen phases, with progress and a summary; nothing running", SPAWNS, async () => {
@@ -226,13 +226,13 @@ describe("sandbox prune", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe("pf-old-error  deleted\npf-old-stopped  deleted\npruned 2 of 2 sandboxes\n");
     expect(r.stderr).toBe("deleting pf-old-error (1/2)\ndeleting pf-old-stopped (2/2)\n");
-    expect(left("pf")).toEqual(["pf-new-stopped", "pf-old-completed", "pf-old-ready"]);
+    expect(await left("pf")).toEqual(["pf-new-stopped", "pf-old-completed", "pf-old-ready"]);
 
     const j = await cli([...home, "sandbox", "prune", "--label", "grp=pf", "--older-than", "30m", "--force", "--json"]);
     expect(j.code, j.stderr).toBe(0);
     expect(j.stderr).toBe("");
     expect((JSON.parse(j.stdout) as { name: string; result: string }[]).map((o) => [o.name, o.result])).toEqual([["pf-old-completed", "deleted"]]);
-    expect(left("pf")).toEqual(["pf-new-stopped", "pf-old-ready"]);
+    expect(await left("pf")).toEqual(["pf-new-stopped", "pf-old-ready"]);
   });
 
   it("a sandbox started again after it was listed is skipped, never deleted", SPAWNS, async () => {
@@ -242,7 +242,7 @@ describe("sandbox prune", () => {
     const run = cli([...home, "sandbox", "prune", "--label", "grp=ps", "--force"]);
     try {
       // ps-1's deletion is under way (its removal held): start ps-2 again before prune reaches it.
-      await eventually(() => (t.gw.store.get("ps-1")?.phase === "Deleting" ? true : undefined), 60_000, "ps-1 Deleting");
+      await eventually(async () => ((await t.gw.store.get("ps-1"))?.phase === "Deleting" ? true : undefined), 60_000, "ps-1 Deleting");
       expect((await t.api("POST", "/v1/sandboxes/ps-2/start")).status).toBe(202);
     } finally {
       driver.hold = undefined;
@@ -254,8 +254,8 @@ describe("sandbox prune", () => {
       'ps-1  deleted\nps-2  skipped: sandbox "ps-2" is at generation 2, not 1 as the request expects; nothing was done\npruned 1 of 2 sandboxes; 1 skipped (changed since listed)\n',
     );
     await t.gw.idle();
-    expect(left("ps")).toEqual(["ps-2"]);
-    expect(t.gw.store.get("ps-2")!.phase).toBe("Ready");
+    expect(await left("ps")).toEqual(["ps-2"]);
+    expect((await t.gw.store.get("ps-2"))!.phase).toBe("Ready");
   });
 });
 
@@ -299,11 +299,11 @@ describe("sandbox prune on a terminal (tmux)", () => {
     expect(no.code).toBe(0);
     expect(no.pane).toMatch(/^NAME\s+PHASE\s+GEN\s+LAST CHANGE\s*\ntty-1\s+Stopped\s+1\s.*\ntty-2\s+Stopped/m);
     expect(no.pane).toMatch(/Delete these 2 sandboxes\? \[y\/N\] n\s*\nnothing deleted/);
-    expect(t.gw.store.list().filter((s) => s.labels.grp === "tty")).toHaveLength(2);
+    expect((await t.gw.store.list()).filter((s) => s.labels.grp === "tty")).toHaveLength(2);
     await tmux("kill-session", "-t", "tty");
     const yes = await answer("tty", "y");
     expect(yes.code).toBe(0);
     expect(yes.pane).toMatch(/tty-1 {2}deleted\s*\n(.*\n)?tty-2 {2}deleted\s*\n(.*\n)?pruned 2 of 2 sandboxes/);
-    expect(t.gw.store.list().filter((s) => s.labels.grp === "tty")).toHaveLength(0);
+    expect((await t.gw.store.list()).filter((s) => s.labels.grp === "tty")).toHaveLength(0);
   });
 });

@@ -433,8 +433,8 @@ describe("CLI mistakes against a gateway", () => {
 
     // A failure the monitor proved: its message starts with the reason's code.
     expect((await cli([...home, "sandbox", "create", "ev-mon"])).code).toBe(0);
-    const s = t.gw.store.get("ev-mon")!;
-    t.gw.store.transition(s.id, {
+    const s = (await t.gw.store.get("ev-mon"))!;
+    await t.gw.store.transition(s.id, {
       expect: { phase: "Ready", generation: 1 },
       next: { phase: "Error", generation: 1, reason: { code: "WorkloadExited", exitCode: 3, detail: "finished at 2026-12-03T13:16:36Z" } },
       message: "WorkloadExited: proven by inspect",
@@ -514,10 +514,10 @@ describe("CLI mistakes against a gateway", () => {
 
     // A generation that ended in Error keeps its runtime record (its teardown owed), but its containers are not live.
     await cli([...home, "sandbox", "create", "tm-err"]);
-    const s = t.gw.store.get("tm-err")!;
+    const s = (await t.gw.store.get("tm-err"))!;
     expect(s.runtime).not.toBeNull();
-    t.gw.store.transition(s.id, { expect: { phase: "Ready", generation: 1 }, next: { phase: "Error", generation: 1, reason: { code: "WorkloadExited", exitCode: 3 } } });
-    expect(t.gw.store.get("tm-err")!.runtime).not.toBeNull();
+    await t.gw.store.transition(s.id, { expect: { phase: "Ready", generation: 1 }, next: { phase: "Error", generation: 1, reason: { code: "WorkloadExited", exitCode: 3 } } });
+    expect((await t.gw.store.get("tm-err"))!.runtime).not.toBeNull();
     const ended = await cli([...home, "sandbox", "get", "tm-err"]);
     expect(ended.stdout).toMatch(/^phase\s+Error$/m);
     expect(ended.stdout).toMatch(/^workload\s+-$/m);

@@ -56,7 +56,7 @@ afterAll(async () => {
 describe("propose, review, approve from the CLI", () => {
   it("propose → proposals (table) → proposals ID (diff, replay) → approve: the new revision, in events and audit", async () => {
     const id = await sandbox("cp1");
-    t.gw.store.appendAudit([
+    await t.gw.store.appendAudit([
       { sandboxId: id, generation: 1, time: "2026-12-01T02:00:00.000Z", decision: "deny", count: 4, event: { type: "egress", time: "2026-12-01T02:00:00.000Z", decision: "deny", host: "pypi.org", port: 443, protocol: "https", reason: "no_matching_rule" } },
     ]);
     const p = await run("policy", "propose", "cp1", "-f", join(dir, "wider.yaml"), "--reason", "pip needs pypi.org");

@@ -27,7 +27,7 @@ describe("policy validate, diff, replay, suggest: API and CLI against a gateway"
     const s = await eventually(async () => ((await t.api("GET", "/v1/sandboxes/rev")).body?.phase === "Ready" ? (await t.api("GET", "/v1/sandboxes/rev")).body : undefined));
     const at = (h: number) => new Date(Date.UTC(2026, 11, 1, h)).toISOString();
     const egress = (host: string, decision: "allow" | "deny", extra: Record<string, unknown>) => ({ type: "egress", time: at(0), decision, host, port: 443, protocol: "https", ...extra });
-    t.gw.store.appendAudit([
+    await t.gw.store.appendAudit([
       { sandboxId: s.id, generation: 1, time: at(1), decision: "allow", count: 10, event: egress("api.example.com", "allow", { rule: "api" }) },
       { sandboxId: s.id, generation: 1, time: at(2), decision: "deny", count: 4, event: egress("pypi.org", "deny", { reason: "no_matching_rule" }) },
       { sandboxId: s.id, generation: 1, time: at(3), decision: "allow", count: 1, event: egress("api.example.com", "allow", { rule: "api" }) },
@@ -91,7 +91,7 @@ describe("policy validate, diff, replay, suggest: API and CLI against a gateway"
     const time = new Date(Date.UTC(2026, 11, 1, 2)).toISOString();
     const denied = (host: string, port: number, protocol: string, count: number, extra: Record<string, unknown> = {}) =>
       ({ sandboxId: s.id, generation: 1, time, decision: "deny", count, event: { type: "egress", time, decision: "deny", host, port, protocol, reason: "no_matching_rule", ...extra } });
-    t.gw.store.appendAudit([
+    await t.gw.store.appendAudit([
       denied("pypi.org", 443, "https", 4),
       // http and https of one host on one port: two rules, two names.
       denied("dual.test", 8443, "http", 1, { method: "GET", path: "/a/b" }),

@@ -113,7 +113,7 @@ describe("CLI against a gateway", () => {
     expect(del.code).toBe(0);
     expect(del.stdout).toBe("demo  deleted\n");
     expect((await cli([...home, "sandbox", "list"])).stdout).toBe(listBefore);
-    if (t.gw.store.list().length === 0) expect(listBefore).toBe("no sandboxes\n");
+    if ((await t.gw.store.list()).length === 0) expect(listBefore).toBe("no sandboxes\n");
   });
 
   it("unknown sandbox → exit 4; duplicate name → exit 5; invalid name → exit 2; wrong phase → exit 5; nothing changes", { timeout: 240_000 }, async () => {

@@ -105,7 +105,7 @@ async function startGatewaySide(opts: { staleMs?: number; idleMs?: number; port?
   const boundary = new BoundaryRegistry({ heartbeatStaleMs: opts.staleMs ?? 1000, sessionIdleMs: opts.idleMs ?? 10_000, log, ...(opts.secretValues === undefined ? {} : { secretValues: opts.secretValues }) });
   const launches = new Map<string, ExpectedLaunch>();
   const start = (port: number): Promise<SupervisorEndpoint> =>
-    startSupervisorEndpoint({ host: "127.0.0.1", port, tls: tlsId, tokens, expected: (id) => launches.get(id) ?? null, boundary, log, authTimeoutMs: opts.authTimeoutMs ?? 10_000 });
+    startSupervisorEndpoint({ host: "127.0.0.1", port, tls: tlsId, tokens, expected: async (id) => launches.get(id) ?? null, boundary, log, authTimeoutMs: opts.authTimeoutMs ?? 10_000 });
   const gw: Gateway = {
     boundary,
     endpoint: await start(opts.port ?? 0),

@@ -16,7 +16,7 @@ import { FakeEngine, reply } from "../support/fake-engine.js";
 import { parseScrape } from "../support/prometheus.js";
 
 const noSources = {
-  sandboxesByPhase: () => Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<(typeof PHASES)[number], number>,
+  sandboxesByPhase: async () => Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<(typeof PHASES)[number], number>,
   monitor: () => null,
   proxy: () => ({ decisions: { allow: 0, deny: 0, would_deny: 0 }, bytes: { out: 0, in: 0 }, droppedRecords: 0 }),
 };

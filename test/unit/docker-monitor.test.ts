@@ -128,7 +128,7 @@ async function harness(opts: { recoveryDeadlineMs?: number; boundaryDeadlineMs?:
     options: { recoveryDeadlineMs: opts.recoveryDeadlineMs ?? 60_000, boundaryDeadlineMs: opts.boundaryDeadlineMs ?? 30_000, recoveryRetryMs: 50, readyTimeoutMs: 5_000 },
   });
   await lc.runtime.prepare();
-  lc.resume();
+  await lc.resume();
   // Sandboxes made Ready before the monitor's stream is open go Recovering at once
   // (nothing proves them yet): start the tests from a connected monitor.
   await eventually(() => ((lc.monitor!.metrics() as MonitorMetrics).dockerConnected ? true : undefined), 10_000, "monitor connected");
@@ -162,30 +162,30 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const phase = (name: string): string | undefined => h.store.get(name)?.phase;
+const phase = async (name: string): Promise<string | undefined> => (await h.store.get(name))?.phase;
 const metrics = (): MonitorMetrics => h.lc.monitor!.metrics() as MonitorMetrics;
-const waitPhase = (name: string, p: string, ms = 10_000): Promise<SandboxRecord> =>
-  eventually(() => (h.store.get(name)?.phase === p ? h.store.get(name)! : undefined), ms, `${name} → ${p} (now ${phase(name) ?? "gone"})`);
+const waitPhase = async (name: string, p: string, ms = 10_000): Promise<SandboxRecord> =>
+  eventually(async () => ((await h.store.get(name))?.phase === p ? (await h.store.get(name))! : undefined), ms, `${name} → ${p} (now ${await phase(name) ?? "gone"})`);
 /**
  * Resolves once the sandbox entered `p` (a phase event to it exists): the fake
  * daemon is fast enough for Ready → Recovering → Ready to pass between two polls
  * of the current phase, so transient phases are waited for in the log.
  */
 const entered = (name: string, p: string, ms = 10_000) =>
-  eventually(() => (h.store.events(h.store.get(name)?.id ?? name, { limit: 10_000 }).some((e) => e.newPhase === p) ? true : undefined), ms, `${name} entered ${p}`);
+  eventually(async () => ((await h.store.events((await h.store.get(name))?.id ?? name, { limit: 10_000 })).some((e) => e.newPhase === p) ? true : undefined), ms, `${name} entered ${p}`);
 
 /** Phase changes of a sandbox, in order, as "Old→New". */
-const phaseLog = (name: string): string[] => {
-  const id = h.store.get(name)?.id ?? name;
-  return h.store
-    .events(id, { limit: 10_000 })
+const phaseLog = async (name: string): Promise<string[]> => {
+  const id = (await h.store.get(name))?.id ?? name;
+  return (await h.store
+    .events(id, { limit: 10_000 }))
     .filter((e) => e.kind === "phase" || e.kind === "deleted")
     .map((e) => `${e.oldPhase ?? ""}→${e.newPhase ?? ""}`);
 };
 /** The message of the sandbox's last Recovering → Ready event: which evidence re-verified it. */
-const recoveredBy = (name: string): string | undefined =>
-  h.store
-    .events(h.store.get(name)!.id, { limit: 10_000 })
+const recoveredBy = async (name: string): Promise<string | undefined> =>
+  (await h.store
+    .events((await h.store.get(name))!.id, { limit: 10_000 }))
     .filter((e) => e.oldPhase === "Recovering" && e.newPhase === "Ready")
     .at(-1)?.message ?? undefined;
 const containersOf = (s: SandboxRecord) => ({ sup: h.fd.containers.get(s.runtime!.supervisor.id), wl: h.fd.containers.get(s.runtime!.workload.id) });
@@ -209,7 +209,7 @@ async function heldRecovering(name: string, breakIt: () => void, heal: () => voi
   await entered(name, "Recovering");
   const checked = metrics().classifications.alive;
   await eventually(() => (metrics().dockerConnected && metrics().classifications.alive >= checked + 6 ? true : undefined), 10_000, `re-checks of ${name}`);
-  expect(phase(name)).toBe("Recovering");
+  expect(await phase(name)).toBe("Recovering");
   heal();
   await waitPhase(name, "Ready");
 }
@@ -223,7 +223,7 @@ async function changedWhileDown(name: string, change: (c: ReturnType<typeof cont
   h.fd.resume();
   const failed = await waitPhase(name, "Error");
   expect(failed.reason?.code).toBe(code);
-  expect(phaseLog(name).slice(2)).toEqual(["Ready→Recovering", "Recovering→Error"]);
+  expect((await phaseLog(name)).slice(2)).toEqual(["Ready→Recovering", "Recovering→Error"]);
 }
 
 describe("a lost channel is never an exit", () => {
@@ -232,7 +232,7 @@ describe("a lost channel is never an exit", () => {
     h.fd.cutStreams();
     await entered("cut", "Recovering");
     const back = await waitPhase("cut", "Ready");
-    expect(phaseLog("cut")).toEqual(["→Provisioning", "Provisioning→Ready", "Ready→Recovering", "Recovering→Ready"]);
+    expect(await phaseLog("cut")).toEqual(["→Provisioning", "Provisioning→Ready", "Ready→Recovering", "Recovering→Ready"]);
     expect(back.runtime).toEqual(s.runtime);
     expect(containersOf(s).sup).toBeDefined();
     expect(containersOf(s).wl).toBeDefined();
@@ -246,7 +246,7 @@ describe("a lost channel is never an exit", () => {
     h.fd.garbleStreams();
     await entered("garbled", "Recovering");
     await waitPhase("garbled", "Ready");
-    expect(phaseLog("garbled").slice(2)).toEqual(["Ready→Recovering", "Recovering→Ready"]);
+    expect((await phaseLog("garbled")).slice(2)).toEqual(["Ready→Recovering", "Recovering→Ready"]);
     expect(metrics().classifications.exited).toBe(0);
   });
 
@@ -256,7 +256,7 @@ describe("a lost channel is never an exit", () => {
     await entered("frozen", "Recovering");
     h.fd.resume();
     await waitPhase("frozen", "Ready");
-    expect(phaseLog("frozen").slice(2)).toEqual(["Ready→Recovering", "Recovering→Ready"]);
+    expect((await phaseLog("frozen")).slice(2)).toEqual(["Ready→Recovering", "Recovering→Ready"]);
     expect(containersOf(s).wl).toBeDefined();
     expect(metrics().classifications.exited).toBe(0);
   });
@@ -266,7 +266,7 @@ describe("a lost channel is never an exit", () => {
     h.fd.stop();
     await entered("down", "Recovering");
     await eventually(() => (metrics().reconnectAttempts >= 3 ? true : undefined), 10_000, "several reconnect attempts");
-    expect(phase("down")).toBe("Recovering");
+    expect(await phase("down")).toBe("Recovering");
     h.fd.resume();
     await waitPhase("down", "Ready");
     expect(metrics().dockerConnected).toBe(true);
@@ -281,10 +281,10 @@ describe("proven failures fail closed", () => {
     h.fd.emit(sup!, "die");
     const failed = await waitPhase("sup-exit", "Error");
     expect(failed.reason).toMatchObject({ code: "SupervisorExited", exitCode: 7 });
-    await eventually(() => (h.store.get("sup-exit")?.runtime === null ? true : undefined), 10_000, "runtime cleared after teardown");
+    await eventually(async () => ((await h.store.get("sup-exit"))?.runtime === null ? true : undefined), 10_000, "runtime cleared after teardown");
     expect(containersOf(s).wl).toBeUndefined();
     expect(h.driver.calls).toContain(`stop ${s.id} g1`);
-    expect(phaseLog("sup-exit").slice(2)).toEqual(["Ready→Error"]);
+    expect((await phaseLog("sup-exit")).slice(2)).toEqual(["Ready→Error"]);
   });
 
   it("an exit while the stream is down (no event at all): found by re-reading state after reconnect", async () => {
@@ -295,7 +295,7 @@ describe("proven failures fail closed", () => {
     h.fd.resume();
     const failed = await waitPhase("gap-exit", "Error");
     expect(failed.reason).toMatchObject({ code: "SupervisorExited", exitCode: 137 });
-    expect(phaseLog("gap-exit").slice(2)).toEqual(["Ready→Recovering", "Recovering→Error"]);
+    expect((await phaseLog("gap-exit")).slice(2)).toEqual(["Ready→Recovering", "Recovering→Error"]);
   });
 
   it("the workload exits 0 on its own: Completed, and its supervisor is removed", async () => {
@@ -327,11 +327,11 @@ describe("proven failures fail closed", () => {
     expect(failed.reason?.code).toBe("RuntimeUnavailable");
     // Still owed: the containers are there, nothing could remove them.
     expect(containersOf(s).wl).toBeDefined();
-    expect(h.store.get("deadline")?.runtime).not.toBeNull();
+    expect((await h.store.get("deadline"))?.runtime).not.toBeNull();
     h.fd.resume();
     await eventually(() => (containersOf(s).wl === undefined && containersOf(s).sup === undefined ? true : undefined), 10_000, "owed teardown done");
-    await eventually(() => (h.store.get("deadline")?.runtime === null ? true : undefined), 10_000, "runtime cleared");
-    expect(phase("deadline")).toBe("Error");
+    await eventually(async () => ((await h.store.get("deadline"))?.runtime === null ? true : undefined), 10_000, "runtime cleared");
+    expect(await phase("deadline")).toBe("Error");
   });
 });
 
@@ -355,10 +355,10 @@ describe("re-verification gates the return to Ready", () => {
     h.session.id = "session-2";
     h.fd.resume();
     await eventually(() => (h.fd.execs >= 3 ? true : undefined), 10_000, "re-checks with a failing probe");
-    expect(phase("probe")).toBe("Recovering");
+    expect(await phase("probe")).toBe("Recovering");
     h.fd.probeExitCode = 0;
     await waitPhase("probe", "Ready");
-    expect(recoveredBy("probe")).toMatch(/exec probe ok/);
+    expect(await recoveredBy("probe")).toMatch(/exec probe ok/);
   });
 });
 
@@ -372,8 +372,8 @@ describe("an unbroken control session stands in for the exec probe", () => {
     const back = await waitPhase("unbroken", "Ready");
     expect(back.runtime).toEqual(s.runtime);
     expect(h.fd.execs).toBe(0);
-    expect(recoveredBy("unbroken")).toMatch(/unbroken control session/);
-    expect(phaseLog("unbroken").slice(2)).toEqual(["Ready→Recovering", "Recovering→Ready"]);
+    expect(await recoveredBy("unbroken")).toMatch(/unbroken control session/);
+    expect((await phaseLog("unbroken")).slice(2)).toEqual(["Ready→Recovering", "Recovering→Ready"]);
   });
 
   it("no control session before the outage: the exec probe runs, and a failing one keeps it Recovering", async () => {
@@ -384,10 +384,10 @@ describe("an unbroken control session stands in for the exec probe", () => {
     // One appears meanwhile: it did not hold through the outage, so it proves nothing.
     h.session.id = "session-late";
     await eventually(() => (h.fd.execs >= 3 ? true : undefined), 10_000, "exec probes run");
-    expect(phase("no-session-before")).toBe("Recovering");
+    expect(await phase("no-session-before")).toBe("Recovering");
     h.fd.probeExitCode = 0;
     await waitPhase("no-session-before", "Ready");
-    expect(recoveredBy("no-session-before")).toMatch(/exec probe ok/);
+    expect(await recoveredBy("no-session-before")).toMatch(/exec probe ok/);
   });
 
   it("the same session, but the supervisor's health fails: stays Recovering until it answers, still without an exec", async () => {
@@ -421,10 +421,10 @@ describe("an unbroken control session stands in for the exec probe", () => {
     await entered("b-probe", "Recovering");
     h.boundary.check = null;
     await eventually(() => (h.fd.execs >= 3 ? true : undefined), 10_000, "exec probes run");
-    expect(phase("b-probe")).toBe("Recovering");
+    expect(await phase("b-probe")).toBe("Recovering");
     h.fd.probeExitCode = 0;
     await waitPhase("b-probe", "Ready");
-    expect(recoveredBy("b-probe")).toMatch(/exec probe ok/);
+    expect(await recoveredBy("b-probe")).toMatch(/exec probe ok/);
   });
 });
 
@@ -434,11 +434,11 @@ describe("the boundary reported lost by the gateway", () => {
     h.boundary.check = { name: "control session", ok: false, detail: "heartbeat stale" };
     h.lc.supervision.boundaryLost(s.id, 1, "heartbeat stale");
     await entered("b-back", "Recovering");
-    expect(h.store.events(s.id, { limit: 100 }).find((e) => e.newPhase === "Recovering")?.message).toBe("boundary unhealthy: heartbeat stale");
+    expect((await h.store.events(s.id, { limit: 100 })).find((e) => e.newPhase === "Recovering")?.message).toBe("boundary unhealthy: heartbeat stale");
     h.boundary.check = null;
     await waitPhase("b-back", "Ready");
     expect(containersOf(s).wl).toBeDefined();
-    expect(phaseLog("b-back").slice(2)).toEqual(["Ready→Recovering", "Recovering→Ready"]);
+    expect((await phaseLog("b-back")).slice(2)).toEqual(["Ready→Recovering", "Recovering→Ready"]);
   });
 
   it("not restored within the boundary deadline (Docker answering): Error(BoundaryUnhealthy) naming the failing check, containers removed", async () => {
@@ -459,7 +459,7 @@ describe("the boundary reported lost by the gateway", () => {
     h.lc.supervision.boundaryLost(s.id, 1, "no control session");
     const failed = await waitPhase("b-died", "Error");
     expect(failed.reason).toMatchObject({ code: "SupervisorExited", exitCode: 137 });
-    expect(phaseLog("b-died").slice(2)).toEqual(["Ready→Error"]);
+    expect((await phaseLog("b-died")).slice(2)).toEqual(["Ready→Error"]);
   });
 
   it("a report for another generation, or for a sandbox not Ready, changes nothing", async () => {
@@ -470,7 +470,7 @@ describe("the boundary reported lost by the gateway", () => {
     h.fd.cutStreams();
     await entered("b-other", "Recovering");
     await waitPhase("b-other", "Ready");
-    expect(h.store.events(s.id, { limit: 100 }).filter((e) => e.message?.startsWith("boundary unhealthy"))).toEqual([]);
+    expect((await h.store.events(s.id, { limit: 100 })).filter((e) => e.message?.startsWith("boundary unhealthy"))).toEqual([]);
   });
 });
 
@@ -483,12 +483,12 @@ describe("late and stale observations", () => {
     h.fd.exit(sup!.id, 9);
     h.fd.emit(sup!, "die");
     await eventually(() => (h.fd.engine.requestsTo(`/containers/${sup!.id}/json`).length > 0 ? true : undefined), 5_000, "the check is waiting on inspect");
-    h.lc.service.request("late-stop", "stop");
+    await h.lc.service.request("late-stop", "stop");
     h.fd.holdInspect.delete(sup!.id);
     release();
     await waitPhase("late-stop", "Stopped");
-    expect(phaseLog("late-stop").slice(2)).toEqual(["Ready→Stopping", "Stopping→Stopped"]);
-    expect(h.store.get("late-stop")?.reason).toBeNull();
+    expect((await phaseLog("late-stop")).slice(2)).toEqual(["Ready→Stopping", "Stopping→Stopped"]);
+    expect((await h.store.get("late-stop"))?.reason).toBeNull();
   });
 
   it("a check in flight when delete is persisted: the delete wins, no Error is ever recorded", async () => {
@@ -499,16 +499,16 @@ describe("late and stale observations", () => {
     h.fd.exit(wl!.id, 3);
     h.fd.emit(wl!, "die");
     await eventually(() => (h.fd.engine.requestsTo(`/containers/${wl!.id}/json`).length > 0 ? true : undefined), 5_000, "the check is waiting on inspect");
-    h.lc.service.request("late-del", "delete");
+    await h.lc.service.request("late-del", "delete");
     h.fd.holdInspect.delete(wl!.id);
     release();
-    await eventually(() => (h.store.get("late-del") === null ? true : undefined), 10_000, "deleted");
-    expect(phaseLog(s.id)).toEqual(["→Provisioning", "Provisioning→Ready", "Ready→Deleting", "Deleting→"]);
+    await eventually(async () => (await h.store.get("late-del") === null ? true : undefined), 10_000, "deleted");
+    expect(await phaseLog(s.id)).toEqual(["→Provisioning", "Provisioning→Ready", "Ready→Deleting", "Deleting→"]);
   });
 
   it("an observation for a stopped generation is refused (no bypass): stale, nothing changes", async () => {
     const s = await ready("fenced");
-    h.lc.service.request("fenced", "stop");
+    await h.lc.service.request("fenced", "stop");
     await waitPhase("fenced", "Stopped");
     // What a monitor that missed the stop would report, straight to the gateway.
     const sink = h.driver.sink!;
@@ -516,25 +516,25 @@ describe("late and stale observations", () => {
     const alive = { kind: "Alive" as const };
     const late = (generation: number, verdicts: { supervisor: ReturnType<typeof exited> | typeof alive; workload: ReturnType<typeof exited> | typeof alive }) => sink.report({ kind: "verdicts", sandboxId: s.id, generation, verdicts });
     expect(await late(1, { supervisor: exited(1), workload: alive })).toEqual({ do: "stale" });
-    expect(phase("fenced")).toBe("Stopped");
-    expect(h.store.get("fenced")?.reason).toBeNull();
+    expect(await phase("fenced")).toBe("Stopped");
+    expect((await h.store.get("fenced"))?.reason).toBeNull();
     // Nor while Stopping (the window a late verdict usually lands in).
-    h.lc.service.request("fenced", "start");
+    await h.lc.service.request("fenced", "start");
     await waitPhase("fenced", "Ready");
-    h.lc.service.request("fenced", "stop");
+    await h.lc.service.request("fenced", "stop");
     expect(await late(2, { supervisor: alive, workload: exited(1) })).toEqual({ do: "stale" });
     expect(await late(2, { supervisor: alive, workload: exited(0) })).toEqual({ do: "stale" });
     expect(await sink.report({ kind: "probed", sandboxId: s.id, generation: 2, checks: [], exec: true })).toEqual({ do: "stale" });
     await waitPhase("fenced", "Stopped");
-    expect(phaseLog("fenced").filter((l) => l.includes("Error") || l.includes("Completed"))).toEqual([]);
+    expect((await phaseLog("fenced")).filter((l) => l.includes("Error") || l.includes("Completed"))).toEqual([]);
   });
 
   it("events of an older generation are dropped and counted; the newer generation is unaffected", async () => {
     const s1 = await ready("gens");
     const old = containersOf(s1);
-    h.lc.service.request("gens", "stop");
+    await h.lc.service.request("gens", "stop");
     await waitPhase("gens", "Stopped");
-    h.lc.service.request("gens", "start");
+    await h.lc.service.request("gens", "start");
     const s2 = await waitPhase("gens", "Ready");
     expect(s2.generation).toBe(2);
     await eventually(() => (metrics().monitors === 1 ? true : undefined), 5_000, "generation 2 armed");
@@ -542,8 +542,8 @@ describe("late and stale observations", () => {
     // A late event about generation 1's supervisor (its labels say generation 1).
     h.fd.emit(old.sup!, "die");
     await eventually(() => (metrics().classifications.stale_dropped > dropped ? true : undefined), 5_000, "stale event dropped");
-    expect(phase("gens")).toBe("Ready");
-    expect(h.store.get("gens")?.generation).toBe(2);
+    expect(await phase("gens")).toBe("Ready");
+    expect((await h.store.get("gens"))?.generation).toBe(2);
     expect(containersOf(s2).sup).toBeDefined();
   });
 });
@@ -568,8 +568,8 @@ describe("a policy set while Recovering (tightening a policy during an outage)",
   async function heldBack(name: string): Promise<void> {
     const checked = metrics().classifications.alive;
     await eventually(
-      () => {
-        expect(phaseLog(name).slice(2)).toEqual(["Ready→Recovering"]);
+      async () => {
+        expect((await phaseLog(name)).slice(2)).toEqual(["Ready→Recovering"]);
         return metrics().dockerConnected && metrics().classifications.alive >= checked + 6 ? true : undefined;
       },
       10_000,
@@ -580,8 +580,8 @@ describe("a policy set while Recovering (tightening a policy during an outage)",
   it("is accepted: the revision is stored and pushed at once over the live session; Ready again only once the supervisor acks it", async () => {
     const { s, sup } = await recovering("tighten");
     sup.acks = false;
-    expect(h.lc.service.setPolicy("tighten", TIGHT)).toEqual({ revision: 2, pushed: true, phase: "Recovering" });
-    expect(h.store.policy(s.id)?.revision).toBe(2);
+    expect(await h.lc.service.setPolicy("tighten", TIGHT)).toEqual({ revision: 2, pushed: true, phase: "Recovering" });
+    expect((await h.store.policy(s.id))?.revision).toBe(2);
     // Pushed while Docker is still down: the control session does not need it.
     expect(sup.pushed).toEqual([1, 2]);
     h.fd.resume();
@@ -591,16 +591,16 @@ describe("a policy set while Recovering (tightening a policy during an outage)",
     sup.ack(2);
     await waitPhase("tighten", "Ready");
     expect(h.lc.read.boundaryOf(s.id)).toMatchObject({ enforcedRevision: 2, desiredRevision: 2, healthy: true });
-    expect(phaseLog("tighten").slice(2)).toEqual(["Ready→Recovering", "Recovering→Ready"]);
+    expect((await phaseLog("tighten")).slice(2)).toEqual(["Ready→Recovering", "Recovering→Ready"]);
   });
 
   it("--wait reports it enforced once the supervisor acks, while Docker is still down; the sandbox stays Recovering until Docker re-verifies it", async () => {
     const { s, sup } = await recovering("tighten-wait");
-    const { revision } = h.lc.service.setPolicy("tighten-wait", TIGHT);
+    const { revision } = await h.lc.service.setPolicy("tighten-wait", TIGHT);
     expect(await h.lc.service.waitForPolicy(s.id, revision, 10_000)).toMatchObject({ enforced: true, connectionsClosed: 0 });
     expect(sup.pushed).toEqual([1, 2]);
     expect(metrics().dockerConnected).toBe(false);
-    expect(phase("tighten-wait")).toBe("Recovering");
+    expect(await phase("tighten-wait")).toBe("Recovering");
     h.fd.resume();
     await waitPhase("tighten-wait", "Ready");
   });
@@ -608,12 +608,12 @@ describe("a policy set while Recovering (tightening a policy during an outage)",
   it("a supervisor that never acks the newest revision: the deadline still applies, Error(BoundaryUnhealthy) naming it, never Ready", async () => {
     const { s, sup } = await recovering("never-acks", { recoveryDeadlineMs: 3_000 });
     sup.acks = false;
-    h.lc.service.setPolicy("never-acks", TIGHT);
+    await h.lc.service.setPolicy("never-acks", TIGHT);
     h.fd.resume();
     const failed = await waitPhase("never-acks", "Error");
     expect(failed.reason).toMatchObject({ code: "BoundaryUnhealthy" });
     expect(failed.reason?.code === "BoundaryUnhealthy" && failed.reason.detail).toMatch(/control session: enforcing revision 1, want 2/);
-    expect(phaseLog("never-acks").slice(2)).toEqual(["Ready→Recovering", "Recovering→Error"]);
+    expect((await phaseLog("never-acks")).slice(2)).toEqual(["Ready→Recovering", "Recovering→Error"]);
     // Failed closed: the supervisor was locked down, the containers removed.
     expect(sup.lockdowns).toEqual(["sandbox_failed"]);
     await eventually(() => (containersOf(s).wl === undefined ? true : undefined), 10_000, "workload removed");
@@ -630,7 +630,16 @@ describe("a policy set while Recovering (tightening a policy during an outage)",
         if (id !== s.id || accepted !== null) return;
         h.afterBoundaryRead.hook = null;
         sup.acks = false;
-        accepted = h.lc.service.setPolicy("between", TIGHT).revision;
+        // In the sandbox's queue ahead of the commit: accepted after the checks, before the commit.
+        void h.lc.serial.run(
+          s.id,
+          async () => {
+            accepted = (await h.lc.service.setPolicy("between", TIGHT)).revision;
+          },
+          (err) => {
+            throw err;
+          },
+        );
       };
     };
     h.fd.resume();
@@ -644,15 +653,15 @@ describe("a policy set while Recovering (tightening a policy during an outage)",
   it("policy approve while Recovering behaves as policy set: the proposal's revision is stored and pushed; Ready once acked", async () => {
     const { s, sup } = await recovering("approve");
     const proposals = new PolicyProposals({ store: h.store, read: h.lc.read, service: h.lc.service, tools: new PolicyTools(h.lc.read), log });
-    const p = proposals.propose("approve", TIGHT, { by: "agent", reason: "nothing out during the outage" });
+    const p = await proposals.propose("approve", TIGHT, { by: "agent", reason: "nothing out during the outage" });
     sup.acks = false;
-    const r = proposals.approve("approve", p.id, "operator");
+    const r = await proposals.approve("approve", p.id, "operator");
     expect(r).toMatchObject({ revision: 2, pushed: true, phase: "Recovering", proposal: { state: "approved", revision: 2 } });
     expect(sup.pushed).toEqual([1, 2]);
     h.fd.resume();
     await heldBack("approve");
     sup.ack(2);
     await waitPhase("approve", "Ready");
-    expect(h.store.policy(s.id)?.revision).toBe(2);
+    expect((await h.store.policy(s.id))?.revision).toBe(2);
   });
 });

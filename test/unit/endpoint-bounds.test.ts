@@ -61,7 +61,7 @@ async function startGateway(bounds: SupervisorEndpointOptions["bounds"], authTim
     port: 0,
     tls: tlsId,
     tokens,
-    expected: (id) => launches.get(id) ?? null,
+    expected: async (id) => launches.get(id) ?? null,
     boundary,
     log,
     ...(bounds === undefined ? {} : { bounds }),

@@ -55,14 +55,18 @@ class FakeClock implements SweeperClock {
     return id;
   };
   clearTimeout = (h: unknown): void => void this.timers.delete(h as number);
-  /** Move to `at`, running every timer due on the way, in order. */
-  advanceTo(at: number): void {
+  /**
+   * Move to `at`, running every timer due on the way, in order; `settle` after each (the
+   * work a timer starts is asynchronous, and may set the next timer).
+   */
+  async advanceTo(at: number, settle: () => Promise<void>): Promise<void> {
     for (;;) {
       const due = [...this.timers.entries()].filter(([, x]) => x.at <= at).sort((a, b) => a[1].at - b[1].at)[0];
       if (!due) break;
       this.timers.delete(due[0]);
       this.t = Math.max(this.t, due[1].at);
       due[1].fn();
+      await settle();
     }
     this.t = at;
   }
@@ -74,20 +78,22 @@ interface Rig {
   activity: ActivityTracker;
   sweeper: ExpirySweeper;
   stops: { id: string; generation: number; reason: StopReason; at: number }[];
-  create(name: string, spec: Partial<SandboxSpec>): string;
-  ready(id: string): void;
-  restartGateway(): void;
+  create(name: string, spec: Partial<SandboxSpec>): Promise<string>;
+  ready(id: string): Promise<void>;
+  restartGateway(): Promise<void>;
+  /** The clock moves to `at`; resolves once what it set off (a sweep) is done. */
+  advance(at: number): Promise<void>;
 }
 
 const rigs: Rig[] = [];
-afterEach(() => {
+afterEach(async () => {
   for (const r of rigs.splice(0)) {
-    r.sweeper.close();
+    await r.sweeper.close();
     r.store.close();
   }
 });
 
-function rig(): Rig {
+async function rig(): Promise<Rig> {
   const clock = new FakeClock();
   const store = Store.open(":memory:", { now: () => new Date(clock.t) });
   const stops: Rig["stops"] = [];
@@ -98,13 +104,13 @@ function rig(): Rig {
       activity,
       log: pino({ level: "silent" }),
       clock,
-      expire: (id, generation, reason) => {
+      expire: async (id, generation, reason) => {
         if (!accept) return false;
-        const s = store.get(id)!;
+        const s = (await store.get(id))!;
         const t = transition(s, { type: "stop", reason }, generation);
         if (!t.ok) return false;
         stops.push({ id, generation, reason, at: clock.t });
-        return store.transition(id, { expect: { phase: s.phase, generation }, next: t.next, message: "expired" }) !== null;
+        return await store.transition(id, { expect: { phase: s.phase, generation }, next: t.next, message: "expired" }) !== null;
       },
     });
   let n = 0;
@@ -114,101 +120,109 @@ function rig(): Rig {
     stops,
     activity: new ActivityTracker(() => clock.t),
     sweeper: undefined as unknown as ExpirySweeper,
-    create(name, spec) {
+    async create(name, spec) {
       const id = `sbx_${(++n).toString(16).padStart(16, "0")}`;
-      store.createSandbox({ id, name, spec: { env: {}, resources: DEFAULT_RESOURCES, ...spec }, policy: parsePolicyInput(undefined) });
+      await store.createSandbox({ id, name, spec: { env: {}, resources: DEFAULT_RESOURCES, ...spec }, policy: parsePolicyInput(undefined) });
+      await this.sweeper.idle();
       return id;
     },
-    ready(id) {
-      const s = store.get(id)!;
-      store.transition(id, { expect: { phase: "Provisioning", generation: s.generation }, next: { phase: "Ready", generation: s.generation, reason: null } });
+    async ready(id) {
+      const s = (await store.get(id))!;
+      await store.transition(id, { expect: { phase: "Provisioning", generation: s.generation }, next: { phase: "Ready", generation: s.generation, reason: null } });
+      await this.sweeper.idle();
     },
-    restartGateway() {
-      this.sweeper.close();
+    async advance(at) {
+      await this.sweeper.idle();
+      await clock.advanceTo(at, () => this.sweeper.idle());
+    },
+    async restartGateway() {
+      await this.sweeper.close();
       this.activity = new ActivityTracker(() => clock.t);
       this.sweeper = make(this.activity);
-      this.sweeper.start();
+      await this.sweeper.start();
     },
     refuse(v) {
       accept = !v;
     },
   };
   r.sweeper = make(r.activity);
-  r.sweeper.start();
+  await r.sweeper.start();
   rigs.push(r);
   return r;
 }
 
 describe("ExpirySweeper", () => {
-  it("stops a sandbox at its TTL, counted from its launch, with the reason in the sandbox and its events", () => {
-    const r = rig();
-    const id = r.create("ttl", { ttlSeconds: 60 });
+  it("stops a sandbox at its TTL, counted from its launch, with the reason in the sandbox and its events", async () => {
+    const r = await rig();
+    const id = await r.create("ttl", { ttlSeconds: 60 });
     expect(expiryColumns(r.store.db, id)?.ttlDeadline).toBe("2026-12-01T10:01:00.000Z");
-    r.clock.advanceTo(T0 + 5 * S);
-    r.ready(id);
-    r.clock.advanceTo(T0 + 60 * S - 1);
+    await r.advance(T0 + 5 * S);
+    await r.ready(id);
+    await r.advance(T0 + 60 * S - 1);
     expect(r.stops).toEqual([]);
-    r.clock.advanceTo(T0 + 60 * S);
+    await r.advance(T0 + 60 * S);
     expect(r.stops).toEqual([{ id, generation: 1, reason: { code: "TtlExpired", detail: "its TTL of 1m ran out at 2026-12-01T10:01:00.000Z" }, at: T0 + 60 * S }]);
-    const s = r.store.get(id)!;
+    const s = (await r.store.get(id))!;
     expect([s.phase, s.reason?.code]).toEqual(["Stopping", "TtlExpired"]);
-    expect(r.store.events(id).at(-1)).toMatchObject({ newPhase: "Stopping", reason: { code: "TtlExpired" } });
+    expect((await r.store.events(id)).at(-1)).toMatchObject({ newPhase: "Stopping", reason: { code: "TtlExpired" } });
   });
 
-  it("a later start is a new generation with a new TTL", () => {
-    const r = rig();
-    const id = r.create("again", { ttlSeconds: 60 });
-    r.ready(id);
-    r.clock.advanceTo(T0 + 60 * S);
-    r.store.transition(id, { expect: { phase: "Stopping", generation: 1 }, next: { phase: "Stopped", generation: 1, reason: r.store.get(id)!.reason } });
-    r.clock.advanceTo(T0 + 500 * S);
-    r.store.transition(id, { expect: { phase: "Stopped", generation: 1 }, next: { phase: "Provisioning", generation: 2, reason: null } });
+  it("a later start is a new generation with a new TTL", async () => {
+    const r = await rig();
+    const id = await r.create("again", { ttlSeconds: 60 });
+    await r.ready(id);
+    await r.advance(T0 + 60 * S);
+    await r.store.transition(id, { expect: { phase: "Stopping", generation: 1 }, next: { phase: "Stopped", generation: 1, reason: (await r.store.get(id))!.reason } });
+    await r.sweeper.idle();
+    await r.advance(T0 + 500 * S);
+    await r.store.transition(id, { expect: { phase: "Stopped", generation: 1 }, next: { phase: "Provisioning", generation: 2, reason: null } });
+    await r.sweeper.idle();
     expect(expiryColumns(r.store.db, id)?.ttlDeadline).toBe(new Date(T0 + 560 * S).toISOString());
-    r.ready(id);
-    r.clock.advanceTo(T0 + 560 * S - 1);
+    await r.ready(id);
+    await r.advance(T0 + 560 * S - 1);
     expect(r.stops.map((x) => x.generation)).toEqual([1]);
-    r.clock.advanceTo(T0 + 560 * S);
+    await r.advance(T0 + 560 * S);
     expect(r.stops.map((x) => [x.generation, x.at])).toEqual([[1, T0 + 60 * S], [2, T0 + 560 * S]]);
   });
 
-  it("stops an idle sandbox: activity moves the deadline, an open session holds it, its end starts the clock again", () => {
-    const r = rig();
-    const id = r.create("idle", { idleStopSeconds: 30 });
-    r.clock.advanceTo(T0 + 10 * S);
-    r.ready(id); // the idle clock starts when the sandbox can be used
-    r.clock.advanceTo(T0 + 30 * S);
+  it("stops an idle sandbox: activity moves the deadline, an open session holds it, its end starts the clock again", async () => {
+    const r = await rig();
+    const id = await r.create("idle", { idleStopSeconds: 30 });
+    await r.advance(T0 + 10 * S);
+    await r.ready(id); // the idle clock starts when the sandbox can be used
+    await r.advance(T0 + 30 * S);
     r.activity.touch(id); // egress
-    r.clock.advanceTo(T0 + 59 * S);
+    await r.advance(T0 + 59 * S);
     const end = r.activity.begin(id); // an exec
-    r.clock.advanceTo(T0 + 500 * S);
+    await r.advance(T0 + 500 * S);
     expect(r.stops).toEqual([]);
     end();
-    r.clock.advanceTo(T0 + 530 * S - 1);
+    await r.advance(T0 + 530 * S - 1);
     expect(r.stops).toEqual([]);
-    r.clock.advanceTo(T0 + 530 * S);
+    await r.advance(T0 + 530 * S);
     expect(r.stops.map((x) => [x.reason.code, x.at])).toEqual([["IdleTimeout", T0 + 530 * S]]);
     expect(r.stops[0]!.reason.detail).toBe("no exec, connect or egress for 30s (last activity 2026-12-01T10:08:20.000Z)");
   });
 
-  it("keeps one timer for all sandboxes, set for the earliest deadline", () => {
-    const r = rig();
+  it("keeps one timer for all sandboxes, set for the earliest deadline", async () => {
+    const r = await rig();
     // The earliest first: a later launch must not push the one timer past it.
-    for (const [i, ttl] of [50, 300, 100, 200].entries()) r.create(`many-${i}`, { ttlSeconds: ttl });
-    r.create("none", {});
+    for (const [i, ttl] of [50, 300, 100, 200].entries()) await r.create(`many-${i}`, { ttlSeconds: ttl });
+    await r.create("none", {});
     expect(r.sweeper.timers).toBe(1);
     expect(r.clock.timers.size).toBe(1);
     expect(r.sweeper.nextAt).toBe(T0 + 50 * S);
-    r.clock.advanceTo(T0 + 1000 * S);
+    await r.advance(T0 + 1000 * S);
     expect(r.stops.map((x) => x.at)).toEqual([50, 100, 200, 300].map((t) => T0 + t * S));
     // Nothing left to wait for: no timer at all.
     expect(r.sweeper.timers).toBe(0);
   });
 
-  it("writes activity in batches, at most every flush interval, never once per observation", () => {
-    const r = rig();
-    const id = r.create("flush", { idleStopSeconds: 3600 });
-    r.clock.advanceTo(T0 + 1 * S);
-    r.ready(id);
+  it("writes activity in batches, at most every flush interval, never once per observation", async () => {
+    const r = await rig();
+    const id = await r.create("flush", { idleStopSeconds: 3600 });
+    await r.advance(T0 + 1 * S);
+    await r.ready(id);
     const writes: string[] = [];
     const before = expiryColumns(r.store.db, id)?.lastActive;
     for (let i = 0; i < 1000; i++) {
@@ -217,62 +231,63 @@ describe("ExpirySweeper", () => {
       writes.push(expiryColumns(r.store.db, id)?.lastActive ?? "null");
     }
     expect(new Set(writes)).toEqual(new Set([before ?? "null"]));
-    r.clock.advanceTo(r.clock.t + ACTIVITY_FLUSH_MS);
+    await r.advance(r.clock.t + ACTIVITY_FLUSH_MS);
     expect(expiryColumns(r.store.db, id)?.lastActive).toBe(new Date(T0 + 1 * S + 10_000).toISOString());
   });
 
-  it("a gateway restart keeps the TTL deadline and the last activity written", () => {
-    const r = rig();
-    const ttl = r.create("keep-ttl", { ttlSeconds: 120 });
-    const idle = r.create("keep-idle", { idleStopSeconds: 60 });
-    r.ready(ttl);
-    r.ready(idle);
-    r.clock.advanceTo(T0 + 50 * S);
+  it("a gateway restart keeps the TTL deadline and the last activity written", async () => {
+    const r = await rig();
+    const ttl = await r.create("keep-ttl", { ttlSeconds: 120 });
+    const idle = await r.create("keep-idle", { idleStopSeconds: 60 });
+    await r.ready(ttl);
+    await r.ready(idle);
+    await r.advance(T0 + 50 * S);
     r.activity.touch(idle);
-    r.restartGateway(); // close writes what it saw
-    r.clock.advanceTo(T0 + 110 * S - 1);
+    await r.restartGateway(); // close writes what it saw
+    await r.advance(T0 + 110 * S - 1);
     expect(r.stops).toEqual([]);
-    r.clock.advanceTo(T0 + 120 * S);
+    await r.advance(T0 + 120 * S);
     expect(r.stops.map((x) => [x.id, x.reason.code, x.at])).toEqual([
       [idle, "IdleTimeout", T0 + 110 * S],
       [ttl, "TtlExpired", T0 + 120 * S],
     ]);
   });
 
-  it("a deadline that passed while the gateway was down stops the sandbox at its first sweep", () => {
-    const r = rig();
-    const id = r.create("late", { ttlSeconds: 10 });
-    r.ready(id);
-    r.sweeper.close();
+  it("a deadline that passed while the gateway was down stops the sandbox at its first sweep", async () => {
+    const r = await rig();
+    const id = await r.create("late", { ttlSeconds: 10 });
+    await r.ready(id);
+    await r.sweeper.close();
     r.clock.t = T0 + 3600 * S;
-    r.restartGateway();
+    await r.restartGateway();
     expect(r.stops.map((x) => [x.reason.code, x.at])).toEqual([["TtlExpired", T0 + 3600 * S]]);
   });
 
-  it("a stop that lost a race is tried again later, and a sandbox no longer live is left alone", () => {
-    const r = rig() as Rig & { refuse(v: boolean): void };
-    const id = r.create("race", { ttlSeconds: 10 });
-    r.ready(id);
+  it("a stop that lost a race is tried again later, and a sandbox no longer live is left alone", async () => {
+    const r = await rig() as Rig & { refuse(v: boolean): void };
+    const id = await r.create("race", { ttlSeconds: 10 });
+    await r.ready(id);
     r.refuse(true);
-    r.clock.advanceTo(T0 + 10 * S);
+    await r.advance(T0 + 10 * S);
     expect(r.stops).toEqual([]);
     r.refuse(false);
-    r.clock.advanceTo(T0 + 10 * S + ACTIVITY_FLUSH_MS);
+    await r.advance(T0 + 10 * S + ACTIVITY_FLUSH_MS);
     expect(r.stops.map((x) => x.at)).toEqual([T0 + 10 * S + ACTIVITY_FLUSH_MS]);
     // Stopping now: later sweeps do not touch it.
-    r.clock.advanceTo(T0 + 10_000 * S);
+    await r.advance(T0 + 10_000 * S);
     expect(r.stops).toHaveLength(1);
   });
 
-  it("forgets a deleted sandbox's activity; close leaves no timer", () => {
-    const r = rig();
-    const id = r.create("gone", { idleStopSeconds: 30 });
-    r.ready(id);
+  it("forgets a deleted sandbox's activity; close leaves no timer", async () => {
+    const r = await rig();
+    const id = await r.create("gone", { idleStopSeconds: 30 });
+    await r.ready(id);
     r.activity.touch(id);
-    r.store.transition(id, { expect: { phase: "Ready", generation: 1 }, next: { phase: "Deleting", generation: 1, reason: null } });
-    r.store.deleteSandbox(id, { generation: 1 });
+    await r.store.transition(id, { expect: { phase: "Ready", generation: 1 }, next: { phase: "Deleting", generation: 1, reason: null } });
+    await r.sweeper.idle();
+    await r.store.deleteSandbox(id, { generation: 1 });
     expect(r.activity.lastActive(id)).toBeUndefined();
-    r.sweeper.close();
+    await r.sweeper.close();
     expect(r.sweeper.timers).toBe(0);
     expect(r.clock.timers.size).toBe(0);
   });

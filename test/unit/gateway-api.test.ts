@@ -25,18 +25,18 @@ const until = (name: string, phase: string) =>
   eventually(async () => ((await phaseOf(name)) === phase ? phase : undefined), 30_000, `${name} → ${phase}`);
 
 /** Everything the store holds, to show a refused request changed nothing. */
-const snapshot = () => ({ sandboxes: t.gw.store.list(), events: t.gw.store.db.prepare("SELECT count(*) n FROM events").get() });
+const snapshot = async () => ({ sandboxes: await t.gw.store.list(), events: t.gw.store.db.prepare("SELECT count(*) n FROM events").get() });
 
 describe("auth", () => {
   it("creates the token with mode 0600 and refuses requests without it or with a wrong one", async () => {
     expect(statSync(t.home.token).mode & 0o777).toBe(0o600);
-    const before = snapshot();
+    const before = await snapshot();
     const none = await t.fetch(`/v1/sandboxes`, { method: "POST", body: JSON.stringify({ name: "x" }), headers: { "content-type": "application/json" } });
     expect(none.status).toBe(401);
     const wrong = await t.api("POST", "/v1/sandboxes", { name: "x" }, "not-the-token");
     expect(wrong.status).toBe(401);
     expect(wrong.body.error.code).toBe("unauthorized");
-    expect(snapshot()).toEqual(before);
+    expect(await snapshot()).toEqual(before);
   });
 });
 
@@ -68,21 +68,21 @@ describe("sandbox lifecycle through the API", () => {
     expect(driver.containers.size).toBe(0);
     expect(driver.workspaces.size).toBe(0);
 
-    const phases = t.gw.store.events(created.body.id).filter((e) => e.kind !== "info").map((e) => e.newPhase ?? "deleted");
+    const phases = (await t.gw.store.events(created.body.id)).filter((e) => e.kind !== "info").map((e) => e.newPhase ?? "deleted");
     expect(phases).toEqual(["Provisioning", "Ready", "Stopping", "Stopped", "Provisioning", "Ready", "Deleting", "deleted"]);
   });
 
   it("refuses an intent the phase does not allow, names both, and changes nothing", async () => {
     await t.api("POST", "/v1/sandboxes", { name: "demo" });
     await until("demo", "Ready");
-    const before = snapshot();
+    const before = await snapshot();
     const r = await t.api("POST", "/v1/sandboxes/demo/start");
     expect(r.status).toBe(409);
     expect(r.body.error).toEqual({
       code: "not_allowed",
       message: 'cannot start sandbox "demo": it is Ready; start is allowed from Stopped, Completed or Error',
     });
-    expect(snapshot()).toEqual(before);
+    expect(await snapshot()).toEqual(before);
   });
 
   it("unknown image → Error(ProvisioningFailed) with the runtime's message and no containers left", async () => {
@@ -117,7 +117,7 @@ describe("sandbox lifecycle through the API", () => {
     await until("racy", "Stopped");
     await t.gw.idle();
     expect(await phaseOf("racy")).toBe("Stopped");
-    expect(t.gw.store.events(c.body.id).some((e) => e.newPhase === "Ready")).toBe(false);
+    expect((await t.gw.store.events(c.body.id)).some((e) => e.newPhase === "Ready")).toBe(false);
     expect(driver.containers.size).toBe(0);
   });
 
@@ -157,12 +157,12 @@ describe("input validation", () => {
     ["empty command", { name: "ok", command: [] }, /^command: /],
   ];
   it.each(cases)("%s → 400 with a clear message and no change", async (_label, body, pattern) => {
-    const before = snapshot();
+    const before = await snapshot();
     const r = await t.api("POST", "/v1/sandboxes", body);
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe("invalid_request");
     expect(r.body.error.message).toMatch(pattern);
-    expect(snapshot()).toEqual(before);
+    expect(await snapshot()).toEqual(before);
   });
 
   it("malformed JSON → 400, duplicate name → 409, unknown sandbox → 404", async () => {
@@ -173,11 +173,11 @@ describe("input validation", () => {
     });
     expect(bad.status).toBe(400);
     await t.api("POST", "/v1/sandboxes", { name: "demo" });
-    const before = snapshot();
+    const before = await snapshot();
     const dup = await t.api("POST", "/v1/sandboxes", { name: "demo" });
     expect(dup.status).toBe(409);
     expect(dup.body.error).toEqual({ code: "already_exists", message: 'a sandbox named "demo" already exists' });
-    expect(snapshot()).toEqual(before);
+    expect(await snapshot()).toEqual(before);
     const missing = await t.api("POST", "/v1/sandboxes/nope/stop");
     expect(missing.status).toBe(404);
     expect(missing.body.error.message).toBe('no sandbox named "nope"');
@@ -190,14 +190,14 @@ describe("policy: fixed sections at creation, revisions after", () => {
     const r = await t.api("POST", "/v1/sandboxes", { name: "lim", policy, resources: { pids: 99 } });
     expect(r.status).toBe(201);
     expect(r.body.spec.resources).toEqual({ memoryMb: 300, cpus: 1, pids: 99 });
-    const before = snapshot();
+    const before = await snapshot();
     const inside = await t.api("POST", "/v1/sandboxes", { name: "ro", policy: "version: 1\nfilesystem:\n  readOnly: [/sandbox/ref]\n" });
     expect(inside.status).toBe(400);
     expect(inside.body.error.message).toBe('invalid policy: filesystem.readOnly[0]: "/sandbox/ref" is inside the writable /sandbox');
     const root = await t.api("POST", "/v1/sandboxes", { name: "root", policy: 'version: 1\nprocess:\n  user: "0"\n' });
     expect(root.status).toBe(400);
     expect(root.body.error.message).toMatch(/process\.user: the workload never runs as root/);
-    expect(snapshot()).toEqual(before);
+    expect(await snapshot()).toEqual(before);
   });
 
   it("policy set: a new numbered revision; invalid or fixed-section changes are refused and change nothing", async () => {
@@ -207,14 +207,14 @@ describe("policy: fixed sections at creation, revisions after", () => {
     const ok = await t.api("PUT", "/v1/sandboxes/rev/policy", { policy: "version: 1\nnetwork:\n  rules:\n    - name: a\n      endpoints:\n        - { host: a.example.com, port: 443, protocol: https }\n" });
     expect(ok.status).toBe(200);
     expect(ok.body.revision).toBe(2);
-    const before = snapshot();
+    const before = await snapshot();
     const bad = await t.api("PUT", "/v1/sandboxes/rev/policy", { policy: "version: 1\nnetwork:\n  rules:\n    - name: a\n      endpoints:\n        - { host: '*.com', port: 443, protocol: https }\n" });
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toMatch(/network\.rules\[0\]\.endpoints\[0\]\.host: "\*\.com"/);
     const fixed = await t.api("PUT", "/v1/sandboxes/rev/policy", { policy: "version: 1\nprocess:\n  limits: { pids: 20 }\n" });
     expect(fixed.status).toBe(400);
     expect(fixed.body.error.message).toMatch(/process is fixed at creation/);
-    expect(snapshot()).toEqual(before);
+    expect(await snapshot()).toEqual(before);
     expect((await t.api("GET", "/v1/sandboxes/rev/policy")).body.revision).toBe(2);
     const check = await t.api("POST", "/v1/sandboxes/rev/policy/check", { url: "https://a.example.com/x" });
     expect(check.body.decision).toMatchObject({ allow: true, rule: "a" });
@@ -257,9 +257,9 @@ describe("gateway restart", () => {
   it("finishes a persisted stop intent the previous gateway did not complete", async () => {
     await t.api("POST", "/v1/sandboxes", { name: "demo" });
     await until("demo", "Ready");
-    const s = t.gw.store.get("demo")!;
+    const s = (await t.gw.store.get("demo"))!;
     // Persist the intent the way the service does, then "crash" before acting on it.
-    t.gw.store.transition(s.id, { expect: { phase: "Ready", generation: 1 }, next: { phase: "Stopping", generation: 1, reason: null } });
+    await t.gw.store.transition(s.id, { expect: { phase: "Ready", generation: 1 }, next: { phase: "Stopping", generation: 1, reason: null } });
     const homeDir = t.home.dir;
     await t.close({ keepHome: true });
     expect(driver.containers.size).toBe(2);

@@ -250,7 +250,7 @@ describe("GET /v1/watch?sandbox=ID of a deleted sandbox", () => {
 });
 
 describe("migration 8 (labels)", () => {
-  it("a v7 file keeps its sandboxes, now with no labels; a label filter finds none of them", () => {
+  it("a v7 file keeps its sandboxes, now with no labels; a label filter finds none of them", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sg-labels-mig-"));
     try {
       const file = join(dir, "state.db");
@@ -261,9 +261,9 @@ describe("migration 8 (labels)", () => {
         .run(JSON.stringify({ env: {}, resources: { memoryMb: 64, cpus: 1, pids: 64 } }));
       raw.close();
       const s = Store.open(file);
-      expect(s.get("old")?.labels).toEqual({});
-      expect(s.listSummaries({ limit: 10 }).map((x) => [x.name, x.labels])).toEqual([["old", {}]]);
-      expect(s.listSummaries({ limit: 10, labels: [["a", "b"]] })).toEqual([]);
+      expect((await s.get("old"))?.labels).toEqual({});
+      expect((await s.listSummaries({ limit: 10 })).map((x) => [x.name, x.labels])).toEqual([["old", {}]]);
+      expect(await s.listSummaries({ limit: 10, labels: [["a", "b"]] })).toEqual([]);
       s.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

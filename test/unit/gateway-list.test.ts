@@ -124,9 +124,9 @@ describe("GET /v1/sandboxes in pages", () => {
     });
 
     // Ended in Error: the runtime record is kept (its teardown owed) but its containers are not live.
-    const s = t.gw.store.get(name)!;
-    t.gw.store.transition(s.id, { expect: { phase: "Ready", generation: s.generation }, next: { phase: "Error", generation: s.generation, reason: { code: "WorkloadExited", exitCode: 3 } } });
-    expect(t.gw.store.get(name)!.runtime).not.toBeNull();
+    const s = (await t.gw.store.get(name))!;
+    await t.gw.store.transition(s.id, { expect: { phase: "Ready", generation: s.generation }, next: { phase: "Error", generation: s.generation, reason: { code: "WorkloadExited", exitCode: 3 } } });
+    expect((await t.gw.store.get(name))!.runtime).not.toBeNull();
     expect(await lean()).toMatchObject({ phase: "Error", reason: { code: "WorkloadExited", exitCode: 3 }, reasonText: "WorkloadExited (exit code 3)", workload: null, supervisor: null });
   });
 });
@@ -138,9 +138,12 @@ describe("without limit, a page is at most 1000", () => {
       // Straight into the store, in one transaction: 1001 launches would only slow the test.
       const spec = { env: {}, resources: { memoryMb: 256, cpus: 1, pids: 256 } };
       const policy = defaultPolicy();
+      // SqliteStore writes at once while no transaction of its own is open: these run inside this one.
+      const made: Promise<unknown>[] = [];
       g.gw.store.db.transaction(() => {
-        for (let i = 0; i < 1001; i++) g.gw.store.createSandbox({ id: `sbx_${randomBytes(8).toString("hex")}`, name: `cap-${String(i).padStart(4, "0")}`, spec, policy });
+        for (let i = 0; i < 1001; i++) made.push(g.gw.store.createSandbox({ id: `sbx_${randomBytes(8).toString("hex")}`, name: `cap-${String(i).padStart(4, "0")}`, spec, policy }));
       })();
+      await Promise.all(made);
       const r = await g.api("GET", "/v1/sandboxes?view=lean");
       expect(r.body.sandboxes).toHaveLength(1000);
       expect(r.body.next).toBe("cap-0999");

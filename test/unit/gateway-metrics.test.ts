@@ -198,8 +198,8 @@ describe("recoveries: from the store's committed events", () => {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   const open = () => Store.open(join(dir, "state.db"), { now: () => new Date(clock) });
-  const move = (store: Store, id: string, from: Phase, to: Phase, reason: { code: "RuntimeUnavailable"; detail: string } | null = null) =>
-    expect(store.transition(id, { expect: { phase: from, generation: 1 }, next: { phase: to, generation: 1, reason } })).not.toBeNull();
+  const move = async (store: Store, id: string, from: Phase, to: Phase, reason: { code: "RuntimeUnavailable"; detail: string } | null = null) =>
+    expect(await store.transition(id, { expect: { phase: from, generation: 1 }, next: { phase: to, generation: 1, reason } })).not.toBeNull();
 
   it("observes how long a sandbox was Recovering, by where it went, across a gateway restart", async () => {
     let store = open();
@@ -208,14 +208,14 @@ describe("recoveries: from the store's committed events", () => {
       throw err;
     });
     for (const id of ["a", "b"]) {
-      store.createSandbox({ id, name: id, spec, policy: defaultPolicy() });
-      move(store, id, "Provisioning", "Ready");
+      await store.createSandbox({ id, name: id, spec, policy: defaultPolicy() });
+      await move(store, id, "Provisioning", "Ready");
     }
     clock = T0 + 10_000;
-    move(store, "a", "Ready", "Recovering");
-    move(store, "b", "Ready", "Recovering");
+    await move(store, "a", "Ready", "Recovering");
+    await move(store, "b", "Ready", "Recovering");
     clock = T0 + 12_500;
-    move(store, "a", "Recovering", "Ready");
+    await move(store, "a", "Recovering", "Ready");
     let m = parseScrape(await metrics.scrape());
     expect(m.value("sandgate_recovery_duration_seconds_count", { outcome: "Ready" })).toBe(1);
     expect(m.value("sandgate_recovery_duration_seconds_sum", { outcome: "Ready" })).toBe(2.5);
@@ -230,7 +230,7 @@ describe("recoveries: from the store's committed events", () => {
     observeLifecycle(store, metrics, (err) => {
       throw err;
     });
-    move(store, "b", "Recovering", "Error", { code: "RuntimeUnavailable", detail: "deadline" });
+    await move(store, "b", "Recovering", "Error", { code: "RuntimeUnavailable", detail: "deadline" });
     m = parseScrape(await metrics.scrape());
     expect(m.value("sandgate_recovery_duration_seconds_count", { outcome: "Error" })).toBe(1);
     expect(m.value("sandgate_recovery_duration_seconds_sum", { outcome: "Error" })).toBe(60);
@@ -239,7 +239,7 @@ describe("recoveries: from the store's committed events", () => {
     store.close();
   });
 
-  it("a metrics failure never fails the transition that was committed", () => {
+  it("a metrics failure never fails the transition that was committed", async () => {
     const store = open();
     const seen: unknown[] = [];
     observeLifecycle(
@@ -252,9 +252,9 @@ describe("recoveries: from the store's committed events", () => {
       },
       (err) => seen.push(err),
     );
-    store.createSandbox({ id: "a", name: "a", spec, policy: defaultPolicy() });
-    move(store, "a", "Provisioning", "Ready");
-    expect(store.get("a")?.phase).toBe("Ready");
+    await store.createSandbox({ id: "a", name: "a", spec, policy: defaultPolicy() });
+    await move(store, "a", "Provisioning", "Ready");
+    expect((await store.get("a"))?.phase).toBe("Ready");
     expect(seen).toHaveLength(2);
     store.close();
   });
@@ -281,7 +281,7 @@ describe("proxy decisions and the monitor: read from their owners at scrape", ()
     expect(m.value("sandgate_proxy_bytes_total", { direction: "in" })).toBe(2008);
     expect(m.value("sandgate_audit_records_dropped_total")).toBe(2);
     expect(m.text).not.toContain("secret-host");
-    sink.close();
+    await sink.close();
     store.close();
     rmSync(dir, { recursive: true, force: true });
   });

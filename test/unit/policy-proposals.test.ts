@@ -67,7 +67,7 @@ describe("propose, review, approve", () => {
   it("propose → list → diff and replay → approve: the proposed policy is active as a new revision; events and audit records in order", async () => {
     const s = await sandbox("pa");
     const at = (h: number) => new Date(Date.UTC(2026, 11, 1, h)).toISOString();
-    t.gw.store.appendAudit([
+    await t.gw.store.appendAudit([
       { sandboxId: s.id, generation: 1, time: at(1), decision: "allow", count: 10, event: { type: "egress", time: at(1), decision: "allow", host: "api.example.com", port: 443, protocol: "https", rule: "api" } },
       { sandboxId: s.id, generation: 1, time: at(2), decision: "deny", count: 4, event: { type: "egress", time: at(2), decision: "deny", host: "pypi.org", port: 443, protocol: "https", reason: "no_matching_rule" } },
     ]);
@@ -90,7 +90,7 @@ describe("propose, review, approve", () => {
     expect(shown.body.replay.newlyDenied).toEqual([]);
     // The proposal's own audit record is not traffic: not replayed, not counted as egress.
     expect(shown.body.replay.window).toMatchObject({ records: 2, requests: 14, from: at(1), to: at(2) });
-    expect(t.gw.store.egressTotals(s.id, 1)).toMatchObject({ allowed: 10, denied: 4, since: at(1) });
+    expect(await t.gw.store.egressTotals(s.id, 1)).toMatchObject({ allowed: 10, denied: 4, since: at(1) });
 
     const ok = await t.api("POST", `${base("pa")}/${p.id}/approve`, { by: "cli:alice" }, undefined, approver());
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
@@ -122,8 +122,8 @@ describe("propose, review, approve", () => {
     const s = await sandbox("pe");
     await propose("pe", WIDER);
     const later = new Date(Date.now() + 3_600_000).toISOString();
-    t.gw.store.appendAudit([{ sandboxId: s.id, generation: 1, time: later, decision: "allow", count: 2, event: { type: "egress", time: later, decision: "allow", host: "api.example.com", port: 443, protocol: "https", bytesOut: 10, bytesIn: 20 } }]);
-    expect(t.gw.store.egressTotals(s.id, 1)).toEqual({ bytesOut: 10, bytesIn: 20, allowed: 2, denied: 0, wouldDeny: 0, dropped: 0, since: later });
+    await t.gw.store.appendAudit([{ sandboxId: s.id, generation: 1, time: later, decision: "allow", count: 2, event: { type: "egress", time: later, decision: "allow", host: "api.example.com", port: 443, protocol: "https", bytesOut: 10, bytesIn: 20 } }]);
+    expect(await t.gw.store.egressTotals(s.id, 1)).toEqual({ bytesOut: 10, bytesIn: 20, allowed: 2, denied: 0, wouldDeny: 0, dropped: 0, since: later });
   });
 
   it("reject: the policy stays; the decision and its reason are recorded; a decided proposal is never decided again", async () => {
@@ -141,7 +141,7 @@ describe("propose, review, approve", () => {
     expect(again.body.error.message).toBe(`cannot approve policy proposal ${p.id} of sandbox "pr": it was already rejected by cli:bob; only a pending proposal can be decided`);
     expect((await t.api("POST", `${base("pr")}/${p.id}/reject`, {}, undefined, approver())).status).toBe(409);
     expect(snapshot()).toBe(before);
-    const events = t.gw.store.events((await t.api("GET", "/v1/sandboxes/pr")).body.id).map((e) => e.message);
+    const events = (await t.gw.store.events((await t.api("GET", "/v1/sandboxes/pr")).body.id)).map((e) => e.message);
     expect(events.at(-1)).toBe(`policy proposal ${p.id} rejected by cli:bob: we still need api.example.com`);
   });
 
@@ -196,24 +196,24 @@ describe("a stale base: compare-and-set on the revision", () => {
     expect(states).toEqual([one, two].map((p) => [p.id, p === lost ? "superseded" : "approved"]));
   });
 
-  it("the store's compare-and-set: a stale expectation writes nothing; a failing approval rolls the revision back", () => {
+  it("the store's compare-and-set: a stale expectation writes nothing; a failing approval rolls the revision back", async () => {
     const store = Store.open(":memory:");
     try {
-      const s = store.createSandbox({ id: "sbx_0000000000000001", name: "cas", spec: { env: {}, resources: { memoryMb: 256, cpus: 1, pids: 256 } }, policy: defaultPolicy() });
+      const s = await store.createSandbox({ id: "sbx_0000000000000001", name: "cas", spec: { env: {}, resources: { memoryMb: 256, cpus: 1, pids: 256 } }, policy: defaultPolicy() });
       const seen: string[] = [];
       store.onEvent((e) => seen.push(e.message ?? ""));
-      expect(() => store.addPolicy(s, defaultPolicy(), null, { expectRevision: 0 })).toThrow(StaleRevisionError);
-      expect(() =>
+      await expect(store.addPolicy(s, defaultPolicy(), null, { expectRevision: 0 })).rejects.toThrow(StaleRevisionError);
+      await expect(
         store.addPolicy(s, defaultPolicy(), null, {
           expectRevision: 1,
-          within: () => {
+          within: async () => {
             throw new Error("decided meanwhile");
           },
         }),
-      ).toThrow("decided meanwhile");
-      expect(store.policy(s.id)!.revision).toBe(1);
+      ).rejects.toThrow("decided meanwhile");
+      expect((await store.policy(s.id))!.revision).toBe(1);
       expect(seen).toEqual([]);
-      expect(store.addPolicy(s, defaultPolicy(), null, { expectRevision: 1 })).toBe(2);
+      expect(await store.addPolicy(s, defaultPolicy(), null, { expectRevision: 1 })).toBe(2);
       expect(seen).toEqual(["policy revision 2 accepted"]);
 
       // A proposal is decided once; none is stored for a sandbox that is gone.

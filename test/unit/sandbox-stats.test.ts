@@ -43,8 +43,8 @@ const at = (s: number) => new Date(Date.UTC(2026, 11, 1, 0, 0, s)).toISOString()
 const egress = (decision: string, extra: Record<string, unknown>) => ({ type: "egress", time: at(0), decision, host: "api.example.com", port: 443, protocol: "https", ...extra });
 
 /** Audit records of generation 1 of `id`: what GET .../stats sums, and one of another generation it must not. */
-function recordTraffic(id: string): void {
-  t.gw.store.appendAudit([
+async function recordTraffic(id: string): Promise<void> {
+  await t.gw.store.appendAudit([
     { sandboxId: id, generation: 1, time: at(5), decision: "allow", count: 2, event: egress("allow", { bytesOut: 100, bytesIn: 1000 }) },
     { sandboxId: id, generation: 1, time: at(6), decision: "deny", count: 3, event: egress("deny", { reason: "no_matching_rule" }) },
     { sandboxId: id, generation: 1, time: at(7), decision: "would_deny", count: 1, event: egress("would_deny", { bytesOut: 10, bytesIn: 20 }) },
@@ -59,7 +59,7 @@ const TRAFFIC = { bytesOut: 610, bytesIn: 1620, allowed: 3, denied: 3, wouldDeny
 describe("GET /v1/sandboxes/:name/stats", () => {
   it("gives a Ready sandbox's CPU, memory and pids (the runtime's), its workspace, and its generation's egress", async () => {
     const id = await ready("st", { disk: "64M" });
-    recordTraffic(id);
+    await recordTraffic(id);
     const r = await t.api("GET", "/v1/sandboxes/st/stats");
     expect(r.status).toBe(200);
     expect(r.body).toEqual({
@@ -184,7 +184,7 @@ describe("GET /v1/stats: every Ready sandbox, a page at a time", () => {
 describe("sandgate sandbox stats", () => {
   it("--no-stream prints one table row for NAME; --json the view", { timeout: SPAWNS_TIMEOUT_MS }, async () => {
     const id = await ready("st");
-    recordTraffic(id);
+    await recordTraffic(id);
     const r = await run("sandbox", "stats", "st", "--no-stream");
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.trimEnd().split("\n");

@@ -24,18 +24,18 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("store", () => {
-  it("migrates a new file to the current schema version and reopens it unchanged", () => {
+  it("migrates a new file to the current schema version and reopens it unchanged", async () => {
     const s = Store.open(db);
     expect(s.db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
     expect(s.db.pragma("journal_mode", { simple: true })).toBe("wal");
-    s.createSandbox({ id: "a", name: "demo", spec, policy });
+    await s.createSandbox({ id: "a", name: "demo", spec, policy });
     s.close();
     const again = Store.open(db);
-    expect(again.get("demo")?.id).toBe("a");
+    expect((await again.get("demo"))?.id).toBe("a");
     again.close();
   });
 
-  it("migration 3 keeps the policy only in its revisions: a v2 file's spec.policy moves out, revision 1 stays", () => {
+  it("migration 3 keeps the policy only in its revisions: a v2 file's spec.policy moves out, revision 1 stays", async () => {
     const raw = new Database(db);
     migrate(raw, 2);
     const oldPolicy = { ...policy, network: { rules: [{ name: "api", endpoints: [] }], deny: [] } };
@@ -45,9 +45,9 @@ describe("store", () => {
     raw.prepare(`INSERT INTO policies (sandbox_id, revision, policy, hash, created_at) VALUES ('a', 1, ?, '', 't')`).run(JSON.stringify(oldPolicy));
     raw.close();
     const s = Store.open(db);
-    expect(s.get("demo")?.spec).toEqual(spec);
-    expect(s.policy("a")?.revision).toBe(1);
-    expect(s.policy("a")?.policy.network.rules[0]?.name).toBe("api");
+    expect((await s.get("demo"))?.spec).toEqual(spec);
+    expect((await s.policy("a"))?.revision).toBe(1);
+    expect((await s.policy("a"))?.policy.network.rules[0]?.name).toBe("api");
     s.close();
   });
 
@@ -58,33 +58,33 @@ describe("store", () => {
     expect(() => Store.open(db)).toThrow(/newer than this sandgate/);
   });
 
-  it("keeps names unique and records creation in the event log", () => {
+  it("keeps names unique and records creation in the event log", async () => {
     const s = Store.open(db);
-    s.createSandbox({ id: "a", name: "demo", spec, policy });
-    expect(() => s.createSandbox({ id: "b", name: "demo", spec, policy })).toThrow(DuplicateNameError);
-    expect(s.list().map((x) => x.id)).toEqual(["a"]);
-    expect(s.events("a").map((e) => [e.kind, e.oldPhase, e.newPhase])).toEqual([["phase", null, "Provisioning"]]);
-    expect(s.events("b")).toEqual([]);
+    await s.createSandbox({ id: "a", name: "demo", spec, policy });
+    await expect(s.createSandbox({ id: "b", name: "demo", spec, policy })).rejects.toThrow(DuplicateNameError);
+    expect((await s.list()).map((x) => x.id)).toEqual(["a"]);
+    expect((await s.events("a")).map((e) => [e.kind, e.oldPhase, e.newPhase])).toEqual([["phase", null, "Provisioning"]]);
+    expect(await s.events("b")).toEqual([]);
     s.close();
   });
 
-  it("compare-and-set: a transition against a stale phase or generation changes nothing", () => {
+  it("compare-and-set: a transition against a stale phase or generation changes nothing", async () => {
     const s = Store.open(db);
-    s.createSandbox({ id: "a", name: "demo", spec, policy });
+    await s.createSandbox({ id: "a", name: "demo", spec, policy });
     const ready = { phase: "Ready" as const, generation: 1, reason: null };
-    expect(s.transition("a", { expect: { phase: "Provisioning", generation: 1 }, next: ready })).not.toBeNull();
+    expect(await s.transition("a", { expect: { phase: "Provisioning", generation: 1 }, next: ready })).not.toBeNull();
     // Same write again: the expected phase no longer holds.
-    expect(s.transition("a", { expect: { phase: "Provisioning", generation: 1 }, next: ready })).toBeNull();
+    expect(await s.transition("a", { expect: { phase: "Provisioning", generation: 1 }, next: ready })).toBeNull();
     // Right phase, wrong generation.
-    expect(s.transition("a", { expect: { phase: "Ready", generation: 2 }, next: { ...ready, phase: "Stopping" } })).toBeNull();
-    expect(s.get("a")?.phase).toBe("Ready");
-    expect(s.events("a")).toHaveLength(2);
+    expect(await s.transition("a", { expect: { phase: "Ready", generation: 2 }, next: { ...ready, phase: "Stopping" } })).toBeNull();
+    expect((await s.get("a"))?.phase).toBe("Ready");
+    expect(await s.events("a")).toHaveLength(2);
     s.close();
   });
 
-  it("stores the reason and runtime with the phase, and clears runtime on request", () => {
+  it("stores the reason and runtime with the phase, and clears runtime on request", async () => {
     const s = Store.open(db);
-    s.createSandbox({ id: "a", name: "demo", spec, policy });
+    await s.createSandbox({ id: "a", name: "demo", spec, policy });
     const runtime = {
       generation: 1,
       nonce: "n",
@@ -92,99 +92,99 @@ describe("store", () => {
       workload: { id: "w", name: "w", imageId: "i", startedAt: "t", pid: 1 },
       supervisor: { id: "s", name: "s", imageId: "i", startedAt: "t", pid: 2 },
     };
-    expect(s.setRuntime("a", { phase: "Provisioning", generation: 1 }, runtime)).toBe(true);
-    expect(s.setRuntime("a", { phase: "Provisioning", generation: 2 }, null)).toBe(false);
-    const err = s.transition("a", {
+    expect(await s.setRuntime("a", { phase: "Provisioning", generation: 1 }, runtime)).toBe(true);
+    expect(await s.setRuntime("a", { phase: "Provisioning", generation: 2 }, null)).toBe(false);
+    const err = await s.transition("a", {
       expect: { phase: "Provisioning", generation: 1 },
       next: { phase: "Error", generation: 1, reason: { code: "SupervisorExited", exitCode: 137 } },
     });
     expect(err?.reason).toEqual({ code: "SupervisorExited", exitCode: 137 });
     expect(err?.runtime).toEqual(runtime);
-    const restarted = s.transition("a", { expect: { phase: "Error", generation: 1 }, next: { phase: "Provisioning", generation: 2, reason: null }, runtime: null });
+    const restarted = await s.transition("a", { expect: { phase: "Error", generation: 1 }, next: { phase: "Provisioning", generation: 2, reason: null }, runtime: null });
     expect(restarted?.runtime).toBeNull();
-    expect(s.events("a").at(-1)?.reason).toBeNull();
-    expect(s.events("a").at(-2)?.reason).toEqual({ code: "SupervisorExited", exitCode: 137 });
+    expect((await s.events("a")).at(-1)?.reason).toBeNull();
+    expect((await s.events("a")).at(-2)?.reason).toEqual({ code: "SupervisorExited", exitCode: 137 });
     s.close();
   });
 
-  it("tells when a sandbox last entered a phase, ignoring self-transitions and other events", () => {
+  it("tells when a sandbox last entered a phase, ignoring self-transitions and other events", async () => {
     let t = 0;
     const s = Store.open(db, { now: () => new Date(Date.UTC(2026, 0, 1, 0, 0, t++)) });
-    s.createSandbox({ id: "a", name: "demo", spec, policy });
-    const step = (from: "Provisioning" | "Ready" | "Recovering", to: "Ready" | "Recovering") =>
-      s.transition("a", { expect: { phase: from, generation: 1 }, next: { phase: to, generation: 1, reason: null } });
-    expect(s.enteredPhaseAt("a", "Recovering")).toBeNull();
-    step("Provisioning", "Ready");
-    step("Ready", "Recovering"); // t = 2
-    step("Recovering", "Recovering"); // a new cause, not a new entry
-    s.appendEvent({ id: "a", name: "demo", generation: 1 }, "info", "policy revision 2 accepted");
-    expect(s.enteredPhaseAt("a", "Recovering")).toBe("2026-01-01T00:00:02.000Z");
+    await s.createSandbox({ id: "a", name: "demo", spec, policy });
+    const step = async (from: "Provisioning" | "Ready" | "Recovering", to: "Ready" | "Recovering") =>
+      await s.transition("a", { expect: { phase: from, generation: 1 }, next: { phase: to, generation: 1, reason: null } });
+    expect(await s.enteredPhaseAt("a", "Recovering")).toBeNull();
+    await step("Provisioning", "Ready");
+    await step("Ready", "Recovering"); // t = 2
+    await step("Recovering", "Recovering"); // a new cause, not a new entry
+    await s.appendEvent({ id: "a", name: "demo", generation: 1 }, "info", "policy revision 2 accepted");
+    expect(await s.enteredPhaseAt("a", "Recovering")).toBe("2026-01-01T00:00:02.000Z");
     s.close();
   });
 
-  it("reads a log by cursor: after, before, the last N, and the last N inside a window", () => {
+  it("reads a log by cursor: after, before, the last N, and the last N inside a window", async () => {
     const s = Store.open(db);
-    s.createSandbox({ id: "a", name: "demo", spec, policy });
-    for (let i = 0; i < 20; i++) s.appendEvent({ id: "a", name: "demo", generation: 1 }, "info", `m${i}`);
-    const all = s.events("a");
+    await s.createSandbox({ id: "a", name: "demo", spec, policy });
+    for (let i = 0; i < 20; i++) await s.appendEvent({ id: "a", name: "demo", generation: 1 }, "info", `m${i}`);
+    const all = await s.events("a");
     expect(all).toHaveLength(21);
     const seqs = all.map((e) => e.seq);
-    expect(s.events("a", { afterSeq: seqs[5]!, limit: 3 }).map((e) => e.seq)).toEqual(seqs.slice(6, 9));
-    expect(s.events("a", { tail: 3 }).map((e) => e.message)).toEqual(["m17", "m18", "m19"]);
-    expect(s.events("a", { beforeSeq: seqs[10]!, tail: 2 }).map((e) => e.seq)).toEqual(seqs.slice(8, 10));
-    expect(s.events("a", { afterSeq: seqs.at(-1)! })).toEqual([]);
+    expect((await s.events("a", { afterSeq: seqs[5]!, limit: 3 })).map((e) => e.seq)).toEqual(seqs.slice(6, 9));
+    expect((await s.events("a", { tail: 3 })).map((e) => e.message)).toEqual(["m17", "m18", "m19"]);
+    expect((await s.events("a", { beforeSeq: seqs[10]!, tail: 2 })).map((e) => e.seq)).toEqual(seqs.slice(8, 10));
+    expect(await s.events("a", { afterSeq: seqs.at(-1)! })).toEqual([]);
     // A page is never larger than 10,000, whatever is asked.
-    expect(s.events("a", { limit: 1e9 })).toHaveLength(21);
+    expect(await s.events("a", { limit: 1e9 })).toHaveLength(21);
     s.close();
   });
 
-  it("keeps audit records apart from events; retention by count per sandbox and by age; delete takes a sandbox's trail", () => {
+  it("keeps audit records apart from events; retention by count per sandbox and by age; delete takes a sandbox's trail", async () => {
     let now = Date.UTC(2026, 0, 10);
     const s = Store.open(db, { now: () => new Date(now) });
-    s.createSandbox({ id: "a", name: "demo", spec, policy });
-    s.createSandbox({ id: "b", name: "other", spec, policy });
+    await s.createSandbox({ id: "a", name: "demo", spec, policy });
+    await s.createSandbox({ id: "b", name: "other", spec, policy });
     const rec = (id: string, i: number, time = new Date(now).toISOString()) => ({ sandboxId: id, generation: 1, time, decision: i % 2 ? "deny" : "allow", count: 1, event: { i } });
-    s.appendAudit([rec("a", 0, "2026-01-01T00:00:00.000Z"), ...Array.from({ length: 12 }, (_, i) => rec("a", i + 1)), rec("b", 1)]);
-    expect(s.events("a").map((e) => e.kind)).toEqual(["phase"]);
-    expect(s.audit("a")).toHaveLength(13);
-    expect(s.audit("a", { decision: "deny" }).every((r) => r.decision === "deny")).toBe(true);
-    expect(s.audit("a", { tail: 1 })[0]!.event).toEqual({ i: 12 });
+    await s.appendAudit([rec("a", 0, "2026-01-01T00:00:00.000Z"), ...Array.from({ length: 12 }, (_, i) => rec("a", i + 1)), rec("b", 1)]);
+    expect((await s.events("a")).map((e) => e.kind)).toEqual(["phase"]);
+    expect(await s.audit("a")).toHaveLength(13);
+    expect((await s.audit("a", { decision: "deny" })).every((r) => r.decision === "deny")).toBe(true);
+    expect((await s.audit("a", { tail: 1 }))[0]!.event).toEqual({ i: 12 });
 
-    const r = s.prune({ perSandbox: 10, maxAgeMs: 3 * 24 * 3600_000 }, { perSandbox: 100, maxAgeMs: 3 * 24 * 3600_000 });
+    const r = await s.prune({ perSandbox: 10, maxAgeMs: 3 * 24 * 3600_000 }, { perSandbox: 100, maxAgeMs: 3 * 24 * 3600_000 });
     // The 9-day-old record went by age, two more by count; b's one record stays.
     expect(r.audit).toBe(3);
-    expect(s.audit("a").map((x) => x.event.i)).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
-    expect(s.audit("b")).toHaveLength(1);
+    expect((await s.audit("a")).map((x) => x.event.i)).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    expect(await s.audit("b")).toHaveLength(1);
 
     // Policy records are counted apart: egress past the limit does not push them out.
-    s.appendAudit([{ sandboxId: "a", generation: 1, time: new Date(now).toISOString(), decision: "policy", count: 1, event: { i: "set" } }, ...Array.from({ length: 10 }, (_, i) => rec("a", i + 13))]);
-    s.prune({ perSandbox: 10, maxAgeMs: 3 * 24 * 3600_000 }, { perSandbox: 100, maxAgeMs: 3 * 24 * 3600_000 });
-    expect(s.audit("a", { decision: "policy" }).map((x) => x.event.i)).toEqual(["set"]);
-    expect(s.audit("a").filter((x) => x.decision !== "policy")).toHaveLength(10);
+    await s.appendAudit([{ sandboxId: "a", generation: 1, time: new Date(now).toISOString(), decision: "policy", count: 1, event: { i: "set" } }, ...Array.from({ length: 10 }, (_, i) => rec("a", i + 13))]);
+    await s.prune({ perSandbox: 10, maxAgeMs: 3 * 24 * 3600_000 }, { perSandbox: 100, maxAgeMs: 3 * 24 * 3600_000 });
+    expect((await s.audit("a", { decision: "policy" })).map((x) => x.event.i)).toEqual(["set"]);
+    expect((await s.audit("a")).filter((x) => x.decision !== "policy")).toHaveLength(10);
 
-    s.transition("b", { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Deleting", generation: 1, reason: null } });
-    s.deleteSandbox("b", { generation: 1 });
-    expect(s.audit("b")).toEqual([]);
+    await s.transition("b", { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Deleting", generation: 1, reason: null } });
+    await s.deleteSandbox("b", { generation: 1 });
+    expect(await s.audit("b")).toEqual([]);
     // A deleted sandbox's events stay until they are older than the age limit.
-    expect(s.events("b").length).toBeGreaterThan(0);
+    expect((await s.events("b")).length).toBeGreaterThan(0);
     now += 4 * 24 * 3600_000;
-    s.prune({ perSandbox: 10, maxAgeMs: 3 * 24 * 3600_000 }, { perSandbox: 100, maxAgeMs: 3 * 24 * 3600_000 });
-    expect(s.events("b")).toEqual([]);
+    await s.prune({ perSandbox: 10, maxAgeMs: 3 * 24 * 3600_000 }, { perSandbox: 100, maxAgeMs: 3 * 24 * 3600_000 });
+    expect(await s.events("b")).toEqual([]);
     // A live sandbox keeps its history whatever its age.
-    expect(s.events("a").length).toBeGreaterThan(0);
+    expect((await s.events("a")).length).toBeGreaterThan(0);
     s.close();
   });
 
-  it("deletes only a Deleting sandbox and keeps its events", () => {
+  it("deletes only a Deleting sandbox and keeps its events", async () => {
     const s = Store.open(db);
-    s.createSandbox({ id: "a", name: "demo", spec, policy });
-    expect(s.deleteSandbox("a", { generation: 1 })).toBe(false);
-    s.transition("a", { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Deleting", generation: 1, reason: null } });
-    expect(s.deleteSandbox("a", { generation: 1 })).toBe(true);
-    expect(s.get("a")).toBeNull();
-    expect(s.events("a").map((e) => e.kind)).toEqual(["phase", "phase", "deleted"]);
+    await s.createSandbox({ id: "a", name: "demo", spec, policy });
+    expect(await s.deleteSandbox("a", { generation: 1 })).toBe(false);
+    await s.transition("a", { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Deleting", generation: 1, reason: null } });
+    expect(await s.deleteSandbox("a", { generation: 1 })).toBe(true);
+    expect(await s.get("a")).toBeNull();
+    expect((await s.events("a")).map((e) => e.kind)).toEqual(["phase", "phase", "deleted"]);
     // The name is free again.
-    s.createSandbox({ id: "b", name: "demo", spec, policy });
+    await s.createSandbox({ id: "b", name: "demo", spec, policy });
     s.close();
   });
 
@@ -192,8 +192,8 @@ describe("store", () => {
     const n = 300;
     const s = Store.open(db);
     for (let i = 0; i < n; i++) {
-      s.createSandbox({ id: `race-${i}`, name: `race-${i}`, spec, policy });
-      s.transition(`race-${i}`, { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Ready", generation: 1, reason: null } });
+      await s.createSandbox({ id: `race-${i}`, name: `race-${i}`, spec, policy });
+      await s.transition(`race-${i}`, { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Ready", generation: 1, reason: null } });
     }
     const at = Date.now() + 2500;
     const run = (): Promise<string[]> =>
@@ -209,8 +209,8 @@ describe("store", () => {
     expect(wins).toHaveLength(n);
     expect(new Set(wins).size).toBe(n);
     for (let i = 0; i < n; i++) {
-      expect(s.get(`race-${i}`)?.phase).toBe("Stopping");
-      expect(s.events(`race-${i}`).filter((e) => e.newPhase === "Stopping")).toHaveLength(1);
+      expect((await s.get(`race-${i}`))?.phase).toBe("Stopping");
+      expect((await s.events(`race-${i}`)).filter((e) => e.newPhase === "Stopping")).toHaveLength(1);
     }
     s.close();
   }, 60_000);
@@ -236,28 +236,28 @@ describe("store", () => {
     expect(s.db.pragma("integrity_check", { simple: true })).toBe("ok");
     for (const line of committed) {
       const [, name, phase] = line.split(" ");
-      const rec = s.get(name!);
+      const rec = await s.get(name!);
       expect(rec, `${name} was reported committed`).not.toBeNull();
       if (phase === "Ready") expect(rec!.phase).toBe("Ready");
-      expect(s.events(rec!.id).some((e) => e.newPhase === phase)).toBe(true);
+      expect((await s.events(rec!.id)).some((e) => e.newPhase === phase)).toBe(true);
     }
     s.close();
   }, 60_000);
 
-  it("secrets (src/store/secrets-store.ts): a put counts the version up from the row it replaces; a listing has sizes, no sealed parts; delete once", () => {
+  it("secrets (src/store/secrets-store.ts): a put counts the version up from the row it replaces; a listing has sizes, no sealed parts; delete once", async () => {
     const s = Store.open(db);
     const sealed = (n: number) => ({ nonce: Buffer.alloc(12, n), ciphertext: Buffer.alloc(n, 7), tag: Buffer.alloc(16, n) });
-    expect(s.putSecret("k", sealed(3), "2026-01-01T00:00:00.000Z")).toBe(1);
-    expect(s.putSecret("k", sealed(5), "2026-01-02T00:00:00.000Z")).toBe(2);
-    expect(s.putSecret("a", sealed(1), "2026-01-03T00:00:00.000Z")).toBe(1);
-    expect(s.getSecret("k")).toEqual({ name: "k", version: 2, ...sealed(5), createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-02T00:00:00.000Z" });
-    expect(s.listSecrets()).toEqual([
+    expect(await s.putSecret("k", sealed(3), "2026-01-01T00:00:00.000Z")).toBe(1);
+    expect(await s.putSecret("k", sealed(5), "2026-01-02T00:00:00.000Z")).toBe(2);
+    expect(await s.putSecret("a", sealed(1), "2026-01-03T00:00:00.000Z")).toBe(1);
+    expect(await s.getSecret("k")).toEqual({ name: "k", version: 2, ...sealed(5), createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-02T00:00:00.000Z" });
+    expect(await s.listSecrets()).toEqual([
       { name: "a", version: 1, bytes: 1, createdAt: "2026-01-03T00:00:00.000Z", updatedAt: "2026-01-03T00:00:00.000Z" },
       { name: "k", version: 2, bytes: 5, createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-02T00:00:00.000Z" },
     ]);
-    expect(s.deleteSecret("k")).toBe(true);
-    expect(s.deleteSecret("k")).toBe(false);
-    expect(s.getSecret("k")).toBeNull();
+    expect(await s.deleteSecret("k")).toBe(true);
+    expect(await s.deleteSecret("k")).toBe(false);
+    expect(await s.getSecret("k")).toBeNull();
     expect(s.isOpen).toBe(true);
     s.close();
     expect(s.isOpen).toBe(false);

@@ -320,7 +320,7 @@ describe("supervisor bundle with a control session", () => {
       host: "127.0.0.1",
       tls,
       tokens,
-      expected: (id) => (id === "sb-ctl" ? { generation: 2, nonce: "n-ctl" } : null),
+      expected: async (id) => (id === "sb-ctl" ? { generation: 2, nonce: "n-ctl" } : null),
       boundary,
       log: { info: () => undefined, warn: () => undefined },
     });

@@ -31,11 +31,11 @@ beforeAll(async () => {
     },
   };
   const read = {
-    get: () => {
+    get: async () => {
       calls.reads++;
       throw new ApiError("not_found", "no sandbox (fake)");
     },
-    find: () => null,
+    find: async () => null,
   };
   server = http.createServer((_req, res) => res.writeHead(404).end());
   const upgrades = attachUpgrades(

@@ -32,7 +32,7 @@ async function stoppedSandbox(name: string): Promise<string> {
 /** `n` policy revisions (one event each), a few per turn of the event loop, as API traffic would come. */
 async function changes(name: string, n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
-    t!.gw.service.setPolicy(name, POLICY(i));
+    await t!.gw.service.setPolicy(name, POLICY(i));
     if (i % 10 === 9) await new Promise((r) => setImmediate(r));
   }
 }
@@ -159,13 +159,13 @@ describe("watch streams are bounded", () => {
     }
     cli.stdout.on("data", (d: Buffer) => (out += d.toString()));
     cli.stdout.resume();
-    t.gw.service.setPolicy("resume", POLICY(99_999));
-    const last = t.gw.read.events(id, { tail: 1 })[0]!.seq;
+    await t.gw.service.setPolicy("resume", POLICY(99_999));
+    const last = (await t.gw.read.events(id, { tail: 1 }))[0]!.seq;
     await eventually(() => (out.includes(`"seq":${last},`) ? true : undefined), 60_000, "the CLI printed the last event");
     cli.kill("SIGINT");
     const seqs = out.trim().split("\n").map((l) => (JSON.parse(l) as { event: { seq: number } }).event.seq);
     expect(err).toMatch(/fell behind the gateway; resuming after event \d+/);
     expect(new Set(seqs).size).toBe(seqs.length);
-    expect(seqs).toEqual(t.gw.read.events(id, { afterSeq: seqs[0]! - 1, limit: 10_000 }).map((e) => e.seq));
+    expect(seqs).toEqual((await t.gw.read.events(id, { afterSeq: seqs[0]! - 1, limit: 10_000 })).map((e) => e.seq));
   }, 120_000);
 });

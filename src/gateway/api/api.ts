@@ -38,7 +38,7 @@ export interface ApiContext {
   read: SandboxReadModel;
   token: string;
   log: Logger;
-  status: () => StatusView;
+  status: () => Promise<StatusView>;
   watch?: Partial<WatchLimits>;
   /** Secrets for the supervisors to inject; `usedBy` names the sandboxes whose policy binds one. */
   secrets?: { store: SecretStore; delivery: SecretPlaces };

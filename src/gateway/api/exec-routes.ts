@@ -14,11 +14,11 @@ export const execRoutes: RouteGroup<{ execs: ExecService }> = async (app, { exec
     return reply.code(201).send(view);
   });
 
-  route(app, "listDetachedExecs", async (req) => ({ execs: execs.list((req.params as { name: string }).name) }));
+  route(app, "listDetachedExecs", async (req) => ({ execs: await execs.list((req.params as { name: string }).name) }));
 
   route(app, "getDetachedExec", async (req) => {
     const { name, id } = req.params as { name: string; id: string };
     if (!EXEC_ID_RE.test(id)) throw new ApiError("invalid_request", `invalid exec id ${JSON.stringify(id.slice(0, 80))}: expected ex_ and 16 hex digits, as exec --detach printed`);
-    return execs.status(name, id);
+    return await execs.status(name, id);
   });
 };

@@ -5,9 +5,9 @@ import type { StatusView } from "../../api/responses.js";
 import { buildOpenApi } from "../../api/openapi.js";
 import { route, type RouteGroup } from "./register.js";
 
-export const gatewayRoutes: RouteGroup<{ status: () => StatusView }> = async (app, { status }) => {
+export const gatewayRoutes: RouteGroup<{ status: () => Promise<StatusView> }> = async (app, { status }) => {
   route(app, "healthz", async (_req, reply) => reply.type("text/plain; charset=utf-8").send("ok\n"));
-  route(app, "getStatus", async () => status());
+  route(app, "getStatus", async () => await status());
   let openapi: ReturnType<typeof buildOpenApi> | undefined;
   route(app, "getOpenApi", async () => (openapi ??= buildOpenApi()));
 };

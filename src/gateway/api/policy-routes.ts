@@ -13,15 +13,15 @@ const nameParam = (req: FastifyRequest): string => (req.params as { name: string
 
 export const policyRoutes: RouteGroup<{ service: SandboxService; read: SandboxReadModel }> = async (app, { service, read }) => {
   route(app, "getPolicy", async (req) => {
-    const p = read.policyOf(nameParam(req));
+    const p = await read.policyOf(nameParam(req));
     return { sandbox: p.sandbox.name, revision: p.revision, hash: p.hash, createdAt: p.createdAt, policy: p.policy, source: p.source, boundary: p.boundary };
   });
 
   route(app, "setPolicy", async (req, _reply, input) => {
     const body = input.body();
     checkPolicySize(body.policy);
-    const { revision, pushed, phase } = service.setPolicy(nameParam(req), body.policy);
-    const s = read.get(nameParam(req));
+    const { revision, pushed, phase } = await service.setPolicy(nameParam(req), body.policy);
+    const s = await read.get(nameParam(req));
     if (!body.wait) return { revision, pushed, phase, enforced: null, connectionsClosed: null, boundary: read.boundaryOf(s.id) };
     const w = await service.waitForPolicy(s.id, revision, body.wait * 1000);
     return { revision, pushed, phase, enforced: w.enforced, connectionsClosed: w.connectionsClosed, boundary: w.boundary };
@@ -29,17 +29,17 @@ export const policyRoutes: RouteGroup<{ service: SandboxService; read: SandboxRe
 
   route(app, "checkPolicy", async (req, _reply, input) => {
     const body = input.body();
-    return service.checkPolicy(nameParam(req), body.url, body.method);
+    return await service.checkPolicy(nameParam(req), body.url, body.method);
   });
 
   // Reviewing a change before making it; nothing here writes.
   const tools = new PolicyTools(read);
-  route(app, "diffPolicy", async (req, _reply, input) => tools.diff(nameParam(req), input.body().policy));
+  route(app, "diffPolicy", async (req, _reply, input) => await tools.diff(nameParam(req), input.body().policy));
   route(app, "replayPolicy", async (req, _reply, input) => {
     const body = input.body();
-    return tools.replay(nameParam(req), body.policy, body.since);
+    return await tools.replay(nameParam(req), body.policy, body.since);
   });
-  route(app, "suggestPolicy", async (req, _reply, input) => tools.suggest(nameParam(req), input.query().since));
+  route(app, "suggestPolicy", async (req, _reply, input) => await tools.suggest(nameParam(req), input.query().since));
 };
 
 /** A policy (YAML text, or an object as JSON) is at most POLICY_MAX_BYTES: 413 naming its size. */

@@ -84,7 +84,7 @@ export function portForwardUpgrades(ctx: {
       let name: string;
       let id: string;
       try {
-        const s = ctx.read.get(decodeURIComponent(m[1]!));
+        const s = await ctx.read.get(decodeURIComponent(m[1]!));
         ({ name, id } = s);
       } catch (err) {
         if (err instanceof ApiError) return refuse(socket, err);
@@ -136,9 +136,9 @@ export function portForwardUpgrades(ctx: {
           release(id);
         };
         ws.on("close", done);
-        relay(ws, s, limits.bufferBytes, ctx.log, () => {
+        relay(ws, s, limits.bufferBytes, ctx.log, async () => {
           if (closed) return "the gateway is shutting down";
-          const now = ctx.read.find(id);
+          const now = await ctx.read.find(id);
           return now?.phase === "Ready" ? null : `sandbox "${name}" is ${now ? now.phase : "deleted"}`;
         });
       });
@@ -214,7 +214,7 @@ function handshake(session: ExecSession, port: number, name: string, timeoutMs: 
  * has `high` bytes unsent (the exec's socket then stops, see exec-session.ts), and
  * frames are not read while the relay's stdin is full. The close says how it ended.
  */
-function relay(ws: WebSocket, session: ExecSession, high: number, log: Logger, whyGone: () => string | null): void {
+function relay(ws: WebSocket, session: ExecSession, high: number, log: Logger, whyGone: () => Promise<string | null>): void {
   let outstanding = 0;
   let stderr = "";
   session.stderr.on("data", (b: Buffer) => {
@@ -274,7 +274,7 @@ function relay(ws: WebSocket, session: ExecSession, high: number, log: Logger, w
   session.exitCode.then(
     async (code) => {
       await ended; // every byte goes out before the close
-      const gone = whyGone();
+      const gone = await whyGone();
       if (gone) return fail(`${gone}: the forwarded connection was closed`);
       if (code === 0) {
         if (ws.readyState === ws.OPEN) ws.close(1000);
@@ -283,8 +283,8 @@ function relay(ws: WebSocket, session: ExecSession, high: number, log: Logger, w
       const said = stderr.trim().replace(/\s+/g, " ").slice(0, 300);
       fail(`the relay exited ${code}${said ? `: ${said}` : ""}`);
     },
-    (err: unknown) => {
-      const gone = whyGone();
+    async (err: unknown) => {
+      const gone = await whyGone();
       fail(gone ? `${gone}: the forwarded connection was closed` : `the relay failed: ${(err as Error).message}`);
     },
   );

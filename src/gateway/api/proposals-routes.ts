@@ -45,12 +45,12 @@ export const proposalRoutes: RouteGroup<ProposalRouteDeps> = async (app, d) => {
     const body = input.body();
     const bytes = Buffer.byteLength(typeof body.policy === "string" ? body.policy : JSON.stringify(body.policy));
     if (bytes > POLICY_MAX_BYTES) throw tooLarge("policy", bytes, "1 MiB");
-    return reply.code(201).send(d.proposals.propose(params(req).name, body.policy, { by: body.by, reason: body.reason }));
+    return reply.code(201).send(await d.proposals.propose(params(req).name, body.policy, { by: body.by, reason: body.reason }));
   });
 
-  route(app, "listProposals", async (req, _reply, input) => ({ proposals: d.proposals.list(params(req).name, input.query().state) }));
+  route(app, "listProposals", async (req, _reply, input) => ({ proposals: await d.proposals.list(params(req).name, input.query().state) }));
 
-  route(app, "getProposal", async (req, _reply, input) => d.proposals.show(params(req).name, params(req).id, input.query().since));
+  route(app, "getProposal", async (req, _reply, input) => await d.proposals.show(params(req).name, params(req).id, input.query().since));
 
   // Deciding needs the approver token as well as the API token.
   const approver = (req: FastifyRequest): void => {
@@ -65,8 +65,8 @@ export const proposalRoutes: RouteGroup<ProposalRouteDeps> = async (app, d) => {
     approver(req);
     const body = input.body();
     const { name, id } = params(req);
-    const r = d.proposals.approve(name, id, body.by);
-    const s = d.read.get(name);
+    const r = await d.proposals.approve(name, id, body.by);
+    const s = await d.read.get(name);
     if (!body.wait) return { ...r, enforced: null, connectionsClosed: null, boundary: d.read.boundaryOf(s.id) };
     const w = await d.service.waitForPolicy(s.id, r.revision, body.wait * 1000);
     return { ...r, enforced: w.enforced, connectionsClosed: w.connectionsClosed, boundary: w.boundary };
@@ -76,6 +76,6 @@ export const proposalRoutes: RouteGroup<ProposalRouteDeps> = async (app, d) => {
     approver(req);
     const body = input.body();
     const { name, id } = params(req);
-    return d.proposals.reject(name, id, body.by, body.reason);
+    return await d.proposals.reject(name, id, body.by, body.reason);
   });
 };

@@ -21,10 +21,10 @@ export const sandboxRoutes: RouteGroup<{ service: SandboxService; read: SandboxR
     const q = input.query();
     const page = { after: q.after, limit: q.limit ?? LIST_PAGE_MAX, phase: q.phase, labels: q.label };
     if (q.view === "lean") {
-      const p = read.listSummaries(page);
+      const p = await read.listSummaries(page);
       return { sandboxes: p.sandboxes.map(sandboxSummaryView), next: p.next };
     }
-    const p = read.listPage(page);
+    const p = await read.listPage(page);
     return { sandboxes: p.sandboxes.map((s) => sandboxView(s, read.boundaryOf(s.id))), next: p.next };
   });
 
@@ -36,29 +36,29 @@ export const sandboxRoutes: RouteGroup<{ service: SandboxService; read: SandboxR
   });
 
   route(app, "getSandbox", async (req) => {
-    const s = read.get(nameParam(req));
-    return { ...sandboxView(s, read.boundaryOf(s.id), read.diskOf(s)), expiry: read.expiryOf(s) };
+    const s = await read.get(nameParam(req));
+    return { ...sandboxView(s, read.boundaryOf(s.id), read.diskOf(s)), expiry: await read.expiryOf(s) };
   });
 
   for (const [op, intent] of [["startSandbox", "start"], ["stopSandbox", "stop"]] as const) {
-    route(app, op, async (req, reply) => reply.code(202).send(sandboxView(service.request(nameParam(req), intent))));
+    route(app, op, async (req, reply) => reply.code(202).send(sandboxView(await service.request(nameParam(req), intent))));
   }
 
-  route(app, "deleteSandbox", async (req, reply, input) => reply.code(202).send(sandboxView(service.request(nameParam(req), "delete", input.query()))));
+  route(app, "deleteSandbox", async (req, reply, input) => reply.code(202).send(sandboxView(await service.request(nameParam(req), "delete", input.query()))));
 
   // Logs are read in pages by cursor: `next` is the cursor of the following page
   // (pass it as `after`), null when this page reached the end.
   route(app, "listEvents", async (req, _reply, input) => {
     const q = input.query();
-    const s = read.get(nameParam(req));
-    const events = read.events(s.id, { afterSeq: q.after, beforeSeq: q.before, limit: q.limit, tail: q.tail });
+    const s = await read.get(nameParam(req));
+    const events = await read.events(s.id, { afterSeq: q.after, beforeSeq: q.before, limit: q.limit, tail: q.tail });
     return { events: events.map(eventView), next: pageCursor(events, q) };
   });
 
   route(app, "listAudit", async (req, _reply, input) => {
     const q = input.query();
-    const s = read.get(nameParam(req));
-    const records = read.audit(s.id, { afterSeq: q.after, beforeSeq: q.before, limit: q.limit, tail: q.tail, decision: q.decision, since: sinceTime(q.since) });
+    const s = await read.get(nameParam(req));
+    const records = await read.audit(s.id, { afterSeq: q.after, beforeSeq: q.before, limit: q.limit, tail: q.tail, decision: q.decision, since: sinceTime(q.since) });
     const next = pageCursor(records, q);
     if (q.format === "ocsf") return { audit: records.map((r) => toOcsf(r, { sandboxName: s.name })), next };
     return { audit: records, next };

@@ -18,8 +18,8 @@ const nameOf = (req: FastifyRequest): string => {
 
 /** Where secrets are used and how a change reaches the supervisors (SecretDelivery). */
 export interface SecretPlaces {
-  usedBy(name: string): string[];
-  bindings(name: string): BoundIn[];
+  usedBy(name: string): Promise<string[]>;
+  bindings(name: string): Promise<BoundIn[]>;
   deliver(name: string, waitMs: number | null): Promise<Delivery>;
 }
 
@@ -29,18 +29,22 @@ export const secretRoutes: RouteGroup<{ store: SecretStore; delivery: SecretPlac
     const body = input.body();
     const value = body.value !== undefined ? Buffer.from(body.value, "utf8") : Buffer.from(body.valueBase64!, "base64");
     if (value.length === 0 || value.length > MAX_SECRET_BYTES) throw new ApiError("invalid_request", `a secret value is 1 to ${MAX_SECRET_BYTES} bytes; this one is ${value.length}`);
-    const version = secrets.set(name, value);
+    const version = await secrets.set(name, value);
     const delivery = await places.deliver(name, body.wait === undefined ? null : body.wait * 1000);
-    return { name, version, bytes: value.length, usedBy: places.usedBy(name), bindings: places.bindings(name), ...delivery };
+    return { name, version, bytes: value.length, usedBy: await places.usedBy(name), bindings: await places.bindings(name), ...delivery };
   });
 
-  route(app, "listSecrets", async () => ({ secrets: secrets.list().map((s) => ({ ...s, usedBy: places.usedBy(s.name), bindings: places.bindings(s.name) })) }));
+  route(app, "listSecrets", async () => {
+    const out = [];
+    for (const s of await secrets.list()) out.push({ ...s, usedBy: await places.usedBy(s.name), bindings: await places.bindings(s.name) });
+    return { secrets: out };
+  });
 
   route(app, "deleteSecret", async (req) => {
     const name = nameOf(req);
-    if (!secrets.delete(name)) throw new ApiError("not_found", `no secret named "${name}"`);
+    if (!await secrets.delete(name)) throw new ApiError("not_found", `no secret named "${name}"`);
     // The supervisors drop it: its placeholders fail closed from now on.
     const { pushed } = await places.deliver(name, null);
-    return { name, deleted: true, usedBy: places.usedBy(name), pushed };
+    return { name, deleted: true, usedBy: await places.usedBy(name), pushed };
   });
 };

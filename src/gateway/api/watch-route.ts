@@ -7,15 +7,15 @@ import type { WatchHub } from "./watch.js";
 import { route, type RouteGroup } from "./register.js";
 
 export const watchRoute: RouteGroup<{ read: SandboxReadModel; hub: WatchHub }> = async (app, { read, hub }) => {
-  route(app, "watch", (req, reply, input) => {
+  route(app, "watch", async (req, reply, input) => {
     const q = input.query();
     // By id, a deleted sandbox whose events are still in the log can be resumed to its end.
-    const only = q.sandbox === undefined ? undefined : read.watchable(q.sandbox);
+    const only = q.sandbox === undefined ? undefined : await read.watchable(q.sandbox);
     const lastId = Number(req.headers["last-event-id"]);
     const after = q.after ?? (Number.isSafeInteger(lastId) && lastId >= 0 ? lastId : undefined);
     if (!hub.canAccept()) throw new ApiError("unavailable", `too many watch streams open (${hub.size}); close one or raise the limit`);
     reply.hijack();
-    hub.attach(req.raw, reply.raw, { only, after });
+    await hub.attach(req.raw, reply.raw, { only, after });
     return undefined;
   });
 };

@@ -26,9 +26,9 @@ export const DEFAULT_WATCH_LIMITS: WatchLimits = { maxBufferedBytes: 256 * 1024,
 interface Stream {
   res: ServerResponse;
   only: string | undefined;
-  /** Last sequence written to this stream. */
+  /** Last sequence written to this stream: an event at or below it is not written again. */
   lastSeq: number;
-  /** Live events that arrived while the replay was written. */
+  /** A resuming stream's live events, held until its replay has been written. */
   pending: EventRecord[] | null;
 }
 
@@ -38,13 +38,22 @@ export class WatchHub {
   readonly #off: () => void;
   readonly #beat: NodeJS.Timeout;
   #overflows = 0;
+  /**
+   * Publishing and replaying, one at a time in commit order: each awaits the store (a
+   * frame carries the sandbox as read then), and a replay must not interleave with live
+   * events (a resuming stream holds those queued before its replay in `pending`). An
+   * event the replay read and its live publish then meets is not written twice (lastSeq).
+   */
+  #queue: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly read: SandboxReadModel,
     limits: Partial<WatchLimits> = {},
   ) {
     this.#limits = { ...DEFAULT_WATCH_LIMITS, ...limits };
-    this.#off = read.onEvent((e) => this.#publish(e));
+    this.#off = read.onEvent((e) => {
+      void this.#serially(() => this.#publish(e));
+    });
     // One timer for every stream, not one each.
     this.#beat = setInterval(() => {
       for (const s of this.#streams) this.#write(s, ": keep-alive\n\n");
@@ -65,7 +74,7 @@ export class WatchHub {
     return this.#streams.size < this.#limits.maxStreams;
   }
 
-  attach(req: IncomingMessage, res: ServerResponse, opts: { only: string | undefined; after: number | undefined }): void {
+  async attach(req: IncomingMessage, res: ServerResponse, opts: { only: string | undefined; after: number | undefined }): Promise<void> {
     if (req.method === "HEAD") {
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store" }).end();
       return;
@@ -80,7 +89,14 @@ export class WatchHub {
     req.on("close", stop);
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" });
     this.#write(s, ": sandgate watch\n\n");
-    if (opts.after !== undefined) this.#replay(s, opts.after);
+    const after = opts.after;
+    if (after !== undefined) await this.#serially(() => this.#replay(s, after));
+  }
+
+  /** Runs `step` after every step queued before it; a step that fails (the store closing) ends only itself. */
+  #serially(step: () => Promise<void>): Promise<void> {
+    this.#queue = this.#queue.then(step).catch(() => undefined);
+    return this.#queue;
   }
 
   close(): void {
@@ -90,38 +106,40 @@ export class WatchHub {
     this.#streams.clear();
   }
 
-  #replay(s: Stream, after: number): void {
-    const missed = s.only === undefined ? this.read.eventsAfter(after, this.#limits.maxReplay + 1) : this.read.events(s.only, { afterSeq: after, limit: this.#limits.maxReplay + 1 });
+  async #replay(s: Stream, after: number): Promise<void> {
+    const missed = s.only === undefined ? await this.read.eventsAfter(after, this.#limits.maxReplay + 1) : await this.read.events(s.only, { afterSeq: after, limit: this.#limits.maxReplay + 1 });
     if (missed.length > this.#limits.maxReplay) {
       this.#end(s, "reload", `more than ${this.#limits.maxReplay} events since ${after}: read the event log, then watch again`);
       return;
     }
-    for (const e of missed) this.#deliver(s, e);
+    for (const e of missed) await this.#deliver(s, e);
     const live = s.pending ?? [];
     s.pending = null;
-    for (const e of live) if (e.seq > s.lastSeq) this.#deliver(s, e);
+    for (const e of live) await this.#deliver(s, e);
   }
 
-  #publish(e: EventRecord): void {
+  async #publish(e: EventRecord): Promise<void> {
     let frame: string | undefined;
     for (const s of this.#streams) {
-      if (s.only !== undefined && s.only !== e.sandboxId) continue;
+      if ((s.only !== undefined && s.only !== e.sandboxId) || e.seq <= s.lastSeq) continue;
       if (s.pending !== null) {
         s.pending.push(e);
         continue;
       }
-      frame ??= this.#frame(e);
-      this.#deliver(s, e, frame);
+      frame ??= await this.#frame(e);
+      await this.#deliver(s, e, frame);
     }
   }
 
-  #frame(e: EventRecord): string {
-    const sandbox = this.read.find(e.sandboxId);
+  async #frame(e: EventRecord): Promise<string> {
+    const sandbox = await this.read.find(e.sandboxId);
     return `event: sandbox\nid: ${e.seq}\ndata: ${JSON.stringify({ event: eventView(e), sandbox: sandbox ? sandboxView(sandbox) : null })}\n\n`;
   }
 
-  #deliver(s: Stream, e: EventRecord, frame = this.#frame(e)): void {
-    if (this.#write(s, frame)) s.lastSeq = e.seq;
+  async #deliver(s: Stream, e: EventRecord, frame?: string): Promise<void> {
+    if (e.seq <= s.lastSeq) return;
+    const text = frame ?? (await this.#frame(e));
+    if (this.#write(s, text)) s.lastSeq = e.seq;
   }
 
   /** Writes unless the client is too far behind, in which case it is disconnected. */

@@ -72,9 +72,9 @@ export class AuditSink {
     private readonly now: () => number = Date.now,
   ) {
     this.#limits = { ...DEFAULT_AUDIT_LIMITS, ...limits };
-    this.#flushTimer = setInterval(() => this.flush(), this.#limits.flushMs);
+    this.#flushTimer = setInterval(() => void this.flush(), this.#limits.flushMs);
     this.#flushTimer.unref();
-    this.#pruneTimer = setInterval(() => this.prune(), this.#limits.pruneMs);
+    this.#pruneTimer = setInterval(() => void this.prune(), this.#limits.pruneMs);
     this.#pruneTimer.unref();
   }
 
@@ -104,7 +104,7 @@ export class AuditSink {
   }
 
   /** Write what is queued, plus one `dropped` record per sandbox that lost some. */
-  flush(): void {
+  async flush(): Promise<void> {
     const batch = this.#queue;
     this.#queue = [];
     const time = new Date(this.now()).toISOString();
@@ -120,17 +120,22 @@ export class AuditSink {
     try {
       // A sandbox deleted since its records arrived keeps no trail.
       const live = new Map<string, boolean>();
-      const isLive = (id: string): boolean => live.get(id) ?? (live.set(id, this.store.get(id) !== null), live.get(id)!);
-      this.store.appendAudit(batch.filter((r) => isLive(r.sandboxId)));
+      const kept = [];
+      for (const r of batch) {
+        let known = live.get(r.sandboxId);
+        if (known === undefined) live.set(r.sandboxId, (known = (await this.store.get(r.sandboxId)) !== null));
+        if (known) kept.push(r);
+      }
+      await this.store.appendAudit(kept);
       this.#stats.written += batch.length;
     } catch (err) {
       this.log.error({ err, records: batch.length }, "audit records could not be written");
     }
   }
 
-  prune(): void {
+  async prune(): Promise<void> {
     try {
-      const r = this.store.prune(this.#limits.audit, this.#limits.events);
+      const r = await this.store.prune(this.#limits.audit, this.#limits.events);
       this.#stats.pruned.audit += r.audit;
       this.#stats.pruned.events += r.events;
     } catch (err) {
@@ -148,11 +153,11 @@ export class AuditSink {
     return { ...this.#stats, pruned: { ...this.#stats.pruned }, decisions: { ...this.#stats.decisions }, bytes: { ...this.#stats.bytes } };
   }
 
-  close(): void {
+  async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#flushTimer);
     clearInterval(this.#pruneTimer);
-    this.flush();
+    await this.flush();
   }
 }

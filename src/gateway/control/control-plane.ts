@@ -21,7 +21,7 @@ export interface ControlPlaneOptions {
   homeDir: string;
   gatewayId: string;
   log: Logger;
-  expected: (sandboxId: string) => ExpectedLaunch | null;
+  expected: (sandboxId: string) => Promise<ExpectedLaunch | null>;
   port?: number;
   /** How long a supervisor keeps egress open without its session. */
   graceMs?: number;

@@ -57,7 +57,7 @@ export interface SupervisorEndpointOptions {
   port?: number;
   tls: { certPem: string; keyPem: string };
   tokens: LaunchTokens;
-  expected: (sandboxId: string) => ExpectedLaunch | null;
+  expected: (sandboxId: string) => Promise<ExpectedLaunch | null>;
   boundary: BoundaryRegistry;
   log: EndpointLog;
   /** Time an upgraded connection gets to send a valid hello. Default: the header timeout. */
@@ -124,7 +124,7 @@ export async function startSupervisorEndpoint(opts: SupervisorEndpointOptions): 
     if (c.sandboxId !== hello.sandboxId || c.generation !== hello.generation) {
       return { ok: false, reason: "sandbox_mismatch", detail: `token is for ${c.sandboxId} g${String(c.generation)}, supervisor says ${hello.sandboxId} g${String(hello.generation)}`, ...ids };
     }
-    const expected = opts.expected(c.sandboxId);
+    const expected = await opts.expected(c.sandboxId);
     if (expected === null) return { ok: false, reason: "unknown_sandbox", detail: "no current launch for this sandbox", ...ids };
     if (c.generation < expected.generation) return { ok: false, reason: "stale_generation", detail: `generation ${String(c.generation)} < current ${String(expected.generation)}`, ...ids };
     if (c.generation !== expected.generation) return { ok: false, reason: "generation_mismatch", detail: `generation ${String(c.generation)} != current ${String(expected.generation)}`, ...ids };

@@ -24,7 +24,7 @@ import { SandgateError } from "../../util/errors.js";
 
 export interface FileTransferDeps {
   /** The sandbox by name or id (throws 404/400). */
-  get(nameOrId: string): SandboxRecord;
+  get(nameOrId: string): Promise<SandboxRecord>;
   /** A command in the sandbox's workload, as its own user, no tty (the exec service's: it refuses a sandbox that is not Ready, and counts the transfer as a session). */
   exec(nameOrId: string, cmd: string[]): Promise<ExecSession>;
   log: Logger;
@@ -186,8 +186,8 @@ export class FileTransfers {
     return { path: p.path, shown: shownPath(p.path) };
   }
 
-  private ready(nameOrId: string): SandboxRecord {
-    const s = this.d.get(nameOrId);
+  private async ready(nameOrId: string): Promise<SandboxRecord> {
+    const s = await this.d.get(nameOrId);
     if (s.phase !== "Ready") throw new ApiError("not_allowed", `cannot copy files with sandbox "${s.name}": it is ${s.phase}; sandbox cp needs Ready`);
     return s;
   }
@@ -258,7 +258,7 @@ export class FileTransfers {
   /** What a path is (every symlink resolved, inside the workspace). */
   async stat(nameOrId: string, rawPath: string): Promise<FileStat> {
     const p = this.checked(rawPath);
-    const s = this.ready(nameOrId);
+    const s = await this.ready(nameOrId);
     const run = await this.start(s, STAT, [], { ...p, op: "stat" });
     try {
       let out = Buffer.alloc(0);
@@ -283,7 +283,7 @@ export class FileTransfers {
    */
   async download(nameOrId: string, rawPath: string): Promise<Download> {
     const p = this.checked(rawPath);
-    const s = this.ready(nameOrId);
+    const s = await this.ready(nameOrId);
     const release = this.slots.acquire(s);
     let run: Started;
     try {
@@ -335,7 +335,7 @@ export class FileTransfers {
    */
   async upload(nameOrId: string, rawPath: string, body: AsyncIterable<Buffer>, kind: UploadBody): Promise<TransferSummary> {
     const p = this.checked(rawPath);
-    const s = this.ready(nameOrId);
+    const s = await this.ready(nameOrId);
     const declared = kind.kind === "file" ? kind.size : kind.contentLength;
     if (declared !== undefined && declared > this.limits.maxBytes) {
       throw new ApiError("too_large", `the upload is ${declared} bytes, past the limit of ${this.limits.maxBytes} bytes per transfer (${FILES_LIMIT_ENV.maxBytes})`);

@@ -47,7 +47,7 @@ export interface ProxyCounts {
 
 /** Read at each scrape: cheap, one query or a counter read each. */
 export interface MetricSources {
-  sandboxesByPhase(): Record<Phase, number>;
+  sandboxesByPhase(): Promise<Record<Phase, number>>;
   /** Null when the runtime has no monitor. */
   monitor(): MonitorCounts | null;
   proxy(): ProxyCounts;

@@ -9,17 +9,18 @@ import type { GatewayMetrics } from "./contract.js";
 
 /** Subscribes; returns the unsubscribe function (Store.close also drops it). */
 export function observeLifecycle(store: Store, metrics: Pick<GatewayMetrics, "transition" | "recovery">, onError: (err: unknown) => void): () => void {
-  return store.onEvent((e: EventRecord) => {
+  const count = async (e: EventRecord): Promise<void> => {
     if (e.kind !== "phase" && e.kind !== "deleted") return;
     // Listeners run after the commit, inside the writer's call: counting must never fail it.
     try {
       const to = e.newPhase ?? "Deleted";
       metrics.transition(e.oldPhase, to, e.reason?.code ?? null);
       if (e.oldPhase !== "Recovering" || to === "Recovering") return;
-      const since = store.enteredPhaseAt(e.sandboxId, "Recovering");
+      const since = await store.enteredPhaseAt(e.sandboxId, "Recovering");
       if (since !== null) metrics.recovery(to, (Date.parse(e.time) - Date.parse(since)) / 1000);
     } catch (err) {
       onError(err);
     }
-  });
+  };
+  return store.onEvent((e) => void count(e));
 }

@@ -41,8 +41,8 @@ export class PrometheusMetrics implements GatewayMetrics, MetricsExposition {
       help: "Sandboxes in each phase, now",
       labelNames: ["phase"],
       registers,
-      collect() {
-        for (const [phase, n] of Object.entries(sources.sandboxesByPhase())) this.set({ phase }, n);
+      async collect() {
+        for (const [phase, n] of Object.entries(await sources.sandboxesByPhase())) this.set({ phase }, n);
       },
     });
     this.#transitions = new Counter({ name: "sandgate_lifecycle_transitions_total", help: "Lifecycle transitions committed by this gateway process, by from/to phase and reason (an Error reason, or TtlExpired/IdleTimeout for a stop the gateway made; from none: created; to Deleted: record removed)", labelNames: ["from", "to", "reason"], registers });

@@ -16,7 +16,7 @@ export function monitorCounts(m: object): MonitorCounts {
 
 export function gatewaySources(d: { store: Store; monitor: () => Pick<RuntimeMonitor, "metrics"> | null; audit: () => AuditStats }): MetricSources {
   return {
-    sandboxesByPhase: () => d.store.countByPhase(),
+    sandboxesByPhase: async () => await d.store.countByPhase(),
     monitor: () => {
       const m = d.monitor();
       return m === null ? null : monitorCounts(m.metrics());

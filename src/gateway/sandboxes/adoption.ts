@@ -22,11 +22,11 @@ export interface AdoptionDeps {
 }
 
 /** Adopt every sandbox of the store, then start supervision. Returns how many took each action (for the log and tests). */
-export function adoptAll(d: AdoptionDeps): Partial<Record<Adoption, number>> {
+export async function adoptAll(d: AdoptionDeps): Promise<Partial<Record<Adoption, number>>> {
   const counts: Partial<Record<Adoption, number>> = {};
-  for (const s of d.store.list()) {
+  for (const s of await d.store.list()) {
     const action = adoptionOf({ phase: s.phase, runtime: s.runtime !== null, teardownOwed: s.teardownOwed !== null }, d.supervision.active);
-    adopt(d, s, action);
+    await adopt(d, s, action);
     counts[action] = (counts[action] ?? 0) + 1;
   }
   d.supervision.start();
@@ -34,7 +34,7 @@ export function adoptAll(d: AdoptionDeps): Partial<Record<Adoption, number>> {
   return counts;
 }
 
-function adopt(d: AdoptionDeps, s: SandboxRecord, action: Adoption): void {
+async function adopt(d: AdoptionDeps, s: SandboxRecord, action: Adoption): Promise<void> {
   const { store, controller, generations, supervision, tasks } = d;
   switch (action) {
     case "reverify":
@@ -42,11 +42,11 @@ function adopt(d: AdoptionDeps, s: SandboxRecord, action: Adoption): void {
     case "hold": {
       const handle = generations.open(s, s.runtime!.nonce, s.runtime);
       // The desired policy lives in the store: supervisors that reconnect get it pushed again.
-      const p = activePolicy(store, s.id);
+      const p = await activePolicy(store, s.id);
       handle.desire(p.policy, p.revision);
       if (action === "hold") return;
-      if (action === "reverify") controller.observe(s.id, s.generation, { type: "contactLost", cause: "gateway restarted: re-verifying" }, "gateway restarted: re-verifying before trusting");
-      supervision.watch(handle);
+      if (action === "reverify") await controller.observe(s.id, s.generation, { type: "contactLost", cause: "gateway restarted: re-verifying" }, "gateway restarted: re-verifying before trusting");
+      await supervision.watch(handle);
       return;
     }
     case "teardown":
@@ -63,7 +63,7 @@ function adopt(d: AdoptionDeps, s: SandboxRecord, action: Adoption): void {
     case "fail": {
       const detail = "the gateway restarted during provisioning";
       generations.open(s, "", s.runtime);
-      controller.observe(s.id, s.generation, { type: "provisionFailed", detail }, detail);
+      await controller.observe(s.id, s.generation, { type: "provisionFailed", detail }, detail);
       return;
     }
     case "nothing":

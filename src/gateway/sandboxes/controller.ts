@@ -19,10 +19,10 @@ export class LifecycleController {
   ) {}
 
   /** A user intent on the sandbox as read: validated, then compare-and-set; throws ApiError when refused or lost. */
-  intent(s: SandboxRecord, event: LifecycleEvent, msg: string): SandboxRecord {
+  async intent(s: SandboxRecord, event: LifecycleEvent, msg: string): Promise<SandboxRecord> {
     const t = transition(stateOf(s), event, s.generation, s.name);
     if (!t.ok) throw new ApiError(t.code, t.message);
-    const after = this.store.transition(s.id, {
+    const after = await this.store.transition(s.id, {
       expect: { phase: s.phase, generation: s.generation },
       next: t.next,
       message: msg,
@@ -30,7 +30,7 @@ export class LifecycleController {
       runtime: event.type === "start" ? null : undefined,
     });
     if (!after) {
-      const now = this.store.get(s.id);
+      const now = await this.store.get(s.id);
       throw new ApiError("not_allowed", `sandbox "${s.name}" changed while ${event.type} was being applied (now ${now?.phase ?? "deleted"}); try again`);
     }
     return after;
@@ -39,10 +39,11 @@ export class LifecycleController {
   /**
    * Apply an observation made for `generation` only if the sandbox is still at
    * that generation and in a phase the event is accepted from. Returns null when
-   * the observation is stale or lost the race; that is not an error.
+   * the observation is stale or lost the race; that is not an error. `still` is asked
+   * last, with nothing awaited between its answer and the write: false drops it.
    */
-  observe(id: string, generation: number, event: LifecycleEvent, msg: string, runtime?: null): SandboxRecord | null {
-    const s = this.store.get(id);
+  async observe(id: string, generation: number, event: LifecycleEvent, msg: string, runtime?: null, still?: () => boolean): Promise<SandboxRecord | null> {
+    const s = await this.store.get(id);
     if (!s) return null;
     const t = transition(stateOf(s), event, generation, s.name);
     if (!t.ok) {
@@ -52,27 +53,28 @@ export class LifecycleController {
     // A generation that ends in Error or Completed owes the removal of its containers,
     // recorded in the same transaction: a crash right after cannot lose it.
     const owes = t.next.phase === "Error" || t.next.phase === "Completed";
-    return this.store.transition(id, { expect: { phase: s.phase, generation }, next: t.next, message: msg, runtime, ...(owes ? { oweTeardown: generation } : {}) });
+    if (still && !still()) return null;
+    return await this.store.transition(id, { expect: { phase: s.phase, generation }, next: t.next, message: msg, runtime, ...(owes ? { oweTeardown: generation } : {}) });
   }
 
   /** The containers of `generation` and older ones are gone. */
-  settleTeardown(id: string, generation: number): void {
-    this.store.settleTeardown(id, generation);
+  async settleTeardown(id: string, generation: number): Promise<void> {
+    await this.store.settleTeardown(id, generation);
   }
 
   /** Still the generation and phase a task was started for? */
-  isCurrent(id: string, generation: number, phase: Phase): boolean {
-    const s = this.store.get(id);
+  async isCurrent(id: string, generation: number, phase: Phase): Promise<boolean> {
+    const s = await this.store.get(id);
     return !!s && s.generation === generation && s.phase === phase;
   }
 
   /** Record a generation's runtime, only while it is still that generation and phase. */
-  recordRuntime(id: string, expect: { phase: Phase; generation: number }, record: RuntimeRecord | null): boolean {
-    return this.store.setRuntime(id, expect, record);
+  async recordRuntime(id: string, expect: { phase: Phase; generation: number }, record: RuntimeRecord | null): Promise<boolean> {
+    return await this.store.setRuntime(id, expect, record);
   }
 
   /** A progress or info line in the sandbox's event log. */
-  note(s: { id: string; name: string }, generation: number, msg: string): void {
-    this.store.appendEvent({ id: s.id, name: s.name, generation }, "info", msg);
+  async note(s: { id: string; name: string }, generation: number, msg: string): Promise<void> {
+    await this.store.appendEvent({ id: s.id, name: s.name, generation }, "info", msg);
   }
 }

@@ -55,12 +55,12 @@ export class ExecService {
 
   /** An attached session (exec, connect); it counts as activity while it is open. */
   async start(nameOrId: string, req: ExecRequest): Promise<ExecSession & { timedOut(): boolean }> {
-    const s = this.d.read.get(nameOrId);
+    const s = await this.d.read.get(nameOrId);
     const opts: ExecOptions = { cmd: req.cmd, tty: req.tty };
     if (req.size) opts.size = req.size;
     if (req.env && Object.keys(req.env).length > 0) opts.env = req.env;
     if (req.workdir !== undefined) opts.cwd = req.workdir;
-    if (req.user !== undefined) opts.user = this.#user(s, req.user);
+    if (req.user !== undefined) opts.user = await this.#user(s, req.user);
     const session = await this.d.service.exec(s.id, opts);
     const end = this.d.activity.begin(s.id);
     const timed = req.timeoutSeconds === undefined ? { session, timedOut: () => false } : this.#withTimeout(session, req.timeoutSeconds * 1000, s);
@@ -78,7 +78,7 @@ export class ExecService {
 
   /** A command started with no streams (its output is not kept); its status is in the table. */
   async detach(nameOrId: string, req: Omit<ExecRequest, "tty" | "size">): Promise<DetachedExecView> {
-    const s = this.d.read.get(nameOrId);
+    const s = await this.d.read.get(nameOrId);
     const entry = this.detached.reserve(s, req.cmd);
     let session: ExecSession & { timedOut(): boolean };
     try {
@@ -95,10 +95,11 @@ export class ExecService {
     session.stderr.resume();
     session.exitCode.then(
       (code) => entry.exited(code, session.timedOut(), Date.now()),
-      (err: unknown) => {
+      async (err: unknown) => {
         // Closing ends the sessions; the store may be closed right after, so ask it nothing.
         if (this.#closed) return entry.lost("the gateway stopped following it", Date.now());
-        const now = this.d.store.get(s.id);
+        const now = await this.d.store.get(s.id).catch(() => undefined);
+        if (now === undefined) return entry.lost(`its end was not seen: ${errorMessage(err)}`, Date.now());
         const left = !now || now.generation !== s.generation || now.phase !== "Ready" ? `; the sandbox is ${now ? `${now.phase} at generation ${now.generation}` : "gone"}` : "";
         entry.lost(`its end was not seen: ${errorMessage(err)}${left}`, Date.now());
       },
@@ -107,15 +108,15 @@ export class ExecService {
     return entry.view();
   }
 
-  status(nameOrId: string, id: string): DetachedExecView {
-    const s = this.d.read.get(nameOrId);
+  async status(nameOrId: string, id: string): Promise<DetachedExecView> {
+    const s = await this.d.read.get(nameOrId);
     const e = this.detached.get(s.id, id);
     if (!e) throw new ApiError("not_found", `no detached exec ${JSON.stringify(id)} in sandbox "${s.name}" (ended ones are kept for an hour; a gateway restart forgets them)`);
     return e.view();
   }
 
-  list(nameOrId: string): DetachedExecView[] {
-    const s = this.d.read.get(nameOrId);
+  async list(nameOrId: string): Promise<DetachedExecView[]> {
+    const s = await this.d.read.get(nameOrId);
     return this.detached.list(s.id).map((e) => e.view());
   }
 
@@ -133,8 +134,8 @@ export class ExecService {
     this.#sessions.clear();
   }
 
-  #user(s: SandboxRecord, requested: string): string {
-    const workloadUser = activePolicy(this.d.store, s.id).policy.process.user ?? this.d.driver.workloadUser;
+  async #user(s: SandboxRecord, requested: string): Promise<string> {
+    const workloadUser = (await activePolicy(this.d.store, s.id)).policy.process.user ?? this.d.driver.workloadUser;
     if (workloadUser === undefined) throw new ApiError("invalid_request", `user: this runtime (${this.d.driver.kind}) does not say which user its workloads run as; leave -u out`);
     const r = resolveExecUser(requested, workloadUser);
     if (!r.ok) throw new ApiError("invalid_request", r.error);

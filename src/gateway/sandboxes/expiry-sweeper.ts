@@ -33,7 +33,7 @@ export interface SweeperDeps {
   activity: ActivityTracker;
   log: Logger;
   /** Stop the sandbox (a CAS on this generation; false when it lost the race or is no longer live). */
-  expire(sandboxId: string, generation: number, reason: StopReason): boolean;
+  expire(sandboxId: string, generation: number, reason: StopReason): Promise<boolean>;
   clock?: SweeperClock;
   flushMs?: number;
 }
@@ -46,6 +46,7 @@ export class ExpirySweeper {
   readonly #idle = new Map<string, number>();
   #unsubscribe: (() => void) | undefined;
   #closed = false;
+  readonly #inFlight = new Set<Promise<void>>();
   readonly stats = { sweeps: 0, stopped: 0 };
 
   constructor(private readonly d: SweeperDeps) {
@@ -54,15 +55,26 @@ export class ExpirySweeper {
   }
 
   /** Follow launches and deletes, and sweep once now (a restarted gateway's deadlines). */
-  start(): void {
-    this.#unsubscribe = this.d.store.onEvent((e) => this.#onEvent(e));
+  async start(): Promise<void> {
+    this.#unsubscribe = this.d.store.onEvent((e) => this.#track(this.#onEvent(e)));
     this.d.activity.onActivity((id, kind) => {
       const idle = this.#idle.get(id);
       if (idle === undefined) return;
       // A session's end starts the idle clock again; a touch owes a write.
       this.#at(this.#clock.now() + (kind === "sessionEnd" ? idle * 1000 : this.#flushMs));
     });
-    this.sweep();
+    await this.sweep();
+  }
+
+  /** Resolves once the event handling and sweeps started so far are done (tests, close). */
+  async idle(): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.all([...this.#inFlight]);
+  }
+
+  /** Work started by an event or the timer: kept until it ends (each catches its own errors). */
+  #track(p: Promise<void>): void {
+    const t = p.finally(() => this.#inFlight.delete(t));
+    this.#inFlight.add(t);
   }
 
   /** When a timer is set for (ms since the epoch), or null: the leak checks and tests read it. */
@@ -70,7 +82,7 @@ export class ExpirySweeper {
     return this.#timer?.at ?? null;
   }
 
-  #onEvent(e: EventRecord): void {
+  async #onEvent(e: EventRecord): Promise<void> {
     try {
       if (e.kind === "deleted") {
         this.d.activity.forget(e.sandboxId);
@@ -81,10 +93,10 @@ export class ExpirySweeper {
       const t = Date.parse(e.time);
       if (e.newPhase === "Provisioning" && e.oldPhase !== "Provisioning") {
         // A launch (create or start): this generation's TTL counts from now, and so does its idle clock.
-        const s = this.d.store.get(e.sandboxId);
+        const s = await this.d.store.get(e.sandboxId);
         if (!s) return;
         const ttl = s.spec.ttlSeconds;
-        this.d.store.setTtlDeadline(s.id, e.generation, ttl === undefined ? null : new Date(t + ttl * 1000).toISOString());
+        await this.d.store.setTtlDeadline(s.id, e.generation, ttl === undefined ? null : new Date(t + ttl * 1000).toISOString());
         this.d.activity.touch(s.id, t);
         if (s.spec.idleStopSeconds !== undefined) this.#idle.set(s.id, s.spec.idleStopSeconds);
         const next = Math.min(ttl === undefined ? Infinity : t + ttl * 1000, s.spec.idleStopSeconds === undefined ? Infinity : t + s.spec.idleStopSeconds * 1000);
@@ -99,7 +111,7 @@ export class ExpirySweeper {
   }
 
   /** One pass: write the activity seen, stop what is due, set the timer for what is next. */
-  sweep(): void {
+  async sweep(): Promise<void> {
     if (this.#closed) return;
     this.#clear();
     this.stats.sweeps++;
@@ -107,10 +119,11 @@ export class ExpirySweeper {
     const now = this.#clock.now();
     try {
       const dirty = activity.takeDirty();
-      if (dirty.length > 0) store.recordActivity(dirty.map(([id, ms]): [string, string] => [id, new Date(ms).toISOString()]));
+      if (dirty.length > 0) await store.recordActivity(dirty.map(([id, ms]): [string, string] => [id, new Date(ms).toISOString()]));
       this.#idle.clear();
       let next = Infinity;
-      for (const row of store.expiringSandboxes()) {
+      for (const row of await store.expiringSandboxes()) {
+        if (this.#closed) return;
         if (row.idleStopSeconds !== null) this.#idle.set(row.id, row.idleStopSeconds);
         // After a gateway restart the store's last activity (coalesced) is what is known.
         if (activity.lastActive(row.id) === undefined) activity.touch(row.id, row.lastActive === null ? now : Date.parse(row.lastActive));
@@ -122,7 +135,7 @@ export class ExpirySweeper {
           openSessions: activity.openSessions(row.id),
         });
         if (v.stop !== null) {
-          if (this.d.expire(row.id, row.generation, v.stop)) {
+          if (await this.d.expire(row.id, row.generation, v.stop)) {
             this.stats.stopped++;
             this.#idle.delete(row.id);
             this.d.log.info({ sandboxId: row.id, name: row.name, generation: row.generation, reason: v.stop }, "sandbox stopped: its time was up");
@@ -146,6 +159,7 @@ export class ExpirySweeper {
   /** The timer fires at `ms` at the latest (an earlier one is kept). */
   #at(ms: number): void {
     if (this.#closed) return;
+    if (this.#closed) return;
     const now = this.#clock.now();
     const at = Math.min(Math.max(ms, now), now + MAX_DELAY_MS);
     if (this.#timer && this.#timer.at <= at) return;
@@ -154,7 +168,7 @@ export class ExpirySweeper {
       at,
       handle: this.#clock.setTimeout(() => {
         this.#timer = null;
-        this.sweep();
+        this.#track(this.sweep());
       }, at - now),
     };
   }
@@ -165,17 +179,20 @@ export class ExpirySweeper {
   }
 
   /** No timer is left; the activity seen is written (a restart starts from it). */
-  close(): void {
+  async close(): Promise<void> {
     if (this.#closed) return;
+    // Closed first: a sweep or event still in flight sets no timer and stops nothing more.
+    this.#closed = true;
+    this.#unsubscribe?.();
+    this.#clear();
+    await this.idle();
     this.#clear();
     try {
       const dirty = this.d.activity.takeDirty();
-      if (dirty.length > 0 && this.d.store.isOpen) this.d.store.recordActivity(dirty.map(([id, ms]): [string, string] => [id, new Date(ms).toISOString()]));
+      if (dirty.length > 0 && this.d.store.isOpen) await this.d.store.recordActivity(dirty.map(([id, ms]): [string, string] => [id, new Date(ms).toISOString()]));
     } catch (err) {
       this.d.log.warn({ err }, "expiry: writing the last activity at close failed");
     }
-    this.#closed = true;
-    this.#unsubscribe?.();
   }
 
   /** Timers pending (leak checks): 0 or 1. */

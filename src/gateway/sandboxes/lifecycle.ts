@@ -17,6 +17,7 @@ import { ExecService } from "./exec-service.js";
 import { ExpirySweeper } from "./expiry-sweeper.js";
 import { Generations } from "./generations.js";
 import { SandboxReadModel } from "./read-model.js";
+import type { BoundaryHealth } from "../control/boundary.js";
 import { boundaryFailure, controlEvidence, type BoundaryEvidence } from "./boundary-evidence.js";
 import { RuntimeGate } from "./runtime-gate.js";
 import { SandboxService, type ServiceOptions } from "./service.js";
@@ -37,9 +38,11 @@ export interface Lifecycle {
   /** The monitor's counters and supervision's (for `gateway status` and /metrics); null without a monitor. */
   monitorMetrics(): object | null;
   /** The launch a supervisor of this sandbox must prove it belongs to, or null. */
-  expectedLaunch(sandboxId: string): { generation: number; nonce: string } | null;
+  expectedLaunch(sandboxId: string): Promise<{ generation: number; nonce: string } | null>;
   /** Finish what a previous gateway left, adopt running sandboxes, start monitoring. */
-  resume(): void;
+  resume(): Promise<void>;
+  /** The per-sandbox queue every lifecycle step runs in (one at a time per sandbox). */
+  serial: Pick<KeyedSerial, "run">;
   /** Resolves when no lifecycle work is queued or running. */
   idle(): Promise<void>;
   pending(): { tasks: number; checks: number; timers: number };
@@ -90,13 +93,16 @@ export function createLifecycle(d: {
   });
   // The boundary's health drives the lifecycle: a Ready sandbox whose supervisor is
   // running but cannot be shown to hold its boundary goes Recovering at once.
-  const offBoundary = control?.boundary.onChange((h) => {
-    const s = store.get(h.sandboxId);
+  const onBoundary = async (h: BoundaryHealth): Promise<void> => {
+    const s = await store.get(h.sandboxId);
     // A launch waiting for its evidence looks again as soon as the session proves its part.
     if (s?.phase === "Provisioning" && h.healthy && h.generation === s.generation) generations.get(s.id, s.generation)?.kick();
     if (s?.phase !== "Ready") return;
     const problem = boundaryFailure(h, s.generation);
     if (problem !== null) supervision.boundaryLost(s.id, s.generation, problem);
+  };
+  const offBoundary = control?.boundary.onChange((h) => {
+    onBoundary(h).catch((err: unknown) => log.error({ sandboxId: h.sandboxId, err }, "acting on a boundary change failed"));
   });
   const service = new SandboxService({ store, driver, control, controller, generations, tasks, runtime, read, log });
   const execs: ExecService = new ExecService({ service, read, store, driver, activity, log, detached: new DetachedExecs(d.options?.detachedExecs) });
@@ -105,11 +111,11 @@ export function createLifecycle(d: {
     store,
     activity,
     log,
-    expire: (id, generation, reason) => {
-      const s = store.get(id);
+    expire: async (id, generation, reason) => {
+      const s = await store.get(id);
       if (!s || s.generation !== generation || !LIVE_PHASES.includes(s.phase)) return false;
       try {
-        tasks.stop(controller.intent(s, { type: "stop", reason }, `stopped by the gateway: ${describeReason(reason)}`));
+        tasks.stop(await controller.intent(s, { type: "stop", reason }, `stopped by the gateway: ${describeReason(reason)}`));
         return true;
       } catch (err) {
         log.info({ sandboxId: id, generation, err: (err as Error).message }, "expiry stop lost a race; looking again later");
@@ -126,14 +132,15 @@ export function createLifecycle(d: {
     monitor,
     supervision,
     monitorMetrics: () => (monitor === null ? null : { ...monitor.metrics(), ...supervision.metrics() }),
-    expectedLaunch: (id) => {
-      const s = store.get(id);
+    expectedLaunch: async (id) => {
+      const s = await store.get(id);
       return generations.expectedLaunch(id, s && { phase: s.phase, generation: s.generation });
     },
-    resume: () => {
-      adoptAll({ store, controller, generations, supervision, tasks, log });
-      sweeper.start();
+    resume: async () => {
+      await adoptAll({ store, controller, generations, supervision, tasks, log });
+      await sweeper.start();
     },
+    serial,
     idle: () => serial.idle(),
     pending: () => {
       const m = monitor?.pending() ?? { checks: 0, timers: 0 };
@@ -141,7 +148,7 @@ export function createLifecycle(d: {
       return { tasks: serial.size, checks: m.checks + sv.checks, timers: m.timers + sv.timers + generations.timers() + sweeper.timers + execs.timers };
     },
     close: async () => {
-      sweeper.close();
+      await sweeper.close();
       execs.close();
       service.close();
       tasks.close();

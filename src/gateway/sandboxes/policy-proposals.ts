@@ -13,7 +13,7 @@ import type { Logger } from "pino";
 import type { PolicyChange } from "../../policy/diff.js";
 import type { ReplayResult } from "../../policy/replay.js";
 import type { ProposalRecord, ProposalState } from "../../store/contract.js";
-import { StaleRevisionError, type InfoWriter, type SandboxRecord, type Store } from "../../store/contract.js";
+import { StaleRevisionError, type Transaction, type SandboxRecord, type Store } from "../../store/contract.js";
 import { policyHash } from "../../policy/index.js";
 import { ApiError } from "../errors.js";
 import type { ProposalView } from "../../api/responses.js";
@@ -105,19 +105,19 @@ export class PolicyProposals {
   }
 
   /** Store a proposal: checked as `policy set` checks a policy; an invalid one stores nothing (400). */
-  propose(nameOrId: string, input: string | Record<string, unknown>, meta: { by?: string; reason?: string } = {}): ProposalView {
+  async propose(nameOrId: string, input: string | Record<string, unknown>, meta: { by?: string; reason?: string } = {}): Promise<ProposalView> {
     const by = checkBy(meta.by, "api");
     const reason = checkReason(meta.reason);
     checkShowable(input);
-    const { sandbox: s, policy, activeRevision } = this.d.service.checkPolicyChange(nameOrId, input);
+    const { sandbox: s, policy, activeRevision } = await this.d.service.checkPolicyChange(nameOrId, input);
     const id = `pp_${randomBytes(8).toString("hex")}`;
     const at = this.#now().toISOString();
-    this.d.store.transact((tx) => {
+    await this.d.store.transact(async (tx) => {
       // Pending ones against an older revision can never be approved: they make room.
-      for (const p of this.d.store.listProposals(s.id, "pending")) {
-        if (p.baseRevision !== activeRevision) this.#supersede(s, p, activeRevision, tx);
+      for (const p of await tx.listProposals(s.id, "pending")) {
+        if (p.baseRevision !== activeRevision) await this.#supersede(s, p, activeRevision, tx);
       }
-      const pending = this.d.store.countPendingProposals(s.id);
+      const pending = await tx.countPendingProposals(s.id);
       if (pending >= this.limits.pending) {
         throw new ApiError(
           "not_allowed",
@@ -125,27 +125,27 @@ export class PolicyProposals {
         );
       }
       const record = { id, sandboxId: s.id, input, hash: policyHash(policy), baseRevision: activeRevision, proposedBy: by, reason, createdAt: at };
-      if (!this.d.store.insertProposal(record)) throw new ApiError("not_found", `no sandbox named "${s.name}"`);
-      this.#record(s, tx, "proposed", { ...record, state: "pending", decidedAt: null, decidedBy: null, decisionNote: null, revision: null }, `policy proposal ${id} by ${by} against revision ${activeRevision}${reason ? `: ${reason}` : ""}`);
-      this.d.store.pruneDecidedProposals(s.id, this.limits.kept);
+      if (!(await tx.insertProposal(record))) throw new ApiError("not_found", `no sandbox named "${s.name}"`);
+      await this.#record(s, tx, "proposed", { ...record, state: "pending", decidedAt: null, decidedBy: null, decisionNote: null, revision: null }, `policy proposal ${id} by ${by} against revision ${activeRevision}${reason ? `: ${reason}` : ""}`);
+      await tx.pruneDecidedProposals(s.id, this.limits.kept);
     });
     this.d.log.info({ sandboxId: s.id, proposal: id, by, baseRevision: activeRevision }, "policy proposal stored");
-    return this.#view(s, this.#get(s, id), activeRevision);
+    return this.#view(s, await this.#get(s, id), activeRevision);
   }
 
   /** A sandbox's proposals, oldest first (at most the pending and kept limits). */
-  list(nameOrId: string, state?: ProposalState): ProposalView[] {
-    const s = this.d.read.get(nameOrId);
-    const active = this.d.read.policyOf(s.id).revision;
-    return this.d.store.listProposals(s.id, state).map((p) => this.#view(s, p, active));
+  async list(nameOrId: string, state?: ProposalState): Promise<ProposalView[]> {
+    const s = await this.d.read.get(nameOrId);
+    const active = (await this.d.read.policyOf(s.id)).revision;
+    return (await this.d.store.listProposals(s.id, state)).map((p) => this.#view(s, p, active));
   }
 
   /** One proposal, with its diff against the active policy and the recorded traffic replayed under it (`since`: from then). */
-  show(nameOrId: string, id: string, since?: string): ProposalDetail {
-    const s = this.d.read.get(nameOrId);
-    const p = this.#get(s, id);
-    const diff = this.d.tools.diff(s.id, p.input);
-    const replay = this.d.tools.replay(s.id, p.input, since);
+  async show(nameOrId: string, id: string, since?: string): Promise<ProposalDetail> {
+    const s = await this.d.read.get(nameOrId);
+    const p = await this.#get(s, id);
+    const diff = await this.d.tools.diff(s.id, p.input);
+    const replay = await this.d.tools.replay(s.id, p.input, since);
     return { ...this.#view(s, p, diff.revision), policy: p.input, activeRevision: diff.revision, diff, replay };
   }
 
@@ -154,30 +154,30 @@ export class PolicyProposals {
    * only while its base revision is still active. When the policy changed since, the
    * proposal is superseded and this is a 409 (stale_revision).
    */
-  approve(nameOrId: string, id: string, byRaw: string | undefined): { proposal: ProposalView } & ReturnType<SandboxService["setPolicy"]> {
+  async approve(nameOrId: string, id: string, byRaw: string | undefined): Promise<{ proposal: ProposalView } & Awaited<ReturnType<SandboxService["setPolicy"]>>> {
     const by = checkBy(byRaw, "approver");
-    const s = this.d.read.get(nameOrId);
-    const p = this.#pending(s, this.#get(s, id), "approve");
-    let result: ReturnType<SandboxService["setPolicy"]>;
+    const s = await this.d.read.get(nameOrId);
+    const p = this.#pending(s, await this.#get(s, id), "approve");
+    let result: Awaited<ReturnType<SandboxService["setPolicy"]>>;
     // The answer is built from the record as decided, not read back: with --proposals-kept 0
     // the pruning in the same transaction has already removed it.
     let decided: ProposalRecord = p;
     try {
-      result = this.d.service.setPolicy(s.id, p.input, {
+      result = await this.d.service.setPolicy(s.id, p.input, {
         expectRevision: p.baseRevision,
-        within: (revision, tx) => {
+        within: async (revision, tx) => {
           const at = this.#now().toISOString();
-          if (!this.d.store.decideProposal(s.id, id, { state: "approved", at, by, note: null, revision })) throw this.#decidedMeanwhile(s, id);
+          if (!(await tx.decideProposal(s.id, id, { state: "approved", at, by, note: null, revision }))) throw this.#decidedMeanwhile(s, id);
           decided = { ...p, state: "approved", decidedAt: at, decidedBy: by, revision };
-          this.#record(s, tx, "approved", decided, `policy proposal ${id} approved by ${by}: revision ${revision}`);
-          this.d.store.pruneDecidedProposals(s.id, this.limits.kept);
+          await this.#record(s, tx, "approved", decided, `policy proposal ${id} approved by ${by}: revision ${revision}`);
+          await tx.pruneDecidedProposals(s.id, this.limits.kept);
         },
       });
     } catch (err) {
       if (!(err instanceof StaleRevisionError)) throw err;
-      this.d.store.transact((tx) => {
-        this.#supersede(s, p, err.active, tx);
-        this.d.store.pruneDecidedProposals(s.id, this.limits.kept);
+      await this.d.store.transact(async (tx) => {
+        await this.#supersede(s, p, err.active, tx);
+        await tx.pruneDecidedProposals(s.id, this.limits.kept);
       });
       throw new ApiError(
         "stale_revision",
@@ -188,26 +188,26 @@ export class PolicyProposals {
     return { proposal: this.#view(s, decided, result.revision), ...result };
   }
 
-  reject(nameOrId: string, id: string, byRaw: string | undefined, reasonRaw?: string): ProposalView {
+  async reject(nameOrId: string, id: string, byRaw: string | undefined, reasonRaw?: string): Promise<ProposalView> {
     const by = checkBy(byRaw, "approver");
     const note = checkReason(reasonRaw);
-    const s = this.d.read.get(nameOrId);
-    const p = this.#pending(s, this.#get(s, id), "reject");
-    const decided = this.d.store.transact((tx) => {
+    const s = await this.d.read.get(nameOrId);
+    const p = this.#pending(s, await this.#get(s, id), "reject");
+    const decided = await this.d.store.transact(async (tx) => {
       const at = this.#now().toISOString();
-      if (!this.d.store.decideProposal(s.id, id, { state: "rejected", at, by, note, revision: null })) throw this.#decidedMeanwhile(s, id);
+      if (!(await tx.decideProposal(s.id, id, { state: "rejected", at, by, note, revision: null }))) throw this.#decidedMeanwhile(s, id);
       const r: ProposalRecord = { ...p, state: "rejected", decidedAt: at, decidedBy: by, decisionNote: note };
-      this.#record(s, tx, "rejected", r, `policy proposal ${id} rejected by ${by}${note ? `: ${note}` : ""}`);
-      this.d.store.pruneDecidedProposals(s.id, this.limits.kept);
+      await this.#record(s, tx, "rejected", r, `policy proposal ${id} rejected by ${by}${note ? `: ${note}` : ""}`);
+      await tx.pruneDecidedProposals(s.id, this.limits.kept);
       return r;
     });
     this.d.log.info({ sandboxId: s.id, proposal: id, by }, "policy proposal rejected");
-    return this.#view(s, decided, this.d.read.policyOf(s.id).revision);
+    return this.#view(s, decided, (await this.d.read.policyOf(s.id)).revision);
   }
 
-  #get(s: SandboxRecord, id: string): ProposalRecord {
+  async #get(s: SandboxRecord, id: string): Promise<ProposalRecord> {
     if (!PROPOSAL_ID_RE.test(id)) throw new ApiError("invalid_request", `invalid proposal id ${JSON.stringify(id.slice(0, 80))}: expected pp_ and 16 hex digits, as policy propose printed`);
-    const p = this.d.store.getProposal(s.id, id);
+    const p = await this.d.store.getProposal(s.id, id);
     if (!p) throw new ApiError("not_found", `no policy proposal ${id} for sandbox "${s.name}" (decided ones are kept up to gateway start --proposals-kept)`);
     return p;
   }
@@ -222,15 +222,15 @@ export class PolicyProposals {
     return new ApiError("not_allowed", `policy proposal ${id} of sandbox "${s.name}" was decided by another request meanwhile; nothing was changed by this one`);
   }
 
-  #supersede(s: SandboxRecord, p: ProposalRecord, active: number, tx: InfoWriter): void {
+  async #supersede(s: SandboxRecord, p: ProposalRecord, active: number, tx: Transaction): Promise<void> {
     const at = this.#now().toISOString();
     const note = `the policy changed since: proposed against revision ${p.baseRevision}, the active revision is ${active}`;
-    if (!this.d.store.decideProposal(s.id, p.id, { state: "superseded", at, by: "gateway", note, revision: null })) return;
-    this.#record(s, tx, "superseded", { ...p, state: "superseded", decidedAt: at, decidedBy: "gateway", decisionNote: note }, `policy proposal ${p.id} superseded: ${note}`);
+    if (!(await tx.decideProposal(s.id, p.id, { state: "superseded", at, by: "gateway", note, revision: null }))) return;
+    await this.#record(s, tx, "superseded", { ...p, state: "superseded", decidedAt: at, decidedBy: "gateway", decisionNote: note }, `policy proposal ${p.id} superseded: ${note}`);
   }
 
   /** The event in the sandbox's log and the record in its audit trail, in the caller's transaction. */
-  #record(s: SandboxRecord, tx: InfoWriter, action: Action, p: ProposalRecord, message: string): void {
+  async #record(s: SandboxRecord, tx: Transaction, action: Action, p: ProposalRecord, message: string): Promise<void> {
     const data = {
       type: "policy_proposal",
       action,
@@ -242,9 +242,9 @@ export class PolicyProposals {
       ...(p.revision === null ? {} : { revision: p.revision }),
       ...(p.decisionNote === null ? {} : { note: p.decisionNote }),
     };
-    tx.info(s, message, data);
+    await tx.info(s, message, data);
     const time = action === "proposed" ? p.createdAt : (p.decidedAt ?? p.createdAt);
-    this.d.store.appendAudit([{ sandboxId: s.id, generation: s.generation, time, decision: "policy", count: 1, event: { ...data, time } }]);
+    await tx.appendAudit([{ sandboxId: s.id, generation: s.generation, time, decision: "policy", count: 1, event: { ...data, time } }]);
   }
 
   #view(s: SandboxRecord, p: ProposalRecord, activeRevision: number): ProposalView {

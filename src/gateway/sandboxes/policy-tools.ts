@@ -73,10 +73,10 @@ export class PolicyTools {
     return policy;
   }
 
-  private window(sandboxId: string, since: string | undefined): { decisions: RecordedDecision[]; lookups: DeniedLookup[]; window: AuditWindow } {
+  private async window(sandboxId: string, since: string | undefined): Promise<{ decisions: RecordedDecision[]; lookups: DeniedLookup[]; window: AuditWindow }> {
     const cut = sinceTime(since);
     // Policy proposals' records (decision "policy") are not traffic.
-    const rows = this.read.audit(sandboxId, { tail: MAX_REPLAY_RECORDS }).filter((r) => r.decision !== "policy" && (cut === undefined || r.time >= cut));
+    const rows = (await this.read.audit(sandboxId, { tail: MAX_REPLAY_RECORDS })).filter((r) => r.decision !== "policy" && (cut === undefined || r.time >= cut));
     const truncated = rows.length === MAX_REPLAY_RECORDS && (cut === undefined || (rows[0]?.time ?? "") > cut);
     const decisions = recordedDecisions(rows);
     return {
@@ -86,15 +86,15 @@ export class PolicyTools {
     };
   }
 
-  diff(nameOrId: string, input: string | Record<string, unknown>): { revision: number; changes: PolicyChange[] } {
-    const active = this.read.policyOf(nameOrId);
+  async diff(nameOrId: string, input: string | Record<string, unknown>): Promise<{ revision: number; changes: PolicyChange[] }> {
+    const active = await this.read.policyOf(nameOrId);
     return { revision: active.revision, changes: diffPolicies(active.policy, this.candidate(input)) };
   }
 
-  replay(nameOrId: string, input: string | Record<string, unknown>, since?: string): { revision: number; window: AuditWindow } & ReplayResult {
-    const active = this.read.policyOf(nameOrId);
+  async replay(nameOrId: string, input: string | Record<string, unknown>, since?: string): Promise<{ revision: number; window: AuditWindow } & ReplayResult> {
+    const active = await this.read.policyOf(nameOrId);
     const candidate = this.candidate(input);
-    const { decisions, window } = this.window(active.sandbox.id, since);
+    const { decisions, window } = await this.window(active.sandbox.id, since);
     return { revision: active.revision, window, ...replay(decisions, candidate) };
   }
 
@@ -103,9 +103,9 @@ export class PolicyTools {
    * `policy validate` and `policy set` take as it is (the user's own text kept, comments and
    * all, when the revision came as text); `rulesYaml`: the rules alone.
    */
-  suggest(nameOrId: string, since?: string): { revision: number; window: AuditWindow; rules: NetworkRule[]; covers: number; fromLookups: string[]; privateHosts: string[]; yaml: string; rulesYaml: string } {
-    const active = this.read.policyOf(nameOrId);
-    const { decisions, lookups, window } = this.window(active.sandbox.id, since);
+  async suggest(nameOrId: string, since?: string): Promise<{ revision: number; window: AuditWindow; rules: NetworkRule[]; covers: number; fromLookups: string[]; privateHosts: string[]; yaml: string; rulesYaml: string }> {
+    const active = await this.read.policyOf(nameOrId);
+    const { decisions, lookups, window } = await this.window(active.sandbox.id, since);
     const s = suggestRules(decisions, active.policy, lookups);
     const none = s.rules.length === 0;
     return { revision: active.revision, window, ...s, yaml: none ? "" : suggestedPolicyYaml(active.policy, active.source, s.rules), rulesYaml: none ? "" : suggestionYaml(s.rules) };

@@ -35,8 +35,8 @@ export class SandboxReadModel {
   ) {}
 
   /** By name or id; throws 404, or 400 for what can be neither (naming the rule). */
-  get(nameOrId: string): SandboxRecord {
-    const s = this.store.get(nameOrId);
+  async get(nameOrId: string): Promise<SandboxRecord> {
+    const s = await this.store.get(nameOrId);
     if (s) return s;
     const bad = ID_RE.test(nameOrId) ? null : checkSandboxName(nameOrId);
     throw bad ? new ApiError("invalid_request", bad) : notFound(nameOrId);
@@ -47,47 +47,47 @@ export class SandboxReadModel {
    * events are still in the log (a stream resuming after its deletion reads its last
    * events). Throws as get() for anything else.
    */
-  watchable(nameOrId: string): string {
-    if (ID_RE.test(nameOrId) && !this.store.get(nameOrId) && this.store.events(nameOrId, { tail: 1 }).length > 0) return nameOrId;
-    return this.get(nameOrId).id;
+  async watchable(nameOrId: string): Promise<string> {
+    if (ID_RE.test(nameOrId) && !await this.store.get(nameOrId) && (await this.store.events(nameOrId, { tail: 1 })).length > 0) return nameOrId;
+    return (await this.get(nameOrId)).id;
   }
 
   /** By name or id, or null. */
-  find(nameOrId: string): SandboxRecord | null {
-    return this.store.get(nameOrId);
+  async find(nameOrId: string): Promise<SandboxRecord | null> {
+    return await this.store.get(nameOrId);
   }
 
-  list(): SandboxRecord[] {
-    return this.store.list();
+  async list(): Promise<SandboxRecord[]> {
+    return await this.store.list();
   }
 
   /** A page in name order; `next` (the page's last name) when more follow, else null. */
-  listPage(q: ListQuery): Page<SandboxRecord> {
-    return cut(this.store.listPage({ ...q, limit: q.limit + 1 }), q.limit);
+  async listPage(q: ListQuery): Promise<Page<SandboxRecord>> {
+    return cut(await this.store.listPage({ ...q, limit: q.limit + 1 }), q.limit);
   }
 
   /** listPage with only what a list shows (no spec, runtime parse, boundary or disk). */
-  listSummaries(q: ListQuery): Page<SandboxSummary> {
-    return cut(this.store.listSummaries({ ...q, limit: q.limit + 1 }), q.limit);
+  async listSummaries(q: ListQuery): Promise<Page<SandboxSummary>> {
+    return cut(await this.store.listSummaries({ ...q, limit: q.limit + 1 }), q.limit);
   }
 
-  countByPhase(): Record<string, number> {
+  async countByPhase(): Promise<Record<string, number>> {
     const counts: Record<string, number> = {};
-    for (const s of this.store.list()) counts[s.phase] = (counts[s.phase] ?? 0) + 1;
+    for (const s of await this.store.list()) counts[s.phase] = (counts[s.phase] ?? 0) + 1;
     return counts;
   }
 
-  events(sandboxId: string, q: LogQuery = {}): EventRecord[] {
-    return this.store.events(sandboxId, q);
+  async events(sandboxId: string, q: LogQuery = {}): Promise<EventRecord[]> {
+    return await this.store.events(sandboxId, q);
   }
 
   /** Events of every sandbox after `afterSeq` (a watch stream resuming). */
-  eventsAfter(afterSeq: number, limit?: number): EventRecord[] {
-    return this.store.eventsAfter(afterSeq, limit);
+  async eventsAfter(afterSeq: number, limit?: number): Promise<EventRecord[]> {
+    return await this.store.eventsAfter(afterSeq, limit);
   }
 
-  audit(sandboxId: string, q: LogQuery & { decision?: string; since?: string } = {}): AuditRecord[] {
-    return this.store.audit(sandboxId, q);
+  async audit(sandboxId: string, q: LogQuery & { decision?: string; since?: string } = {}): Promise<AuditRecord[]> {
+    return await this.store.audit(sandboxId, q);
   }
 
   /** Called after every committed event (watch streams); returns the unsubscribe function. */
@@ -103,8 +103,8 @@ export class SandboxReadModel {
   }
 
   /** The TTL deadline and activity; the activity in memory is newer than the store's (written coalesced). */
-  expiryOf(s: SandboxRecord): ExpiryView {
-    const cols = this.store.expiryColumns(s.id);
+  async expiryOf(s: SandboxRecord): Promise<ExpiryView> {
+    const cols = await this.store.expiryColumns(s.id);
     const seen = this.activity?.lastActive(s.id);
     return {
       ttlDeadline: cols?.ttlDeadline ?? null,
@@ -117,9 +117,9 @@ export class SandboxReadModel {
     return this.control?.boundary.health(sandboxId) ?? null;
   }
 
-  policyOf(nameOrId: string): { sandbox: SandboxRecord; boundary: BoundaryHealth | null } & PolicyRevision {
-    const s = this.get(nameOrId);
-    const p = this.store.policy(s.id);
+  async policyOf(nameOrId: string): Promise<{ sandbox: SandboxRecord; boundary: BoundaryHealth | null } & PolicyRevision> {
+    const s = await this.get(nameOrId);
+    const p = await this.store.policy(s.id);
     if (!p) throw new Error(`sandbox ${s.id} has no policy revision`);
     return { sandbox: s, ...p, boundary: this.boundaryOf(s.id) };
   }

@@ -12,7 +12,7 @@ import { DEFAULT_RESOURCES, checkSandboxName, type SandboxSpec } from "../../lif
 import { DEFAULT_DISK_BYTES, checkDiskBytes, parseDiskSize } from "../../lifecycle/disk-size.js";
 import { checkLabels } from "../../lifecycle/labels.js";
 import { changedFixedSections, evaluate, policyHash, type Decision, type EgressRequest, type Policy } from "../../policy/index.js";
-import { DuplicateNameError, type InfoWriter, type SandboxRecord, type Store } from "../../store/contract.js";
+import { DuplicateNameError, type Transaction, type SandboxRecord, type Store } from "../../store/contract.js";
 import type { BoundaryHealth } from "../control/boundary.js";
 import type { ControlPlane } from "../control/control-plane.js";
 import { ApiError } from "../errors.js";
@@ -114,7 +114,7 @@ export class SandboxService {
     this.#assertOpen();
     let sandbox: SandboxRecord;
     try {
-      sandbox = this.d.store.createSandbox({ id: newId(), name: input.name, spec, policy, policySource: typeof input.policy === "string" ? input.policy : null, labels: input.labels ?? {} });
+      sandbox = await this.d.store.createSandbox({ id: newId(), name: input.name, spec, policy, policySource: typeof input.policy === "string" ? input.policy : null, labels: input.labels ?? {} });
     } catch (err) {
       if (err instanceof DuplicateNameError) throw new ApiError("already_exists", err.message);
       throw err;
@@ -129,9 +129,9 @@ export class SandboxService {
    * settles the generation's handle at once (monitor disarmed, session closed), so
    * the exit the runtime work then causes is never reported as a crash.
    */
-  request(nameOrId: string, intent: UserEvent, expect: { generation?: number } = {}): SandboxRecord {
+  async request(nameOrId: string, intent: UserEvent, expect: { generation?: number } = {}): Promise<SandboxRecord> {
     this.#assertOpen();
-    const before = this.d.read.get(nameOrId);
+    const before = await this.d.read.get(nameOrId);
     // A precondition (e.g. `sandbox prune`: the generation it saw ended): the compare-and-set
     // below is on this very read, so the intent applies only to what the caller saw.
     if (expect.generation !== undefined && before.generation !== expect.generation) {
@@ -140,10 +140,10 @@ export class SandboxService {
     if (intent === "start") {
       this.d.runtime.assertReady();
       // Each launch: a host account may have taken the policy's ids since the sandbox was made.
-      const problem = this.#userProblem(activePolicy(this.d.store, before.id).policy);
+      const problem = this.#userProblem((await activePolicy(this.d.store, before.id)).policy);
       if (problem !== null) throw new ApiError("invalid_request", `sandbox "${before.name}" cannot start: ${problem}; delete it and create it with other ids`);
     }
-    const after = this.d.controller.intent(before, { type: intent }, `${intent} requested`);
+    const after = await this.d.controller.intent(before, { type: intent }, `${intent} requested`);
     this.d.log.info({ sandboxId: after.id, name: after.name, generation: after.generation, intent }, "intent accepted");
     if (intent === "start") this.d.tasks.launch(after);
     else if (intent === "stop") this.d.tasks.stop(after);
@@ -156,10 +156,10 @@ export class SandboxService {
    * sections unchanged against the active revision), without making it: a policy proposal
    * is checked here before it is stored.
    */
-  checkPolicyChange(nameOrId: string, input: string | Record<string, unknown>): { sandbox: SandboxRecord; policy: Policy; activeRevision: number } {
-    const s = this.d.read.get(nameOrId);
+  async checkPolicyChange(nameOrId: string, input: string | Record<string, unknown>): Promise<{ sandbox: SandboxRecord; policy: Policy; activeRevision: number }> {
+    const s = await this.d.read.get(nameOrId);
     const next = parsePolicyInput(input);
-    const active = activePolicy(this.d.store, s.id);
+    const active = await activePolicy(this.d.store, s.id);
     const fixed = changedFixedSections(active.policy, next);
     // process.user is fixed, so it was checked at create; a host account that took its ids since
     // keeps the sandbox from being launched again (start), never from getting a tighter policy.
@@ -177,25 +177,25 @@ export class SandboxService {
    * `expectRevision`: only while that revision is active (else StaleRevisionError, nothing
    * changed); `within` runs in the transaction that records the revision (an approval).
    */
-  setPolicy(
+  async setPolicy(
     nameOrId: string,
     input: string | Record<string, unknown>,
-    opts: { expectRevision?: number; within?: (revision: number, tx: InfoWriter) => void } = {},
-  ): { revision: number; pushed: boolean; phase: Phase } {
+    opts: { expectRevision?: number; within?: (revision: number, tx: Transaction) => Promise<void> } = {},
+  ): Promise<{ revision: number; pushed: boolean; phase: Phase }> {
     this.#assertOpen();
-    const s = this.d.read.get(nameOrId);
+    const s = await this.d.read.get(nameOrId);
     const refused = policyChangeRefused(s.phase, s.name);
     if (refused) throw new ApiError("not_allowed", refused);
-    const { policy: next } = this.checkPolicyChange(s.id, input);
+    const { policy: next } = await this.checkPolicyChange(s.id, input);
     // A direct set (not an approval, which records its own) is a record in the audit
     // trail, committed with the revision: every policy change is accounted for.
     const within =
       opts.within ??
-      ((revision: number): void => {
+      (async (revision: number, tx: Transaction): Promise<void> => {
         const time = new Date().toISOString();
-        this.d.store.appendAudit([{ sandboxId: s.id, generation: s.generation, time, decision: "policy", count: 1, event: { type: "policy_set", action: "set", by: "api", revision, hash: policyHash(next), time } }]);
+        await tx.appendAudit([{ sandboxId: s.id, generation: s.generation, time, decision: "policy", count: 1, event: { type: "policy_set", action: "set", by: "api", revision, hash: policyHash(next), time } }]);
       });
-    const revision = this.d.store.addPolicy(s, next, typeof input === "string" ? input : null, { ...opts, within });
+    const revision = await this.d.store.addPolicy(s, next, typeof input === "string" ? input : null, { ...opts, within });
     // Recovering too: the control session needs no Docker, and recovery waits for this ack.
     const live = LIVE_PHASES.includes(s.phase);
     const pushed = live && (this.d.generations.get(s.id, s.generation)?.desire(next, revision) ?? false);
@@ -214,8 +214,8 @@ export class SandboxService {
   }
 
   /** Dry run: what the active policy decides for a URL (the address check happens at resolution, in the proxy). */
-  checkPolicy(nameOrId: string, url: string, method = "GET"): { revision: number; request: EgressRequest; decision: Decision } {
-    const { revision, policy } = this.d.read.policyOf(nameOrId);
+  async checkPolicy(nameOrId: string, url: string, method = "GET"): Promise<{ revision: number; request: EgressRequest; decision: Decision }> {
+    const { revision, policy } = await this.d.read.policyOf(nameOrId);
     let u: URL;
     try {
       u = new URL(url);
@@ -231,7 +231,7 @@ export class SandboxService {
   }
 
   async exec(nameOrId: string, opts: ExecOptions): Promise<ExecSession> {
-    const s = this.d.read.get(nameOrId);
+    const s = await this.d.read.get(nameOrId);
     if (s.phase !== "Ready" || !s.runtime) {
       throw new ApiError("not_allowed", `cannot exec in sandbox "${s.name}": it is ${s.phase}; exec needs Ready`);
     }

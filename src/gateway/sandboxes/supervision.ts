@@ -41,6 +41,7 @@ export class Supervision implements MonitorSink {
   #channel: "unknown" | "up" | "down" = "unknown";
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
+  #ticking = false;
   /** Deadline failures being committed (close() waits for them). */
   readonly #work = new Set<Promise<void>>();
   readonly #m = { recoveringMsTotal: 0, recovered: 0 };
@@ -61,17 +62,19 @@ export class Supervision implements MonitorSink {
   start(): void {
     if (!this.#monitor || this.#timer || this.#closed) return;
     this.#monitor.start();
-    this.#timer = setInterval(() => this.#tick(), Math.min(500, this.#retryMs));
+    this.#timer = setInterval(() => {
+      this.#tick().catch((err: unknown) => this.d.log.error({ err: errorMessage(err) }, "supervision tick failed"));
+    }, Math.min(500, this.#retryMs));
   }
 
   /** Watch a generation that just became Ready, or is adopted Ready or Recovering at gateway start. */
-  watch(h: GenerationHandle): void {
+  async watch(h: GenerationHandle): Promise<void> {
     if (!this.#monitor) return;
     h.watch(this.#monitor);
     if (!h.watched) return;
     // Adopted while Recovering: its deadline runs from when it entered Recovering.
-    const s = this.d.store.get(h.sandboxId);
-    if (s?.phase === "Recovering" && s.generation === h.generation && h.recovery === null) h.recovery = adopted(this.#recoveringSince(h.sandboxId), Date.now());
+    const s = await this.d.store.get(h.sandboxId);
+    if (s?.phase === "Recovering" && s.generation === h.generation && h.recovery === null) h.recovery = adopted(await this.#recoveringSince(h.sandboxId), Date.now());
     if (this.#channel === "down") this.#track(this.#lose(h, "the Docker events stream is down", "runtime"));
   }
 
@@ -102,7 +105,7 @@ export class Supervision implements MonitorSink {
       return NOTHING;
     }
     const h = this.d.generations.get(f.sandboxId, f.generation);
-    const s = this.d.store.get(f.sandboxId);
+    const s = await this.d.store.get(f.sandboxId);
     // Not the sandbox's current generation (a newer one, stopped, deleted): not ours to act on.
     if (!h || !s || s.generation !== f.generation) return { do: "stale" };
     return f.kind === "verdicts" ? this.#verdicts(h, s.phase, f.verdicts) : this.#probed(h, f.checks, f.exec);
@@ -168,7 +171,7 @@ export class Supervision implements MonitorSink {
 
   /** Ready → Recovering (nothing is stopped); a Recovering generation without a record gets one. */
   async #lose(h: GenerationHandle, problem: string, cause: LossCause): Promise<void> {
-    const s = this.d.store.get(h.sandboxId);
+    const s = await this.d.store.get(h.sandboxId);
     if (!s || s.generation !== h.generation) return;
     // The session up while still Ready: if that very session is still up once both
     // instances check out unchanged, it stands in for the exec probe.
@@ -178,7 +181,7 @@ export class Supervision implements MonitorSink {
       // Re-verification starts at once (and runs on every retry while Recovering).
       if (cause === "boundary" && this.#channel === "up") this.#monitor?.check(h.sandboxId);
     } else if (s.phase === "Recovering" && h.recovery === null && h.state === "live") {
-      h.recovery = adopted(this.#recoveringSince(h.sandboxId), Date.now(), cause, problem);
+      h.recovery = adopted(await this.#recoveringSince(h.sandboxId), Date.now(), cause, problem);
     }
   }
 
@@ -200,15 +203,14 @@ export class Supervision implements MonitorSink {
       async () => {
         // The checks ran before this turn of the queue: a policy revision accepted since
         // (policy set while Recovering) is not in force until the supervisor acks it.
-        // Ready only with the boundary's evidence holding now; the next check looks again.
-        if (event.type === "recovered") {
+        // Ready only with the boundary's evidence holding at the write (asked right before
+        // it); the next check looks again.
+        const holds = (): boolean => {
           const own = this.d.evidence.boundary(id, h.generation);
-          if (!own.ok) {
-            this.d.log.info({ sandboxId: id, generation: h.generation, problem: own.detail }, "not re-verified at the commit; still Recovering");
-            return;
-          }
-        }
-        applied = this.d.controller.observe(id, h.generation, event, message) !== null;
+          if (!own.ok) this.d.log.info({ sandboxId: id, generation: h.generation, problem: own.detail }, "not re-verified at the commit; still Recovering");
+          return own.ok;
+        };
+        applied = (await this.d.controller.observe(id, h.generation, event, message, undefined, event.type === "recovered" ? holds : undefined)) !== null;
       },
       (err) => this.d.log.error({ sandboxId: id, err: errorMessage(err) }, "monitor observation failed"),
     );
@@ -226,16 +228,28 @@ export class Supervision implements MonitorSink {
   }
 
   /** Deadlines, and re-checks of Recovering generations while Docker answers: idle cost flat in N. */
-  #tick(): void {
+  async #tick(): Promise<void> {
+    // A tick that waits on the store is not overlapped by the next one.
+    if (this.#ticking) return;
+    this.#ticking = true;
+    try {
+      await this.#tickNow();
+    } finally {
+      this.#ticking = false;
+    }
+  }
+
+  async #tickNow(): Promise<void> {
     const now = Date.now();
     const connected = this.#channel === "up";
     for (const h of this.d.generations.recovering()) {
-      const s = this.d.store.get(h.sandboxId);
+      const s = await this.d.store.get(h.sandboxId);
+      if (h.recovery === null) continue; // settled while the store answered
       if (!h.watched || !s || s.phase !== "Recovering" || s.generation !== h.generation) {
         this.#settle(h, false);
         continue;
       }
-      const reason = overdue(h.recovery!, connected, now, this.d.deadlines);
+      const reason = overdue(h.recovery, connected, now, this.d.deadlines);
       if (reason !== null) {
         if (!h.failing) {
           h.failing = true;
@@ -259,8 +273,8 @@ export class Supervision implements MonitorSink {
     this.#work.add(t);
   }
 
-  #recoveringSince(sandboxId: string): number | undefined {
-    const at = this.d.store.enteredPhaseAt(sandboxId, "Recovering");
+  async #recoveringSince(sandboxId: string): Promise<number | undefined> {
+    const at = await this.d.store.enteredPhaseAt(sandboxId, "Recovering");
     return at === null ? undefined : Date.parse(at);
   }
 

@@ -37,8 +37,8 @@ export interface TaskDeps {
 const newNonce = (): string => randomBytes(12).toString("hex");
 
 /** The policy revision a sandbox enforces: the highest one recorded. */
-export function activePolicy(store: Store, sandboxId: string): { revision: number; policy: Policy } {
-  const p = store.policy(sandboxId);
+export async function activePolicy(store: Store, sandboxId: string): Promise<{ revision: number; policy: Policy }> {
+  const p = await store.policy(sandboxId);
   if (!p) throw new Error(`sandbox ${sandboxId} has no policy revision`);
   return { revision: p.revision, policy: p.policy };
 }
@@ -60,10 +60,13 @@ export class LifecycleTasks {
   /** Launch the sandbox's current generation (it is Provisioning). */
   launch(s: SandboxRecord): void {
     const handle = this.d.generations.open(s, newNonce());
-    const req: LaunchRequest = { sandboxId: s.id, name: s.name, generation: s.generation, nonce: handle.nonce, spec: s.spec, policy: activePolicy(this.d.store, s.id) };
+    // Queued now, in the caller's turn, so that it runs before a stop or delete asked after it.
     void this.d.serial.run(
       s.id,
-      () => this.#queued(s, req, handle),
+      async () => {
+        const req: LaunchRequest = { sandboxId: s.id, name: s.name, generation: s.generation, nonce: handle.nonce, spec: s.spec, policy: await activePolicy(this.d.store, s.id) };
+        await this.#queued(s, req, handle);
+      },
       (err) => this.d.log.error({ err, sandboxId: s.id, generation: s.generation }, "launch task failed"),
     );
   }
@@ -74,20 +77,23 @@ export class LifecycleTasks {
    */
   async #queued(s: SandboxRecord, req: LaunchRequest, handle: GenerationHandle): Promise<void> {
     const { active, waiting, max } = this.#launches.load;
-    if (active >= max) this.d.controller.note(s, req.generation, `waiting to launch: ${waiting} ahead, ${max} at once (gateway start --launch-concurrency)`);
+    if (active >= max) await this.d.controller.note(s, req.generation, `waiting to launch: ${waiting} ahead, ${max} at once (gateway start --launch-concurrency)`);
     await this.#launches.runUnlessAborted(handle.over, () => this.#launch(s, req, handle));
   }
 
   async #launch(s: SandboxRecord, req: LaunchRequest, handle: GenerationHandle): Promise<void> {
     const { sandboxId: id, generation } = req;
     const { controller, driver, control } = this.d;
-    if (!controller.isCurrent(id, generation, "Provisioning")) return;
-    const progress = (msg: string): void => controller.note(s, generation, msg);
+    if (!await controller.isCurrent(id, generation, "Provisioning")) return;
+    // The driver reports progress without waiting; a note that cannot be written is only logged.
+    const progress = (msg: string): void => {
+      controller.note(s, generation, msg).catch((err: unknown) => this.d.log.warn({ sandboxId: id, err: errorMessage(err) }, "a progress note was not written"));
+    };
     try {
       // A new generation never shares containers with an older one.
       if (generation > 1) {
         await driver.stop(id, generation - 1);
-        controller.settleTeardown(id, generation - 1);
+        await controller.settleTeardown(id, generation - 1);
       }
       if (control) {
         req.control = await control.launchControl(req);
@@ -95,43 +101,43 @@ export class LifecycleTasks {
         handle.desire(req.policy.policy, req.policy.revision);
       }
       await driver.provision(req, progress);
-      if (!controller.isCurrent(id, generation, "Provisioning")) return;
+      if (!await controller.isCurrent(id, generation, "Provisioning")) return;
       const record = await driver.start(req, progress);
       // Persist the identities before trusting them: recovery re-verifies against these.
-      if (!controller.recordRuntime(id, { phase: "Provisioning", generation }, record)) return;
+      if (!await controller.recordRuntime(id, { phase: "Provisioning", generation }, record)) return;
       handle.recorded(record);
-      progress("verifying readiness");
+      await controller.note(s, generation, "verifying readiness");
       const report = await this.#waitReady(req, record, handle);
       if (report.exited) {
-        this.#exitedEarly(id, generation, report.exited);
+        await this.#exitedEarly(id, generation, report.exited);
         return;
       }
       if (!report.ready) {
         const failed = report.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail ?? "failed"}`);
         throw new Error(`not ready after ${this.d.readyTimeoutMs} ms (${failed.join("; ")})`);
       }
-      if (controller.observe(id, generation, { type: "ready" }, "readiness verified")) {
+      if (await controller.observe(id, generation, { type: "ready" }, "readiness verified")) {
         this.d.log.info({ sandboxId: id, generation, record }, "sandbox ready");
-        this.d.supervision.watch(handle);
+        await this.d.supervision.watch(handle);
       }
     } catch (err) {
       const detail = errorMessage(err);
       // Error owes the teardown of whatever this launch made (retried until done);
       // an aborted launch is cleaned up by the stop or delete that aborted it.
-      const failed = controller.observe(id, generation, { type: "provisionFailed", detail }, detail);
+      const failed = await controller.observe(id, generation, { type: "provisionFailed", detail }, detail);
       this.d.log.warn({ sandboxId: id, generation, err: detail }, failed ? "provisioning failed" : "provisioning aborted");
     }
   }
 
   /** The workload ran to its end before it was ever ready: Completed (exit 0) or Error(WorkloadExited), as soon as seen. */
-  #exitedEarly(id: string, generation: number, exited: { exitCode: number; output: string[] }): void {
+  async #exitedEarly(id: string, generation: number, exited: { exitCode: number; output: string[] }): Promise<void> {
     const tail = exited.output.length > 0 ? `; last output: ${exited.output.join(" | ")}` : "; no output";
     // The failure's message is its reason's detail, not a second wording of it (events show both).
     const detail = `exited during start-up${tail}`;
     const done =
       exited.exitCode === 0
-        ? this.d.controller.observe(id, generation, { type: "completed" }, `workload exited 0 during start-up${tail}`)
-        : this.d.controller.observe(id, generation, { type: "failed", reason: { code: "WorkloadExited", exitCode: exited.exitCode, detail } }, detail);
+        ? await this.d.controller.observe(id, generation, { type: "completed" }, `workload exited 0 during start-up${tail}`)
+        : await this.d.controller.observe(id, generation, { type: "failed", reason: { code: "WorkloadExited", exitCode: exited.exitCode, detail } }, detail);
     this.d.log.info({ sandboxId: id, generation, exitCode: exited.exitCode, applied: done !== null }, "workload exited during start-up");
   }
 
@@ -147,7 +153,7 @@ export class LifecycleTasks {
     const deadline = Date.now() + this.d.readyTimeoutMs;
     for (let delay = 50; ; delay = Math.min(delay * 2, 500)) {
       const report = await this.#evidence(req, record);
-      if (report.ready || report.exited || Date.now() + delay > deadline || !this.d.controller.isCurrent(req.sandboxId, req.generation, "Provisioning")) return report;
+      if (report.ready || report.exited || Date.now() + delay > deadline || !await this.d.controller.isCurrent(req.sandboxId, req.generation, "Provisioning")) return report;
       if (!(await handle.sleep(delay))) return report;
     }
   }
@@ -159,14 +165,14 @@ export class LifecycleTasks {
     void this.d.serial.run(
       id,
       async () => {
-        if (!controller.isCurrent(id, generation, "Stopping")) return;
+        if (!await controller.isCurrent(id, generation, "Stopping")) return;
         await this.#untilDone(s, "stop", () => driver.stop(id, generation), () => controller.isCurrent(id, generation, "Stopping"));
-        controller.settleTeardown(id, generation);
-        controller.observe(id, generation, { type: "stopped" }, "containers removed; workspace kept", null);
+        await controller.settleTeardown(id, generation);
+        await controller.observe(id, generation, { type: "stopped" }, "containers removed; workspace kept", null);
       },
-      (err) => {
+      async (err) => {
         this.d.log.error({ sandboxId: id, generation, err: errorMessage(err) }, "stop failed; sandbox stays Stopping");
-        controller.note(s, generation, `stop failed: ${errorMessage(err)}`);
+        await controller.note(s, generation, `stop failed: ${errorMessage(err)}`);
       },
     );
   }
@@ -178,14 +184,14 @@ export class LifecycleTasks {
     void this.d.serial.run(
       id,
       async () => {
-        if (!controller.isCurrent(id, generation, "Deleting")) return;
+        if (!await controller.isCurrent(id, generation, "Deleting")) return;
         await this.#untilDone(s, "delete", () => driver.remove(id), () => controller.isCurrent(id, generation, "Deleting"));
-        this.d.store.deleteSandbox(id, { generation });
+        await this.d.store.deleteSandbox(id, { generation });
         this.d.log.info({ sandboxId: id, name: s.name }, "sandbox deleted");
       },
-      (err) => {
+      async (err) => {
         this.d.log.error({ sandboxId: id, generation, err: errorMessage(err) }, "delete failed; sandbox stays Deleting");
-        controller.note(s, generation, `delete failed: ${errorMessage(err)}`);
+        await controller.note(s, generation, `delete failed: ${errorMessage(err)}`);
       },
     );
   }
@@ -201,10 +207,10 @@ export class LifecycleTasks {
     if (!handle || handle.state !== "owed") return;
     const { store, controller, driver, serial, log } = this.d;
     const attempt = async (): Promise<boolean> => {
-      const s = store.get(id);
+      const s = await store.get(id);
       if (!s || s.generation !== generation || s.teardownOwed === null || s.teardownOwed > generation || handle.state !== "owed") return true;
       await driver.stop(id, generation);
-      controller.settleTeardown(id, generation);
+      await controller.settleTeardown(id, generation);
       this.d.generations.tornDown(id, generation);
       log.info({ sandboxId: id, generation }, "containers removed (fail closed)");
       return true;
@@ -217,8 +223,8 @@ export class LifecycleTasks {
           async () => {
             done = await attempt();
           },
-          (err) => {
-            if (n === 0) controller.note({ id, name: handle.name }, generation, `teardown is waiting for the runtime: ${errorMessage(err)}`);
+          async (err) => {
+            if (n === 0) await controller.note({ id, name: handle.name }, generation, `teardown is waiting for the runtime: ${errorMessage(err)}`);
             log.warn({ sandboxId: id, generation, attempt: n, err: errorMessage(err) }, "teardown failed; retrying");
           },
         );
@@ -236,14 +242,14 @@ export class LifecycleTasks {
    * A persisted stop or delete is carried out even if the runtime is away for a
    * while: retry with capped backoff while the intent still stands.
    */
-  async #untilDone(s: SandboxRecord, what: string, work: () => Promise<void>, stillWanted: () => boolean): Promise<void> {
+  async #untilDone(s: SandboxRecord, what: string, work: () => Promise<void>, stillWanted: () => Promise<boolean>): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
         await work();
         return;
       } catch (err) {
-        if (this.#closed || !stillWanted()) throw err;
-        if (attempt === 0) this.d.controller.note(s, s.generation, `${what} is waiting for the runtime: ${errorMessage(err)}`);
+        if (this.#closed || !(await stillWanted())) throw err;
+        if (attempt === 0) await this.d.controller.note(s, s.generation, `${what} is waiting for the runtime: ${errorMessage(err)}`);
         this.d.log.warn({ sandboxId: s.id, attempt, err: errorMessage(err) }, `${what} failed; retrying`);
         await this.#sleep(Math.min(5000, 200 * 2 ** attempt));
       }

@@ -37,31 +37,30 @@ export class SecretDelivery {
   ) {}
 
   /** Where each sandbox's active policy binds the secret. */
-  bindings(name: string): BoundIn[] {
+  async bindings(name: string): Promise<BoundIn[]> {
     const out: BoundIn[] = [];
-    for (const s of this.store.list()) {
-      const p = this.store.policy(s.id);
+    for (const s of await this.store.list()) {
+      const p = await this.store.policy(s.id);
       if (p === null) continue;
       for (const b of secretBindings(p.policy, name)) out.push({ sandbox: s.name, ...b, ports: [...b.ports], paths: b.paths && [...b.paths] });
     }
     return out;
   }
 
-  usedBy(name: string): string[] {
-    return this.store
-      .list()
-      .filter((s) => {
-        const p = this.store.policy(s.id);
-        return p !== null && referencedSecrets(p.policy).includes(name);
-      })
-      .map((s) => s.name);
+  async usedBy(name: string): Promise<string[]> {
+    const out: string[] = [];
+    for (const s of await this.store.list()) {
+      const p = await this.store.policy(s.id);
+      if (p !== null && referencedSecrets(p.policy).includes(name)) out.push(s.name);
+    }
+    return out;
   }
 
   /** After a set or delete: the new values to every running sandbox that references it; waits up to waitMs for the acks. */
   async deliver(name: string, waitMs: number | null): Promise<Delivery> {
     const pushes = this.boundary?.secretChanged(name) ?? [];
-    const nameOf = (id: string): string => this.store.get(id)?.name ?? id;
-    const pushed = pushes.map((p) => nameOf(p.sandboxId));
+    const nameOf = async (id: string): Promise<string> => (await this.store.get(id))?.name ?? id;
+    const pushed = await Promise.all(pushes.map((p) => nameOf(p.sandboxId)));
     if (waitMs === null) return { pushed, acknowledged: null, pending: null };
     const acked = await Promise.all(pushes.map((p) => this.boundary!.waitForSecrets(p.sandboxId, p.version, waitMs)));
     return { pushed, acknowledged: pushed.filter((_n, i) => acked[i]), pending: pushed.filter((_n, i) => !acked[i]) };

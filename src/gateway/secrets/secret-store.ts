@@ -8,7 +8,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { writeSecretFileOnce } from "../../util/secret-file.js";
-import type { Store } from "../../store/contract.js";
+import type { SealedSecret, Store } from "../../store/contract.js";
 
 import { checkSecretName } from "../../policy/index.js";
 import { MAX_SECRET_BYTES } from "../../api/schemas.js";
@@ -32,14 +32,30 @@ export function ensureSecretsKey(homeDir: string): Buffer {
 
 export class SecretStore {
   readonly #listeners = new Set<(name: string) => void>();
+  /**
+   * The sealed values, as the store holds them: a policy push reveals them synchronously,
+   * between the secrets message and the policy message it must precede (boundary.ts).
+   * This gateway is the only writer of its store's secrets, so set and delete keep it.
+   */
+  readonly #sealed = new Map<string, SealedSecret>();
 
-  constructor(
+  private constructor(
     private readonly store: Store,
     private readonly key: Buffer,
   ) {}
 
+  /** The store's secrets, loaded once (still sealed). */
+  static async open(store: Store, key: Buffer): Promise<SecretStore> {
+    const s = new SecretStore(store, key);
+    for (const { name } of await store.listSecrets()) {
+      const row = await store.getSecret(name);
+      if (row) s.#sealed.set(name, row);
+    }
+    return s;
+  }
+
   /** Create or replace; returns the new version. */
-  set(name: string, value: Buffer): number {
+  async set(name: string, value: Buffer): Promise<number> {
     const bad = checkSecretName(name);
     if (bad) throw new Error(bad);
     if (value.length === 0 || value.length > MAX_SECRET_BYTES) throw new Error(`a secret value is 1 to ${MAX_SECRET_BYTES} bytes; this one is ${value.length}`);
@@ -48,14 +64,16 @@ export class SecretStore {
     cipher.setAAD(Buffer.from(name));
     const ciphertext = Buffer.concat([cipher.update(value), cipher.final()]);
     const tag = cipher.getAuthTag();
-    const version = this.store.putSecret(name, { nonce, ciphertext, tag }, new Date().toISOString());
+    const sealed = { nonce, ciphertext, tag };
+    const version = await this.store.putSecret(name, sealed, new Date().toISOString());
+    this.#sealed.set(name, sealed);
     for (const l of this.#listeners) l(name);
     return version;
   }
 
   /** The value, decrypted (for the supervisors that inject it); null when there is none. */
   reveal(name: string): Buffer | null {
-    const row = this.store.getSecret(name);
+    const row = this.#sealed.get(name);
     if (!row) return null;
     const d = createDecipheriv("aes-256-gcm", this.key, row.nonce);
     d.setAAD(Buffer.from(name));
@@ -67,12 +85,13 @@ export class SecretStore {
     }
   }
 
-  list(): SecretInfo[] {
-    return this.store.listSecrets();
+  async list(): Promise<SecretInfo[]> {
+    return await this.store.listSecrets();
   }
 
-  delete(name: string): boolean {
-    const removed = this.store.deleteSecret(name);
+  async delete(name: string): Promise<boolean> {
+    const removed = await this.store.deleteSecret(name);
+    this.#sealed.delete(name);
     if (removed) for (const l of this.#listeners) l(name);
     return removed;
   }

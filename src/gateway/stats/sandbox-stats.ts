@@ -27,7 +27,7 @@ export class SandboxStats {
 
   /** One sandbox: 409 unless Ready, 503 when the runtime cannot measure it. */
   async one(nameOrId: string): Promise<StatsView> {
-    const s = this.d.read.get(nameOrId);
+    const s = await this.d.read.get(nameOrId);
     const record = s.phase === "Ready" && s.runtime?.generation === s.generation ? s.runtime : null;
     if (record === null) throw new ApiError("not_allowed", `sandbox "${s.name}" is ${s.phase}: stats are measured only while it is Ready`);
     const v = await this.view(s);
@@ -37,7 +37,7 @@ export class SandboxStats {
 
   /** A page of the Ready sandboxes in name order, one row each; a row whose sample failed says why. */
   async page(q: { after?: string; limit: number }): Promise<Page<StatsView>> {
-    const p = this.d.read.listPage({ after: q.after, limit: q.limit, phase: "Ready" });
+    const p = await this.d.read.listPage({ after: q.after, limit: q.limit, phase: "Ready" });
     return { sandboxes: await Promise.all(p.sandboxes.map((s) => this.view(s))), next: p.next };
   }
 
@@ -67,7 +67,7 @@ export class SandboxStats {
       memory: runtime?.memory ?? null,
       pids: runtime?.pids ?? null,
       disk: this.d.read.diskOf(s),
-      egress: this.d.store.egressTotals(s.id, s.generation),
+      egress: await this.d.store.egressTotals(s.id, s.generation),
       dropped: runtime?.dropped ?? null,
       error,
     };
