@@ -175,6 +175,47 @@ describe("store", () => {
     s.close();
   });
 
+  it("a transaction spans its function's awaits: other operations wait for its end and never see it half-written; a throw rolls all of it back, with no event", async () => {
+    const s = Store.open(db);
+    await s.createSandbox({ id: "a", name: "demo", spec, policy });
+    const seen: string[] = [];
+    s.onEvent((e) => seen.push(e.message ?? ""));
+    let release = (): void => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const order: string[] = [];
+    const tx = s.transact(async (t) => {
+      await t.info({ id: "a", name: "demo", generation: 1 }, "inside");
+      await gate;
+      order.push("committing");
+    });
+    // Asked while it is open: answered after its commit, with what it wrote.
+    const read = s.events("a").then((events) => {
+      order.push("read");
+      return events.map((e) => e.message);
+    });
+    const write = s.appendEvent({ id: "a", name: "demo", generation: 1 }, "info", "after").then(() => order.push("written"));
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual([]);
+    expect(seen).toEqual([]);
+    release();
+    await Promise.all([tx, read, write]);
+    expect(order).toEqual(["committing", "read", "written"]);
+    expect(await read).toEqual(["created", "inside"]);
+    expect(seen).toEqual(["inside", "after"]);
+
+    await expect(
+      s.transact(async (t) => {
+        await t.info({ id: "a", name: "demo", generation: 1 }, "rolled back");
+        await t.appendAudit([{ sandboxId: "a", generation: 1, time: new Date().toISOString(), decision: "allow", count: 1, event: {} }]);
+        throw new Error("no");
+      }),
+    ).rejects.toThrow("no");
+    expect((await s.events("a")).map((e) => e.message)).toEqual(["created", "inside", "after"]);
+    expect(await s.audit("a")).toEqual([]);
+    expect(seen).toEqual(["inside", "after"]);
+    s.close();
+  });
+
   it("deletes only a Deleting sandbox and keeps its events", async () => {
     const s = Store.open(db);
     await s.createSandbox({ id: "a", name: "demo", spec, policy });
