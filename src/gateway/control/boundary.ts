@@ -7,6 +7,7 @@ import { referencedSecrets, type Policy } from "../../policy/index.js";
 import { ACCEPTS_HOST_ADDRESSES, CLOSE } from "../../protocol/wire.js";
 import type { AckMessage, GatewayMessage, HeartbeatMessage, SecretsAckMessage, WireAuditEvent } from "../../protocol/wire.js";
 import type { BoundaryHealth } from "../../api/responses.js";
+import { VersionWaiters } from "../../util/version-waiters.js";
 import { SecretsPusher, type SecretValuesSource, type SecretsPush } from "./secrets-push.js";
 
 /** The API's shapes (src/api/responses.ts), named here for the code that builds them. */
@@ -73,12 +74,6 @@ interface Live {
   acks: Map<number, number | null>;
 }
 
-interface Waiter {
-  revision: number;
-  resolve: (r: WaitResult) => void;
-  timer: NodeJS.Timeout;
-}
-
 const quiet: BoundaryLog = { info: () => undefined, warn: () => undefined };
 
 export class BoundaryRegistry {
@@ -87,7 +82,12 @@ export class BoundaryRegistry {
   readonly #log: BoundaryLog;
   readonly #desired = new Map<string, Desired>();
   readonly #live = new Map<string, Live>();
-  readonly #waiters = new Map<string, Set<Waiter>>();
+  /** Waits for a revision to be enforced, by sandbox. */
+  readonly #waiters = new VersionWaiters<WaitResult>({
+    reached: (sandboxId, revision) => this.#reached(sandboxId, revision),
+    answer: (sandboxId, revision) => ({ reached: true, health: this.health(sandboxId), connectionsClosed: this.#closedFor(sandboxId, revision) }),
+    missed: (sandboxId) => ({ reached: false, health: this.health(sandboxId), connectionsClosed: null }),
+  });
   readonly #lastEmitted = new Map<string, string>();
   readonly #auditListeners = new Set<AuditListener>();
   readonly #changeListeners = new Set<ChangeListener>();
@@ -104,7 +104,7 @@ export class BoundaryRegistry {
     this.#staleMs = opts.heartbeatStaleMs ?? 6000;
     this.#idleMs = opts.sessionIdleMs ?? 10_000;
     this.#log = opts.log ?? quiet;
-    this.#secrets = new SecretsPusher(opts.secretValues, this.#log);
+    this.#secrets = new SecretsPusher(opts.secretValues, this.#log, (sandboxId) => this.#live.get(sandboxId)?.link);
   }
 
   /** How often the sweep runs: a quarter of the shorter deadline, at most 1 s. */
@@ -169,7 +169,7 @@ export class BoundaryRegistry {
 
   /** Resolves true once the sandbox's supervisor acked secrets `version` (or newer), false after timeoutMs. */
   waitForSecrets(sandboxId: string, version: number, timeoutMs: number): Promise<boolean> {
-    return this.#secrets.wait(sandboxId, this.#live.get(sandboxId)?.link, version, timeoutMs);
+    return this.#secrets.wait(sandboxId, version, timeoutMs);
   }
 
   health(sandboxId: string): BoundaryHealth {
@@ -215,20 +215,7 @@ export class BoundaryRegistry {
 
   /** Resolves once a live session acknowledged `revision` (or newer), or after timeoutMs with reached=false. */
   waitForRevision(sandboxId: string, revision: number, timeoutMs: number): Promise<WaitResult> {
-    if (this.#reached(sandboxId, revision)) return Promise.resolve({ reached: true, health: this.health(sandboxId), connectionsClosed: this.#closedFor(sandboxId, revision) });
-    return new Promise((resolve) => {
-      const set = this.#waiters.get(sandboxId) ?? new Set<Waiter>();
-      this.#waiters.set(sandboxId, set);
-      const waiter: Waiter = {
-        revision,
-        resolve,
-        timer: setTimeout(() => {
-          set.delete(waiter);
-          resolve({ reached: false, health: this.health(sandboxId), connectionsClosed: null });
-        }, timeoutMs),
-      };
-      set.add(waiter);
-    });
+    return this.#waiters.wait(sandboxId, revision, timeoutMs);
   }
 
   onAudit(cb: AuditListener): () => void {
@@ -291,13 +278,7 @@ export class BoundaryRegistry {
       this.#drop(live);
       live.link.close(CLOSE.goingAway, "gateway shutting down");
     }
-    for (const [sandboxId, set] of this.#waiters) {
-      for (const w of set) {
-        clearTimeout(w.timer);
-        w.resolve({ reached: false, health: this.health(sandboxId), connectionsClosed: null });
-      }
-    }
-    this.#waiters.clear();
+    this.#waiters.close();
     this.#secrets.close();
   }
 
@@ -473,15 +454,7 @@ export class BoundaryRegistry {
   }
 
   #changed(sandboxId: string): void {
-    const waiters = this.#waiters.get(sandboxId);
-    if (waiters !== undefined) {
-      for (const w of [...waiters]) {
-        if (!this.#reached(sandboxId, w.revision)) continue;
-        clearTimeout(w.timer);
-        waiters.delete(w);
-        w.resolve({ reached: true, health: this.health(sandboxId), connectionsClosed: this.#closedFor(sandboxId, w.revision) });
-      }
-    }
+    this.#waiters.advance(sandboxId);
     if (this.#changeListeners.size === 0) return;
     const h = this.health(sandboxId);
     const key = JSON.stringify([h.session, h.generation, h.enforcedRevision, h.desiredRevision, h.proxy, h.lockdown, h.healthy, h.problem]);
