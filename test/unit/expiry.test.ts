@@ -292,3 +292,31 @@ describe("ExpirySweeper", () => {
     expect(r.clock.timers.size).toBe(0);
   });
 });
+
+describe("ActivityTracker.takeDirty: the sandboxes touched since the last take", () => {
+  it("returns exactly the touched ones, once, and not a forgotten one", () => {
+    let t = 1_000;
+    const a = new ActivityTracker(() => t);
+    for (const id of ["a", "b", "c", "d"]) a.begin(id)();
+    a.takeDirty();
+    t += 10;
+    a.touch("a");
+    t += 5;
+    a.touch("c");
+    a.touch("gone");
+    a.touch("c", t - 1); // earlier than known: not a change
+    a.forget("gone");
+    expect(a.dirty).toBe(2);
+    expect(a.takeDirty().sort()).toEqual([
+      ["a", 1_010],
+      ["c", 1_015],
+    ]);
+    expect(a.dirty).toBe(0);
+    expect(a.takeDirty()).toEqual([]);
+    // Touched again after the take: dirty again; forgotten after its touch: gone.
+    a.touch("b", 2_000);
+    a.touch("d", 2_000);
+    a.forget("d");
+    expect(a.takeDirty()).toEqual([["b", 2_000]]);
+  });
+});

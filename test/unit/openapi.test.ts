@@ -6,13 +6,13 @@
 // runs on every api() call (openapi-check.ts) refuses what the contract does not allow.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import WebSocket from "ws";
 import { buildOpenApi, type OpenApiDocument } from "../../src/api/openapi.js";
 import { ROUTES, fastifyPath, routeList } from "../../src/api/routes.js";
 import { VERSION } from "../../src/version.js";
 import { checkAnswer, routeFor } from "../support/openapi-check.js";
 import { MemoryDriver } from "../support/memory-driver.js";
 import { startTestGateway, type TestGateway } from "../support/gateway-fixture.js";
+import { upgradeAnswer } from "../support/ws-upgrade.js";
 
 let t: TestGateway;
 let doc: OpenApiDocument;
@@ -33,20 +33,7 @@ const isWebSocket = (path: string, method: string): boolean => routeList().some(
 
 /** The answer to a WebSocket upgrade: 101, or the refusal's status and JSON body. */
 function upgrade(path: string, token = t.token): Promise<{ status: number; body: unknown }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(t.wsUrl(path), { headers: { authorization: `Bearer ${token}` } });
-    ws.on("open", () => {
-      ws.close();
-      resolve({ status: 101, body: null });
-    });
-    ws.on("unexpected-response", (_req, res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (d: string) => (text += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
-    });
-    ws.on("error", reject);
-  });
+  return upgradeAnswer(t.wsUrl(path), { authorization: `Bearer ${token}` });
 }
 
 describe("the document and the live routes", () => {

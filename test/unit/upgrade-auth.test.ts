@@ -9,11 +9,11 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { pino } from "pino";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import WebSocket from "ws";
 import { ApiError } from "../../src/gateway/errors.js";
 import { execUpgrades } from "../../src/gateway/api/exec-ws.js";
 import { portForwardUpgrades } from "../../src/gateway/api/port-forward-ws.js";
 import { attachUpgrades } from "../../src/gateway/api/upgrades.js";
+import { upgradeAnswer } from "../support/ws-upgrade.js";
 
 const TOKEN = "the-right-token";
 const calls = { starts: 0, reads: 0, pool: 0 };
@@ -64,21 +64,10 @@ beforeEach(() => {
 });
 
 /** The refusal of an upgrade: its status and JSON body (a 101 fails the test). */
-function refusal(path: string, authorization?: string): Promise<{ status: number; body: { error: { code: string; message: string } } }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${base}${path}`, authorization === undefined ? {} : { headers: { authorization } });
-    ws.on("open", () => {
-      ws.close();
-      reject(new Error(`${path} was upgraded`));
-    });
-    ws.on("unexpected-response", (_req, res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (d: string) => (text += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
-    });
-    ws.on("error", reject);
-  });
+async function refusal(path: string, authorization?: string): Promise<{ status: number; body: { error: { code: string; message: string } } }> {
+  const r = await upgradeAnswer<{ error: { code: string; message: string } }>(`${base}${path}`, authorization === undefined ? {} : { authorization });
+  if (r.body === null) throw new Error(`${path} was upgraded`);
+  return { status: r.status, body: r.body };
 }
 
 const PATHS = { exec: "/v1/sandboxes/s1/exec?cmd=true", portForward: "/v1/sandboxes/s1/port-forward?port=80" };

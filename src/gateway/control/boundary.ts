@@ -7,6 +7,7 @@ import { referencedSecrets, type Policy } from "../../policy/index.js";
 import { ACCEPTS_HOST_ADDRESSES, CLOSE } from "../../protocol/wire.js";
 import type { AckMessage, GatewayMessage, HeartbeatMessage, SecretsAckMessage, WireAuditEvent } from "../../protocol/wire.js";
 import type { BoundaryHealth } from "../../api/responses.js";
+import { VersionWaiters } from "../../util/version-waiters.js";
 import { SecretsPusher, type SecretValuesSource, type SecretsPush } from "./secrets-push.js";
 
 /** The API's shapes (src/api/responses.ts), named here for the code that builds them. */
@@ -73,10 +74,12 @@ interface Live {
   acks: Map<number, number | null>;
 }
 
-interface Waiter {
-  revision: number;
-  resolve: (r: WaitResult) => void;
-  timer: NodeJS.Timeout;
+/** All the registry keeps of one sandbox: forgetting it is one delete. */
+interface Known {
+  desired: Desired | null;
+  live: Live | null;
+  /** The health last reported to the change listeners, as a key: only changes are reported. */
+  lastEmitted: string | null;
 }
 
 const quiet: BoundaryLog = { info: () => undefined, warn: () => undefined };
@@ -85,10 +88,15 @@ export class BoundaryRegistry {
   readonly #staleMs: number;
   readonly #idleMs: number;
   readonly #log: BoundaryLog;
-  readonly #desired = new Map<string, Desired>();
-  readonly #live = new Map<string, Live>();
-  readonly #waiters = new Map<string, Set<Waiter>>();
-  readonly #lastEmitted = new Map<string, string>();
+  readonly #sandboxes = new Map<string, Known>();
+  /** The sessions up now (each its sandbox's `live`): the sweep walks these, not every sandbox known. */
+  readonly #sessions = new Set<Live>();
+  /** Waits for a revision to be enforced, by sandbox. */
+  readonly #waiters = new VersionWaiters<WaitResult>({
+    reached: (sandboxId, revision) => this.#reached(sandboxId, revision),
+    answer: (sandboxId, revision) => ({ reached: true, health: this.health(sandboxId), connectionsClosed: this.#closedFor(sandboxId, revision) }),
+    missed: (sandboxId) => ({ reached: false, health: this.health(sandboxId), connectionsClosed: null }),
+  });
   readonly #auditListeners = new Set<AuditListener>();
   readonly #changeListeners = new Set<ChangeListener>();
   #closed = false;
@@ -104,7 +112,7 @@ export class BoundaryRegistry {
     this.#staleMs = opts.heartbeatStaleMs ?? 6000;
     this.#idleMs = opts.sessionIdleMs ?? 10_000;
     this.#log = opts.log ?? quiet;
-    this.#secrets = new SecretsPusher(opts.secretValues, this.#log);
+    this.#secrets = new SecretsPusher(opts.secretValues, this.#log, (sandboxId) => this.#liveOf(sandboxId)?.link);
   }
 
   /** How often the sweep runs: a quarter of the shorter deadline, at most 1 s. */
@@ -121,11 +129,11 @@ export class BoundaryRegistry {
    */
   setDesired(sandboxId: string, generation: number, policy: Policy, revision: number): boolean {
     if (!Number.isSafeInteger(revision) || revision < 0) throw new TypeError(`policy revision must be a non-negative integer, got ${String(revision)}`);
-    const prev = this.#desired.get(sandboxId);
+    const prev = this.#desiredOf(sandboxId);
     if (prev !== undefined && prev.generation > generation) return false;
     if (prev !== undefined && prev.generation === generation && prev.revision > revision) return false;
-    this.#desired.set(sandboxId, { generation, policy, revision });
-    const live = this.#live.get(sandboxId);
+    this.#known(sandboxId).desired = { generation, policy, revision };
+    const live = this.#liveOf(sandboxId);
     if (live !== undefined) {
       if (live.link.generation !== generation) this.disconnect(sandboxId, "superseded by a newer launch");
       else {
@@ -144,7 +152,7 @@ export class BoundaryRegistry {
    */
   setHostAddresses(addresses: readonly string[]): void {
     this.#hostAddresses = [...addresses];
-    for (const live of this.#live.values()) this.#sendHostAddresses(live.link);
+    for (const live of this.#sessions) this.#sendHostAddresses(live.link);
   }
 
   #sendHostAddresses(link: SessionLink): void {
@@ -158,8 +166,8 @@ export class BoundaryRegistry {
    */
   secretChanged(name: string): SecretsPush[] {
     const pushed: SecretsPush[] = [];
-    for (const live of this.#live.values()) {
-      const desired = this.#desired.get(live.link.sandboxId);
+    for (const live of this.#sessions) {
+      const desired = this.#desiredOf(live.link.sandboxId);
       if (desired?.generation !== live.link.generation || !referencedSecrets(desired.policy).includes(name)) continue;
       const version = this.#secrets.send(live.link, desired.policy);
       if (version !== null) pushed.push({ sandboxId: live.link.sandboxId, version });
@@ -169,12 +177,12 @@ export class BoundaryRegistry {
 
   /** Resolves true once the sandbox's supervisor acked secrets `version` (or newer), false after timeoutMs. */
   waitForSecrets(sandboxId: string, version: number, timeoutMs: number): Promise<boolean> {
-    return this.#secrets.wait(sandboxId, this.#live.get(sandboxId)?.link, version, timeoutMs);
+    return this.#secrets.wait(sandboxId, version, timeoutMs);
   }
 
   health(sandboxId: string): BoundaryHealth {
-    const desired = this.#desired.get(sandboxId);
-    const live = this.#live.get(sandboxId);
+    const desired = this.#desiredOf(sandboxId);
+    const live = this.#liveOf(sandboxId);
     const desiredRevision = desired?.revision ?? null;
     if (live === undefined) {
       return {
@@ -215,20 +223,7 @@ export class BoundaryRegistry {
 
   /** Resolves once a live session acknowledged `revision` (or newer), or after timeoutMs with reached=false. */
   waitForRevision(sandboxId: string, revision: number, timeoutMs: number): Promise<WaitResult> {
-    if (this.#reached(sandboxId, revision)) return Promise.resolve({ reached: true, health: this.health(sandboxId), connectionsClosed: this.#closedFor(sandboxId, revision) });
-    return new Promise((resolve) => {
-      const set = this.#waiters.get(sandboxId) ?? new Set<Waiter>();
-      this.#waiters.set(sandboxId, set);
-      const waiter: Waiter = {
-        revision,
-        resolve,
-        timer: setTimeout(() => {
-          set.delete(waiter);
-          resolve({ reached: false, health: this.health(sandboxId), connectionsClosed: null });
-        }, timeoutMs),
-      };
-      set.add(waiter);
-    });
+    return this.#waiters.wait(sandboxId, revision, timeoutMs);
   }
 
   onAudit(cb: AuditListener): () => void {
@@ -244,7 +239,7 @@ export class BoundaryRegistry {
 
   /** Closes the live session, if any (stop). The supervisor will try to reconnect; `expected()` decides. */
   disconnect(sandboxId: string, reason = "disconnected by the gateway"): void {
-    const live = this.#live.get(sandboxId);
+    const live = this.#liveOf(sandboxId);
     if (live === undefined) return;
     this.#drop(live);
     live.link.close(CLOSE.superseded, reason);
@@ -256,7 +251,7 @@ export class BoundaryRegistry {
    * Its reconnects are refused while the sandbox is not live, so nothing lifts it.
    */
   lockdown(sandboxId: string, reason: string): void {
-    const live = this.#live.get(sandboxId);
+    const live = this.#liveOf(sandboxId);
     if (live === undefined) return;
     live.link.send({ type: "lockdown", reason });
     this.#log.info({ event: "supervisor_lockdown_sent", sandboxId, generation: live.link.generation, reason }, "lockdown sent to the supervisor");
@@ -266,8 +261,7 @@ export class BoundaryRegistry {
   /** Forgets everything about a sandbox (delete), locking its live session down first. */
   forget(sandboxId: string, reason = "sandbox_deleted"): void {
     this.lockdown(sandboxId, reason);
-    this.#desired.delete(sandboxId);
-    this.#lastEmitted.delete(sandboxId);
+    this.#sandboxes.delete(sandboxId);
   }
 
   /**
@@ -275,29 +269,23 @@ export class BoundaryRegistry {
    * One session keeps its id while it stays up; a reconnect is a new session.
    */
   liveSession(sandboxId: string): { sessionId: string; generation: number } | null {
-    const link = this.#live.get(sandboxId)?.link;
+    const link = this.#liveOf(sandboxId)?.link;
     return link === undefined ? null : { sessionId: link.sessionId, generation: link.generation };
   }
 
   sandboxes(): string[] {
-    return [...new Set([...this.#desired.keys(), ...this.#live.keys()])];
+    return [...this.#sandboxes].filter(([, k]) => k.desired !== null || k.live !== null).map(([id]) => id);
   }
 
   close(): void {
     this.#closed = true;
     clearInterval(this.#sweepTimer);
     this.#sweepTimer = undefined;
-    for (const live of [...this.#live.values()]) {
+    for (const live of [...this.#sessions]) {
       this.#drop(live);
       live.link.close(CLOSE.goingAway, "gateway shutting down");
     }
-    for (const [sandboxId, set] of this.#waiters) {
-      for (const w of set) {
-        clearTimeout(w.timer);
-        w.resolve({ reached: false, health: this.health(sandboxId), connectionsClosed: null });
-      }
-    }
-    this.#waiters.clear();
+    this.#waiters.close();
     this.#secrets.close();
   }
 
@@ -306,7 +294,7 @@ export class BoundaryRegistry {
   /** Admits an authenticated session; refuses a second one for the same sandbox (the first is kept). */
   admit(link: SessionLink): { ok: true } | { ok: false; reason: "duplicate_session" | "gateway_closing" } {
     if (this.#closed) return { ok: false, reason: "gateway_closing" };
-    if (this.#live.has(link.sandboxId)) return { ok: false, reason: "duplicate_session" };
+    if (this.#liveOf(link.sandboxId) !== undefined) return { ok: false, reason: "duplicate_session" };
     const live: Live = {
       link,
       lastMessageAt: Date.now(),
@@ -317,12 +305,13 @@ export class BoundaryRegistry {
       lockdown: null,
       acks: new Map(),
     };
-    this.#live.set(link.sandboxId, live);
+    this.#known(link.sandboxId).live = live;
+    this.#sessions.add(live);
     this.#armSweep();
     link.send({ type: "welcome", sessionId: link.sessionId, sandboxId: link.sandboxId, generation: link.generation });
     // Before the policy: by the time the supervisor acks it, it refuses today's host addresses.
     this.#sendHostAddresses(link);
-    const desired = this.#desired.get(link.sandboxId);
+    const desired = this.#desiredOf(link.sandboxId);
     // Re-push on every (re)connect: this is what lifts a supervisor's lockdown.
     if (desired?.generation === link.generation) {
       this.#secrets.send(link, desired.policy);
@@ -398,14 +387,30 @@ export class BoundaryRegistry {
 
   // ---- internals ----
 
+  #known(sandboxId: string): Known {
+    let k = this.#sandboxes.get(sandboxId);
+    if (k === undefined) this.#sandboxes.set(sandboxId, (k = { desired: null, live: null, lastEmitted: null }));
+    return k;
+  }
+
+  #desiredOf(sandboxId: string): Desired | undefined {
+    return this.#sandboxes.get(sandboxId)?.desired ?? undefined;
+  }
+
+  #liveOf(sandboxId: string): Live | undefined {
+    return this.#sandboxes.get(sandboxId)?.live ?? undefined;
+  }
+
   #current(link: SessionLink): Live | undefined {
-    const live = this.#live.get(link.sandboxId);
+    const live = this.#liveOf(link.sandboxId);
     return live?.link === link ? live : undefined;
   }
 
   #drop(live: Live): void {
-    if (this.#live.get(live.link.sandboxId) === live) this.#live.delete(live.link.sandboxId);
-    if (this.#live.size === 0) {
+    const k = this.#sandboxes.get(live.link.sandboxId);
+    if (k?.live === live) k.live = null;
+    this.#sessions.delete(live);
+    if (this.#sessions.size === 0) {
       clearInterval(this.#sweepTimer);
       this.#sweepTimer = undefined;
     }
@@ -437,7 +442,7 @@ export class BoundaryRegistry {
   /** Silent sessions are closed (their slot freed); sessions that just went stale are reported. */
   #sweep(): void {
     const now = Date.now();
-    for (const live of [...this.#live.values()]) {
+    for (const live of [...this.#sessions]) {
       if (now - live.lastMessageAt >= this.#idleMs) {
         this.#log.warn({ event: "supervisor_session_idle", sandboxId: live.link.sandboxId, sessionId: live.link.sessionId, idleMs: this.#idleMs }, "supervisor session silent: closing it");
         this.#drop(live);
@@ -452,8 +457,8 @@ export class BoundaryRegistry {
   }
 
   #reached(sandboxId: string, revision: number): boolean {
-    const live = this.#live.get(sandboxId);
-    const desired = this.#desired.get(sandboxId);
+    const live = this.#liveOf(sandboxId);
+    const desired = this.#desiredOf(sandboxId);
     if (live === undefined || live.enforcedRevision === null) return false;
     if (desired !== undefined && desired.generation !== live.link.generation) return false;
     return live.enforcedRevision >= revision && live.lockdown !== true;
@@ -464,7 +469,7 @@ export class BoundaryRegistry {
    * newer one that superseded it); the same-revision ack wins.
    */
   #closedFor(sandboxId: string, revision: number): number | null {
-    const live = this.#live.get(sandboxId);
+    const live = this.#liveOf(sandboxId);
     if (live === undefined) return null;
     if (live.acks.has(revision)) return live.acks.get(revision)!;
     let best: number | undefined;
@@ -473,20 +478,13 @@ export class BoundaryRegistry {
   }
 
   #changed(sandboxId: string): void {
-    const waiters = this.#waiters.get(sandboxId);
-    if (waiters !== undefined) {
-      for (const w of [...waiters]) {
-        if (!this.#reached(sandboxId, w.revision)) continue;
-        clearTimeout(w.timer);
-        waiters.delete(w);
-        w.resolve({ reached: true, health: this.health(sandboxId), connectionsClosed: this.#closedFor(sandboxId, w.revision) });
-      }
-    }
+    this.#waiters.advance(sandboxId);
     if (this.#changeListeners.size === 0) return;
     const h = this.health(sandboxId);
     const key = JSON.stringify([h.session, h.generation, h.enforcedRevision, h.desiredRevision, h.proxy, h.lockdown, h.healthy, h.problem]);
-    if (this.#lastEmitted.get(sandboxId) === key) return;
-    this.#lastEmitted.set(sandboxId, key);
+    const k = this.#sandboxes.get(sandboxId);
+    if (k?.lastEmitted === key) return;
+    if (k !== undefined) k.lastEmitted = key;
     for (const cb of this.#changeListeners) {
       try {
         cb(h);

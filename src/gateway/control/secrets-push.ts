@@ -6,6 +6,7 @@
 // builds and sends the message and keeps what was acked. Transport-free like the registry.
 import { referencedSecrets, type Policy } from "../../policy/index.js";
 import { ACCEPTS_SECRETS, type GatewayMessage } from "../../protocol/wire.js";
+import { VersionWaiters } from "../../util/version-waiters.js";
 
 /**
  * The part of a control session (boundary.ts's SessionLink) secrets need; named here, not
@@ -29,12 +30,6 @@ export interface SecretsLog {
   info(obj: object, msg: string): void;
 }
 
-interface SecretsWaiter {
-  version: number;
-  resolve: (acked: boolean) => void;
-  timer: NodeJS.Timeout;
-}
-
 export class SecretsPusher {
   readonly #values: SecretValuesSource | undefined;
   readonly #log: SecretsLog;
@@ -46,12 +41,20 @@ export class SecretsPusher {
    */
   readonly #acked = new WeakMap<SecretsLink, number>();
   /** By sandbox, not session: an ack of a later session of the sandbox still answers a wait. */
-  readonly #waiters = new Map<string, Set<SecretsWaiter>>();
+  readonly #waiters: VersionWaiters<boolean>;
 
-  /** `values` absent: no secrets are sent. */
-  constructor(values: SecretValuesSource | undefined, log: SecretsLog) {
+  /** `values` absent: no secrets are sent. `liveOf`: the sandbox's live session now, if any (its acks so far count). */
+  constructor(values: SecretValuesSource | undefined, log: SecretsLog, liveOf: (sandboxId: string) => SecretsLink | undefined) {
     this.#values = values;
     this.#log = log;
+    this.#waiters = new VersionWaiters({
+      reached: (sandboxId, version) => {
+        const live = liveOf(sandboxId);
+        return (live === undefined ? -1 : (this.#acked.get(live) ?? -1)) >= version;
+      },
+      answer: () => true,
+      missed: () => false,
+    });
   }
 
   /**
@@ -71,46 +74,17 @@ export class SecretsPusher {
 
   /** The (admitted, current) session acked `version`: waits for it or an older one resolve true. */
   acked(link: SecretsLink, version: number): void {
-    const acked = Math.max(this.#acked.get(link) ?? 0, version);
-    this.#acked.set(link, acked);
-    const waiters = this.#waiters.get(link.sandboxId);
-    for (const w of [...(waiters ?? [])]) {
-      if (w.version > acked) continue;
-      clearTimeout(w.timer);
-      waiters!.delete(w);
-      w.resolve(true);
-    }
+    this.#acked.set(link, Math.max(this.#acked.get(link) ?? 0, version));
+    this.#waiters.advance(link.sandboxId);
   }
 
-  /**
-   * Resolves true once the sandbox's supervisor acked `version` (or newer), false after
-   * timeoutMs. `live` is the sandbox's live session now, if any (its acks so far count).
-   */
-  wait(sandboxId: string, live: SecretsLink | undefined, version: number, timeoutMs: number): Promise<boolean> {
-    if ((live === undefined ? -1 : (this.#acked.get(live) ?? -1)) >= version) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const set = this.#waiters.get(sandboxId) ?? new Set();
-      this.#waiters.set(sandboxId, set);
-      const w: SecretsWaiter = {
-        version,
-        resolve,
-        timer: setTimeout(() => {
-          set.delete(w);
-          resolve(false);
-        }, timeoutMs),
-      };
-      set.add(w);
-    });
+  /** Resolves true once the sandbox's supervisor acked `version` (or newer), false after timeoutMs. */
+  wait(sandboxId: string, version: number, timeoutMs: number): Promise<boolean> {
+    return this.#waiters.wait(sandboxId, version, timeoutMs);
   }
 
   /** The gateway closes: every wait resolves false. */
   close(): void {
-    for (const set of this.#waiters.values()) {
-      for (const w of set) {
-        clearTimeout(w.timer);
-        w.resolve(false);
-      }
-    }
-    this.#waiters.clear();
+    this.#waiters.close();
   }
 }

@@ -1,7 +1,8 @@
 // What --idle-stop watches: the last exec, connect or egress of each sandbox, and the
 // exec and connect sessions open now. In memory and O(1) per observation (an egress
 // record, a session's start and end); the expiry sweeper writes it to the store in
-// batches and decides. One record per sandbox: forgetting it is one delete.
+// batches and decides. One record per sandbox, and the ids not yet written in a set of
+// their own, so a sweep costs O(dirty), not O(sandboxes).
 
 export type ActivityKind = "touch" | "sessionEnd";
 
@@ -11,13 +12,12 @@ interface Activity {
   last?: number;
   /** Exec and connect sessions open now. */
   open: number;
-  /** `last` changed since the sweeper last wrote it. */
-  dirty: boolean;
 }
 
 export class ActivityTracker {
   readonly #by = new Map<string, Activity>();
-  #dirty = 0;
+  /** The sandboxes whose `last` changed since the sweeper last wrote it. */
+  readonly #dirty = new Set<string>();
   #listener: ((sandboxId: string, kind: ActivityKind) => void) | undefined;
 
   constructor(private readonly now: () => number = Date.now) {}
@@ -32,14 +32,13 @@ export class ActivityTracker {
     const a = this.#of(sandboxId);
     if ((a.last ?? -Infinity) >= atMs) return;
     a.last = atMs;
-    if (!a.dirty) this.#dirty++;
-    a.dirty = true;
+    this.#dirty.add(sandboxId);
     this.#listener?.(sandboxId, "touch");
   }
 
   #of(sandboxId: string): Activity {
     let a = this.#by.get(sandboxId);
-    if (!a) this.#by.set(sandboxId, (a = { open: 0, dirty: false }));
+    if (!a) this.#by.set(sandboxId, (a = { open: 0 }));
     return a;
   }
 
@@ -68,24 +67,20 @@ export class ActivityTracker {
   }
 
   get dirty(): number {
-    return this.#dirty;
+    return this.#dirty.size;
   }
 
   /** The observations not yet written, cleared (the sweeper writes them in one transaction). */
   takeDirty(): [string, number][] {
     const out: [string, number][] = [];
-    for (const [id, a] of this.#by) {
-      if (!a.dirty) continue;
-      a.dirty = false;
-      out.push([id, a.last!]);
-    }
-    this.#dirty = 0;
+    for (const id of this.#dirty) out.push([id, this.#by.get(id)!.last!]);
+    this.#dirty.clear();
     return out;
   }
 
-  /** The sandbox is gone: nothing of it is kept (one delete). */
+  /** The sandbox is gone: nothing of it is kept, nor written. */
   forget(sandboxId: string): void {
-    if (this.#by.get(sandboxId)?.dirty) this.#dirty--;
     this.#by.delete(sandboxId);
+    this.#dirty.delete(sandboxId);
   }
 }

@@ -32,7 +32,7 @@ export class GenerationHandle {
   /** Aborted once the generation is no longer live (ended or disposed): work waiting for it stops waiting. */
   readonly #over = new AbortController();
   /** While Recovering under this gateway's watch: since when, why, and the session up before. */
-  recovery: Recovery | null = null;
+  #recovery: Recovery | null = null;
   /** A boundary loss the gateway reported while the runtime answers, until an inspect has weighed it. */
   boundaryPending: BoundaryPending | null = null;
   /** When it was last re-checked while Recovering (ms since the epoch). */
@@ -47,8 +47,27 @@ export class GenerationHandle {
     readonly nonce: string,
     record: RuntimeRecord | null,
     private readonly boundary: BoundaryRegistry | null,
+    /** Told whenever the handle starts or stops holding a Recovering record. */
+    private readonly onRecovery: (h: GenerationHandle, recovering: boolean) => void,
   ) {
     this.#record = record;
+  }
+
+  get recovery(): Recovery | null {
+    return this.#recovery;
+  }
+
+  /** Enter (or adopt) Recovering; a disposed handle acts no more. Set and cleared only here, so Generations' set of recovering handles cannot drift. */
+  recover(r: Recovery): void {
+    if (this.#state === "disposed") return;
+    this.#recovery = r;
+    this.onRecovery(this, true);
+  }
+
+  clearRecovery(): void {
+    if (this.#recovery === null) return;
+    this.#recovery = null;
+    this.onRecovery(this, false);
   }
 
   get state(): HandleState {
@@ -152,13 +171,19 @@ export class GenerationHandle {
   #unwatch(): void {
     this.#monitor?.disarm(this.sandboxId);
     this.#monitor = null;
-    this.recovery = null;
+    this.clearRecovery();
     this.boundaryPending = null;
   }
 }
 
 export class Generations {
   readonly #handles = new Map<string, GenerationHandle>();
+  /** The handles holding a Recovering record: the supervision clock walks these, not every handle. */
+  readonly #recovering = new Set<GenerationHandle>();
+  readonly #onRecovery = (h: GenerationHandle, recovering: boolean): void => {
+    if (recovering) this.#recovering.add(h);
+    else this.#recovering.delete(h);
+  };
 
   constructor(
     private readonly boundary: BoundaryRegistry | null,
@@ -170,7 +195,7 @@ export class Generations {
     const old = this.#handles.get(s.id);
     if (old && old.generation > s.generation) throw new Error(`generation ${s.generation} of ${s.id} is older than its handle's ${old.generation}`);
     old?.dispose("superseded");
-    const h = new GenerationHandle(s.id, s.name, s.generation, nonce, record, this.boundary);
+    const h = new GenerationHandle(s.id, s.name, s.generation, nonce, record, this.boundary, this.#onRecovery);
     this.#handles.set(s.id, h);
     return h;
   }
@@ -192,9 +217,9 @@ export class Generations {
     return [...this.#handles.values()].filter((h) => h.state === "live" && h.watched);
   }
 
-  /** The handles with a Recovering record. */
+  /** The handles with a Recovering record: O(recovering), so the idle clock is flat in N. */
   recovering(): GenerationHandle[] {
-    return [...this.#handles.values()].filter((h) => h.recovery !== null);
+    return [...this.#recovering];
   }
 
   /** Wake every owed teardown's pause: the runtime answers again. */

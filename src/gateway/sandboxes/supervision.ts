@@ -74,7 +74,10 @@ export class Supervision implements MonitorSink {
     if (!h.watched) return;
     // Adopted while Recovering: its deadline runs from when it entered Recovering.
     const s = await this.d.store.get(h.sandboxId);
-    if (s?.phase === "Recovering" && s.generation === h.generation && h.recovery === null) h.recovery = adopted(await this.#recoveringSince(h.sandboxId), Date.now());
+    if (s?.phase === "Recovering" && s.generation === h.generation && h.recovery === null) {
+      const since = await this.#recoveringSince(h.sandboxId);
+      if (h.recovery === null) h.recover(adopted(since, Date.now()));
+    }
     if (this.#channel === "down") this.#track(this.#lose(h, "the Docker events stream is down", "runtime"));
   }
 
@@ -177,11 +180,12 @@ export class Supervision implements MonitorSink {
     // instances check out unchanged, it stands in for the exec probe.
     const session = cause === "runtime" && s.phase === "Ready" ? this.d.evidence.liveSession(h.sandboxId, h.generation) : null;
     if (s.phase === "Ready" && (await this.#apply(h, { type: "contactLost", cause: problem }, problem))) {
-      h.recovery = entered(Date.now(), cause, problem, session);
+      h.recover(entered(Date.now(), cause, problem, session));
       // Re-verification starts at once (and runs on every retry while Recovering).
       if (cause === "boundary" && this.#channel === "up") this.#monitor?.check(h.sandboxId);
     } else if (s.phase === "Recovering" && h.recovery === null && h.state === "live") {
-      h.recovery = adopted(await this.#recoveringSince(h.sandboxId), Date.now(), cause, problem);
+      const since = await this.#recoveringSince(h.sandboxId);
+      if (h.recovery === null) h.recover(adopted(since, Date.now(), cause, problem));
     }
   }
 
@@ -219,7 +223,7 @@ export class Supervision implements MonitorSink {
 
   #settle(h: GenerationHandle, recovered: boolean): void {
     const r = h.recovery;
-    h.recovery = null;
+    h.clearRecovery();
     h.boundaryPending = null;
     h.lastCheck = 0;
     if (r === null) return;
