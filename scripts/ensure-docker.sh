@@ -22,7 +22,7 @@ if ! static_busybox; then
   need+=(busybox-static)
 fi
 have tmux || need+=(tmux)
-# The shells `sandgate completion zsh|fish` is tested in (test/unit/cli-completion.test.ts).
+# The shells `sandgate completion zsh|fish` is tested in (test/unit/cli/cli-completion.test.ts).
 have zsh || need+=(zsh)
 have fish || need+=(fish)
 have ip || need+=(iproute2)

@@ -1,5 +1,5 @@
 // `npm run fuzz [-- --long] [--seed N] [--runs N]`: the gateway fuzz suite
-// (test/unit/fuzz-gateway.test.ts) with more cases than the test command runs.
+// (test/unit/cli/fuzz-gateway.test.ts) with more cases than the test command runs.
 // Default here: 5,000 cases per property; --long: 50,000.
 import { spawnSync } from "node:child_process";
 
@@ -17,5 +17,5 @@ for (let i = 0; i < args.length; i++) {
   }
 }
 console.error(`fuzz: ${runs} cases per property, seed ${seed} (replay with --seed ${seed})`);
-const r = spawnSync("npx", ["vitest", "run", "test/unit/fuzz-gateway.test.ts"], { stdio: "inherit", env: { ...process.env, FUZZ_RUNS: String(runs), FUZZ_SEED: seed } });
+const r = spawnSync("npx", ["vitest", "run", "test/unit/cli/fuzz-gateway.test.ts"], { stdio: "inherit", env: { ...process.env, FUZZ_RUNS: String(runs), FUZZ_SEED: seed } });
 process.exit(r.status ?? 1);

@@ -1,7 +1,7 @@
 // `npm run docs:cli`: writes docs/cli.md, the full CLI reference, from the commander program
 // itself (src/cli/program.ts): every command, recursively, with its usage, description,
 // arguments, options (defaults and choices as --help shows them) and the text its --help adds.
-// test/unit/cli-docs.test.ts renders it again in memory and fails when the file differs.
+// test/unit/cli/cli-docs.test.ts renders it again in memory and fails when the file differs.
 import { writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -68,7 +68,7 @@ export function renderCliDocs(): string {
   const head = [
     "# CLI reference",
     "",
-    `<!-- Generated from the program itself (src/cli/program.ts) by \`${CLI_DOCS_COMMAND}\` (scripts/gen-cli-docs.ts); do not edit. test/unit/cli-docs.test.ts fails when it is out of date. -->`,
+    `<!-- Generated from the program itself (src/cli/program.ts) by \`${CLI_DOCS_COMMAND}\` (scripts/gen-cli-docs.ts); do not edit. test/unit/cli/cli-docs.test.ts fails when it is out of date. -->`,
     "",
     "Every `sandgate` command, as its `--help` describes it. Global options (`--home`, `--url`) go before the command.",
     "Every command has `--help`; bare `sandgate` (or a bare group, `sandgate sandbox`) prints its help on stdout.",

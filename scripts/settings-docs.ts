@@ -1,5 +1,5 @@
 // `npx tsx scripts/settings-docs.ts`: writes the settings table (src/gateway/settings.ts)
-// into docs/configuration.md, between its markers. test/unit/gateway-settings.test.ts
+// into docs/configuration.md, between its markers. test/unit/gateway/gateway-settings.test.ts
 // fails when the two differ.
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";

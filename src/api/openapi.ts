@@ -2,7 +2,7 @@
 // zod schemas it names: request schemas as the gateway accepts them (zod's input side),
 // answers as it sends them (the output side), JSON Schema draft 2020-12, which is
 // OpenAPI 3.1's dialect. Nothing here is written by hand but words. Served at
-// GET /v1/openapi.json; test/unit/openapi.test.ts checks it against the live routes.
+// GET /v1/openapi.json; test/unit/api/openapi.test.ts checks it against the live routes.
 
 import { z } from "zod";
 import { VERSION } from "../version.js";

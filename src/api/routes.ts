@@ -4,7 +4,7 @@
 // match paths made from it, and the OpenAPI document (openapi.ts) is generated from it.
 // Adding a route is adding one entry here (a policy route: in policy-routes.ts, spread in
 // below) and its handler; a route registered any other way fails the OpenAPI test
-// (test/unit/openapi.test.ts). The shape of an entry is route-contract.ts, re-exported
+// (test/unit/api/openapi.test.ts). The shape of an entry is route-contract.ts, re-exported
 // here. Contract only: imports nothing but schemas and vocabulary.
 
 import { z } from "zod";

@@ -98,7 +98,7 @@ export function buildApi(ctx: ApiContext) {
       socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     },
   });
-  // What fastify actually serves, for the check that every route is documented (test/unit/openapi.test.ts).
+  // What fastify actually serves, for the check that every route is documented (test/unit/api/openapi.test.ts).
   const registered: { method: string; url: string }[] = [];
   app.addHook("onRoute", (r) => {
     for (const method of [r.method].flat()) registered.push({ method, url: r.url });
