@@ -147,6 +147,14 @@ const accepted = (l: Listener, n: number): Promise<true> => eventually(() => (l.
 
 const GET = (path = "/", headers = ""): string => `GET ${path} HTTP/1.1\r\nHost: x\r\n${headers}\r\n`;
 
+/**
+ * A client still dripping its head when the server closes: the close is orderly, but a byte
+ * it sends after it draws the kernel's reset, which may reach it before the close does.
+ */
+async function closedWhileSending(c: Client): Promise<void> {
+  expect(["closed", "reset"]).toContain(await c.closed);
+}
+
 /** Reads one complete response (with a Content-Length or chunked to its end) from what `c` has received since `from`. */
 async function response(c: Client, from = 0): Promise<string> {
   return eventually(() => {
@@ -191,7 +199,7 @@ describe("header timeout", () => {
     const slow = await connect(l.port);
     drip(slow, "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: " + "a".repeat(10_000));
     expect(await silent.closed).toBe("closed");
-    expect(await slow.closed).toBe("closed");
+    await closedWhileSending(slow);
     expect(l.bounds.stats().closed.header_timeout).toBe(2);
     expect(l.bounds.stats().open).toEqual({ unauthenticated: 0, authenticated: 0 });
     expect(l.closes.map((c) => c.reason)).toEqual(["header_timeout", "header_timeout"]);
@@ -207,7 +215,7 @@ describe("header timeout", () => {
     const first = await response(c);
     expect(first).toMatch(/^HTTP\/1\.1 200/);
     drip(c, "GET /second HTTP/1.1\r\nHost: x\r\nX-Slow: " + "a".repeat(10_000));
-    expect(await c.closed).toBe("closed");
+    await closedWhileSending(c);
     expect(c.data().slice(first.length)).toMatch(/^HTTP\/1\.1 408/);
     expect(l.bounds.stats().closed).toMatchObject({ header_timeout: 1, idle: 0 });
   });
@@ -221,7 +229,7 @@ describe("header timeout", () => {
     drip(slow, "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: " + "a".repeat(10_000));
     const silent = await connectTls(l.port);
     expect(await hello.closed).toBe("closed");
-    expect(await slow.closed).toBe("closed");
+    await closedWhileSending(slow);
     expect(await silent.closed).toBe("closed");
     expect(l.bounds.stats().closed).toMatchObject({ handshake_timeout: 1, header_timeout: 2 });
   });
