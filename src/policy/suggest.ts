@@ -44,14 +44,11 @@ const ruleName = (host: string, port: number): string => `suggested-${host.repla
 
 /** `base`, or with its protocol, or numbered, whichever is not yet taken (the policy's names and earlier suggestions). */
 function uniqueName(base: string, protocol: string, taken: Set<string>): string {
-  const tries = [base, `${base.slice(0, MAX_NAME - protocol.length - 1)}-${protocol}`];
-  for (let n = 2; ; n++) {
-    const name = tries.shift() ?? `${base.slice(0, MAX_NAME - String(n).length - 1)}-${n}`;
-    if (!taken.has(name)) {
-      taken.add(name);
-      return name;
-    }
-  }
+  let name = taken.has(base) ? `${base.slice(0, MAX_NAME - protocol.length - 1)}-${protocol}` : base;
+  // Numbered from 2, the first number free.
+  for (let n = 2; taken.has(name); n++) name = `${base.slice(0, MAX_NAME - String(n).length - 1)}-${n}`;
+  taken.add(name);
+  return name;
 }
 
 /** `address` as the one-address range allowPrivate takes, when it is private (never a malformed one). */

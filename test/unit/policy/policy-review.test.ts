@@ -196,6 +196,38 @@ describe("suggestRules", () => {
     expect(replay([rec({ host: "pypi.org", decision: "deny", reason: "no_matching_rule" })], merged).newlyAllowed).toHaveLength(1);
   });
 
+  it("a host the trail saw at a private address gets allowPrivate for exactly that address (/32, /128), and is named among privateHosts; a public or malformed address adds nothing", () => {
+    const denied = (host: string, address: string, port = 443): RecordedDecision => rec({ host, port, address, decision: "deny", reason: "no_matching_rule" });
+    // Given out of order: what is listed comes sorted.
+    const s = suggestRules([denied("v6.test", "fd00::1"), denied("db.test", "10.0.0.6"), denied("db.test", "10.0.0.5"), denied("pub.test", "93.184.216.34"), denied("odd.test", "not-an-address")], defaultPolicy());
+    expect(s.rules.map((r) => [r.endpoints[0]!.host, r.endpoints[0]!.allowPrivate])).toEqual([
+      ["db.test", ["10.0.0.5/32", "10.0.0.6/32"]],
+      ["odd.test", []],
+      ["pub.test", []],
+      ["v6.test", ["fd00::1/128"]],
+    ]);
+    expect(s.privateHosts).toEqual(["db.test", "v6.test"]);
+    expect(s.fromLookups).toEqual([]);
+    expect(suggestRules([], defaultPolicy(), [{ name: "b.test", count: 1 }, { name: "a.test", count: 2 }]).fromLookups).toEqual(["a.test", "b.test"]);
+  });
+
+  it("rule names: unique against the policy's and each other's, with the protocol, then numbered; never over 63 characters", () => {
+    const taken = policy(
+      `version: 1\nnetwork:\n  rules:\n` +
+        ["suggested-a-test-443", "suggested-a-test-443-https", "suggested-a-test-443-2"].map((n) => `    - name: ${n}\n      endpoints:\n        - host: other-${n}.test\n          ports: [1]\n          protocol: tcp\n`).join(""),
+    );
+    const s = suggestRules([rec({ host: "a.test", decision: "deny", reason: "no_matching_rule" }), rec({ host: "a.test", protocol: "http", decision: "deny", reason: "no_matching_rule" })], taken);
+    expect(s.rules.map((r) => r.name).sort()).toEqual(["suggested-a-test-443-3", "suggested-a-test-443-http"]);
+    const long = `${"x".repeat(70)}.test`;
+    const l = suggestRules([rec({ host: long, decision: "deny", reason: "no_matching_rule" }), rec({ host: long, protocol: "http", decision: "deny", reason: "no_matching_rule" })], defaultPolicy());
+    const names = l.rules.map((r) => r.name);
+    expect(names).toEqual([`suggested-${"x".repeat(53)}`, `suggested-${"x".repeat(48)}-http`]);
+    for (const n of names) expect(n.length).toBeLessThanOrEqual(63);
+    const many = policy(`version: 1\nnetwork:\n  rules:\n` + [`suggested-${"x".repeat(53)}`, `suggested-${"x".repeat(47)}-https`].map((n) => `    - name: ${n}\n      endpoints:\n        - host: o.test\n          ports: [1]\n          protocol: tcp\n`).join(""));
+    const m = suggestRules([rec({ host: long, decision: "deny", reason: "no_matching_rule" })], many);
+    expect(m.rules.map((r) => r.name)).toEqual([`suggested-${"x".repeat(51)}-2`]);
+  });
+
   it("the suggested policy is a whole document: a policy given as text keeps its text (comments too), one without text is written out; either parses with the rules added", () => {
     const s = suggestRules([rec({ host: "pypi.org", decision: "deny", reason: "no_matching_rule" })], policy(ACTIVE));
     const fromText = suggestedPolicyYaml(policy(ACTIVE), `# ours\n${ACTIVE}`, s.rules);
