@@ -69,11 +69,12 @@ describe("exec", () => {
 
   it("an AbortSignal: the command gets SIGINT and exec resolves with 130", async () => {
     const ac = new AbortController();
-    // No `exec sleep`: with -c the shell catches SIGINT until it replaces itself, so an
-    // interrupt landing between its echo and the exec was lost with the old image (a
-    // CI flake). Without exec, the shell exits 130 on its pending interrupt or as its
-    // foreground sleep dies of it: the process group gets the signal either way.
-    const r = await run(["sh", "-c", "echo ready; sleep 1000"], {
+    // The image's sh catches SIGINT while it runs a command line: an interrupt landing between
+    // its echo and the fork of the next command is only marked pending, and a `sleep 1000`
+    // started then never got it (two CI flakes, with and without `exec`). In a loop of short
+    // sleeps the shell acts on a pending interrupt at its next command, and a sleep running
+    // when the signal comes dies of it: 130 either way.
+    const r = await run(["sh", "-c", "echo ready; while :; do sleep 1; done"], {
       signal: ac.signal,
       onStdout: (c) => (c.toString().includes("ready") ? ac.abort() : undefined),
     });
