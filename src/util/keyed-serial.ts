@@ -2,9 +2,11 @@
 // flight, so lifecycle operations on one sandbox never interleave and shutdown
 // can wait for all of them.
 
+import { InFlight } from "./in-flight.js";
+
 export class KeyedSerial {
   private readonly tails = new Map<string, Promise<void>>();
-  private readonly pending = new Set<Promise<void>>();
+  private readonly pending = new InFlight();
 
   /**
    * Queue `task` behind earlier tasks for `key`. Errors go to `onError`; if that
@@ -15,11 +17,12 @@ export class KeyedSerial {
     const result = prev.then(task).catch(onError);
     const tail = result.catch(() => undefined);
     this.tails.set(key, tail);
-    this.pending.add(tail);
-    void tail.finally(() => {
-      this.pending.delete(tail);
-      if (this.tails.get(key) === tail) this.tails.delete(key);
-    });
+    this.pending.track(
+      tail.finally(() => {
+        if (this.tails.get(key) === tail) this.tails.delete(key);
+      }),
+      () => undefined,
+    );
     return result;
   }
 
@@ -28,7 +31,7 @@ export class KeyedSerial {
   }
 
   /** Resolves once nothing is queued or running. */
-  async idle(): Promise<void> {
-    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  idle(): Promise<void> {
+    return this.pending.idle();
   }
 }

@@ -10,6 +10,7 @@ import { expiryVerdict } from "../../lifecycle/expiry.js";
 import type { StopReason } from "../../lifecycle/phases.js";
 import type { EventRecord, Store } from "../../store/contract.js";
 import type { ActivityTracker } from "./activity.js";
+import { InFlight } from "../../util/in-flight.js";
 
 export interface SweeperClock {
   now(): number;
@@ -46,7 +47,7 @@ export class ExpirySweeper {
   readonly #idle = new Map<string, number>();
   #unsubscribe: (() => void) | undefined;
   #closed = false;
-  readonly #inFlight = new Set<Promise<void>>();
+  readonly #inFlight = new InFlight();
   readonly stats = { sweeps: 0, stopped: 0 };
 
   constructor(private readonly d: SweeperDeps) {
@@ -67,14 +68,13 @@ export class ExpirySweeper {
   }
 
   /** Resolves once the event handling and sweeps started so far are done (tests, close). */
-  async idle(): Promise<void> {
-    while (this.#inFlight.size > 0) await Promise.all([...this.#inFlight]);
+  idle(): Promise<void> {
+    return this.#inFlight.idle();
   }
 
-  /** Work started by an event or the timer: kept until it ends (each catches its own errors). */
+  /** Work started by an event or the timer: kept until it ends (each catches and logs its own errors). */
   #track(p: Promise<void>): void {
-    const t = p.finally(() => this.#inFlight.delete(t));
-    this.#inFlight.add(t);
+    this.#inFlight.track(p, (err) => this.d.log.error({ err }, "expiry: unexpected failure"));
   }
 
   /** When a timer is set for (ms since the epoch), or null: the leak checks and tests read it. */

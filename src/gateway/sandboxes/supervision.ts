@@ -17,6 +17,7 @@ import type { KeyedSerial } from "../../util/keyed-serial.js";
 import type { BoundaryEvidence } from "./boundary-evidence.js";
 import type { LifecycleController } from "./controller.js";
 import type { GenerationHandle, Generations } from "./generations.js";
+import { InFlight } from "../../util/in-flight.js";
 
 export interface SupervisionDeps {
   store: Store;
@@ -43,7 +44,7 @@ export class Supervision implements MonitorSink {
   #closed = false;
   #ticking = false;
   /** Deadline failures being committed (close() waits for them). */
-  readonly #work = new Set<Promise<void>>();
+  readonly #work = new InFlight();
   readonly #m = { recoveringMsTotal: 0, recovered: 0 };
 
   constructor(private readonly d: SupervisionDeps) {}
@@ -273,8 +274,7 @@ export class Supervision implements MonitorSink {
   }
 
   #track(p: Promise<void>): void {
-    const t: Promise<void> = p.catch((err: unknown) => this.d.log.error({ err: errorMessage(err) }, "supervision step failed")).finally(() => this.#work.delete(t));
-    this.#work.add(t);
+    this.#work.track(p, (err) => this.d.log.error({ err: errorMessage(err) }, "supervision step failed"));
   }
 
   async #recoveringSince(sandboxId: string): Promise<number | undefined> {
@@ -298,6 +298,6 @@ export class Supervision implements MonitorSink {
     this.#closed = true;
     clearInterval(this.#timer);
     this.#timer = undefined;
-    while (this.#work.size > 0) await Promise.all([...this.#work]);
+    await this.#work.idle();
   }
 }
