@@ -128,15 +128,17 @@ export async function startExec(engine: EngineClient, containerId: string, opts:
   const signal = async (sig: ExecSignal): Promise<"sent" | "gone"> => {
     if (identified === undefined) {
       if (workloadPid === undefined) throw new ExecError("cannot signal the command: the workload's pid is not known");
-      // Under load the daemon may not yet have marked a started exec running (its output can
-      // arrive first): not running with no exit code is "not yet", waited for; only an exit is gone.
+      // Under load the daemon may not yet have marked a started exec running, nor recorded its
+      // pid (it marks it running before containerd starts it, and the pid after: its output can
+      // arrive in between): either is "not yet", waited for; only an exit is gone.
+      const notYet = (b: { Running: boolean; Pid?: number; ExitCode: number | null }): boolean => (b.Running ? !b.Pid : b.ExitCode === null);
       let r = await engine.execInspect(execId);
-      for (let i = 0; i < START_WAIT_TRIES && r.kind === "ok" && !r.body.Running && r.body.ExitCode === null; i++) {
+      for (let i = 0; i < START_WAIT_TRIES && r.kind === "ok" && notYet(r.body); i++) {
         await sleep(50);
         r = await engine.execInspect(execId);
       }
       if (r.kind !== "ok") throw new ExecError(`cannot signal the command: exec inspect failed: ${describe(r)}`);
-      if (!r.body.Running && r.body.ExitCode === null) throw new ExecError("cannot signal the command: the daemon has not started it yet");
+      if (notYet(r.body)) throw new ExecError("cannot signal the command: the daemon has not started it yet");
       if (!r.body.Running || !r.body.Pid) return "gone";
       const id = identifyExecProcess(r.body.Pid, workloadPid, proc);
       if (!id.ok) {
