@@ -159,3 +159,27 @@ describe("startExec: a command that never started", () => {
     }
   }, CLI_TEST_TIMEOUT_MS);
 });
+
+describe("startExec: a signal before the daemon has recorded the exec's pid", () => {
+  it("an exec shown Running with no Pid yet is waited for, not taken as gone", async () => {
+    const fake = await FakeEngine.start();
+    const client = new EngineClient({ socketPath: fake.socketPath });
+    try {
+      // dockerd marks an exec Running before containerd starts it and records the pid after.
+      const answers = [{ Running: true, Pid: 0, ExitCode: null }, { Running: true, Pid: 0, ExitCode: null }, { Running: false, Pid: 0, ExitCode: 0 }];
+      let inspected = 0;
+      fake.on("POST", /^\/containers\/[^/]+\/exec$/, reply.json(201, { Id: "e1" }));
+      fake.on("GET", "/exec/e1/json", (res, ctx) => reply.json(200, { ID: "e1", ...answers[Math.min(inspected++, answers.length - 1)] })(res, ctx));
+      fake.onUpgrade("POST", "/exec/e1/start", (socket) => socket.write(UPGRADED));
+      const proc = { stat: () => null, pidNamespace: () => "pid:[1]" };
+      const session = await startExec(client, "c1", { cmd: ["sleep", "1000"], tty: false }, 1, proc);
+      // Only once the daemon says the exec ended is it gone: every "no pid yet" was looked at again.
+      expect(await session.signal!("INT")).toBe("gone");
+      expect(inspected).toBe(3);
+      session.close();
+    } finally {
+      await client.close();
+      await fake.close();
+    }
+  });
+});
