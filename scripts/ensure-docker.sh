@@ -6,7 +6,9 @@
 # curl, git (its https remote helper) and Debian's python3.11 with the stdlib urllib and
 # ssl need; and the reference proxies the proxy and https benchmarks compare the
 # supervisor with (bench/proxy.ts, bench/https.ts): Debian's tinyproxy, squid and
-# squid-langpack (squid's error templates). Those are packaged as services: they are
+# squid-langpack (squid's error templates); and PostgreSQL 15 (postgresql-15), the fleet's
+# store, whose tests start throwaway clusters of their own (test/support/postgres.ts).
+# Those are packaged as services: they are
 # installed with a policy-rc.d that forbids starting them, so no proxy daemon is left
 # running on the host (the benchmarks run their own copies in containers).
 # Installs only what is missing, with apt-get, as root.
@@ -41,9 +43,11 @@ proxies=()
 [ -x /usr/bin/tinyproxy ] || proxies+=(tinyproxy)
 [ -x /usr/sbin/squid ] && [ -x /usr/lib/squid/unlinkd ] || proxies+=(squid)
 [ -d /usr/share/squid-langpack/templates ] || proxies+=(squid-langpack)
+# Debian's default cluster is not started either (policy-rc.d below): tests run their own.
+[ -x /usr/lib/postgresql/15/bin/initdb ] && [ -x /usr/bin/psql ] || proxies+=(postgresql-15 postgresql-client-15)
 
 if [ ${#need[@]} -eq 0 ] && [ ${#proxies[@]} -eq 0 ]; then
-  echo "ensure-docker: dockerd, busybox (static), tmux, zsh, fish, ip, curl, git, python3.11, ssh, tinyproxy and squid are present; nothing to install"
+  echo "ensure-docker: dockerd, busybox (static), tmux, zsh, fish, ip, curl, git, python3.11, ssh, tinyproxy, squid and postgresql-15 are present; nothing to install"
   exit 0
 fi
 
@@ -79,7 +83,7 @@ if [ ${#proxies[@]} -gt 0 ]; then
   fi
   restore_policy() { if [ -n "$saved" ]; then cp -p "$saved" "$policy" && rm -f "$saved"; else rm -f "$policy"; fi; }
   trap restore_policy EXIT
-  printf '#!/bin/sh\n# ensure-docker: start no service while the benchmark proxies are installed\nexit 101\n' >"$policy"
+  printf '#!/bin/sh\n# ensure-docker: start no service while the benchmark proxies and PostgreSQL are installed\nexit 101\n' >"$policy"
   chmod 755 "$policy"
   if ! apt-get install -y -qq --no-install-recommends "${proxies[@]}" >>"$log" 2>&1; then
     echo "ensure-docker: apt-get install ${proxies[*]} failed; last lines of $log:" >&2
@@ -101,7 +105,8 @@ if ! static_busybox; then
   exit 1
 fi
 for f in /usr/bin/curl /usr/lib/git-core/git-remote-http /usr/bin/python3.11 /usr/lib/python3.11/http/client.py \
-  /usr/bin/tinyproxy /usr/sbin/squid /usr/lib/squid/unlinkd /usr/share/squid-langpack/templates; do
+  /usr/bin/tinyproxy /usr/sbin/squid /usr/lib/squid/unlinkd /usr/share/squid-langpack/templates \
+  /usr/lib/postgresql/15/bin/initdb /usr/bin/psql; do
   if [ ! -e "$f" ]; then
     echo "ensure-docker: $f still missing after installing ${all[*]}" >&2
     exit 1

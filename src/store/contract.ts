@@ -375,5 +375,6 @@ export interface Transaction extends InfoWriter, ProposalsTable, Pick<AuditTrail
 export interface Store extends SandboxesTable, ExpiryColumns, PolicyRevisions, EventLog, AuditTrail, ProposalsTable, SecretsTable {
   /** False once closed: a last write at shutdown asks first. */
   readonly isOpen: boolean;
-  close(): void;
+  /** Release the store (a network store waits for its connections to end). */
+  close(): void | Promise<void>;
 }
