@@ -25,7 +25,7 @@
 //      reaches the gateway as a client, never through the gateway's or the CLI's code.
 //   9. The store's contract (src/store/contract.ts) imports only pure vocabulary, the error
 //      family and the driver's contract; the gateway imports of src/store only that contract, except
-//      src/gateway/gateway.ts, which opens the SQLite store.
+//      src/gateway/gateway.ts, which opens the store (src/store/open.ts: SQLite or PostgreSQL).
 // Prints every violation and exits 1 if there is one.
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -111,7 +111,7 @@ export const RULES: Rule[] = [
   { name: "the gateway is imported only by itself and the CLI", from: (m) => !under("gateway", "cli")(m), allowed: (d) => !under("gateway")(d) },
   // The store's interface is what another store (the fleet's PostgreSQL one) is written against.
   { name: "the store's contract imports no implementation", from: (m) => m === "src/store/contract.ts", allowed: (d) => under("lifecycle", "policy")(d) || d === "src/driver/contract.ts" || d === "src/util/errors.ts" },
-  // Only gateway.ts, which opens the embedded store, names an implementation.
+  // Only gateway.ts, which opens the store (SQLite or PostgreSQL), names an implementation.
   { name: "the gateway reaches the store through its contract", from: (m) => under("gateway")(m) && m !== "src/gateway/gateway.ts", allowed: (d) => !under("store")(d) || d === "src/store/contract.ts" },
 ];
 

@@ -208,7 +208,9 @@ async function detach(homeDir: string, logPath: string, o: GatewaySettings): Pro
   // environment-only ones the child inherits.
   const settings = { ...o, originCa: o.originCa === null ? null : { ...o.originCa, path: resolvePath(o.originCa.path) } };
   const args = [...process.execArgv, process.argv[1]!, "--home", homeDir, "gateway", "start", ...settingsArgs(settings)];
-  const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out] });
+  // The store's URL may carry a password: through the environment (readable by this user only), never the command line.
+  const env = o.store.kind === "postgres" ? { ...process.env, SANDGATE_STORE: o.store.url } : process.env;
+  const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out], env });
   let exited: { code: number | null; signal: string | null } | null = null;
   child.once("exit", (code, signal) => (exited = { code, signal }));
   child.unref();

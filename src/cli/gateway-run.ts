@@ -43,6 +43,8 @@ export async function runGatewayForeground({ home, settings: s, resolvers }: { h
       home,
       driver,
       log,
+      store: s.store,
+      storeConnections: s.storeConnections,
       listen: s.listen,
       resolvers,
       settings: settingsView(s),

@@ -5,7 +5,10 @@
 import { chmodSync, rmSync } from "node:fs";
 import type { Logger } from "pino";
 import type { ComputeDriver, RuntimeMonitor } from "../driver/contract.js";
-import { SqliteStore } from "../store/store.js";
+import type { Store } from "../store/contract.js";
+import { openStore as openChosenStore } from "../store/open.js";
+import type { SqliteStore } from "../store/store.js";
+import { redactStoreUrl, showStoreLocation, type StoreLocation } from "../util/store-url.js";
 import { VERSION } from "../version.js";
 import { buildApi } from "./api/api.js";
 import { execUpgrades } from "./api/exec-ws.js";
@@ -36,6 +39,10 @@ import { PolicyTools } from "./sandboxes/policy-tools.js";
 
 export interface GatewayOptions {
   home: HomePaths;
+  /** Where the state is kept (default: the embedded SQLite file in the home). */
+  store?: StoreLocation;
+  /** Connections to PostgreSQL at most (default 10). */
+  storeConnections?: number;
   driver: ComputeDriver;
   log: Logger;
   /**
@@ -87,8 +94,10 @@ export interface RunningGateway {
   listeners: readonly string[];
   service: SandboxService;
   read: SandboxReadModel;
-  /** The embedded store this gateway opened (the rest of the gateway sees only its interface, src/store/contract.ts); tests look inside it. */
-  store: SqliteStore;
+  /** The store this gateway opened (the rest of the gateway sees only its interface, src/store/contract.ts). */
+  store: Store;
+  /** The same, when it is the embedded SQLite one (tests look inside its file); null on PostgreSQL. */
+  sqlite: SqliteStore | null;
   monitor: RuntimeMonitor | null;
   /** The HTTP routes the API serves (method, fastify path), as fastify registered them. */
   routes(): readonly { method: string; url: string }[];
@@ -99,14 +108,20 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-/** The state database, or a StartupError that says it is unreadable and what to do. */
-/** The one place the gateway creates its store: everything it hands the store to takes the Store interface. */
-function openStore(path: string): SqliteStore {
+/**
+ * The one place the gateway creates its store (everything it hands the store to takes the
+ * Store interface); a StartupError that says what is wrong and what to do when it cannot.
+ */
+async function openStore(loc: StoreLocation, path: string, opts: { maxConnections?: number; log: Logger }): Promise<{ store: Store; sqlite: SqliteStore | null }> {
   try {
-    return SqliteStore.open(path);
+    return await openChosenStore(loc, path, {
+      ...(opts.maxConnections === undefined ? {} : { maxConnections: opts.maxConnections }),
+      onError: (err) => opts.log.warn({ err: err.message, store: showStoreLocation(loc) }, "state store connection"),
+    });
   } catch (err) {
     const code = (err as { code?: string }).code ?? "";
     const why = (err as Error).message;
+    if (loc.kind === "postgres") throw new StartupError(`cannot use the state database ${redactStoreUrl(loc.url)}: ${why.split(loc.url).join(redactStoreUrl(loc.url))}`);
     if (/^SQLITE_(NOTADB|CORRUPT)/.test(code) || /not a database|malformed/i.test(why)) {
       throw new StartupError(
         `${path} is not a readable Sandgate database (${why}); move it aside (mv ${path} ${path}.corrupt) to start with no sandboxes, or restore it from a backup`,
@@ -126,7 +141,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const token = ensureToken(home);
   const approverToken = ensureApproverToken(home);
   const startedAt = new Date();
-  const store = openStore(home.db);
+  const { store, sqlite } = await openStore(opts.store ?? { kind: "sqlite" }, home.db, { log, ...(opts.storeConnections === undefined ? {} : { maxConnections: opts.storeConnections }) });
   const secrets = await SecretStore.open(store, ensureSecretsKey(home.dir));
   // Before the lifecycle: the driver (and the monitor it makes) report Docker calls from the first.
   const metrics = createGatewayMetrics({ store, driver, log, monitor: () => (lifecycle.monitor === null ? null : { metrics: () => lifecycle.monitorMetrics() ?? {} }), audit: () => audit.stats() });
@@ -225,7 +240,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await control?.close();
     await audit.close();
     await driver.close();
-    store.close();
+    await store.close();
   };
   let listeners: ExtraListeners;
   try {
@@ -272,6 +287,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     service,
     read,
     store,
+    sqlite,
     monitor,
     routes: () => app.registeredRoutes(),
     idle: () => lifecycle.idle(),

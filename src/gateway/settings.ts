@@ -24,6 +24,7 @@ import { SUPERVISOR_RESOURCES } from "../driver/docker/objects.js";
 import { formatCidr } from "../policy/cidr.js";
 import { formatListenAddress, parseListenAddress, type ListenAddress } from "./api/listen-address.js";
 import { explicit as checkResolvers } from "./control/resolvers.js";
+import { STORE_ALLOWED, parseStoreLocation, showStoreLocation, type StoreLocation } from "../util/store-url.js";
 
 /** How one type of setting is read from text, checked, shown and written back as a flag. */
 export interface SettingType<T> {
@@ -167,6 +168,16 @@ export const SETTINGS = {
     help: "also serve the API at unix:///PATH or tcp://HOST:PORT (TLS only, with <home>/api-cert.pem, which a client pins: SANDGATE_CERT); repeatable, the variable comma-separated. The API always listens on <home>/api.sock, which the CLI, SDK and MCP use",
     unit: "addresses",
   }),
+  store: setting<StoreLocation>({
+    flag: "--store",
+    env: "SANDGATE_STORE",
+    type: checked<StoreLocation>({ schema: z.custom<StoreLocation>((v) => typeof v === "object" && v !== null), arg: "<url>", allowed: STORE_ALLOWED, show: showStoreLocation, args: () => [] }, parseStoreLocation),
+    default: { kind: "sqlite" },
+    defaultText: "sqlite (<home>/state.db)",
+    help: "where the gateway keeps its state: the embedded SQLite file in its home, or a PostgreSQL database a fleet of gateways shares (docs/fleet.md). Give the password in PGPASSWORD or ~/.pgpass rather than the URL: a command line is readable by every local user; a detached gateway gets the URL through its environment",
+    unit: "URL",
+  }),
+  storeConnections: setting({ flag: "--store-connections", env: "SANDGATE_STORE_CONNECTIONS", type: int({ min: 1, max: 100 }), default: 10, help: "connections to PostgreSQL the gateway opens at most (one more listens for other gateways' events); an operation waits up to 10 s for one, then fails (503)", unit: "connections" }),
   logLevel: setting<(typeof LOG_LEVELS)[number]>({ flag: "--log-level", env: "SANDGATE_LOG_LEVEL", type: choice(LOG_LEVELS), default: "info", help: "what the gateway logs (JSON lines)", unit: "level" }),
   recoveryDeadlineS: setting({
     flag: "--recovery-deadline",

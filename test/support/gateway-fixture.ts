@@ -19,6 +19,7 @@ import { checkAnswer } from "./openapi-check.js";
 import type { ListenAddress } from "../../src/gateway/api/listen-address.js";
 import { apiFetch, wsUrl } from "./api-client.js";
 import type { ConnectionBoundsSettings } from "../../src/util/connection-bounds.js";
+import type { StoreLocation } from "../../src/util/store-url.js";
 
 export interface TestGateway {
   home: HomePaths;
@@ -69,6 +70,8 @@ export async function startTestGateway(
     proxyConnections?: number;
     /** The origin CAs, as `gateway status` shows them (--origin-ca). */
     originCa?: { path: string; subjects: string[] };
+    /** Where the state is kept (--store); default the home's SQLite file. */
+    store?: StoreLocation;
   } = {},
 ): Promise<TestGateway> {
   const home = resolveHome(opts.homeDir ?? mkdtempSync(join(tmpdir(), "sg-home-")));
@@ -83,6 +86,7 @@ export async function startTestGateway(
     ...(opts.connections === undefined ? {} : { connections: opts.connections }),
     ...(opts.proxyConnections === undefined ? {} : { proxyConnections: opts.proxyConnections }),
     ...(opts.originCa === undefined ? {} : { originCa: opts.originCa }),
+    ...(opts.store === undefined ? {} : { store: opts.store }),
   });
   const token = ensureToken(home);
   const approverToken = ensureApproverToken(home);

@@ -20,6 +20,7 @@ import type { SecretStore } from "../secrets/secret-store.js";
 import { authorize, type Authenticated } from "./auth.js";
 import { boundedServerOptions, type ConnectionBoundsSettings } from "../../util/connection-bounds.js";
 import { ApiError, BODY_MAX_BYTES, errorBody, tooLarge } from "../errors.js";
+import { SandgateError } from "../../util/errors.js";
 import type { SandboxReadModel } from "../sandboxes/read-model.js";
 import type { SandboxService } from "../sandboxes/service.js";
 import { execRoutes } from "./exec-routes.js";
@@ -135,6 +136,11 @@ export function buildApi(ctx: ApiContext) {
     // Fastify's own 4xx (malformed JSON, wrong content type).
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       return reply.code(err.statusCode).send(errorBody(new ApiError("invalid_request", err.message)));
+    }
+    // The state store out of reach (PostgreSQL down or cut off): the caller may try again; its message names no URL or password.
+    if (err instanceof SandgateError && err.code === "unavailable") {
+      req.log.warn({ err: err.message }, "request failed: the state store is unavailable");
+      return reply.code(503).send(errorBody(new ApiError("unavailable", err.message)));
     }
     req.log.error({ err }, "request failed");
     const internal = new ApiError("internal", "internal error; see the gateway log");

@@ -37,7 +37,7 @@ class HeldDriver extends MemoryDriver {
 let t: TestGateway;
 let driver: HeldDriver;
 let home: string[];
-const state = () => t.gw.store.db.prepare("SELECT (SELECT count(*) FROM sandboxes) s, (SELECT count(*) FROM events) e, (SELECT max(updated_at) FROM sandboxes) u").get();
+const state = () => t.gw.sqlite!.db.prepare("SELECT (SELECT count(*) FROM sandboxes) s, (SELECT count(*) FROM events) e, (SELECT max(updated_at) FROM sandboxes) u").get();
 
 beforeAll(async () => {
   driver = new HeldDriver();
@@ -63,7 +63,7 @@ async function settle(name: string, phase: Phase, ageMs = 0): Promise<void> {
     const reason = phase === "Error" ? ({ code: "WorkloadExited", exitCode: 1 } as const) : null;
     expect(await t.gw.store.transition(s.id, { expect: { phase: "Ready", generation: s.generation }, next: { phase, generation: s.generation, reason } })).not.toBeNull();
   }
-  if (ageMs > 0) t.gw.store.db.prepare("UPDATE sandboxes SET updated_at = ? WHERE name = ?").run(new Date(Date.now() - ageMs).toISOString(), name);
+  if (ageMs > 0) t.gw.sqlite!.db.prepare("UPDATE sandboxes SET updated_at = ? WHERE name = ?").run(new Date(Date.now() - ageMs).toISOString(), name);
   expect((await t.gw.store.get(name))!.phase).toBe(phase);
 }
 

@@ -257,9 +257,9 @@ describe("CLI mistakes against a gateway", () => {
   afterAll(() => t.close());
 
   const snapshot = (): unknown => [
-    t.gw.store.db.prepare("SELECT id, name, phase, generation FROM sandboxes ORDER BY id").all(),
-    t.gw.store.db.prepare("SELECT count(*) AS n FROM events").get(),
-    t.gw.store.db.prepare("SELECT count(*) AS n FROM policies").get(),
+    t.gw.sqlite!.db.prepare("SELECT id, name, phase, generation FROM sandboxes ORDER BY id").all(),
+    t.gw.sqlite!.db.prepare("SELECT count(*) AS n FROM events").get(),
+    t.gw.sqlite!.db.prepare("SELECT count(*) AS n FROM policies").get(),
   ];
 
   it("item 7: policy process limits out of range are refused with the field path and the range (exit 2), nothing created", async () => {

@@ -74,7 +74,7 @@ describe("CLI against a gateway", () => {
   });
   afterAll(() => t.close());
 
-  const rows = () => t.gw.store.db.prepare("SELECT (SELECT count(*) FROM sandboxes) s, (SELECT count(*) FROM events) e").get();
+  const rows = () => t.gw.sqlite!.db.prepare("SELECT (SELECT count(*) FROM sandboxes) s, (SELECT count(*) FROM events) e").get();
 
   it("create, list, get, stop, start, events and delete, as tables and as --json", async () => {
     // Other tests' sandboxes may be there too (any order): the end state is this start state.

@@ -40,7 +40,7 @@ afterAll(async () => {
 
 /** Everything the store holds, cheaply compared. */
 function snapshot(): string {
-  const db = t.gw.store.db;
+  const db = t.gw.sqlite!.db;
   return JSON.stringify([
     db.prepare("SELECT id, name, phase, generation, spec FROM sandboxes ORDER BY id").all(),
     db.prepare("SELECT count(*) AS n, max(seq) AS m FROM events").get(),

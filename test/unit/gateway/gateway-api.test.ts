@@ -25,7 +25,7 @@ const until = (name: string, phase: string) =>
   eventually(async () => ((await phaseOf(name)) === phase ? phase : undefined), 30_000, `${name} → ${phase}`);
 
 /** Everything the store holds, to show a refused request changed nothing. */
-const snapshot = async () => ({ sandboxes: await t.gw.store.list(), events: t.gw.store.db.prepare("SELECT count(*) n FROM events").get() });
+const snapshot = async () => ({ sandboxes: await t.gw.store.list(), events: t.gw.sqlite!.db.prepare("SELECT count(*) n FROM events").get() });
 
 describe("auth", () => {
   it("creates the token with mode 0600 and refuses requests without it or with a wrong one", async () => {

@@ -27,7 +27,7 @@ class RecordingDriver extends MemoryDriver {
 
 let t: TestGateway;
 let driver: RecordingDriver;
-const counts = () => t.gw.store.db.prepare("SELECT (SELECT count(*) FROM sandboxes) s, (SELECT count(*) FROM sandbox_labels) l, (SELECT count(*) FROM events) e").get();
+const counts = () => t.gw.sqlite!.db.prepare("SELECT (SELECT count(*) FROM sandboxes) s, (SELECT count(*) FROM sandbox_labels) l, (SELECT count(*) FROM events) e").get();
 
 beforeAll(async () => {
   driver = new RecordingDriver();
@@ -79,11 +79,11 @@ describe("labels at create and in the views", () => {
 
   it("go with the sandbox when it is deleted", async () => {
     const c = await create("lbl-gone", { a: "1", b: "2" });
-    expect(t.gw.store.db.prepare("SELECT count(*) n FROM sandbox_labels WHERE sandbox_id = ?").get(c.body.id)).toEqual({ n: 2 });
+    expect(t.gw.sqlite!.db.prepare("SELECT count(*) n FROM sandbox_labels WHERE sandbox_id = ?").get(c.body.id)).toEqual({ n: 2 });
     await t.gw.idle();
     expect((await t.api("DELETE", "/v1/sandboxes/lbl-gone")).status).toBe(202);
     await eventually(async () => ((await t.api("GET", "/v1/sandboxes/lbl-gone")).status === 404 ? true : undefined), 10_000, "lbl-gone deleted");
-    expect(t.gw.store.db.prepare("SELECT count(*) n FROM sandbox_labels WHERE sandbox_id = ?").get(c.body.id)).toEqual({ n: 0 });
+    expect(t.gw.sqlite!.db.prepare("SELECT count(*) n FROM sandbox_labels WHERE sandbox_id = ?").get(c.body.id)).toEqual({ n: 0 });
   });
 });
 

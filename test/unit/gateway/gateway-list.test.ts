@@ -140,7 +140,7 @@ describe("without limit, a page is at most 1000", () => {
       const policy = defaultPolicy();
       // SqliteStore writes at once while no transaction of its own is open: these run inside this one.
       const made: Promise<unknown>[] = [];
-      g.gw.store.db.transaction(() => {
+      g.gw.sqlite!.db.transaction(() => {
         for (let i = 0; i < 1001; i++) made.push(g.gw.store.createSandbox({ id: `sbx_${randomBytes(8).toString("hex")}`, name: `cap-${String(i).padStart(4, "0")}`, spec, policy }));
       })();
       await Promise.all(made);

@@ -23,6 +23,14 @@ beforeAll(async () => writeFileSync(caFile, (await issueSandboxCa("settings test
  */
 const CASES: Record<SettingName, { good: [string, unknown][]; bad: string }> = {
   listen: { good: [["unix:///tmp/a.sock", [{ kind: "unix", path: "/tmp/a.sock" }]], ["tcp://127.0.0.1:7000", [{ kind: "tcp", host: "127.0.0.1", port: 7000 }]]], bad: "http://x" },
+  store: {
+    good: [
+      ["postgres://sandgate@db.example/sg", { kind: "postgres", url: "postgres://sandgate@db.example/sg" }],
+      ["postgresql://u@localhost:5433/x?host=/run/pg", { kind: "postgres", url: "postgresql://u@localhost:5433/x?host=/run/pg" }],
+    ],
+    bad: "mysql://db.example/sg",
+  },
+  storeConnections: { good: [["1", 1], ["50", 50]], bad: "0" },
   logLevel: { good: [["debug", "debug"], ["warn", "warn"]], bad: "loud" },
   recoveryDeadlineS: { good: [["90s", 90], ["2m", 120]], bad: "abc" },
   boundaryDeadlineS: { good: [["45", 45], ["1m", 60]], bad: "-5" },
@@ -135,7 +143,22 @@ describe("the settings table", () => {
       flags[name] = SETTINGS[name].type.repeatable ? [...((flags[name] as string[] | undefined) ?? []), args[i + 1]!] : args[i + 1]!;
     }
     const envOnly = Object.fromEntries(SETTING_NAMES.filter((n) => SETTINGS[n].flag === null).map((n) => [SETTINGS[n].env, env[SETTINGS[n].env]]));
+    // The store's URL is never an argument (it may carry a password): the child gets it in its environment.
+    expect(args).not.toContain("--store");
+    envOnly.SANDGATE_STORE = env.SANDGATE_STORE;
     expect(resolveSettings(flags, envOnly)).toEqual(given);
+  });
+
+  it("store: a password in the URL is shown as *** in the status view and in errors, and never in the detached gateway's arguments", () => {
+    const url = "postgres://sandgate:hunter2@db.example:5432/sg";
+    const s = resolveSettings({ store: url }, {});
+    expect(s.store).toEqual({ kind: "postgres", url });
+    expect(settingsView(s).store).toBe("postgres://sandgate:***@db.example:5432/sg");
+    expect(settingsArgs(s).join(" ")).not.toContain("hunter2");
+    expect(() => resolveSettings({ store: "mysql://root:hunter2@db.example/x" }, {})).toThrow(/^--store: "mysql:\/\/root:\*\*\*@db.example\/x" is not a store/);
+    expect(() => resolveSettings({}, { SANDGATE_STORE: "postgres://u:hunter2@/db" })).toThrow(/^SANDGATE_STORE: "postgres:…" is not a store; allowed: /);
+    expect(() => resolveSettings({}, { SANDGATE_STORE: "postgres:///db" })).toThrow(/^SANDGATE_STORE: "postgres:\/\/\/db" names no host/);
+    expect(resolveSettings({}, { SANDGATE_STORE: "sqlite" }).store).toEqual({ kind: "sqlite" });
   });
 
   it("gateway status's view: every setting by name, as text", () => {

@@ -24,7 +24,7 @@ afterEach(async () => {
 
 /** Every byte the gateway keeps on disk, as one string. */
 function onDisk(): string {
-  t.gw.store.db.pragma("wal_checkpoint(TRUNCATE)");
+  t.gw.sqlite!.db.pragma("wal_checkpoint(TRUNCATE)");
   return ["state.db", "state.db-wal"].map((f) => {
     try {
       return readFileSync(join(t.home.dir, f)).toString("latin1");
@@ -70,7 +70,7 @@ describe("the secret store", () => {
     const s = await SecretStore.open(t.gw.store, ensureSecretsKey(t.home.dir));
     await s.set("a", Buffer.from(VALUE));
     expect(s.reveal("a")?.toString()).toBe(VALUE);
-    t.gw.store.db.prepare(`INSERT INTO secrets SELECT 'b', version, nonce, ciphertext, tag, created_at, updated_at FROM secrets WHERE name = 'a'`).run();
+    t.gw.sqlite!.db.prepare(`INSERT INTO secrets SELECT 'b', version, nonce, ciphertext, tag, created_at, updated_at FROM secrets WHERE name = 'a'`).run();
     // Written behind its back: unknown to it until it is opened again, then refused.
     expect(s.reveal("b")).toBeNull();
     const again = await SecretStore.open(t.gw.store, ensureSecretsKey(t.home.dir));

@@ -54,7 +54,7 @@ const propose = async (name: string, policy: string, extra: Record<string, unkno
 
 /** What a refused request must leave as it was. */
 const snapshot = () => {
-  const db = t.gw.store.db;
+  const db = t.gw.sqlite!.db;
   return JSON.stringify([
     db.prepare("SELECT * FROM policy_proposals ORDER BY seq").all(),
     db.prepare("SELECT count(*) AS n, max(seq) AS m FROM events").get(),
@@ -385,7 +385,7 @@ describe("with the sandbox", () => {
     await propose("px", WIDER);
     expect((await t.api("DELETE", "/v1/sandboxes/px")).status).toBe(202);
     await eventually(async () => ((await t.api("GET", "/v1/sandboxes/px")).status === 404 ? true : undefined), 30_000, "px deleted");
-    expect(t.gw.store.db.prepare("SELECT count(*) AS n FROM policy_proposals WHERE sandbox_id = ?").get(s.id)).toEqual({ n: 0 });
+    expect(t.gw.sqlite!.db.prepare("SELECT count(*) AS n FROM policy_proposals WHERE sandbox_id = ?").get(s.id)).toEqual({ n: 0 });
     await sandbox("px");
     expect((await t.api("GET", base("px"))).body.proposals).toEqual([]);
   });

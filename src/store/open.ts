@@ -1,0 +1,22 @@
+// The one place a store is chosen and opened (for src/gateway/gateway.ts): the embedded
+// SQLite file, or PostgreSQL. Everything the gateway hands it to takes the Store
+// interface (src/store/contract.ts).
+
+import type { StoreLocation } from "../util/store-url.js";
+import type { Store } from "./contract.js";
+import { PostgresStore } from "./postgres/postgres-store.js";
+import { SqliteStore } from "./store.js";
+
+export interface OpenedStore {
+  store: Store;
+  /** The SQLite store when that is the one (tests look inside its file); null on PostgreSQL. */
+  sqlite: SqliteStore | null;
+}
+
+export async function openStore(loc: StoreLocation, sqlitePath: string, opts: { maxConnections?: number; onError?: (err: Error) => void } = {}): Promise<OpenedStore> {
+  if (loc.kind === "sqlite") {
+    const sqlite = SqliteStore.open(sqlitePath);
+    return { store: sqlite, sqlite };
+  }
+  return { store: await PostgresStore.open(loc.url, { ...(opts.maxConnections === undefined ? {} : { maxConnections: opts.maxConnections }), ...(opts.onError === undefined ? {} : { onError: opts.onError }) }), sqlite: null };
+}
