@@ -17,6 +17,7 @@ import { PrivateDockerd, type DockerdOptions } from "./dockerd.js";
 import { FaultProxy } from "./fault-proxy.js";
 import type { ListenAddress } from "../../src/gateway/api/listen-address.js";
 import { eventually, startTestGateway, type TestGateway } from "./gateway-fixture.js";
+import type { StoreLocation } from "../../src/util/store-url.js";
 
 export interface DockerFixture {
   dockerd: PrivateDockerd;
@@ -33,7 +34,7 @@ export interface DockerFixture {
 }
 
 export async function startDockerFixture(
-  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number; originCaPem?: string; logSink?: (line: string) => void; containerLog?: ContainerLogBound; sandboxSubnets?: string; listen?: ListenAddress[]; connections?: Partial<ConnectionBoundsSettings>; proxyConnections?: number } = {},
+  opts: Partial<DockerdOptions> & { service?: ServiceOptions; viaFaultProxy?: boolean; supervisorGraceMs?: number; resolvers?: string[]; hostAddressIntervalMs?: number; originCaPem?: string; logSink?: (line: string) => void; containerLog?: ContainerLogBound; sandboxSubnets?: string; listen?: ListenAddress[]; connections?: Partial<ConnectionBoundsSettings>; proxyConnections?: number; store?: StoreLocation } = {},
 ): Promise<DockerFixture> {
   const dockerd = await PrivateDockerd.start({
     liveRestore: opts.liveRestore ?? true,
@@ -66,6 +67,7 @@ export async function startDockerFixture(
     ...(opts.listen === undefined ? {} : { listen: opts.listen }),
     ...(opts.connections === undefined ? {} : { connections: opts.connections }),
     ...(opts.proxyConnections === undefined ? {} : { proxyConnections: opts.proxyConnections }),
+    ...(opts.store === undefined ? {} : { store: opts.store }),
   });
   const fx: DockerFixture = {
     dockerd,
