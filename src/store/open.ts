@@ -13,10 +13,19 @@ export interface OpenedStore {
   sqlite: SqliteStore | null;
 }
 
-export async function openStore(loc: StoreLocation, sqlitePath: string, opts: { maxConnections?: number; onError?: (err: Error) => void } = {}): Promise<OpenedStore> {
+export async function openStore(
+  loc: StoreLocation,
+  sqlitePath: string,
+  opts: { maxConnections?: number; onError?: (err: Error) => void; fence?: { host: string; epoch: number; onLost?: (why: string) => void } } = {},
+): Promise<OpenedStore> {
   if (loc.kind === "sqlite") {
     const sqlite = SqliteStore.open(sqlitePath);
     return { store: sqlite, sqlite };
   }
-  return { store: await PostgresStore.open(loc.url, { ...(opts.maxConnections === undefined ? {} : { maxConnections: opts.maxConnections }), ...(opts.onError === undefined ? {} : { onError: opts.onError }) }), sqlite: null };
+  const pgOpts = {
+    ...(opts.maxConnections === undefined ? {} : { maxConnections: opts.maxConnections }),
+    ...(opts.onError === undefined ? {} : { onError: opts.onError }),
+    ...(opts.fence === undefined ? {} : { fence: opts.fence }),
+  };
+  return { store: await PostgresStore.open(loc.url, pgOpts), sqlite: null };
 }

@@ -52,6 +52,21 @@ export interface PostgresStoreOptions {
   now?: () => Date;
   /** Errors that have no caller to go to (a dropped idle connection, a failed catch-up). */
   onError?: (err: Error) => void;
+  /**
+   * The host lease this gateway holds (lease.ts): every write checks, in its transaction,
+   * that the lease's epoch is still this one (else LeaseLostError, nothing written, and
+   * `onLost`). The check holds the lease's row until the commit, so a gateway taking the
+   * lease over waits for writes in flight and every later write of the old holder fails.
+   */
+  fence?: { host: string; epoch: number; onLost?: (why: string) => void };
+}
+
+/** A write by a gateway that no longer holds its host's lease: refused, nothing written. */
+export class LeaseLostError extends SandgateError {
+  override readonly name = "LeaseLostError";
+  constructor(host: string, epoch: number, now: number | null) {
+    super(`this gateway no longer holds the lease of host ${host} (its epoch ${epoch}, now ${now ?? "none"}): another gateway drives it`, "unavailable");
+  }
 }
 
 const RELISTEN_MS = [100, 250, 500, 1000, 2000, 5000];
@@ -62,6 +77,7 @@ export class PostgresStore implements Store {
   readonly #now: () => Date;
   readonly #onError: (err: Error) => void;
   readonly #feed: EventFeed;
+  readonly #fence: PostgresStoreOptions["fence"];
   #listener: pg.Client | null = null;
   #relisten: NodeJS.Timeout | null = null;
   #closed = false;
@@ -71,6 +87,7 @@ export class PostgresStore implements Store {
     this.#config = config;
     this.#now = opts.now ?? (() => new Date());
     this.#onError = opts.onError ?? (() => undefined);
+    this.#fence = opts.fence;
     this.#feed = new EventFeed((after, limit) => logs.eventsAfter(this.#pool, after, limit), startAfter, (err) => this.#onError(storeError(err)));
   }
 
@@ -188,6 +205,7 @@ export class PostgresStore implements Store {
     let result: T;
     try {
       await client.query("BEGIN");
+      await this.#checkFence(client);
       result = await fn(client, events);
       await client.query("COMMIT");
     } catch (err) {
@@ -200,6 +218,22 @@ export class PostgresStore implements Store {
     }
     await this.#feed.committed(events);
     return result;
+  }
+
+  async #checkFence(tx: Queryable): Promise<void> {
+    const f = this.#fence;
+    if (f === undefined) return;
+    const { rows } = await tx.query<{ epoch: number }>(`SELECT epoch FROM host_leases WHERE host = $1 FOR SHARE`, [f.host]);
+    const now = rows[0]?.epoch ?? null;
+    if (now === f.epoch) return;
+    const err = new LeaseLostError(f.host, f.epoch, now);
+    f.onLost?.(err.message);
+    throw err;
+  }
+
+  /** A write outside a transaction of its own: one, so that it is fenced. */
+  #write<T>(fn: (db: Queryable) => Promise<T>): Promise<T> {
+    return this.#fence === undefined ? this.#op(fn) : this.#tx((tx) => fn(tx));
   }
 
   async #event(tx: Queryable, events: EventRecord[], e: Omit<EventRecord, "seq">): Promise<void> {
@@ -261,11 +295,11 @@ export class PostgresStore implements Store {
   }
 
   setRuntime(id: string, expect: { phase: Phase; generation: number }, runtime: RuntimeRecord | null): Promise<boolean> {
-    return this.#op((db) => sandboxes.setRuntime(db, id, expect, runtime, this.#stamp()));
+    return this.#write((db) => sandboxes.setRuntime(db, id, expect, runtime, this.#stamp()));
   }
 
   settleTeardown(id: string, generation: number): Promise<boolean> {
-    return this.#op((db) => sandboxes.settleTeardown(db, id, generation, this.#stamp()));
+    return this.#write((db) => sandboxes.settleTeardown(db, id, generation, this.#stamp()));
   }
 
   deleteSandbox(id: string, expect: { generation: number }): Promise<boolean> {
@@ -290,12 +324,12 @@ export class PostgresStore implements Store {
   }
 
   setTtlDeadline(id: string, generation: number, deadline: string | null): Promise<boolean> {
-    return this.#op((db) => sandboxes.setTtlDeadline(db, id, generation, deadline));
+    return this.#write((db) => sandboxes.setTtlDeadline(db, id, generation, deadline));
   }
 
   recordActivity(entries: Iterable<[id: string, time: string]>): Promise<void> {
     const list = [...entries];
-    return this.#op((db) => sandboxes.recordActivity(db, list));
+    return this.#write((db) => sandboxes.recordActivity(db, list));
   }
 
   expiryColumns(id: string): Promise<{ ttlDeadline: string | null; lastActive: string | null } | null> {
@@ -355,7 +389,7 @@ export class PostgresStore implements Store {
   }
 
   enteredPhaseAt(sandboxId: string, phase: Phase): Promise<string | null> {
-    return this.#op((db) => logs.enteredPhaseAt(db, sandboxId, phase));
+    return this.#write((db) => logs.enteredPhaseAt(db, sandboxId, phase));
   }
 
   events(sandboxId: string, q: LogQuery = {}): Promise<EventRecord[]> {
@@ -373,7 +407,7 @@ export class PostgresStore implements Store {
   }
 
   appendAudit(recs: Omit<AuditRecord, "seq">[]): Promise<void> {
-    return this.#op((db) => logs.appendAudit(db, recs));
+    return this.#write((db) => logs.appendAudit(db, recs));
   }
 
   egressTotals(sandboxId: string, generation: number): Promise<EgressTotals> {
@@ -390,7 +424,7 @@ export class PostgresStore implements Store {
   // --- proposals ---
 
   insertProposal(p: Pick<ProposalRecord, "id" | "sandboxId" | "input" | "hash" | "baseRevision" | "proposedBy" | "reason" | "createdAt">): Promise<boolean> {
-    return this.#op((db) => records.insertProposal(db, p));
+    return this.#write((db) => records.insertProposal(db, p));
   }
 
   getProposal(sandboxId: string, id: string): Promise<ProposalRecord | null> {
@@ -406,7 +440,7 @@ export class PostgresStore implements Store {
   }
 
   decideProposal(sandboxId: string, id: string, d: ProposalDecision): Promise<boolean> {
-    return this.#op((db) => records.decideProposal(db, sandboxId, id, d));
+    return this.#write((db) => records.decideProposal(db, sandboxId, id, d));
   }
 
   pruneDecidedProposals(sandboxId: string, keep: number): Promise<number> {
@@ -416,7 +450,7 @@ export class PostgresStore implements Store {
   // --- secrets ---
 
   putSecret(name: string, sealed: SealedSecret, time: string): Promise<number> {
-    return this.#op((db) => records.putSecret(db, name, sealed, time));
+    return this.#write((db) => records.putSecret(db, name, sealed, time));
   }
 
   getSecret(name: string): Promise<SecretRecord | null> {
@@ -428,6 +462,6 @@ export class PostgresStore implements Store {
   }
 
   deleteSecret(name: string): Promise<boolean> {
-    return this.#op((db) => records.deleteSecret(db, name));
+    return this.#write((db) => records.deleteSecret(db, name));
   }
 }

@@ -92,6 +92,14 @@ const MIGRATIONS: readonly string[] = [
     revision       INTEGER
   );
   CREATE INDEX policy_proposals_by_sandbox ON policy_proposals (sandbox_id, state, seq);
+  -- which gateway drives each host's Docker daemon (lease.ts); its epoch fences every state write
+  CREATE TABLE host_leases (
+    host         TEXT PRIMARY KEY,
+    owner        TEXT NOT NULL,
+    pid          INTEGER NOT NULL,
+    epoch        BIGINT NOT NULL,
+    acquired_at  TEXT NOT NULL
+  );
   `,
 ];
 
