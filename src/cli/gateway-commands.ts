@@ -61,9 +61,11 @@ export function gatewayCommands(global: () => Common): Command {
       // Another gateway of this home answers on its socket (only the home's owner can have
       // made one there): asked with the token over that socket only, never over TCP.
       const running = await homeGateway(paths);
-      if (running) throw new CliError(`a gateway is already running on ${paths.dir} (pid ${running.pid}, at ${running.url})`, EXIT.conflict);
+      // On PostgreSQL a second gateway of the home stands by for the host's lease instead (docs/fleet.md).
+      if (running && o.store.kind !== "postgres") throw new CliError(`a gateway is already running on ${paths.dir} (pid ${running.pid}, at ${running.url})`, EXIT.conflict);
+      if (running) process.stderr.write(`a gateway is already running on ${paths.dir} (pid ${running.pid}); this one stands by for the lease of host ${o.hostName} and takes over when it ends\n`);
       // A TCP port held by another process is named now, before anything starts (and nothing is sent to it).
-      for (const a of o.listen) {
+      for (const a of running ? [] : o.listen) {
         if (a.kind !== "tcp") continue;
         try {
           await assertPortFree("the API", a.host, a.port);
@@ -228,6 +230,11 @@ async function detach(homeDir: string, logPath: string, o: GatewaySettings): Pro
       }
     }
     shown = lines.length;
+    // A standby (a gateway of this home already holds the host's lease): it answers only once it takes over.
+    if (lines.some((l) => /"msg":"standby: /.test(l))) {
+      process.stdout.write(`gateway standing by (pid ${child.pid}): it takes over when the gateway holding this host's lease ends; log: ${logPath}\n`);
+      return;
+    }
     const addr = readAddress(resolveHome(homeDir));
     const own = new GatewayClient({ home: homeDir, url: `unix://${resolveHome(homeDir).socket}` });
     if (addr?.pid === child.pid && (await answers(own))) {

@@ -45,6 +45,9 @@ export async function runGatewayForeground({ home, settings: s, resolvers }: { h
       log,
       store: s.store,
       storeConnections: s.storeConnections,
+      hostName: s.hostName,
+      // Another gateway drives this host now: stop acting at once (its recovery adopts what this one left).
+      onLeaseLost: () => process.exit(EXIT.failed),
       listen: s.listen,
       resolvers,
       settings: settingsView(s),

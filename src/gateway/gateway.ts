@@ -2,11 +2,13 @@
 // together: state store, lifecycle (controller, generation handles, tasks,
 // recovery sink, runtime monitor), the supervisors' control plane, and the API.
 
-import { chmodSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, rmSync } from "node:fs";
+import { hostname } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { ComputeDriver, RuntimeMonitor } from "../driver/contract.js";
 import type { Store } from "../store/contract.js";
-import { openStore as openChosenStore } from "../store/open.js";
+import { openStore as openChosenStore, takeHostLease, type HeldLease } from "../store/open.js";
 import type { SqliteStore } from "../store/store.js";
 import { redactStoreUrl, showStoreLocation, type StoreLocation } from "../util/store-url.js";
 import { VERSION } from "../version.js";
@@ -43,6 +45,10 @@ export interface GatewayOptions {
   store?: StoreLocation;
   /** Connections to PostgreSQL at most (default 10). */
   storeConnections?: number;
+  /** This gateway's host in the fleet: on PostgreSQL it drives the host's Docker daemon only while it holds the host's lease. Default: the machine's hostname. */
+  hostName?: string;
+  /** Another gateway took this host's lease: this one must stop acting at once (the CLI exits). Default: the gateway closes. */
+  onLeaseLost?: (why: string) => void;
   driver: ComputeDriver;
   log: Logger;
   /**
@@ -112,10 +118,15 @@ export interface RunningGateway {
  * The one place the gateway creates its store (everything it hands the store to takes the
  * Store interface); a StartupError that says what is wrong and what to do when it cannot.
  */
-async function openStore(loc: StoreLocation, path: string, opts: { maxConnections?: number; log: Logger }): Promise<{ store: Store; sqlite: SqliteStore | null }> {
+async function openStore(
+  loc: StoreLocation,
+  path: string,
+  opts: { maxConnections?: number; log: Logger; fence?: { host: string; epoch: number; onLost: (why: string) => void } },
+): Promise<{ store: Store; sqlite: SqliteStore | null }> {
   try {
     return await openChosenStore(loc, path, {
       ...(opts.maxConnections === undefined ? {} : { maxConnections: opts.maxConnections }),
+      ...(opts.fence === undefined ? {} : { fence: opts.fence }),
       onError: (err) => opts.log.warn({ err: err.message, store: showStoreLocation(loc) }, "state store connection"),
     });
   } catch (err) {
@@ -131,9 +142,49 @@ async function openStore(loc: StoreLocation, path: string, opts: { maxConnection
   }
 }
 
+/** A process of this machine that runs a gateway (a recycled pid that runs something else is not one). */
+function gatewayRuns(pid: number): boolean {
+  if (!existsSync(`/proc/${pid}`)) return false;
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("gateway");
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * On PostgreSQL, wait for this host's lease (a standby waits here, binding nothing), and
+ * after taking it, for the previous holder's process to be gone: the old owner stops
+ * before this one starts.
+ */
+async function holdHostLease(url: string, host: string, home: HomePaths, log: Logger): Promise<HeldLease> {
+  try {
+    const lease = await takeHostLease(url, host, {
+      gatewayId: ensureGatewayId(home.dir),
+      pid: process.pid,
+      onWaiting: (holder) => log.info({ host, holder }, "standby: another gateway holds the lease of this host; waiting for it"),
+      previousGone: async (previous) => {
+        for (let said = false; gatewayRuns(previous.pid); said = true) {
+          if (!said) log.info({ host, pid: previous.pid }, "standby: the previous holder still runs; waiting for it to end");
+          await sleep(100);
+        }
+      },
+      onConnection: (state, why) => (state === "lost" ? log.warn({ host, why }, "the lease's connection was lost; taking it again") : log.info({ host }, why)),
+    });
+    log.info({ host, epoch: lease.epoch }, "holding the lease of this host");
+    return lease;
+  } catch (err) {
+    throw new StartupError(`cannot use the state database ${redactStoreUrl(url)} (for the lease of host ${host}): ${(err as Error).message.split(url).join(redactStoreUrl(url))}`);
+  }
+}
+
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const { home, driver, log } = opts;
   const extra = opts.listen ?? [];
+  const location = opts.store ?? { kind: "sqlite" };
+  // A standby waits here, before it binds or checks anything the holder has.
+  const host = opts.hostName ?? hostname();
+  const lease = location.kind === "postgres" ? await holdHostLease(location.url, host, home, log) : null;
   // A busy port or a socket path too long is known at once, not after the images are built.
   checkSocketPath(home.socket);
   for (const a of extra) if (a.kind === "tcp") await assertPortFree("the API", a.host, a.port);
@@ -141,7 +192,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const token = ensureToken(home);
   const approverToken = ensureApproverToken(home);
   const startedAt = new Date();
-  const { store, sqlite } = await openStore(opts.store ?? { kind: "sqlite" }, home.db, { log, ...(opts.storeConnections === undefined ? {} : { maxConnections: opts.storeConnections }) });
+  const { store, sqlite } = await openStore(location, home.db, {
+    log,
+    ...(opts.storeConnections === undefined ? {} : { maxConnections: opts.storeConnections }),
+    ...(lease === null ? {} : { fence: { host, epoch: lease.epoch, onLost: (why: string) => log.error({ host, why }, "a write was refused: this gateway no longer holds its host's lease") } }),
+  }).catch(async (err: unknown) => {
+    await lease?.release();
+    throw err;
+  });
   const secrets = await SecretStore.open(store, ensureSecretsKey(home.dir));
   // Before the lifecycle: the driver (and the monitor it makes) report Docker calls from the first.
   const metrics = createGatewayMetrics({ store, driver, log, monitor: () => (lifecycle.monitor === null ? null : { metrics: () => lifecycle.monitorMetrics() ?? {} }), audit: () => audit.stats() });
@@ -241,6 +299,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await audit.close();
     await driver.close();
     await store.close();
+    await lease?.release();
   };
   let listeners: ExtraListeners;
   try {
@@ -272,6 +331,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   writeAddress(home, { url, listeners: urls, pid: process.pid, startedAt: startedAt.toISOString(), version: VERSION });
   log.info({ url, listeners: urls, home: home.dir, driver: driver.kind }, "gateway listening");
 
+  // Another gateway took this host's lease (after this one's connection to the database was
+  // lost): this one must stop acting at once; its writes are already refused (the fence).
+  void lease?.lost.then((why) => {
+    log.error({ host, why }, "lost the lease of this host to another gateway; stopping");
+    if (opts.onLeaseLost) opts.onLeaseLost(why);
+    else void close();
+  });
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> =>
     (closing ??= (async () => {

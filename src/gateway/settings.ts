@@ -10,6 +10,7 @@
 // the import rules keep from importing the gateway (the Docker driver, src/util,
 // src/protocol) keep their constant, and the table names it rather than repeating it.
 
+import { hostname } from "node:os";
 import { z } from "zod";
 import { SettingError, humanSeconds, parseChoice, parseDecimal, parseDuration, parseInteger, type DurationRange, type IntRange } from "../util/settings.js";
 import { formatSize, parseByteSize, parseTransferSize } from "../util/byte-size.js";
@@ -151,6 +152,13 @@ export interface Setting<T> {
 
 const setting = <T>(s: Setting<T>): Setting<T> => s;
 
+const HOST_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+/** The machine's hostname as a host name (a name the pattern refuses is cut to what it allows). */
+function hostName(): string {
+  const h = hostname().replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[^A-Za-z0-9]+/, "").slice(0, 63);
+  return HOST_NAME.test(h) ? h : "host";
+}
+
 /** Every gateway setting, in the order the docs and `gateway start --help` list them. */
 export const SETTINGS = {
   listen: setting<ListenAddress[]>({
@@ -178,6 +186,17 @@ export const SETTINGS = {
     unit: "URL",
   }),
   storeConnections: setting({ flag: "--store-connections", env: "SANDGATE_STORE_CONNECTIONS", type: int({ min: 1, max: 100 }), default: 10, help: "connections to PostgreSQL the gateway opens at most (one more listens for other gateways' events); an operation waits up to 10 s for one, then fails (503)", unit: "connections" }),
+  hostName: setting({
+    flag: "--host-name",
+    env: "SANDGATE_HOST_NAME",
+    type: checked<string>({ schema: z.string().regex(HOST_NAME), arg: "<name>", allowed: "1–63 letters, digits, '.', '_' or '-', from a letter or digit", show: String, args: (v) => [v] }, (raw) =>
+      HOST_NAME.test(raw) ? { ok: true, value: raw } : { ok: false, error: `"${raw}" is not a host name; allowed: 1–63 letters, digits, '.', '_' or '-', starting with a letter or digit` },
+    ),
+    default: hostName(),
+    defaultText: "the machine's hostname",
+    help: "this gateway's host in a fleet (--store postgres://…): it drives this machine's Docker daemon while it holds the host's lease; a second gateway of the same home and host name stands by and takes over when the first ends (docs/fleet.md)",
+    unit: "name",
+  }),
   logLevel: setting<(typeof LOG_LEVELS)[number]>({ flag: "--log-level", env: "SANDGATE_LOG_LEVEL", type: choice(LOG_LEVELS), default: "info", help: "what the gateway logs (JSON lines)", unit: "level" }),
   recoveryDeadlineS: setting({
     flag: "--recovery-deadline",

@@ -4,39 +4,10 @@
 // Store emits an event to its listeners once that transaction commits.
 
 import type Database from "better-sqlite3";
-import type { Phase, SandboxReason } from "../lifecycle/phases.js";
-import type { EventKind, EventRecord, LogQuery } from "./contract.js";
-import { logWindow, parse, stmt } from "./statements.js";
-
-interface EventRow {
-  seq: number;
-  sandbox_id: string;
-  sandbox_name: string;
-  generation: number;
-  kind: string;
-  old_phase: string | null;
-  new_phase: string | null;
-  reason: string | null;
-  message: string | null;
-  data: string | null;
-  time: string;
-}
-
-function toEvent(row: EventRow): EventRecord {
-  return {
-    seq: row.seq,
-    sandboxId: row.sandbox_id,
-    sandboxName: row.sandbox_name,
-    generation: row.generation,
-    kind: row.kind as EventKind,
-    oldPhase: row.old_phase as Phase | null,
-    newPhase: row.new_phase as Phase | null,
-    reason: parse<SandboxReason>(row.reason),
-    message: row.message,
-    data: parse<unknown>(row.data),
-    time: row.time,
-  };
-}
+import type { Phase } from "../lifecycle/phases.js";
+import type { EventRecord, LogQuery } from "./contract.js";
+import { logWindow, stmt } from "./statements.js";
+import { toEvent, type EventRow } from "./rows.js";
 
 /** Append one event; returns it with its sequence number. */
 export function insertEvent(db: Database.Database, e: Omit<EventRecord, "seq">): EventRecord {

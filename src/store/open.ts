@@ -29,3 +29,6 @@ export async function openStore(
   };
   return { store: await PostgresStore.open(loc.url, pgOpts), sqlite: null };
 }
+
+/** A host's lease in the fleet's database (src/store/postgres/lease.ts), for gateway.ts. */
+export { acquireLease as takeHostLease, type HeldLease, type LeaseRow } from "./postgres/lease.js";

@@ -5,42 +5,11 @@
 
 import type Database from "better-sqlite3";
 import { stmt } from "./statements.js";
+import { toProposal, type ProposalRow } from "./rows.js";
 
 import type { ProposalDecision, ProposalRecord, ProposalState } from "./contract.js";
 
 export type { ProposalRecord, ProposalState } from "./contract.js";
-
-interface Row {
-  id: string;
-  sandbox_id: string;
-  input: string;
-  hash: string;
-  base_revision: number;
-  proposed_by: string;
-  reason: string | null;
-  state: string;
-  created_at: string;
-  decided_at: string | null;
-  decided_by: string | null;
-  decision_note: string | null;
-  revision: number | null;
-}
-
-const toRecord = (r: Row): ProposalRecord => ({
-  id: r.id,
-  sandboxId: r.sandbox_id,
-  input: JSON.parse(r.input) as string | Record<string, unknown>,
-  hash: r.hash,
-  baseRevision: r.base_revision,
-  proposedBy: r.proposed_by,
-  reason: r.reason,
-  state: r.state as ProposalState,
-  createdAt: r.created_at,
-  decidedAt: r.decided_at,
-  decidedBy: r.decided_by,
-  decisionNote: r.decision_note,
-  revision: r.revision,
-});
 
 /** A new pending proposal; false when its sandbox is gone (nothing written). */
 export function insertProposal(db: Database.Database, p: Pick<ProposalRecord, "id" | "sandboxId" | "input" | "hash" | "baseRevision" | "proposedBy" | "reason" | "createdAt">): boolean {
@@ -54,16 +23,16 @@ export function insertProposal(db: Database.Database, p: Pick<ProposalRecord, "i
 }
 
 export function getProposal(db: Database.Database, sandboxId: string, id: string): ProposalRecord | null {
-  const r = stmt(db, `SELECT * FROM policy_proposals WHERE sandbox_id = ? AND id = ?`).get(sandboxId, id) as Row | undefined;
-  return r ? toRecord(r) : null;
+  const r = stmt(db, `SELECT * FROM policy_proposals WHERE sandbox_id = ? AND id = ?`).get(sandboxId, id) as ProposalRow | undefined;
+  return r ? toProposal(r) : null;
 }
 
 /** A sandbox's proposals, oldest first; only those in `state` when given. */
 export function listProposals(db: Database.Database, sandboxId: string, state?: ProposalState): ProposalRecord[] {
   const rows = state === undefined
-    ? (stmt(db, `SELECT * FROM policy_proposals WHERE sandbox_id = ? ORDER BY seq`).all(sandboxId) as Row[])
-    : (stmt(db, `SELECT * FROM policy_proposals WHERE sandbox_id = ? AND state = ? ORDER BY seq`).all(sandboxId, state) as Row[]);
-  return rows.map(toRecord);
+    ? (stmt(db, `SELECT * FROM policy_proposals WHERE sandbox_id = ? ORDER BY seq`).all(sandboxId) as ProposalRow[])
+    : (stmt(db, `SELECT * FROM policy_proposals WHERE sandbox_id = ? AND state = ? ORDER BY seq`).all(sandboxId, state) as ProposalRow[]);
+  return rows.map(toProposal);
 }
 
 export function countPending(db: Database.Database, sandboxId: string): number {

@@ -13,8 +13,8 @@ import { apiFetch } from "./api-client.js";
 export interface GatewayProcess {
   readonly home: string;
   readonly child: ChildProcess | undefined;
-  /** Start it on DOCKER_HOST=unix://socketPath (removing a stale address file first). */
-  start(socketPath: string, extraArgs?: string[], env?: Record<string, string>): ChildProcess;
+  /** Start it on DOCKER_HOST=unix://socketPath (removing a stale address file first, unless `keepAddress`: a standby beside a running gateway). */
+  start(socketPath: string, extraArgs?: string[], env?: Record<string, string>, keepAddress?: boolean): ChildProcess;
   /** Resolves once its API answers. */
   up(ms?: number): Promise<void>;
   api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
@@ -28,8 +28,8 @@ export function gatewayProcess(home: string): GatewayProcess {
     get child() {
       return child;
     },
-    start(socketPath, extraArgs = [], env = {}) {
-      rmSync(join(home, "gateway.json"), { force: true });
+    start(socketPath, extraArgs = [], env = {}, keepAddress = false) {
+      if (!keepAddress) rmSync(join(home, "gateway.json"), { force: true });
       child = spawn(process.execPath, [CLI_MAIN, "--home", home, "gateway", "start", "--log-level", "warn", ...extraArgs], {
         env: { ...process.env, DOCKER_HOST: `unix://${socketPath}`, ...env },
         stdio: ["ignore", "ignore", "inherit"],

@@ -8,6 +8,7 @@ import { execFileSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pg from "pg";
 
 const BIN = "/usr/lib/postgresql/15/bin";
 
@@ -77,4 +78,15 @@ export function startPostgres(): PostgresCluster {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** One statement on its own connection (a test's look into the database, or its fault: pg_terminate_backend). */
+export async function pgQuery<R extends pg.QueryResultRow>(url: string, text: string): Promise<R[]> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query<R>(text)).rows;
+  } finally {
+    await c.end();
+  }
 }

@@ -19,7 +19,7 @@
 // the old one has not yet noticed.
 
 import pg from "pg";
-import { LOCKS } from "./schema.js";
+import { LOCKS, migrate } from "./schema.js";
 import { TYPES, isUnavailable, storeError } from "./sql.js";
 
 export interface LeaseRow {
@@ -146,6 +146,8 @@ export async function acquireLease(url: string, host: string, o: LeaseOptions): 
       continue;
     }
     try {
+      // The lease's table, on a database no gateway has used yet.
+      if (attempt === 0) await migrate(client);
       if (!(await lock(client, false))) {
         if (attempt === 0) o.onWaiting?.(await readRow(client, host));
         await lock(client, true);

@@ -10,41 +10,14 @@
 // to the highest (gaps are only rollbacks', and stay gaps). The same transaction sends a
 // NOTIFY with the number only (payloads are capped at 8,000 bytes), delivered at commit.
 
-import type { Phase, SandboxReason } from "../../lifecycle/phases.js";
-import type { AuditRecord, EgressTotals, EventKind, EventRecord, LogQuery } from "../contract.js";
+import type { Phase } from "../../lifecycle/phases.js";
+import type { AuditRecord, EgressTotals, EventRecord, LogQuery } from "../contract.js";
+import { toEvent, type EventRow } from "../rows.js";
 import { LOCKS } from "./schema.js";
 import type { Queryable } from "./sql.js";
 
 /** The channel gateways LISTEN on for committed events (the payload is the sequence number). */
 export const EVENTS_CHANNEL = "sandgate_events";
-
-interface EventRow {
-  seq: number;
-  sandbox_id: string;
-  sandbox_name: string;
-  generation: number;
-  kind: string;
-  old_phase: string | null;
-  new_phase: string | null;
-  reason: string | null;
-  message: string | null;
-  data: string | null;
-  time: string;
-}
-
-const toEvent = (row: EventRow): EventRecord => ({
-  seq: row.seq,
-  sandboxId: row.sandbox_id,
-  sandboxName: row.sandbox_name,
-  generation: row.generation,
-  kind: row.kind as EventKind,
-  oldPhase: row.old_phase as Phase | null,
-  newPhase: row.new_phase as Phase | null,
-  reason: row.reason === null ? null : (JSON.parse(row.reason) as SandboxReason),
-  message: row.message,
-  data: row.data === null ? null : (JSON.parse(row.data) as unknown),
-  time: row.time,
-});
 
 /** Append one event inside the caller's transaction (which then holds the events lock to its end); returns it with its number. */
 export async function insertEvent(tx: Queryable, e: Omit<EventRecord, "seq">): Promise<EventRecord> {

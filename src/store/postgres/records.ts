@@ -4,6 +4,7 @@
 
 import { policyHash, serializePolicy, type Policy } from "../../policy/index.js";
 import type { PolicyRevision, ProposalDecision, ProposalRecord, ProposalState, SealedSecret, SecretRecord, SecretSummary } from "../contract.js";
+import { toProposal, type ProposalRow } from "../rows.js";
 import { sqlState, type Queryable } from "./sql.js";
 
 // --- policy revisions ---
@@ -43,38 +44,6 @@ export async function lockActiveRevision(tx: Queryable, sandboxId: string): Prom
 }
 
 // --- proposals ---
-
-interface ProposalRow {
-  id: string;
-  sandbox_id: string;
-  input: string;
-  hash: string;
-  base_revision: number;
-  proposed_by: string;
-  reason: string | null;
-  state: string;
-  created_at: string;
-  decided_at: string | null;
-  decided_by: string | null;
-  decision_note: string | null;
-  revision: number | null;
-}
-
-const toProposal = (r: ProposalRow): ProposalRecord => ({
-  id: r.id,
-  sandboxId: r.sandbox_id,
-  input: JSON.parse(r.input) as string | Record<string, unknown>,
-  hash: r.hash,
-  baseRevision: r.base_revision,
-  proposedBy: r.proposed_by,
-  reason: r.reason,
-  state: r.state as ProposalState,
-  createdAt: r.created_at,
-  decidedAt: r.decided_at,
-  decidedBy: r.decided_by,
-  decisionNote: r.decision_note,
-  revision: r.revision,
-});
 
 /** A new pending proposal; false when its sandbox is gone (also when it went between the check and the insert: the foreign key). */
 export async function insertProposal(db: Queryable, p: Pick<ProposalRecord, "id" | "sandboxId" | "input" | "hash" | "baseRevision" | "proposedBy" | "reason" | "createdAt">): Promise<boolean> {

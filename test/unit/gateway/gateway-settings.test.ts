@@ -31,6 +31,7 @@ const CASES: Record<SettingName, { good: [string, unknown][]; bad: string }> = {
     bad: "mysql://db.example/sg",
   },
   storeConnections: { good: [["1", 1], ["50", 50]], bad: "0" },
+  hostName: { good: [["gw-a", "gw-a"], ["host.example_2", "host.example_2"]], bad: "-bad name" },
   logLevel: { good: [["debug", "debug"], ["warn", "warn"]], bad: "loud" },
   recoveryDeadlineS: { good: [["90s", 90], ["2m", 120]], bad: "abc" },
   boundaryDeadlineS: { good: [["45", 45], ["1m", 60]], bad: "-5" },

@@ -3,12 +3,11 @@
 // holder's session ends; the old holder's writes are refused from then on; a holder whose
 // lock connection drops takes it again when nobody else did.
 
-import pgClient from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultPolicy } from "../../../src/policy/index.js";
 import { acquireLease, type HeldLease } from "../../../src/store/postgres/lease.js";
 import { LeaseLostError, PostgresStore } from "../../../src/store/postgres/postgres-store.js";
-import { startPostgres, type PostgresCluster } from "../../support/postgres.js";
+import { pgQuery, startPostgres, type PostgresCluster } from "../../support/postgres.js";
 
 let pg: PostgresCluster;
 beforeAll(() => {
@@ -27,15 +26,7 @@ async function until(cond: () => boolean | Promise<boolean>, what: string): Prom
   throw new Error(`timed out waiting for ${what}`);
 }
 
-async function sql<R extends pgClient.QueryResultRow>(url: string, text: string): Promise<R[]> {
-  const c = new pgClient.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return (await c.query<R>(text)).rows;
-  } finally {
-    await c.end();
-  }
-}
+const sql = pgQuery;
 
 /** End the lease session of the holder: the one not waiting for a lock (what a kill -9 or a cut connection does to it). */
 const terminateHolder = (url: string) =>
