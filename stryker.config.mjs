@@ -28,6 +28,7 @@ export default {
     "src/driver/docker/range-route.ts",
     "src/driver/docker/launch-paths.ts",
     "src/driver/docker/transparent-rules.ts",
+    "src/store/postgres/event-feed.ts",
   ],
   thresholds: { high: 90, low: 85, break: 85 },
   reporters: ["clear-text", "progress", "html", "json"],

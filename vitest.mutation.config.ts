@@ -20,6 +20,8 @@ export default defineConfig({
       "test/unit/driver/launch-paths.test.ts",
       // transparent-rules.ts, against rulesets nft really loads (root: it makes network namespaces).
       "test/unit/driver/transparent-netns.test.ts",
+      // The PostgreSQL store's event feed (its reader injected: no database).
+      "test/unit/store/event-feed.test.ts",
     ],
     // Generous: the host is shared and a mutant may make a property test slow.
     testTimeout: 30_000,

@@ -54,7 +54,6 @@ export class EventFeed {
     return this.#step(async () => {
       let expected = this.#mark + 1;
       const fresh = events.filter((e) => e.seq > this.#mark);
-      if (fresh.length === 0) return;
       if (fresh.every((e) => e.seq === expected++)) {
         for (const e of fresh) this.#emit(e);
         return;
@@ -65,7 +64,7 @@ export class EventFeed {
 
   /** A notification (or a reconnection: `seq` undefined) says events up to `seq` committed somewhere. */
   notified(seq?: number): Promise<void> {
-    if (seq !== undefined && seq <= this.#mark) return this.#chain;
+    if ((seq ?? Infinity) <= this.#mark) return this.#chain;
     return this.#step(() => this.#catchUp());
   }
 
@@ -78,7 +77,8 @@ export class EventFeed {
   async #catchUp(): Promise<void> {
     for (;;) {
       const page = await this.#read(this.#mark, PAGE);
-      for (const e of page) if (e.seq > this.#mark) this.#emit(e);
+      // One step at a time: nothing moved the mark since the read, so every event read is new.
+      for (const e of page) this.#emit(e);
       if (page.length < PAGE) return;
     }
   }
