@@ -23,7 +23,7 @@ interface LoadResult {
 }
 
 /** Runs the load generator; also returns this process's (the gateway's) CPU % of a core during the measured phase. */
-function runLoad(cfg: object): Promise<LoadResult & { gatewayCpuPct: number }> {
+export function runLoad(cfg: object): Promise<LoadResult & { gatewayCpuPct: number }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", join(BENCH_DIR, "api-load.ts"), JSON.stringify(cfg)], { cwd: PROJECT_ROOT, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";

@@ -14,4 +14,5 @@ export const BENCHES = {
   "supervisor-memory": () => import("./supervisor-memory.js"),
   api: () => import("./api.js"),
   "audit-flood": () => import("./audit-flood.js"),
+  store: () => import("./store.js"),
 } satisfies Record<string, () => Promise<{ run(o: BenchOptions): Promise<void> }>>;
