@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultPolicy } from "../../../src/policy/index.js";
-import { acquireLease, type HeldLease } from "../../../src/store/postgres/lease.js";
+import { OtherHostError, acquireLease, type HeldLease } from "../../../src/store/postgres/lease.js";
 import { LeaseLostError, PostgresStore } from "../../../src/store/postgres/postgres-store.js";
 import { pgQuery, startPostgres, type PostgresCluster } from "../../support/postgres.js";
 
@@ -110,5 +110,21 @@ describe("host leases", () => {
     const b = await bp;
     expect(b.epoch).toBe(2);
     await b.release();
+  });
+
+  it("a gateway of another host on the same database is refused with one line that says what to do, and takes no lease", async () => {
+    const url = pg.createDatabase("lease_other_host");
+    const a = await acquireLease(url, "h1", { gatewayId: "g1", pid: 101 });
+    await a.release();
+    const err = (await acquireLease(url, "h2", { gatewayId: "g2", pid: 202 }).catch((e: unknown) => e)) as Error;
+    expect(err).toBeInstanceOf(OtherHostError);
+    expect(err.message).toMatch(/^this database already serves host "h1" \(this gateway is host "h2"\), and several hosts on one database are not supported yet/);
+    expect(err.message).toContain("DELETE FROM host_leases WHERE host = 'h1'");
+    expect(err.message).not.toContain("\n");
+    expect(await sql<{ host: string }>(url, `SELECT host FROM host_leases ORDER BY host`)).toEqual([{ host: "h1" }]);
+    // h1 itself may come back.
+    const again = await acquireLease(url, "h1", { gatewayId: "g1", pid: 303 });
+    expect(again.epoch).toBe(2);
+    await again.release();
   });
 });
