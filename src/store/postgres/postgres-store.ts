@@ -99,9 +99,12 @@ export class PostgresStore implements Store {
     pool.on("error", (err) => opts.onError?.(storeError(err)));
     try {
       const client = await pool.connect();
+      const onError = (): void => undefined;
+      client.on("error", onError);
       try {
         await migrate(client);
       } finally {
+        client.off("error", onError);
         client.release();
       }
       const store = new PostgresStore(pool, config, await logs.lastSeq(pool), opts);
@@ -202,6 +205,12 @@ export class PostgresStore implements Store {
     }
     const events: EventRecord[] = [];
     let broken = false;
+    // A checked-out client's connection error between queries is emitted on the client; with
+    // no listener it would be an uncaught exception (pg-pool leaves it to the borrower).
+    const onError = (): void => {
+      broken = true;
+    };
+    client.on("error", onError);
     let result: T;
     try {
       await client.query("BEGIN");
@@ -214,6 +223,7 @@ export class PostgresStore implements Store {
       });
       throw storeError(err);
     } finally {
+      client.off("error", onError);
       client.release(broken);
     }
     await this.#feed.committed(events);
