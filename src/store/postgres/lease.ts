@@ -70,11 +70,6 @@ async function readRow(client: pg.ClientBase, host: string): Promise<LeaseRow | 
   return r ? { gatewayId: r.owner, pid: r.pid, epoch: r.epoch, since: r.acquired_at } : null;
 }
 
-/** Who holds a host's lease as its row says (null: nobody ever has). */
-export async function leaseHolder(db: pg.ClientBase, host: string): Promise<LeaseRow | null> {
-  return readRow(db, host);
-}
-
 /** A connection of the lease's own, its loss reported once. */
 async function connect(url: string, onLost: (why: string) => void): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url, types: TYPES, application_name: "sandgate-lease", keepAlive: true });
