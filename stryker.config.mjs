@@ -24,6 +24,7 @@ export default {
     "src/driver/docker/monitor/classify.ts",
     "src/lifecycle/supervision.ts",
     "src/lifecycle/adoption.ts",
+    "src/lifecycle/placement.ts",
     "src/driver/docker/sandbox-subnets.ts",
     "src/driver/docker/range-route.ts",
     "src/driver/docker/launch-paths.ts",

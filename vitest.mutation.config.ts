@@ -15,6 +15,7 @@ export default defineConfig({
       "test/unit/supervisor/proxy-audit-record.test.ts",
       "test/unit/driver/monitor-classify.test.ts",
       "test/unit/lifecycle/supervision.test.ts",
+      "test/unit/lifecycle/placement.test.ts",
       "test/unit/driver/sandbox-subnets.test.ts",
       "test/unit/driver/range-route.test.ts",
       "test/unit/driver/launch-paths.test.ts",

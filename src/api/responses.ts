@@ -165,6 +165,30 @@ export const StatusView = z
   .describe("The gateway's version, readiness and counters (`gateway status`). Nested counters may gain fields.");
 export type StatusView = z.infer<typeof StatusView>;
 
+export const HostView = z
+  .strictObject({
+    host: z.string(),
+    self: z.boolean().describe("the host of the gateway that answered"),
+    driven: z.boolean().describe("a gateway drives the host now (it holds the host's lease)"),
+    lease: z
+      .strictObject({ gatewayId: z.string(), pid: z.number().int(), epoch: z.number().int(), since: z.string() })
+      .nullable()
+      .describe("who took the host's lease last and at which epoch (null: nobody has, or the store is the embedded one)"),
+    live: count.describe("its sandboxes in a live phase (Provisioning, Ready, Recovering)"),
+    total: count.describe("all its sandboxes"),
+  })
+  .describe("A host of the fleet: its lease and its sandboxes.");
+export type HostView = z.infer<typeof HostView>;
+
+export const FleetView = z
+  .strictObject({
+    store: z.enum(["sqlite", "postgres"]).describe("sqlite: the embedded store, one host; postgres: a fleet's"),
+    host: z.string().describe("the host of the gateway that answered (--host-name)"),
+    hosts: z.array(HostView).describe("every host with a lease or a sandbox, by name"),
+  })
+  .describe("The fleet's hosts as the store knows them (`sandgate fleet status`, docs/fleet.md).");
+export type FleetView = z.infer<typeof FleetView>;
+
 /** Named in the document's components (#/components/schemas/NAME) and referenced wherever used. */
 export const SCHEMA_COMPONENTS = {
   ApiError: ApiErrorBody,

@@ -81,6 +81,7 @@ const sandboxHead = {
   generation: z.number().int(),
   reason: SandboxReason.nullable(),
   reasonText: nullableString.describe("the reason as one line for people"),
+  host: nullableString.describe("the host whose Docker daemon runs it (its gateway's `--host-name`); null for a sandbox recorded before hosts were"),
   labels: z.record(z.string(), z.string()),
 };
 

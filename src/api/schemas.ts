@@ -77,6 +77,8 @@ export const CreateSandboxBody = z
     ttl: z.union([z.string().max(64), z.number()]).optional().describe('stop each run this long after it began: seconds, or "90s", "30m", "8h", "7d"'),
     /** Stop after no exec, connect or egress for this long. */
     idleStop: z.union([z.string().max(64), z.number()]).optional().describe("stop after no exec, connect or egress for this long (as ttl)"),
+    /** The host to run it on, in a fleet (default: the host of the gateway asked). */
+    host: z.string().max(64).optional().describe("in a fleet (docs/fleet.md): the host to run it on, one a gateway drives now; default: the host of the gateway asked"),
   })
   .strict();
 export type CreateSandboxBody = z.infer<typeof CreateSandboxBody>;

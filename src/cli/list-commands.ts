@@ -58,6 +58,7 @@ interface Row {
   workload: string | null;
   supervisor: string | null;
   image: string;
+  host: string | null;
   labels: Record<string, string>;
   createdAt: string;
   updatedAt: string;
@@ -73,6 +74,7 @@ function fromFull(s: SandboxView): Row {
     workload: live?.workload.id ?? null,
     supervisor: live?.supervisor.id ?? null,
     image: s.spec.image ?? "(default)",
+    host: s.host,
     labels: s.labels,
     createdAt: s.createdAt,
     updatedAt: s.updatedAt,
@@ -81,15 +83,21 @@ function fromFull(s: SandboxView): Row {
 
 const BASE = ["NAME", "PHASE", "GEN", "REASON", "WORKLOAD", "SUPERVISOR", "CREATED"];
 
+/** The table shows HOST when its rows are on more than one host (a fleet's); -o wide always does. */
 function render(format: "table" | "wide", rows: (SandboxSummaryView | Row)[]): string {
+  const hostOf = (s: { host: string | null }): string => s.host ?? "-";
   if (format === "table") {
     const r = rows as SandboxSummaryView[];
-    return table(BASE, r.map((s) => [s.name, s.phase, String(s.generation), s.reason?.code ?? "-", short(s.workload ?? undefined), short(s.supervisor ?? undefined), when(s.createdAt)]));
+    const hosts = new Set(r.map(hostOf)).size > 1;
+    return table(
+      hosts ? [...BASE, "HOST"] : BASE,
+      r.map((s) => [s.name, s.phase, String(s.generation), s.reason?.code ?? "-", short(s.workload ?? undefined), short(s.supervisor ?? undefined), when(s.createdAt), ...(hosts ? [hostOf(s)] : [])]),
+    );
   }
   const r = rows as Row[];
   return table(
-    [...BASE, "UPDATED", "IMAGE", "LABELS"],
-    r.map((s) => [s.name, s.phase, String(s.generation), s.reason, short(s.workload ?? undefined), short(s.supervisor ?? undefined), when(s.createdAt), when(s.updatedAt), s.image, formatLabels(s.labels)]),
+    [...BASE, "UPDATED", "HOST", "IMAGE", "LABELS"],
+    r.map((s) => [s.name, s.phase, String(s.generation), s.reason, short(s.workload ?? undefined), short(s.supervisor ?? undefined), when(s.createdAt), when(s.updatedAt), hostOf(s), s.image, formatLabels(s.labels)]),
   );
 }
 

@@ -5,6 +5,7 @@ import { VERSION } from "../version.js";
 import { CliError, EXIT } from "./errors.js";
 import { auditCommand } from "./audit-commands.js";
 import { gatewayCommands } from "./gateway-commands.js";
+import { fleetCommands } from "./fleet-commands.js";
 import { secretCommands } from "./secret-commands.js";
 import { policyCommands } from "./policy-commands.js";
 import { addProposalCommands } from "./policy-proposals.js";
@@ -32,6 +33,7 @@ Exit codes: 0 ok, 1 failed, 2 usage or invalid input, 3 gateway not running,
     );
   const global = () => program.opts<{ home?: string; url?: string }>();
   program.addCommand(gatewayCommands(global));
+  program.addCommand(fleetCommands(global));
   program.addCommand(sandboxCommands(global));
   const policy = policyCommands(global);
   addProposalCommands(policy, () => new GatewayClient(global()));

@@ -200,6 +200,7 @@ export function sandboxCommands(global: () => Common): Command {
         ["phase", s.phase],
         ["reason", s.reasonText ?? "-"],
         ["generation", String(s.generation)],
+        ["host", s.host ?? "-"],
         ["image", s.spec.image ?? "(default workload image)"],
         ["command", s.spec.command ? s.spec.command.join(" ") : "(idle)"],
         ["resources", `${s.spec.resources.memoryMb} MiB, ${s.spec.resources.cpus} CPU, ${s.spec.resources.pids} pids`],

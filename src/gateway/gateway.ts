@@ -14,6 +14,7 @@ import { redactStoreUrl, showStoreLocation, type StoreLocation } from "../util/s
 import { VERSION } from "../version.js";
 import { buildApi } from "./api/api.js";
 import { execUpgrades } from "./api/exec-ws.js";
+import { fleetView } from "./api/fleet-view.js";
 import { portForwardUpgrades, type PortForwardLimits } from "./api/port-forward-ws.js";
 import { attachUpgrades } from "./api/upgrades.js";
 import type { WatchLimits } from "./api/watch.js";
@@ -32,6 +33,7 @@ import { boundConnections, boundedServerOptions, type ConnectionBounds, type Con
 import { clientUrl, type ListenAddress } from "./api/listen-address.js";
 import { ensureTlsIdentity } from "./control/tls.js";
 import { createLifecycle, type Lifecycle } from "./sandboxes/lifecycle.js";
+import { everyHost, oneHost } from "./sandboxes/host-scope.js";
 import { FileTransfers } from "./files/transfers.js";
 import type { FilesLimits } from "./files/limits.js";
 import type { SandboxReadModel } from "./sandboxes/read-model.js";
@@ -220,7 +222,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         ...(opts.hostAddressIntervalMs === undefined ? {} : { hostAddresses: { intervalMs: opts.hostAddressIntervalMs } }),
       })
     : null;
-  const lifecycle: Lifecycle = createLifecycle({ store, driver, control, log, options: opts.service });
+  // On PostgreSQL the store is the fleet's: this gateway drives its host's sandboxes only.
+  const scope = location.kind === "postgres" ? oneHost(host) : everyHost(host);
+  const lifecycle: Lifecycle = createLifecycle({ store, driver, control, log, options: opts.service, scope });
   const { service, read, runtime, monitor } = lifecycle;
   const audit = new AuditSink(store, log.child({ component: "audit" }), opts.audit);
   const delivery = new SecretDelivery(store, control?.boundary ?? null);
@@ -233,7 +237,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   await runtime.prepare(opts.onProgress);
   // Through the exec service: a transfer is a session --idle-stop waits for.
   const proposals = new PolicyProposals({ store, read, service, tools: new PolicyTools(read), log: log.child({ component: "proposals" }), ...(opts.proposals === undefined ? {} : { limits: opts.proposals }) });
-  const files = new FileTransfers({ get: async (n) => await read.get(n), exec: (n, cmd) => lifecycle.execs.start(n, { cmd, tty: false }), log: log.child({ component: "files" }), ...(opts.files === undefined ? {} : { limits: opts.files }) });
+  const files = new FileTransfers({ get: async (n) => await read.driven(n), exec: (n, cmd) => lifecycle.execs.start(n, { cmd, tty: false }), log: log.child({ component: "files" }), ...(opts.files === undefined ? {} : { limits: opts.files }) });
   // Each listener's connections are bounded (connection-bounds.ts); a request that passed the
   // token check moves its connection to the authenticated pool of whichever listener has it.
   const bounds: { url: () => string; bounds: ConnectionBounds }[] = [];
@@ -273,6 +277,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       files: files.stats(),
       proposals: { limits: proposals.limits },
     }),
+    fleet: () => fleetView(store, host),
     ...(opts.watch === undefined ? {} : { watch: opts.watch }),
     secrets: { store: secrets, delivery },
     metrics,

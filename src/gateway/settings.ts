@@ -10,6 +10,7 @@
 // the import rules keep from importing the gateway (the Docker driver, src/util,
 // src/protocol) keep their constant, and the table names it rather than repeating it.
 
+import { HOST_NAME, HOST_NAME_ALLOWED, checkHostName } from "../lifecycle/placement.js";
 import { hostname } from "node:os";
 import { z } from "zod";
 import { SettingError, humanSeconds, parseChoice, parseDecimal, parseDuration, parseInteger, type DurationRange, type IntRange } from "../util/settings.js";
@@ -152,7 +153,6 @@ export interface Setting<T> {
 
 const setting = <T>(s: Setting<T>): Setting<T> => s;
 
-const HOST_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 /** The machine's hostname as a host name (a name the pattern refuses is cut to what it allows). */
 function hostName(): string {
   const h = hostname().replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[^A-Za-z0-9]+/, "").slice(0, 63);
@@ -189,9 +189,10 @@ export const SETTINGS = {
   hostName: setting({
     flag: "--host-name",
     env: "SANDGATE_HOST_NAME",
-    type: checked<string>({ schema: z.string().regex(HOST_NAME), arg: "<name>", allowed: "1–63 letters, digits, '.', '_' or '-', from a letter or digit", show: String, args: (v) => [v] }, (raw) =>
-      HOST_NAME.test(raw) ? { ok: true, value: raw } : { ok: false, error: `"${raw}" is not a host name; allowed: 1–63 letters, digits, '.', '_' or '-', starting with a letter or digit` },
-    ),
+    type: checked<string>({ schema: z.string().regex(HOST_NAME), arg: "<name>", allowed: HOST_NAME_ALLOWED, show: String, args: (v) => [v] }, (raw) => {
+      const bad = checkHostName(raw);
+      return bad === null ? { ok: true, value: raw } : { ok: false, error: bad };
+    }),
     default: hostName(),
     defaultText: "the machine's hostname",
     help: "this gateway's host in a fleet (--store postgres://…): it drives this machine's Docker daemon while it holds the host's lease; a second gateway of the same home and host name stands by and takes over when the first ends (docs/fleet.md)",

@@ -17,6 +17,7 @@ import type {
   BoundaryHealth,
   ContainerIdentityView as ContainerIdentitySchema,
   EventView as EventSchema,
+  FleetView as FleetSchema,
   PolicyRevisionView,
   SandboxDetailView,
   SandboxSummaryView as SandboxSummarySchema,
@@ -31,6 +32,9 @@ export type FileStat = FileStatView;
 
 /** A container of a sandbox's generation: its id, name, image and when it started. */
 export type ContainerIdentityView = z.output<typeof ContainerIdentitySchema>;
+
+/** The fleet's hosts (`GET /v1/fleet`, docs/fleet.md). */
+export type FleetView = z.output<typeof FleetSchema>;
 
 /** The supervisor's control session and what it enforces (null where the runtime has no supervisors). */
 export type BoundaryView = z.output<typeof BoundaryHealth>;

@@ -9,6 +9,7 @@ import type { Phase, SandboxReason } from "../lifecycle/phases.js";
 import type { SandboxSpec } from "../lifecycle/spec.js";
 import type { Policy } from "../policy/index.js";
 import type { ProposalState } from "../policy/proposals.js";
+import type { HostState } from "../lifecycle/placement.js";
 import { SandgateError } from "../util/errors.js";
 
 export interface SandboxRecord {
@@ -21,6 +22,8 @@ export interface SandboxRecord {
   runtime: RuntimeRecord | null;
   /** The generation whose containers (and any older ones) must still be removed, or null. */
   teardownOwed: number | null;
+  /** The host whose Docker daemon runs it (`--host-name`); its gateway alone drives it. '' on a row of the embedded store from before hosts were recorded. */
+  host: string;
   /** The user's labels (src/lifecycle/labels.ts); kept here only, never on Docker objects. */
   labels: Record<string, string>;
   createdAt: string;
@@ -36,6 +39,7 @@ export interface SandboxSummary {
   generation: number;
   /** The recorded runtime's generation and container ids, or null when there is none. */
   runtime: { generation: number; workloadId: string; supervisorId: string } | null;
+  host: string;
   labels: Record<string, string>;
   createdAt: string;
   updatedAt: string;
@@ -58,6 +62,8 @@ export interface NewSandbox {
   policy: Policy;
   policySource?: string | null;
   labels?: Readonly<Record<string, string>>;
+  /** The host that runs it (SandboxRecord.host). */
+  host: string;
 }
 
 export interface TransitionWrite {
@@ -371,8 +377,23 @@ export interface SecretsTable {
 /** What a transaction's function writes and reads through (see above): its info events, the proposals, the audit trail. */
 export interface Transaction extends InfoWriter, ProposalsTable, Pick<AuditTrail, "appendAudit"> {}
 
+/** A host of a fleet (placement.ts's HostState), with its lease as last taken and all its sandboxes. */
+export interface HostRecord extends HostState {
+  /** Who took the host's lease last (null: nobody ever did); `driven` says whether it still holds it. */
+  lease: { gatewayId: string; pid: number; epoch: number; since: string } | null;
+  total: number;
+}
+
+/** The hosts of a store several hosts share (PostgreSQL). */
+export interface FleetHosts {
+  /** Every host with a lease or a sandbox, by name. */
+  hosts(): Promise<HostRecord[]>;
+}
+
 /** All of the gateway's persistence. */
 export interface Store extends SandboxesTable, ExpiryColumns, PolicyRevisions, EventLog, AuditTrail, ProposalsTable, SecretsTable {
+  /** The fleet's hosts; null on a store of one host (the embedded SQLite). */
+  readonly fleet: FleetHosts | null;
   /** False once closed: a last write at shutdown asks first. */
   readonly isOpen: boolean;
   /** Release the store (a network store waits for its connections to end). */

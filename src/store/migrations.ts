@@ -133,6 +133,11 @@ const MIGRATIONS: readonly string[] = [
     DELETE FROM policy_proposals WHERE sandbox_id = OLD.id;
   END;
   `,
+  // 11: the host whose Docker daemon runs the sandbox (--host-name). The embedded store has
+  // one host, so its gateway drives every row whatever it says; '' is a row from before.
+  `
+  ALTER TABLE sandboxes ADD COLUMN host TEXT NOT NULL DEFAULT '';
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

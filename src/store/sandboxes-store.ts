@@ -19,13 +19,14 @@ interface SandboxRow {
   spec: string;
   runtime: string | null;
   teardown_owed: number | null;
+  host: string;
   /** JSON object, from LABELS_COLUMN. */
   labels: string;
   created_at: string;
   updated_at: string;
 }
 
-type HeadRow = Pick<SandboxRow, "id" | "name" | "phase" | "reason" | "generation" | "labels" | "created_at" | "updated_at">;
+type HeadRow = Pick<SandboxRow, "id" | "name" | "phase" | "reason" | "generation" | "host" | "labels" | "created_at" | "updated_at">;
 
 /** A sandbox row's labels as one JSON object, read through the labels' primary key (key order). */
 const LABELS_COLUMN = `(SELECT json_group_object(key, value) FROM sandbox_labels WHERE sandbox_id = sandboxes.id) AS labels`;
@@ -38,6 +39,7 @@ function rowHead<T extends object>(row: HeadRow, more: T) {
     phase: row.phase as Phase,
     reason: parse<SandboxReason>(row.reason),
     generation: row.generation,
+    host: row.host,
     labels: JSON.parse(row.labels) as Record<string, string>,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -57,9 +59,9 @@ function toSandbox(row: SandboxRow): SandboxRecord {
 export function insertSandbox(db: Database.Database, input: NewSandbox, time: string): void {
   stmt(
     db,
-    `INSERT INTO sandboxes (id, name, phase, reason, generation, spec, runtime, created_at, updated_at)
-     VALUES (?, ?, 'Provisioning', NULL, 1, ?, NULL, ?, ?)`,
-  ).run(input.id, input.name, JSON.stringify(input.spec), time, time);
+    `INSERT INTO sandboxes (id, name, phase, reason, generation, spec, runtime, host, created_at, updated_at)
+     VALUES (?, ?, 'Provisioning', NULL, 1, ?, NULL, ?, ?, ?)`,
+  ).run(input.id, input.name, JSON.stringify(input.spec), input.host, time, time);
   const label = stmt(db, `INSERT INTO sandbox_labels (sandbox_id, key, value) VALUES (?, ?, ?)`);
   for (const [k, v] of Object.entries(input.labels ?? {})) label.run(input.id, k, v);
 }
@@ -85,7 +87,7 @@ export function listPage(db: Database.Database, q: ListQuery): SandboxRecord[] {
  * three times, which measured slower than the rest of the page together); no spec is read.
  */
 export function listSummaries(db: Database.Database, q: ListQuery): SandboxSummary[] {
-  const cols = `id, name, phase, reason, generation, created_at, updated_at, ${LABELS_COLUMN},
+  const cols = `id, name, phase, reason, generation, host, created_at, updated_at, ${LABELS_COLUMN},
       json_extract(runtime, '$.generation', '$.workload.id', '$.supervisor.id') AS rt`;
   const rows = page(db, cols, q) as (HeadRow & { rt: string | null })[];
   return rows.map((r) => {

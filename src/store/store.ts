@@ -84,6 +84,9 @@ export class SqliteStore implements Store {
     if (this.db.open) this.db.close();
   }
 
+  /** One host: no fleet. */
+  readonly fleet = null;
+
   /** False once closed: a last write at shutdown asks first. */
   get isOpen(): boolean {
     return this.db.open;

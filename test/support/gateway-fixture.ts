@@ -72,6 +72,8 @@ export async function startTestGateway(
     originCa?: { path: string; subjects: string[] };
     /** Where the state is kept (--store); default the home's SQLite file. */
     store?: StoreLocation;
+    /** This gateway's host (--host-name); default the machine's hostname. */
+    hostName?: string;
   } = {},
 ): Promise<TestGateway> {
   const home = resolveHome(opts.homeDir ?? mkdtempSync(join(tmpdir(), "sg-home-")));
@@ -87,6 +89,7 @@ export async function startTestGateway(
     ...(opts.proxyConnections === undefined ? {} : { proxyConnections: opts.proxyConnections }),
     ...(opts.originCa === undefined ? {} : { originCa: opts.originCa }),
     ...(opts.store === undefined ? {} : { store: opts.store }),
+    ...(opts.hostName === undefined ? {} : { hostName: opts.hostName }),
   });
   const token = ensureToken(home);
   const approverToken = ensureApproverToken(home);

@@ -38,13 +38,13 @@ export function storeContract(label: string, open: OpenStore): void {
       await withStore(open, async (s) => {
         const seen: EventRecord[] = [];
         s.onEvent((e) => seen.push(e));
-        const a = await s.createSandbox({ id: "a", name: "demo", spec, policy, labels: { team: "x", env: "prod" }, policySource: "network: {}\n" });
+        const a = await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy, labels: { team: "x", env: "prod" }, policySource: "network: {}\n" });
         expect(a).toMatchObject({ id: "a", name: "demo", phase: "Provisioning", generation: 1, reason: null, runtime: null, teardownOwed: null, spec });
         expect(a.labels).toEqual({ env: "prod", team: "x" });
         expect((await s.get("demo"))?.id).toBe("a");
         expect((await s.get("a"))?.name).toBe("demo");
         expect(await s.policy("a")).toMatchObject({ revision: 1, source: "network: {}\n" });
-        await expect(s.createSandbox({ id: "b", name: "demo", spec, policy })).rejects.toThrow(DuplicateNameError);
+        await expect(s.createSandbox({ host: "h1", id: "b", name: "demo", spec, policy })).rejects.toThrow(DuplicateNameError);
         expect(await s.get("b")).toBeNull();
         expect(await s.policy("b")).toBeNull();
         expect(seen.map((e) => [e.sandboxId, e.kind, e.newPhase, e.message])).toEqual([["a", "phase", "Provisioning", "created"]]);
@@ -53,7 +53,7 @@ export function storeContract(label: string, open: OpenStore): void {
 
     it("a transition is a compare-and-set: of two writers expecting the same state exactly one wins, and only the winner's event is written", async () => {
       await withStore(open, async (s) => {
-        await s.createSandbox({ id: "a", name: "demo", spec, policy });
+        await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
         const seen: EventRecord[] = [];
         s.onEvent((e) => seen.push(e));
         const expectP = { phase: "Provisioning" as const, generation: 1 };
@@ -72,7 +72,7 @@ export function storeContract(label: string, open: OpenStore): void {
 
     it("keeps the runtime with the phase (undefined keeps, null clears), setRuntime only at the expected phase and generation, and the highest teardown owed", async () => {
       await withStore(open, async (s) => {
-        await s.createSandbox({ id: "a", name: "demo", spec, policy });
+        await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
         expect(await s.setRuntime("a", { phase: "Provisioning", generation: 1 }, runtime(1))).toBe(true);
         expect(await s.setRuntime("a", { phase: "Ready", generation: 1 }, null)).toBe(false);
         const err = await s.transition("a", { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Error", generation: 1, reason: { code: "SupervisorExited", exitCode: 137 } }, oweTeardown: 1 });
@@ -89,12 +89,12 @@ export function storeContract(label: string, open: OpenStore): void {
 
     it("settling a failed generation's teardown clears its runtime; a live one keeps it", async () => {
       await withStore(open, async (s) => {
-        await s.createSandbox({ id: "a", name: "demo", spec, policy });
+        await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
         await s.setRuntime("a", { phase: "Provisioning", generation: 1 }, runtime(1));
         await s.transition("a", { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Error", generation: 1, reason: { code: "ProvisioningFailed", detail: "x" } }, oweTeardown: 1 });
         expect(await s.settleTeardown("a", 1)).toBe(true);
         expect((await s.get("a"))?.runtime).toBeNull();
-        await s.createSandbox({ id: "b", name: "b", spec, policy });
+        await s.createSandbox({ host: "h1", id: "b", name: "b", spec, policy });
         await s.setRuntime("b", { phase: "Provisioning", generation: 1 }, runtime(1, "wb"));
         await s.transition("b", { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Ready", generation: 1, reason: null }, oweTeardown: 1 });
         expect(await s.settleTeardown("b", 1)).toBe(true);
@@ -105,7 +105,7 @@ export function storeContract(label: string, open: OpenStore): void {
     it("pages by name bytewise, after a cursor, of one phase and with every label given; summaries carry the runtime's ids", async () => {
       await withStore(open, async (s) => {
         const names = ["b", "B", "a-2", "a-10", "Z", "a"];
-        for (const [i, n] of names.entries()) await s.createSandbox({ id: `id${i}`, name: n, spec, policy, labels: i % 2 ? { team: "x" } : { team: "y", env: "p" } });
+        for (const [i, n] of names.entries()) await s.createSandbox({ host: `h${i % 3}`, id: `id${i}`, name: n, spec, policy, labels: i % 2 ? { team: "x" } : { team: "y", env: "p" } });
         await s.setRuntime("id0", { phase: "Provisioning", generation: 1 }, runtime(1, "w0"));
         await s.transition("id0", { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Ready", generation: 1, reason: null } });
         const sorted = [...names].sort();
@@ -118,6 +118,9 @@ export function storeContract(label: string, open: OpenStore): void {
         expect(sums.find((r) => r.name === "b")?.runtime).toEqual({ generation: 1, workloadId: "w0", supervisorId: "s-w0" });
         expect(sums.find((r) => r.name === "a")?.runtime).toBeNull();
         expect(sums.find((r) => r.name === "a")?.labels).toEqual({ team: "x" });
+        // Every row carries its host, as written (a fleet's gateway drives only its own host's).
+        expect(sums.map((r) => [r.name, r.host])).toEqual(sorted.map((n) => [n, `h${names.indexOf(n) % 3}`]));
+        expect((await s.get("id4"))?.host).toBe("h1");
         const listed = await s.list();
         expect(listed.map((r) => [r.createdAt, r.name])).toEqual(listed.map((r) => [r.createdAt, r.name]).sort((x, y) => (x[0] === y[0] ? (x[1]! < y[1]! ? -1 : 1) : x[0]! < y[0]! ? -1 : 1)));
         expect(listed).toHaveLength(names.length);
@@ -127,7 +130,7 @@ export function storeContract(label: string, open: OpenStore): void {
 
     it("deletes only a sandbox Deleting at the generation given: its audit trail and labels go, its events stay, a 'deleted' event is written", async () => {
       await withStore(open, async (s) => {
-        await s.createSandbox({ id: "a", name: "demo", spec, policy, labels: { k: "v" } });
+        await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy, labels: { k: "v" } });
         await s.appendAudit([{ sandboxId: "a", generation: 1, time: "2026-01-01T00:00:00.000Z", decision: "allow", count: 1, event: { host: "h" } }]);
         expect(await s.deleteSandbox("a", { generation: 1 })).toBe(false);
         await s.transition("a", { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Deleting", generation: 1, reason: null } });
@@ -138,13 +141,13 @@ export function storeContract(label: string, open: OpenStore): void {
         expect((await s.events("a")).map((e) => e.kind)).toEqual(["phase", "phase", "deleted"]);
         expect(await s.listPage({ limit: 10, labels: [["k", "v"]] })).toEqual([]);
         // The name is free again.
-        await s.createSandbox({ id: "a2", name: "demo", spec, policy });
+        await s.createSandbox({ host: "h1", id: "a2", name: "demo", spec, policy });
       });
     });
 
     it("transact: info events go out after the commit, in order; a throw rolls back everything written through the handle and sends nothing", async () => {
       await withStore(open, async (s) => {
-        await s.createSandbox({ id: "a", name: "demo", spec, policy });
+        await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
         const seen: string[] = [];
         s.onEvent((e) => seen.push(e.message ?? ""));
         const proposal = (id: string) => ({ id, sandboxId: "a", input: "x", hash: "h", baseRevision: 1, proposedBy: "agent", reason: null, createdAt: "2026-01-01T00:00:00.000Z" });
@@ -174,7 +177,7 @@ export function storeContract(label: string, open: OpenStore): void {
 
     it("addPolicy numbers revisions after the highest; a stale expectRevision throws and writes nothing; a throw in `within` rolls the revision back; of concurrent compare-and-sets one wins", async () => {
       await withStore(open, async (s) => {
-        await s.createSandbox({ id: "a", name: "demo", spec, policy });
+        await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
         expect(await s.addPolicy(ref("a", "demo"), policy, "src")).toBe(2);
         await expect(s.addPolicy(ref("a", "demo"), policy, null, { expectRevision: 1 })).rejects.toBeInstanceOf(StaleRevisionError);
         await expect(s.addPolicy(ref("a", "demo"), policy, null, { within: () => Promise.reject(new Error("no")) })).rejects.toThrow("no");
@@ -201,8 +204,8 @@ export function storeContract(label: string, open: OpenStore): void {
       await withStore(
         open,
         async (s) => {
-          await s.createSandbox({ id: "a", name: "demo", spec, policy });
-          await s.createSandbox({ id: "b", name: "b", spec, policy });
+          await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
+          await s.createSandbox({ host: "h1", id: "b", name: "b", spec, policy });
           for (let i = 0; i < 10; i++) await s.appendEvent(ref(i % 2 ? "a" : "b", i % 2 ? "demo" : "b"), "info", `m${i}`);
           const a = await s.events("a");
           expect(a.map((e) => e.message)).toEqual(["created", "m1", "m3", "m5", "m7", "m9"]);
@@ -233,7 +236,7 @@ export function storeContract(label: string, open: OpenStore): void {
       await withStore(
         open,
         async (s) => {
-          await s.createSandbox({ id: "a", name: "demo", spec, policy });
+          await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
           const at = (d: number) => new Date(Date.UTC(2026, 0, 1) + d * 1000).toISOString();
           await s.appendAudit([
             { sandboxId: "a", generation: 1, time: at(1), decision: "allow", count: 3, event: { host: "x", bytesOut: 10, bytesIn: 20 } },
@@ -262,7 +265,7 @@ export function storeContract(label: string, open: OpenStore): void {
 
     it("proposals: not for a sandbox that is gone; decided once, by exactly one of concurrent deciders; the newest decided kept", async () => {
       await withStore(open, async (s) => {
-        await s.createSandbox({ id: "a", name: "demo", spec, policy });
+        await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
         const p = (id: string, i: number) => ({ id, sandboxId: "a", input: { network: {} }, hash: "h", baseRevision: 1, proposedBy: "agent", reason: i ? "why" : null, createdAt: `2026-01-01T00:00:0${i}.000Z` });
         expect(await s.insertProposal({ ...p("pp_x", 0), sandboxId: "nope" })).toBe(false);
         for (let i = 0; i < 4; i++) expect(await s.insertProposal(p(`pp_${i}`, i))).toBe(true);
@@ -301,9 +304,9 @@ export function storeContract(label: string, open: OpenStore): void {
 
     it("expiry columns: live sandboxes with a deadline or an idle stop; a deadline only for its generation; activity never moves back", async () => {
       await withStore(open, async (s) => {
-        await s.createSandbox({ id: "a", name: "a", spec: { ...spec, ttlSeconds: 60 }, policy });
-        await s.createSandbox({ id: "b", name: "b", spec: { ...spec, idleStopSeconds: 30 }, policy });
-        await s.createSandbox({ id: "c", name: "c", spec, policy });
+        await s.createSandbox({ host: "h1", id: "a", name: "a", spec: { ...spec, ttlSeconds: 60 }, policy });
+        await s.createSandbox({ host: "h1", id: "b", name: "b", spec: { ...spec, idleStopSeconds: 30 }, policy });
+        await s.createSandbox({ host: "h1", id: "c", name: "c", spec, policy });
         expect((await s.expiringSandboxes()).map((r) => r.id)).toEqual(["b"]);
         expect(await s.setTtlDeadline("a", 2, "2026-01-01T00:01:00.000Z")).toBe(false);
         expect(await s.setTtlDeadline("a", 1, "2026-01-01T00:01:00.000Z")).toBe(true);

@@ -14,7 +14,7 @@ const policy = defaultPolicy();
 if (mode === "churn") {
   for (let i = 0; ; i++) {
     const name = `churn-${process.pid}-${i}`;
-    const s = await store.createSandbox({ id: `id-${process.pid}-${i}`, name, spec, policy });
+    const s = await store.createSandbox({ host: "h1", id: `id-${process.pid}-${i}`, name, spec, policy });
     process.stdout.write(`committed ${name} Provisioning\n`);
     await store.transition(s.id, { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Ready", generation: 1, reason: null } });
     process.stdout.write(`committed ${name} Ready\n`);

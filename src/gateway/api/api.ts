@@ -5,7 +5,7 @@ import Fastify, { type FastifyReply } from "fastify";
 import type { Logger } from "pino";
 import { EXEC_ARGV_MAX_BYTES } from "../../api/schemas.js";
 import { isPublicRoute } from "./register.js";
-import type { StatusView } from "../../api/responses.js";
+import type { FleetView, StatusView } from "../../api/responses.js";
 import { WatchHub, type WatchLimits } from "./watch.js";
 import { LogStreams, logRoutes, type LogLimits } from "./logs-routes.js";
 import type { ComputeDriver } from "../../driver/contract.js";
@@ -40,6 +40,8 @@ export interface ApiContext {
   token: string;
   log: Logger;
   status: () => Promise<StatusView>;
+  /** The fleet's hosts (GET /v1/fleet). */
+  fleet: () => Promise<FleetView>;
   watch?: Partial<WatchLimits>;
   /** Secrets for the supervisors to inject; `usedBy` names the sandboxes whose policy binds one. */
   secrets?: { store: SecretStore; delivery: SecretPlaces };
@@ -163,7 +165,7 @@ export function buildApi(ctx: ApiContext) {
     hub.close();
     logs?.close();
   });
-  void app.register(gatewayRoutes, { status: ctx.status });
+  void app.register(gatewayRoutes, { status: ctx.status, fleet: ctx.fleet });
   void app.register(sandboxRoutes, { service, read });
   void app.register(policyRoutes, { service, read });
   void app.register(watchRoute, { read, hub });

@@ -74,7 +74,7 @@ export class LogStreams {
       const q = input.query();
       const since = q.since === undefined ? undefined : canonicalTime(q.since);
       if (since === null) throw new ApiError("invalid_request", `since: ${JSON.stringify(q.since)} is not an RFC 3339 time (e.g. 2026-12-01T10:00:00Z or 2026-12-01T10:00:00.123456789+01:00)`);
-      const s = await this.read.get((req.params as { name: string }).name);
+      const s = await this.read.driven((req.params as { name: string }).name);
       if (!this.driver.logs) throw new ApiError("unavailable", `the ${this.driver.kind} runtime keeps no logs`);
       const generation = q.generation === undefined ? s.generation : q.generation === "previous" ? s.generation - 1 : Number(q.generation);
       if (q.generation === "previous" && generation < 1) throw new ApiError("not_found", `sandbox "${s.name}" has no previous generation (it is at generation ${s.generation})`);

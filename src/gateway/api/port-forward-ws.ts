@@ -54,7 +54,7 @@ export interface PortForwardStats {
 /** The port-forward route's handler, for upgrades.ts's dispatcher (which checked the token). */
 export function portForwardUpgrades(ctx: {
   execs: Pick<ExecService, "start">;
-  read: Pick<SandboxReadModel, "get" | "find">;
+  read: Pick<SandboxReadModel, "driven" | "find">;
   log: Logger;
   limits?: Partial<PortForwardLimits>;
 }): UpgradeRoute & { stats(): PortForwardStats } {
@@ -84,7 +84,7 @@ export function portForwardUpgrades(ctx: {
       let name: string;
       let id: string;
       try {
-        const s = await ctx.read.get(decodeURIComponent(m[1]!));
+        const s = await ctx.read.driven(decodeURIComponent(m[1]!));
         ({ name, id } = s);
       } catch (err) {
         if (err instanceof ApiError) return refuse(socket, err);

@@ -18,6 +18,7 @@ function sandboxHead<T extends object>(s: SandboxRecord | SandboxSummary, more: 
     generation: s.generation,
     reason: s.reason,
     reasonText: s.reason ? describeReason(s.reason) : null,
+    host: s.host === "" ? null : s.host,
     labels: s.labels,
   };
   return Object.assign(head, more);

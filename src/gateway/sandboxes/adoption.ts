@@ -9,11 +9,14 @@ import { adoptionOf, type Adoption } from "../../lifecycle/adoption.js";
 import type { SandboxRecord, Store } from "../../store/contract.js";
 import type { LifecycleController } from "./controller.js";
 import type { Generations } from "./generations.js";
+import type { HostScope } from "./host-scope.js";
 import type { Supervision } from "./supervision.js";
 import { activePolicy, type LifecycleTasks } from "./tasks.js";
 
 export interface AdoptionDeps {
   store: Store;
+  /** Only this gateway's host's sandboxes are adopted (another host's gateway adopts its own). */
+  scope: HostScope;
   controller: LifecycleController;
   generations: Generations;
   supervision: Supervision;
@@ -21,16 +24,21 @@ export interface AdoptionDeps {
   log: Logger;
 }
 
-/** Adopt every sandbox of the store, then start supervision. Returns how many took each action (for the log and tests). */
+/** Adopt every sandbox of this host, then start supervision. Returns how many took each action (for the log and tests). */
 export async function adoptAll(d: AdoptionDeps): Promise<Partial<Record<Adoption, number>>> {
   const counts: Partial<Record<Adoption, number>> = {};
+  let otherHosts = 0;
   for (const s of await d.store.list()) {
+    if (!d.scope.drives(s)) {
+      otherHosts++;
+      continue;
+    }
     const action = adoptionOf({ phase: s.phase, runtime: s.runtime !== null, teardownOwed: s.teardownOwed !== null }, d.supervision.active);
     await adopt(d, s, action);
     counts[action] = (counts[action] ?? 0) + 1;
   }
   d.supervision.start();
-  d.log.info({ adopted: counts }, "sandboxes adopted");
+  d.log.info({ adopted: counts, otherHosts, host: d.scope.name }, "sandboxes adopted");
   return counts;
 }
 

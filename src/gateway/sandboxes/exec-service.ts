@@ -55,7 +55,7 @@ export class ExecService {
 
   /** An attached session (exec, connect); it counts as activity while it is open. */
   async start(nameOrId: string, req: ExecRequest): Promise<ExecSession & { timedOut(): boolean }> {
-    const s = await this.d.read.get(nameOrId);
+    const s = await this.d.read.driven(nameOrId);
     const opts: ExecOptions = { cmd: req.cmd, tty: req.tty };
     if (req.size) opts.size = req.size;
     if (req.env && Object.keys(req.env).length > 0) opts.env = req.env;
@@ -78,7 +78,7 @@ export class ExecService {
 
   /** A command started with no streams (its output is not kept); its status is in the table. */
   async detach(nameOrId: string, req: Omit<ExecRequest, "tty" | "size">): Promise<DetachedExecView> {
-    const s = await this.d.read.get(nameOrId);
+    const s = await this.d.read.driven(nameOrId);
     const entry = this.detached.reserve(s, req.cmd);
     let session: ExecSession & { timedOut(): boolean };
     try {
@@ -109,14 +109,14 @@ export class ExecService {
   }
 
   async status(nameOrId: string, id: string): Promise<DetachedExecView> {
-    const s = await this.d.read.get(nameOrId);
+    const s = await this.d.read.driven(nameOrId);
     const e = this.detached.get(s.id, id);
     if (!e) throw new ApiError("not_found", `no detached exec ${JSON.stringify(id)} in sandbox "${s.name}" (ended ones are kept for an hour; a gateway restart forgets them)`);
     return e.view();
   }
 
   async list(nameOrId: string): Promise<DetachedExecView[]> {
-    const s = await this.d.read.get(nameOrId);
+    const s = await this.d.read.driven(nameOrId);
     return this.detached.list(s.id).map((e) => e.view());
   }
 

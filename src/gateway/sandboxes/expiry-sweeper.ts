@@ -33,6 +33,8 @@ export interface SweeperDeps {
   store: Store;
   activity: ActivityTracker;
   log: Logger;
+  /** Whether this gateway drives the sandbox (host-scope.ts; default: every one): another host's sandbox is its gateway's to time. */
+  drives?: (s: { host: string }) => boolean;
   /** Stop the sandbox (a CAS on this generation; false when it lost the race or is no longer live). */
   expire(sandboxId: string, generation: number, reason: StopReason): Promise<boolean>;
   clock?: SweeperClock;
@@ -94,7 +96,7 @@ export class ExpirySweeper {
       if (e.newPhase === "Provisioning" && e.oldPhase !== "Provisioning") {
         // A launch (create or start): this generation's TTL counts from now, and so does its idle clock.
         const s = await this.d.store.get(e.sandboxId);
-        if (!s) return;
+        if (!s || this.d.drives?.(s) === false) return;
         const ttl = s.spec.ttlSeconds;
         await this.d.store.setTtlDeadline(s.id, e.generation, ttl === undefined ? null : new Date(t + ttl * 1000).toISOString());
         this.d.activity.touch(s.id, t);

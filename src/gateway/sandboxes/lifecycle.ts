@@ -3,6 +3,7 @@
 // to it, the read model and the service. The gateway process wires this to its API and
 // control plane; unit tests wire it to a fake runtime.
 
+import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { RECOVERY_DEADLINE_DEFAULT_S, type ComputeDriver, type RuntimeMonitor } from "../../driver/contract.js";
 import { LIVE_PHASES, describeReason } from "../../lifecycle/phases.js";
@@ -16,6 +17,7 @@ import { DetachedExecs } from "./detached-execs.js";
 import { ExecService } from "./exec-service.js";
 import { ExpirySweeper } from "./expiry-sweeper.js";
 import { Generations } from "./generations.js";
+import { everyHost, type HostScope } from "./host-scope.js";
 import { SandboxReadModel } from "./read-model.js";
 import type { BoundaryHealth } from "../control/boundary.js";
 import { boundaryFailure, controlEvidence, type BoundaryEvidence } from "./boundary-evidence.js";
@@ -57,6 +59,8 @@ export function createLifecycle(d: {
   options?: ServiceOptions;
   /** The gateway's evidence about boundaries (default: read from `control`). */
   evidence?: BoundaryEvidence;
+  /** Which sandboxes this gateway drives (default: every one, as on the embedded store). */
+  scope?: HostScope;
 }): Lifecycle {
   const { store, driver, control, log } = d;
   const activity = new ActivityTracker();
@@ -64,7 +68,8 @@ export function createLifecycle(d: {
   const controller = new LifecycleController(store, log);
   const serial = new KeyedSerial();
   const runtime = new RuntimeGate(driver, control, log);
-  const read = new SandboxReadModel(store, control, driver, activity);
+  const scope = d.scope ?? everyHost(hostname());
+  const read = new SandboxReadModel(store, control, driver, activity, scope);
   const supervision = new Supervision({
     store,
     controller,
@@ -83,6 +88,10 @@ export function createLifecycle(d: {
   // an Error or Completed generation then owes (and gets) its teardown.
   const unsubscribe = store.onEvent((e) => {
     if (e.kind !== "phase" && e.kind !== "deleted") return;
+    // A sandbox another host's gateway created for this host: launched here, where its containers go.
+    if (scope.shared && e.oldPhase === null && e.newPhase === "Provisioning") {
+      handoff(e.sandboxId, e.generation).catch((err: unknown) => log.error({ sandboxId: e.sandboxId, err }, "taking over a sandbox created for this host failed"));
+    }
     if (e.kind === "deleted") execs.detached.forget(e.sandboxId);
     try {
       generations.settle(e.sandboxId, e.generation, e.newPhase);
@@ -91,6 +100,13 @@ export function createLifecycle(d: {
       log.error({ sandboxId: e.sandboxId, err }, "settling a generation failed");
     }
   });
+  const handoff = async (id: string, generation: number): Promise<void> => {
+    const s = await store.get(id);
+    // Launched once: a create of this gateway's own is already launching (its handle is open).
+    if (!s || !scope.drives(s) || s.phase !== "Provisioning" || s.generation !== generation || s.runtime !== null || generations.get(id) !== undefined) return;
+    log.info({ sandboxId: id, name: s.name }, "launching a sandbox another gateway created for this host");
+    tasks.launch(s);
+  };
   // The boundary's health drives the lifecycle: a Ready sandbox whose supervisor is
   // running but cannot be shown to hold its boundary goes Recovering at once.
   const onBoundary = async (h: BoundaryHealth): Promise<void> => {
@@ -111,9 +127,11 @@ export function createLifecycle(d: {
     store,
     activity,
     log,
+    drives: (s) => scope.drives(s),
     expire: async (id, generation, reason) => {
       const s = await store.get(id);
-      if (!s || s.generation !== generation || !LIVE_PHASES.includes(s.phase)) return false;
+      // Another host's sandbox expires by its own gateway's sweeper.
+      if (!s || !scope.drives(s) || s.generation !== generation || !LIVE_PHASES.includes(s.phase)) return false;
       try {
         tasks.stop(await controller.intent(s, { type: "stop", reason }, `stopped by the gateway: ${describeReason(reason)}`));
         return true;
@@ -137,7 +155,7 @@ export function createLifecycle(d: {
       return generations.expectedLaunch(id, s && { phase: s.phase, generation: s.generation });
     },
     resume: async () => {
-      await adoptAll({ store, controller, generations, supervision, tasks, log });
+      await adoptAll({ store, scope, controller, generations, supervision, tasks, log });
       await sweeper.start();
     },
     serial,

@@ -156,7 +156,8 @@ export class PolicyProposals {
    */
   async approve(nameOrId: string, id: string, byRaw: string | undefined): Promise<{ proposal: ProposalView } & Awaited<ReturnType<SandboxService["setPolicy"]>>> {
     const by = checkBy(byRaw, "approver");
-    const s = await this.d.read.get(nameOrId);
+    // Approving pushes the policy to the sandbox's supervisor: its host's gateway does it.
+    const s = await this.d.read.driven(nameOrId);
     const p = this.#pending(s, await this.#get(s, id), "approve");
     let result: Awaited<ReturnType<SandboxService["setPolicy"]>>;
     // The answer is built from the record as decided, not read back: with --proposals-kept 0

@@ -8,6 +8,7 @@ import type { ControlPlane } from "../control/control-plane.js";
 import { ID_RE, checkSandboxName } from "../../lifecycle/spec.js";
 import { ApiError, notFound } from "../errors.js";
 import type { ActivityTracker } from "./activity.js";
+import { everyHost, otherHost, type HostScope } from "./host-scope.js";
 import type { DiskView, ExpiryView } from "../../api/responses.js";
 
 /** The API's shapes (src/api/responses.ts), named here for the code that builds them. */
@@ -32,6 +33,8 @@ export class SandboxReadModel {
     private readonly control: ControlPlane | null,
     private readonly driver: ComputeDriver | null = null,
     private readonly activity: ActivityTracker | null = null,
+    /** Which sandboxes this gateway drives (host-scope.ts). */
+    readonly scope: HostScope = everyHost(""),
   ) {}
 
   /** By name or id; throws 404, or 400 for what can be neither (naming the rule). */
@@ -40,6 +43,13 @@ export class SandboxReadModel {
     if (s) return s;
     const bad = ID_RE.test(nameOrId) ? null : checkSandboxName(nameOrId);
     throw bad ? new ApiError("invalid_request", bad) : notFound(nameOrId);
+  }
+
+  /** As get(), for a request this gateway must drive itself: not_allowed (409) for a sandbox of another host. */
+  async driven(nameOrId: string): Promise<SandboxRecord> {
+    const s = await this.get(nameOrId);
+    if (!this.scope.drives(s)) throw otherHost(s, this.scope);
+    return s;
   }
 
   /**
@@ -98,7 +108,8 @@ export class SandboxReadModel {
   /** The workspace's size limit, and what it holds now when it is mounted. */
   diskOf(s: SandboxRecord): DiskView | null {
     if (s.spec.diskBytes === undefined) return null;
-    const usage = this.driver?.workspaceUsage?.(s.id) ?? null;
+    // Another host's workspace is on another host's disk: its usage is unknown here.
+    const usage = this.scope.drives(s) ? (this.driver?.workspaceUsage?.(s.id) ?? null) : null;
     return { limitBytes: s.spec.diskBytes, usedBytes: usage?.usedBytes ?? null, capacityBytes: usage?.capacityBytes ?? null };
   }
 

@@ -20,6 +20,7 @@ import type { LifecycleController } from "./controller.js";
 import type { Generations } from "./generations.js";
 import { checkFilesystemPolicy, parsePolicyInput } from "./policy-input.js";
 import { timeSpec, type CreateTimeOptions } from "./create-options.js";
+import { checkHostName, place } from "../../lifecycle/placement.js";
 import type { SandboxReadModel } from "./read-model.js";
 import type { RuntimeGate } from "./runtime-gate.js";
 import { activePolicy, type LifecycleTasks } from "./tasks.js";
@@ -36,6 +37,8 @@ export interface CreateInput extends CreateTimeOptions {
   policy?: string | Record<string, unknown>;
   /** The user's labels; kept in the store only, never on containers (src/lifecycle/labels.ts). */
   labels?: Record<string, string>;
+  /** In a fleet, the host to run it on (src/lifecycle/placement.ts); default: this gateway's. */
+  host?: string;
 }
 
 export interface ServiceOptions {
@@ -111,17 +114,36 @@ export class SandboxService {
     // its filesystem cannot hold) is refused before anything is stored, as docker run does.
     const refused = (await this.d.driver.checkSpec?.(spec)) ?? null;
     if (refused !== null) throw new ApiError("invalid_request", refused);
+    const host = await this.#place(input.host);
     this.#assertOpen();
     let sandbox: SandboxRecord;
     try {
-      sandbox = await this.d.store.createSandbox({ id: newId(), name: input.name, spec, policy, policySource: typeof input.policy === "string" ? input.policy : null, labels: input.labels ?? {} });
+      sandbox = await this.d.store.createSandbox({
+        id: newId(),
+        name: input.name,
+        spec,
+        policy,
+        policySource: typeof input.policy === "string" ? input.policy : null,
+        labels: input.labels ?? {},
+        host,
+      });
     } catch (err) {
       if (err instanceof DuplicateNameError) throw new ApiError("already_exists", err.message);
       throw err;
     }
-    this.d.log.info({ sandboxId: sandbox.id, name: sandbox.name, generation: 1 }, "sandbox created");
-    this.d.tasks.launch(sandbox);
+    this.d.log.info({ sandboxId: sandbox.id, name: sandbox.name, generation: 1, host }, "sandbox created");
+    // Another host's gateway launches it when the row's event reaches it (lifecycle.ts: handoff).
+    if (this.d.read.scope.drives(sandbox)) this.d.tasks.launch(sandbox);
     return sandbox;
+  }
+
+  /** The host a new sandbox runs on: this gateway's, or the one asked for if a gateway drives it now. */
+  async #place(requested: string | undefined): Promise<string> {
+    const self = this.d.read.scope.name;
+    const fleet = requested === undefined || requested === self ? null : this.d.store.fleet;
+    const p = place(requested, self, fleet === null ? null : await fleet.hosts());
+    if (!p.ok) throw new ApiError(requested !== undefined && checkHostName(requested) !== null ? "invalid_request" : "not_allowed", p.error);
+    return p.host;
   }
 
   /**
@@ -131,7 +153,7 @@ export class SandboxService {
    */
   async request(nameOrId: string, intent: UserEvent, expect: { generation?: number } = {}): Promise<SandboxRecord> {
     this.#assertOpen();
-    const before = await this.d.read.get(nameOrId);
+    const before = await this.d.read.driven(nameOrId);
     // A precondition (e.g. `sandbox prune`: the generation it saw ended): the compare-and-set
     // below is on this very read, so the intent applies only to what the caller saw.
     if (expect.generation !== undefined && before.generation !== expect.generation) {
@@ -183,7 +205,7 @@ export class SandboxService {
     opts: { expectRevision?: number; within?: (revision: number, tx: Transaction) => Promise<void> } = {},
   ): Promise<{ revision: number; pushed: boolean; phase: Phase }> {
     this.#assertOpen();
-    const s = await this.d.read.get(nameOrId);
+    const s = await this.d.read.driven(nameOrId);
     const refused = policyChangeRefused(s.phase, s.name);
     if (refused) throw new ApiError("not_allowed", refused);
     const { policy: next } = await this.checkPolicyChange(s.id, input);
@@ -231,7 +253,7 @@ export class SandboxService {
   }
 
   async exec(nameOrId: string, opts: ExecOptions): Promise<ExecSession> {
-    const s = await this.d.read.get(nameOrId);
+    const s = await this.d.read.driven(nameOrId);
     if (s.phase !== "Ready" || !s.runtime) {
       throw new ApiError("not_allowed", `cannot exec in sandbox "${s.name}": it is ${s.phase}; exec needs Ready`);
     }

@@ -59,6 +59,8 @@ export class LifecycleTasks {
 
   /** Launch the sandbox's current generation (it is Provisioning). */
   launch(s: SandboxRecord): void {
+    // Once per generation: a create and the handoff of its own event (lifecycle.ts) may both ask.
+    if (this.d.generations.get(s.id, s.generation) !== undefined) return;
     const handle = this.d.generations.open(s, newNonce());
     // Queued now, in the caller's turn, so that it runs before a stop or delete asked after it.
     void this.d.serial.run(

@@ -27,7 +27,7 @@ export class SandboxStats {
 
   /** One sandbox: 409 unless Ready, 503 when the runtime cannot measure it. */
   async one(nameOrId: string): Promise<StatsView> {
-    const s = await this.d.read.get(nameOrId);
+    const s = await this.d.read.driven(nameOrId);
     const record = s.phase === "Ready" && s.runtime?.generation === s.generation ? s.runtime : null;
     if (record === null) throw new ApiError("not_allowed", `sandbox "${s.name}" is ${s.phase}: stats are measured only while it is Ready`);
     const v = await this.view(s);

@@ -19,7 +19,6 @@
 // the old one has not yet noticed.
 
 import pg from "pg";
-import { SandgateError } from "../../util/errors.js";
 import { LOCKS, migrate } from "./schema.js";
 import { TYPES, isUnavailable, storeError } from "./sql.js";
 
@@ -52,17 +51,6 @@ export interface LeaseOptions {
 }
 
 const RETRY_MS = [100, 250, 500, 1000];
-
-/** The database already serves another host: several hosts on one database are not built yet (docs/fleet.md). */
-export class OtherHostError extends SandgateError {
-  override readonly name = "OtherHostError";
-  constructor(host: string, other: string) {
-    super(
-      `this database already serves host "${other}" (this gateway is host "${host}"), and several hosts on one database are not supported yet (docs/fleet.md): run this gateway on that host with --host-name ${other}, or, if host "${other}" is gone for good, remove its lease first: DELETE FROM host_leases WHERE host = '${other.replace(/'/g, "''")}'`,
-      "not_allowed",
-    );
-  }
-}
 
 async function readRow(client: pg.ClientBase, host: string): Promise<LeaseRow | null> {
   const { rows } = await client.query<{ owner: string; pid: number; epoch: number; acquired_at: string }>(`SELECT owner, pid, epoch, acquired_at FROM host_leases WHERE host = $1`, [host]);
@@ -155,10 +143,6 @@ export async function acquireLease(url: string, host: string, o: LeaseOptions): 
     try {
       // The lease's table, on a database no gateway has used yet.
       if (attempt === 0) await migrate(client);
-      // One host per database until sandboxes carry their host: a gateway of another host
-      // would take every sandbox for its own and find none of their containers.
-      const other = (await client.query<{ host: string }>(`SELECT host FROM host_leases WHERE host <> $1 ORDER BY host LIMIT 1`, [host])).rows[0];
-      if (other !== undefined) throw new OtherHostError(host, other.host);
       if (!(await lock(client, false))) {
         if (attempt === 0) o.onWaiting?.(await readRow(client, host));
         await lock(client, true);

@@ -19,6 +19,7 @@ import {
   type EgressTotals,
   type EventRecord,
   type ExpiringRow,
+  type FleetHosts,
   type ListQuery,
   type LogQuery,
   type NewSandbox,
@@ -38,6 +39,7 @@ import {
   type TransitionWrite,
 } from "../contract.js";
 import { EventFeed } from "./event-feed.js";
+import { listHosts } from "./hosts.js";
 import * as logs from "./logs.js";
 import * as records from "./records.js";
 import * as sandboxes from "./sandboxes.js";
@@ -119,6 +121,9 @@ export class PostgresStore implements Store {
   get isOpen(): boolean {
     return !this.#closed;
   }
+
+  /** The hosts sharing this database (hosts.ts). */
+  readonly fleet: FleetHosts = { hosts: () => this.#op((db) => listHosts(db)) };
 
   async close(): Promise<void> {
     if (this.#closed) return;

@@ -16,6 +16,7 @@ interface HeadRow {
   phase: string;
   reason: string | null;
   generation: number;
+  host: string;
   labels: Record<string, string>;
   created_at: string;
   updated_at: string;
@@ -37,6 +38,7 @@ function head(row: HeadRow) {
     phase: row.phase as Phase,
     reason: row.reason === null ? null : (JSON.parse(row.reason) as SandboxReason),
     generation: row.generation,
+    host: row.host,
     labels: row.labels,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -49,8 +51,8 @@ const toSandbox = (row: SandboxRow): SandboxRecord =>
 /** The row and its labels, inside the caller's transaction; a taken name fails with 23505 (unique_violation). */
 export async function insertSandbox(db: Queryable, input: NewSandbox, time: string): Promise<void> {
   await db.query(
-    `INSERT INTO sandboxes (id, name, phase, reason, generation, spec, runtime, created_at, updated_at) VALUES ($1, $2, 'Provisioning', NULL, 1, $3, NULL, $4, $4)`,
-    [input.id, input.name, JSON.stringify(input.spec), time],
+    `INSERT INTO sandboxes (id, name, phase, reason, generation, spec, runtime, host, created_at, updated_at) VALUES ($1, $2, 'Provisioning', NULL, 1, $3, NULL, $5, $4, $4)`,
+    [input.id, input.name, JSON.stringify(input.spec), time, input.host],
   );
   const labels = Object.entries(input.labels ?? {});
   if (labels.length > 0) {
@@ -92,7 +94,7 @@ export async function listPage(db: Queryable, q: ListQuery): Promise<SandboxReco
 }
 
 export async function listSummaries(db: Queryable, q: ListQuery): Promise<SandboxSummary[]> {
-  const cols = `id, name, phase, reason, generation, created_at, updated_at, ${LABELS},
+  const cols = `id, name, phase, reason, generation, host, created_at, updated_at, ${LABELS},
     (runtime::jsonb->>'generation')::int AS rt_gen, runtime::jsonb->'workload'->>'id' AS rt_w, runtime::jsonb->'supervisor'->>'id' AS rt_s`;
   const { sql, params } = page(cols, q);
   const rows = (await db.query<HeadRow & { rt_gen: number | null; rt_w: string | null; rt_s: string | null }>(sql, params)).rows;

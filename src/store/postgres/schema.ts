@@ -101,6 +101,13 @@ const MIGRATIONS: readonly string[] = [
     acquired_at  TEXT NOT NULL
   );
   `,
+  // 2: the host whose Docker daemon runs each sandbox; its gateway alone drives it. Rows
+  // from before were made under "one host per database": they are that host's.
+  `
+  ALTER TABLE sandboxes ADD COLUMN host TEXT COLLATE "C" NOT NULL DEFAULT '';
+  UPDATE sandboxes SET host = (SELECT min(host) FROM host_leases) WHERE host = '' AND (SELECT count(*) FROM host_leases) = 1;
+  CREATE INDEX sandboxes_by_host ON sandboxes (host, phase);
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

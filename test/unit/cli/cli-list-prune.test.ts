@@ -134,8 +134,8 @@ describe("sandbox list", () => {
     expect(parseYaml(yaml.stdout)).toEqual(rows);
     expect((await cli([...home, "sandbox", "list", "--label", "grp=nobody", "--format", "yaml"])).stdout).toBe("[]\n");
     const wide = (await cli([...home, "sandbox", "list", "--label", "grp=ls", "--format", "wide"])).stdout.trimEnd().split("\n");
-    expect(wide[0]).toMatch(/^NAME\s+PHASE\s+GEN\s+REASON\s+WORKLOAD\s+SUPERVISOR\s+CREATED\s+UPDATED\s+IMAGE\s+LABELS$/);
-    expect(wide[3]).toMatch(/^ls-c\s+Stopped\s+1\s+-\s+-\s+-\s+\S+ \S+\s+\S+ \S+\s+\(default\)\s+grp=ls,tier=web,zone=x$/);
+    expect(wide[0]).toMatch(/^NAME\s+PHASE\s+GEN\s+REASON\s+WORKLOAD\s+SUPERVISOR\s+CREATED\s+UPDATED\s+HOST\s+IMAGE\s+LABELS$/);
+    expect(wide[3]).toMatch(/^ls-c\s+Stopped\s+1\s+-\s+-\s+-\s+\S+ \S+\s+\S+ \S+\s+\S+\s+\(default\)\s+grp=ls,tier=web,zone=x$/);
     expect(wide[1]).toMatch(/^ls-a\s+Ready\s+1\s+-\s+c\d+\s+c\d+\s/);
     const table = (await cli([...home, "sandbox", "list", "--label", "grp=ls", "--format", "table"])).stdout;
     expect(table.split("\n")[0]).toMatch(/^NAME\s+PHASE\s+GEN\s+REASON\s+WORKLOAD\s+SUPERVISOR\s+CREATED$/);

@@ -145,7 +145,7 @@ describe("AuditSink (gateway)", () => {
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "sg-audit-"));
     store = Store.open(join(dir, "state.db"));
-    await store.createSandbox({ id: "a", name: "a", spec: { env: {}, resources: { memoryMb: 64, cpus: 1, pids: 64 } }, policy: defaultPolicy() });
+    await store.createSandbox({ host: "h1", id: "a", name: "a", spec: { env: {}, resources: { memoryMb: 64, cpus: 1, pids: 64 } }, policy: defaultPolicy() });
   });
   afterEach(() => {
     store.close();

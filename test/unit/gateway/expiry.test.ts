@@ -122,7 +122,7 @@ async function rig(): Promise<Rig> {
     sweeper: undefined as unknown as ExpirySweeper,
     async create(name, spec) {
       const id = `sbx_${(++n).toString(16).padStart(16, "0")}`;
-      await store.createSandbox({ id, name, spec: { env: {}, resources: DEFAULT_RESOURCES, ...spec }, policy: parsePolicyInput(undefined) });
+      await store.createSandbox({ host: "h1", id, name, spec: { env: {}, resources: DEFAULT_RESOURCES, ...spec }, policy: parsePolicyInput(undefined) });
       await this.sweeper.idle();
       return id;
     },

@@ -108,7 +108,7 @@ describe("GET /v1/sandboxes in pages", () => {
     const lean = async () => ((await t.api("GET", `/v1/sandboxes?view=lean&limit=1&after=${SORTED[1]}`)).body as { sandboxes: Record<string, unknown>[] }).sandboxes[0]!;
     const full = (await t.api("GET", `/v1/sandboxes/${name}`)).body;
     const row = await lean();
-    expect(Object.keys(row).sort()).toEqual(["createdAt", "generation", "id", "labels", "name", "phase", "reason", "reasonText", "supervisor", "updatedAt", "workload"]);
+    expect(Object.keys(row).sort()).toEqual(["createdAt", "generation", "host", "id", "labels", "name", "phase", "reason", "reasonText", "supervisor", "updatedAt", "workload"]);
     expect(row).toEqual({
       id: full.id,
       name,
@@ -116,6 +116,7 @@ describe("GET /v1/sandboxes in pages", () => {
       generation: full.generation,
       reason: null,
       reasonText: null,
+      host: full.host,
       labels: {},
       workload: full.runtime.workload.id,
       supervisor: full.runtime.supervisor.id,
@@ -141,7 +142,7 @@ describe("without limit, a page is at most 1000", () => {
       // SqliteStore writes at once while no transaction of its own is open: these run inside this one.
       const made: Promise<unknown>[] = [];
       g.gw.sqlite!.db.transaction(() => {
-        for (let i = 0; i < 1001; i++) made.push(g.gw.store.createSandbox({ id: `sbx_${randomBytes(8).toString("hex")}`, name: `cap-${String(i).padStart(4, "0")}`, spec, policy }));
+        for (let i = 0; i < 1001; i++) made.push(g.gw.store.createSandbox({ host: "h1", id: `sbx_${randomBytes(8).toString("hex")}`, name: `cap-${String(i).padStart(4, "0")}`, spec, policy }));
       })();
       await Promise.all(made);
       const r = await g.api("GET", "/v1/sandboxes?view=lean");

@@ -208,7 +208,7 @@ describe("recoveries: from the store's committed events", () => {
       throw err;
     });
     for (const id of ["a", "b"]) {
-      await store.createSandbox({ id, name: id, spec, policy: defaultPolicy() });
+      await store.createSandbox({ host: "h1", id, name: id, spec, policy: defaultPolicy() });
       await move(store, id, "Provisioning", "Ready");
     }
     clock = T0 + 10_000;
@@ -252,7 +252,7 @@ describe("recoveries: from the store's committed events", () => {
       },
       (err) => seen.push(err),
     );
-    await store.createSandbox({ id: "a", name: "a", spec, policy: defaultPolicy() });
+    await store.createSandbox({ host: "h1", id: "a", name: "a", spec, policy: defaultPolicy() });
     await move(store, "a", "Provisioning", "Ready");
     expect((await store.get("a"))?.phase).toBe("Ready");
     expect(seen).toHaveLength(2);

@@ -31,7 +31,7 @@ beforeAll(async () => {
     },
   };
   const read = {
-    get: async () => {
+    driven: async () => {
       calls.reads++;
       throw new ApiError("not_found", "no sandbox (fake)");
     },

@@ -199,7 +199,7 @@ describe("a stale base: compare-and-set on the revision", () => {
   it("the store's compare-and-set: a stale expectation writes nothing; a failing approval rolls the revision back", async () => {
     const store = Store.open(":memory:");
     try {
-      const s = await store.createSandbox({ id: "sbx_0000000000000001", name: "cas", spec: { env: {}, resources: { memoryMb: 256, cpus: 1, pids: 256 } }, policy: defaultPolicy() });
+      const s = await store.createSandbox({ host: "h1", id: "sbx_0000000000000001", name: "cas", spec: { env: {}, resources: { memoryMb: 256, cpus: 1, pids: 256 } }, policy: defaultPolicy() });
       const seen: string[] = [];
       store.onEvent((e) => seen.push(e.message ?? ""));
       await expect(store.addPolicy(s, defaultPolicy(), null, { expectRevision: 0 })).rejects.toThrow(StaleRevisionError);

@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultPolicy } from "../../../src/policy/index.js";
-import { OtherHostError, acquireLease, type HeldLease } from "../../../src/store/postgres/lease.js";
+import { acquireLease, type HeldLease } from "../../../src/store/postgres/lease.js";
 import { LeaseLostError, PostgresStore } from "../../../src/store/postgres/postgres-store.js";
 import { pgQuery, startPostgres, type PostgresCluster } from "../../support/postgres.js";
 
@@ -55,7 +55,7 @@ describe("host leases", () => {
     await until(async () => (await waiters(url)) === 1, "the standby to wait for the lock");
     expect(waitedFor).toMatchObject({ gatewayId: "g1", pid: 101, epoch: a.epoch });
     expect(b).toBeUndefined();
-    await storeA.createSandbox({ id: "x", name: "x", spec, policy });
+    await storeA.createSandbox({ host: "h1", id: "x", name: "x", spec, policy });
 
     await terminateHolder(url);
     await bp;
@@ -63,12 +63,12 @@ describe("host leases", () => {
     expect(previous).toMatchObject([{ gatewayId: "g1", pid: 101 }]);
     expect(await a.lost).toMatch(/^gateway g2 \(pid 202\) took the lease of h1 at epoch 2$/);
 
-    await expect(storeA.createSandbox({ id: "y", name: "y", spec, policy })).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(storeA.createSandbox({ host: "h1", id: "y", name: "y", spec, policy })).rejects.toBeInstanceOf(LeaseLostError);
     await expect(storeA.setRuntime("x", { phase: "Provisioning", generation: 1 }, null)).rejects.toBeInstanceOf(LeaseLostError);
     expect(fencedA).toHaveLength(2);
     const storeB = await PostgresStore.open(url, { fence: { host: "h1", epoch: b!.epoch } });
     expect(await storeB.get("y")).toBeNull();
-    await storeB.createSandbox({ id: "y", name: "y", spec, policy });
+    await storeB.createSandbox({ host: "h1", id: "y", name: "y", spec, policy });
     await Promise.all([storeA.close(), storeB.close(), a.release(), b!.release()]);
   });
 
@@ -81,7 +81,7 @@ describe("host leases", () => {
     await terminateHolder(url);
     await until(() => states.includes("retaken"), "the lock taken again");
     expect(states).toEqual(["lost", "retaken"]);
-    await store.createSandbox({ id: "x", name: "x", spec, policy });
+    await store.createSandbox({ host: "h1", id: "x", name: "x", spec, policy });
     let lost = false;
     void a.lost.then(() => (lost = true));
     expect(lost).toBe(false);
@@ -112,19 +112,23 @@ describe("host leases", () => {
     await b.release();
   });
 
-  it("a gateway of another host on the same database is refused with one line that says what to do, and takes no lease", async () => {
-    const url = pg.createDatabase("lease_other_host");
+  it("each host has a lease of its own: two hosts' gateways hold theirs at once, and one's standby waits only for its own host", async () => {
+    const url = pg.createDatabase("lease_two_hosts");
     const a = await acquireLease(url, "h1", { gatewayId: "g1", pid: 101 });
+    const b = await acquireLease(url, "h2", { gatewayId: "g2", pid: 202 });
+    expect([a.epoch, b.epoch]).toEqual([1, 1]);
+    expect(await sql<{ host: string; owner: string }>(url, `SELECT host, owner FROM host_leases ORDER BY host`)).toEqual([
+      { host: "h1", owner: "g1" },
+      { host: "h2", owner: "g2" },
+    ]);
+    // A standby of h1 waits for h1's holder, whatever h2's does.
+    const standby = acquireLease(url, "h1", { gatewayId: "g3", pid: 303 });
+    await until(async () => (await waiters(url)) === 1, "h1's standby to wait");
+    await b.release();
+    expect(await waiters(url)).toBe(1);
     await a.release();
-    const err = (await acquireLease(url, "h2", { gatewayId: "g2", pid: 202 }).catch((e: unknown) => e)) as Error;
-    expect(err).toBeInstanceOf(OtherHostError);
-    expect(err.message).toMatch(/^this database already serves host "h1" \(this gateway is host "h2"\), and several hosts on one database are not supported yet/);
-    expect(err.message).toContain("DELETE FROM host_leases WHERE host = 'h1'");
-    expect(err.message).not.toContain("\n");
-    expect(await sql<{ host: string }>(url, `SELECT host FROM host_leases ORDER BY host`)).toEqual([{ host: "h1" }]);
-    // h1 itself may come back.
-    const again = await acquireLease(url, "h1", { gatewayId: "g1", pid: 303 });
-    expect(again.epoch).toBe(2);
-    await again.release();
+    const c = await standby;
+    expect(c.epoch).toBe(2);
+    await c.release();
   });
 });

@@ -41,8 +41,8 @@ describe("PostgreSQL: what several gateways on one database need", () => {
       const seenB: number[] = [];
       a.onEvent((e) => seenA.push(e.seq));
       b.onEvent((e) => seenB.push(e.seq));
-      await a.createSandbox({ id: "x", name: "x", spec, policy });
-      await b.createSandbox({ id: "y", name: "y", spec, policy });
+      await a.createSandbox({ host: "h1", id: "x", name: "x", spec, policy });
+      await b.createSandbox({ host: "h1", id: "y", name: "y", spec, policy });
       await Promise.all(
         Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).appendEvent({ id: i % 3 ? "x" : "y", name: i % 3 ? "x" : "y", generation: 1 }, "info", `m${i}`)),
       );
@@ -64,7 +64,7 @@ describe("PostgreSQL: what several gateways on one database need", () => {
     try {
       const seen: string[] = [];
       watcher.onEvent((e) => seen.push(e.message ?? ""));
-      await writer.createSandbox({ id: "x", name: "x", spec, policy });
+      await writer.createSandbox({ host: "h1", id: "x", name: "x", spec, policy });
       await until(() => seen.includes("created"), "the creation event");
       // A transaction takes the next number and stays open.
       await raw.query("BEGIN");
@@ -97,6 +97,25 @@ describe("PostgreSQL: what several gateways on one database need", () => {
     await expect(open(url)).rejects.toThrow(/newer than this sandgate/);
   });
 
+  it("a database from before sandboxes carried their host (schema 1, one host per database) gives its rows to the host that held its lease", async () => {
+    const url = pg.createDatabase("fleet_host_backfill");
+    const store = await open(url);
+    await store.createSandbox({ host: "", id: "old", name: "old", spec, policy });
+    await store.close();
+    // Back to schema 1, as a gateway of the previous release left it.
+    const raw = new pgClient.Client({ connectionString: url });
+    await raw.connect();
+    await raw.query(`DROP INDEX sandboxes_by_host; ALTER TABLE sandboxes DROP COLUMN host; UPDATE sandgate_schema SET version = 1`);
+    await raw.query(`INSERT INTO host_leases (host, owner, pid, epoch, acquired_at) VALUES ('h7', 'g', 1, 3, now()::text)`);
+    await raw.end();
+    const again = await open(url);
+    try {
+      expect((await again.get("old"))?.host).toBe("h7");
+    } finally {
+      await again.close();
+    }
+  });
+
   it("PostgreSQL down: operations fail as 'unavailable' (503) with no URL or password in the message; back up: operations work again and events written by another gateway meanwhile reach the listener", async () => {
     const cluster = startPostgres();
     try {
@@ -105,7 +124,7 @@ describe("PostgreSQL: what several gateways on one database need", () => {
       const errors: Error[] = [];
       const c = await PostgresStore.open(url, { onError: (e) => errors.push(e) });
       try {
-        await a.createSandbox({ id: "x", name: "x", spec, policy });
+        await a.createSandbox({ host: "h1", id: "x", name: "x", spec, policy });
         const seen: string[] = [];
         c.onEvent((e) => seen.push(e.message ?? ""));
         cluster.stopServer();

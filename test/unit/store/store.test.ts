@@ -28,7 +28,7 @@ describe("store", () => {
     const s = Store.open(db);
     expect(s.db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
     expect(s.db.pragma("journal_mode", { simple: true })).toBe("wal");
-    await s.createSandbox({ id: "a", name: "demo", spec, policy });
+    await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
     s.close();
     const again = Store.open(db);
     expect((await again.get("demo"))?.id).toBe("a");
@@ -60,8 +60,8 @@ describe("store", () => {
 
   it("keeps names unique and records creation in the event log", async () => {
     const s = Store.open(db);
-    await s.createSandbox({ id: "a", name: "demo", spec, policy });
-    await expect(s.createSandbox({ id: "b", name: "demo", spec, policy })).rejects.toThrow(DuplicateNameError);
+    await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
+    await expect(s.createSandbox({ host: "h1", id: "b", name: "demo", spec, policy })).rejects.toThrow(DuplicateNameError);
     expect((await s.list()).map((x) => x.id)).toEqual(["a"]);
     expect((await s.events("a")).map((e) => [e.kind, e.oldPhase, e.newPhase])).toEqual([["phase", null, "Provisioning"]]);
     expect(await s.events("b")).toEqual([]);
@@ -70,7 +70,7 @@ describe("store", () => {
 
   it("compare-and-set: a transition against a stale phase or generation changes nothing", async () => {
     const s = Store.open(db);
-    await s.createSandbox({ id: "a", name: "demo", spec, policy });
+    await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
     const ready = { phase: "Ready" as const, generation: 1, reason: null };
     expect(await s.transition("a", { expect: { phase: "Provisioning", generation: 1 }, next: ready })).not.toBeNull();
     // Same write again: the expected phase no longer holds.
@@ -84,7 +84,7 @@ describe("store", () => {
 
   it("stores the reason and runtime with the phase, and clears runtime on request", async () => {
     const s = Store.open(db);
-    await s.createSandbox({ id: "a", name: "demo", spec, policy });
+    await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
     const runtime = {
       generation: 1,
       nonce: "n",
@@ -110,7 +110,7 @@ describe("store", () => {
   it("tells when a sandbox last entered a phase, ignoring self-transitions and other events", async () => {
     let t = 0;
     const s = Store.open(db, { now: () => new Date(Date.UTC(2026, 0, 1, 0, 0, t++)) });
-    await s.createSandbox({ id: "a", name: "demo", spec, policy });
+    await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
     const step = async (from: "Provisioning" | "Ready" | "Recovering", to: "Ready" | "Recovering") =>
       await s.transition("a", { expect: { phase: from, generation: 1 }, next: { phase: to, generation: 1, reason: null } });
     expect(await s.enteredPhaseAt("a", "Recovering")).toBeNull();
@@ -124,7 +124,7 @@ describe("store", () => {
 
   it("reads a log by cursor: after, before, the last N, and the last N inside a window", async () => {
     const s = Store.open(db);
-    await s.createSandbox({ id: "a", name: "demo", spec, policy });
+    await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
     for (let i = 0; i < 20; i++) await s.appendEvent({ id: "a", name: "demo", generation: 1 }, "info", `m${i}`);
     const all = await s.events("a");
     expect(all).toHaveLength(21);
@@ -141,8 +141,8 @@ describe("store", () => {
   it("keeps audit records apart from events; retention by count per sandbox and by age; delete takes a sandbox's trail", async () => {
     let now = Date.UTC(2026, 0, 10);
     const s = Store.open(db, { now: () => new Date(now) });
-    await s.createSandbox({ id: "a", name: "demo", spec, policy });
-    await s.createSandbox({ id: "b", name: "other", spec, policy });
+    await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
+    await s.createSandbox({ host: "h1", id: "b", name: "other", spec, policy });
     const rec = (id: string, i: number, time = new Date(now).toISOString()) => ({ sandboxId: id, generation: 1, time, decision: i % 2 ? "deny" : "allow", count: 1, event: { i } });
     await s.appendAudit([rec("a", 0, "2026-01-01T00:00:00.000Z"), ...Array.from({ length: 12 }, (_, i) => rec("a", i + 1)), rec("b", 1)]);
     expect((await s.events("a")).map((e) => e.kind)).toEqual(["phase"]);
@@ -177,7 +177,7 @@ describe("store", () => {
 
   it("a transaction spans its function's awaits: other operations wait for its end and never see it half-written; a throw rolls all of it back, with no event", async () => {
     const s = Store.open(db);
-    await s.createSandbox({ id: "a", name: "demo", spec, policy });
+    await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
     const seen: string[] = [];
     s.onEvent((e) => seen.push(e.message ?? ""));
     let release = (): void => undefined;
@@ -218,14 +218,14 @@ describe("store", () => {
 
   it("deletes only a Deleting sandbox and keeps its events", async () => {
     const s = Store.open(db);
-    await s.createSandbox({ id: "a", name: "demo", spec, policy });
+    await s.createSandbox({ host: "h1", id: "a", name: "demo", spec, policy });
     expect(await s.deleteSandbox("a", { generation: 1 })).toBe(false);
     await s.transition("a", { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Deleting", generation: 1, reason: null } });
     expect(await s.deleteSandbox("a", { generation: 1 })).toBe(true);
     expect(await s.get("a")).toBeNull();
     expect((await s.events("a")).map((e) => e.kind)).toEqual(["phase", "phase", "deleted"]);
     // The name is free again.
-    await s.createSandbox({ id: "b", name: "demo", spec, policy });
+    await s.createSandbox({ host: "h1", id: "b", name: "demo", spec, policy });
     s.close();
   });
 
@@ -233,7 +233,7 @@ describe("store", () => {
     const n = 300;
     const s = Store.open(db);
     for (let i = 0; i < n; i++) {
-      await s.createSandbox({ id: `race-${i}`, name: `race-${i}`, spec, policy });
+      await s.createSandbox({ host: "h1", id: `race-${i}`, name: `race-${i}`, spec, policy });
       await s.transition(`race-${i}`, { expect: { phase: "Provisioning", generation: 1 }, next: { phase: "Ready", generation: 1, reason: null } });
     }
     const at = Date.now() + 2500;
