@@ -136,7 +136,8 @@ describe("a local user floods the supervisor endpoint and the API's TCP listener
     expect(done.opened).toBeGreaterThanOrEqual(HELLOS + HEADERS);
     expect(apiDone.opened).toBeGreaterThanOrEqual(HELLOS + HEADERS);
     const tcp = ((await fx.t.api("GET", "/v1/status")).body.api.connections as { url: string; open: unknown; closed: Record<string, number> }[]).find((c) => c.url === api.origin)!;
-    expect(tcp.closed.evicted! + tcp.closed.header_timeout! + tcp.closed.handshake_timeout!).toBeGreaterThanOrEqual(apiDone.opened);
+    // Each by a bound, counted: evicted, timed out, or (a machine too busy to evict in time) refused at a full pool.
+    expect(tcp.closed.evicted! + tcp.closed.header_timeout! + tcp.closed.handshake_timeout! + tcp.closed.refused_full!).toBeGreaterThanOrEqual(apiDone.opened);
     expect(tcp.closed.evicted).toBeGreaterThan(0);
 
     const after = (await fx.t.api("GET", "/v1/status")).body.supervisorEndpoint;

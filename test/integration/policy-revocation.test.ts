@@ -247,7 +247,8 @@ describe("policy set --wait revokes what the new revision does not allow", () =>
       // Revision 2 drops the TLS rule only.
       const set2 = await policySet("rv", policy(HTTP_RULE));
       expect(set2.code, set2.stderr).toBe(0);
-      expect(set2.stdout).toMatch(/^rv {2}policy revision 2 accepted; enforced by the supervisor; closed \d+ connections?\n$/);
+      // A machine loaded enough to miss the monitor's pings has the sandbox Recovering meanwhile, and says so.
+      expect(set2.stdout).toMatch(/^rv {2}policy revision 2 accepted; enforced by the supervisor; closed \d+ connections?(; the sandbox is Recovering: Ready again once Docker answers and re-verifies it)?\n$/);
       expect(set2.closed).toBeGreaterThanOrEqual(1);
       // After --wait returned: the tunnel is gone, a new one is refused.
       expect(await client.run("probe-tunnel")).toBe("closed");

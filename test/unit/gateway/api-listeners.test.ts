@@ -75,13 +75,23 @@ describe("the API's listeners", () => {
     dir = mkdtempSync(join(tmpdir(), "sg-listen-"));
     extraSocket = join(dir, "extra.sock");
     // A port fetch refuses (the WHATWG "bad ports"), where one is free: the client must not care.
-    badPort = await firstFree([6000, 6665, 6666, 6667, 6668, 6669, 6697, 10080]);
-    t = await startTestGateway(new MemoryDriver(), {
-      listen: [
-        { kind: "unix", path: extraSocket },
-        { kind: "tcp", host: "127.0.0.1", port: badPort },
-      ],
-    });
+    // Another process (a second copy of the suite, scripts/soak.sh) may take the port between
+    // the look and the bind: then the next one.
+    for (const candidates = [6000, 6665, 6666, 6667, 6668, 6669, 6697, 10080]; ; ) {
+      badPort = await firstFree(candidates);
+      try {
+        t = await startTestGateway(new MemoryDriver(), {
+          listen: [
+            { kind: "unix", path: extraSocket },
+            { kind: "tcp", host: "127.0.0.1", port: badPort },
+          ],
+        });
+        break;
+      } catch (err) {
+        if (!/the port is in use/.test((err as Error).message) || !candidates.includes(badPort)) throw err;
+        candidates.splice(0, candidates.indexOf(badPort) + 1);
+      }
+    }
     await t.api("POST", "/v1/sandboxes", { name: "l1" });
     await eventually(async () => ((await t.api("GET", "/v1/sandboxes/l1")).body.phase === "Ready" ? true : undefined), 10_000, "l1 Ready");
   });
