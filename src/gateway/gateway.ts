@@ -202,7 +202,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await lease?.release();
     throw err;
   });
-  const secrets = await SecretStore.open(store, ensureSecretsKey(home.dir));
+  // On a fleet's store, a secret another gateway sets reaches this one's supervisors too.
+  const secrets = await SecretStore.open(store, ensureSecretsKey(home.dir), (err) => log.warn({ err: err.message }, "a changed secret could not be read again; the next change or reconnection reads it"));
   // Before the lifecycle: the driver (and the monitor it makes) report Docker calls from the first.
   const metrics = createGatewayMetrics({ store, driver, log, monitor: () => (lifecycle.monitor === null ? null : { metrics: () => lifecycle.monitorMetrics() ?? {} }), audit: () => audit.stats() });
   // The control plane asks which launch a supervisor must belong to; the lifecycle
@@ -228,6 +229,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const { service, read, runtime, monitor } = lifecycle;
   const audit = new AuditSink(store, log.child({ component: "audit" }), opts.audit);
   const delivery = new SecretDelivery(store, control?.boundary ?? null);
+  secrets.onChange((name) => void delivery.deliver(name, null).catch((err: unknown) => log.warn({ secret: name, err: (err as Error).message }, "pushing a secret another gateway changed failed")));
   control?.boundary.onAudit((id, generation, event) => {
     // Egress is activity for --idle-stop, whether or not the audit rate limit keeps the record.
     lifecycle.activity.touch(id);
@@ -303,6 +305,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await control?.close();
     await audit.close();
     await driver.close();
+    secrets.close();
     await store.close();
     await lease?.release();
   };

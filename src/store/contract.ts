@@ -372,6 +372,12 @@ export interface SecretsTable {
   listSecrets(): Promise<SecretSummary[]>;
   /** True when there was one. */
   deleteSecret(name: string): Promise<boolean>;
+  /**
+   * Called with a secret's name after a gateway sharing the store (a fleet's; this one too)
+   * set or deleted it, or with null when any may have changed (read them all again). A store
+   * only its own gateway writes never calls it. Returns the unsubscribe.
+   */
+  onSecretChange(listener: (name: string | null) => void): () => void;
 }
 
 /** What a transaction's function writes and reads through (see above): its info events, the proposals, the audit trail. */

@@ -454,6 +454,11 @@ export class SqliteStore implements Store {
     return this.#run(() => putSecret(this.db, name, sealed, time));
   }
 
+  /** The one writer of its secrets is its gateway: nothing changes them behind its back. */
+  onSecretChange(): () => void {
+    return () => undefined;
+  }
+
   getSecret(name: string): Promise<SecretRecord | null> {
     return this.#run(() => getSecret(this.db, name));
   }

@@ -35,23 +35,49 @@ export class SecretStore {
   /**
    * The sealed values, as the store holds them: a policy push reveals them synchronously,
    * between the secrets message and the policy message it must precede (boundary.ts).
-   * This gateway is the only writer of its store's secrets, so set and delete keep it.
+   * Set and delete read their write back; on a fleet's store, another gateway's changes
+   * reach it through the store's onSecretChange.
    */
   readonly #sealed = new Map<string, SealedSecret>();
+  #unsubscribe: () => void = () => undefined;
 
   private constructor(
     private readonly store: Store,
     private readonly key: Buffer,
+    private readonly onError: (err: Error) => void,
   ) {}
 
-  /** The store's secrets, loaded once (still sealed). */
-  static async open(store: Store, key: Buffer): Promise<SecretStore> {
-    const s = new SecretStore(store, key);
-    for (const { name } of await store.listSecrets()) {
-      const row = await store.getSecret(name);
-      if (row) s.#sealed.set(name, row);
-    }
+  /** The store's secrets (still sealed), kept current as the store reports changes. */
+  static async open(store: Store, key: Buffer, onError: (err: Error) => void = () => undefined): Promise<SecretStore> {
+    const s = new SecretStore(store, key, onError);
+    s.#unsubscribe = store.onSecretChange((name) => void s.#changed(name));
+    for (const { name } of await store.listSecrets()) await s.#reread(name);
     return s;
+  }
+
+  /** A change the store reports (null: any): read again; listeners hear of each that differs. */
+  async #changed(name: string | null): Promise<void> {
+    try {
+      const names = name === null ? new Set([...(await this.store.listSecrets()).map((r) => r.name), ...this.#sealed.keys()]) : [name];
+      for (const n of names) if (await this.#reread(n)) for (const l of this.#listeners) l(n);
+    } catch (err) {
+      this.onError(err as Error);
+    }
+  }
+
+  /** Make the cached value the store's; true when it differed. Each write seals with a fresh nonce, so equal nonces are the same write. */
+  async #reread(name: string): Promise<boolean> {
+    const row = await this.store.getSecret(name);
+    const had = this.#sealed.get(name);
+    if (row === null) return this.#sealed.delete(name);
+    if (had?.nonce.equals(row.nonce)) return false;
+    this.#sealed.set(name, { nonce: row.nonce, ciphertext: row.ciphertext, tag: row.tag });
+    return true;
+  }
+
+  /** Stop following the store's changes. */
+  close(): void {
+    this.#unsubscribe();
   }
 
   /** Create or replace; returns the new version. */
@@ -66,8 +92,9 @@ export class SecretStore {
     const tag = cipher.getAuthTag();
     const sealed = { nonce, ciphertext, tag };
     const version = await this.store.putSecret(name, sealed, new Date().toISOString());
-    this.#sealed.set(name, sealed);
-    for (const l of this.#listeners) l(name);
+    // Read back, not assumed: another gateway may have written it again meanwhile (or, the
+    // store gone since, what this one wrote).
+    await this.#reread(name).catch(() => this.#sealed.set(name, sealed));
     return version;
   }
 
@@ -91,12 +118,15 @@ export class SecretStore {
 
   async delete(name: string): Promise<boolean> {
     const removed = await this.store.deleteSecret(name);
-    this.#sealed.delete(name);
-    if (removed) for (const l of this.#listeners) l(name);
+    await this.#reread(name).catch(() => this.#sealed.delete(name));
     return removed;
   }
 
-  /** Called with the name after every change (set or delete). */
+  /**
+   * Called with the name after a change another gateway made (a fleet's store): this one's
+   * own set and delete are delivered by their request (secrets-routes.ts). One of its own
+   * whose notice beats its write's answer is told too: delivered twice, the same value.
+   */
   onChange(listener: (name: string) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);

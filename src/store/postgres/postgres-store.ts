@@ -81,6 +81,7 @@ export class PostgresStore implements Store {
   readonly #feed: EventFeed;
   readonly #fence: PostgresStoreOptions["fence"];
   #listener: pg.Client | null = null;
+  readonly #secretListeners = new Set<(name: string | null) => void>();
   #relisten: NodeJS.Timeout | null = null;
   #closed = false;
 
@@ -140,6 +141,15 @@ export class PostgresStore implements Store {
     return this.#feed.subscribe(listener);
   }
 
+  onSecretChange(listener: (name: string | null) => void): () => void {
+    this.#secretListeners.add(listener);
+    return () => this.#secretListeners.delete(listener);
+  }
+
+  #secretChanged(name: string | null): void {
+    for (const l of this.#secretListeners) l(name);
+  }
+
   /**
    * The LISTEN connection: every notification asks the feed to catch up. Throws when it
    * cannot connect (at open); once open, a lost connection is re-established in the
@@ -147,7 +157,10 @@ export class PostgresStore implements Store {
    */
   async #listen(): Promise<void> {
     const client = new pg.Client(this.#config);
-    client.on("notification", (n) => void this.#feed.notified(Number(n.payload)));
+    client.on("notification", (n) => {
+      if (n.channel === records.SECRETS_CHANNEL) this.#secretChanged(n.payload ?? null);
+      else void this.#feed.notified(Number(n.payload));
+    });
     const lost = (): void => {
       if (this.#listener !== client) return;
       this.#listener = null;
@@ -158,7 +171,7 @@ export class PostgresStore implements Store {
     client.on("end", lost);
     try {
       await client.connect();
-      await client.query(`LISTEN ${logs.EVENTS_CHANNEL}`);
+      await client.query(`LISTEN ${logs.EVENTS_CHANNEL}; LISTEN ${records.SECRETS_CHANNEL}`);
     } catch (err) {
       client.end().catch(() => undefined);
       throw err;
@@ -175,7 +188,11 @@ export class PostgresStore implements Store {
     this.#relisten = setTimeout(() => {
       this.#relisten = null;
       this.#listen().then(
-        () => this.#feed.notified(),
+        () => {
+          void this.#feed.notified();
+          // What changed while nobody listened is unknown: every secret is read again.
+          this.#secretChanged(null);
+        },
         (err: unknown) => {
           this.#onError(storeError(err));
           this.#relistenAfter(attempt + 1);

@@ -98,12 +98,17 @@ export async function pruneDecided(db: Queryable, sandboxId: string, keep: numbe
 // --- secrets ---
 
 /** Create or replace in one statement (the version is read and written by it, atomically); the new version. */
+/** Where a change of a secret is announced (its name), at its commit: every gateway's SecretStore reads it again. */
+export const SECRETS_CHANNEL = "sandgate_secrets";
+
 export async function putSecret(db: Queryable, name: string, sealed: SealedSecret, time: string): Promise<number> {
   const { rows } = await db.query<{ version: number }>(
-    `INSERT INTO secrets (name, version, nonce, ciphertext, tag, created_at, updated_at) VALUES ($1, 1, $2, $3, $4, $5, $5)
-     ON CONFLICT (name) DO UPDATE SET version = secrets.version + 1, nonce = excluded.nonce, ciphertext = excluded.ciphertext, tag = excluded.tag, updated_at = excluded.updated_at
-     RETURNING version`,
-    [name, sealed.nonce, sealed.ciphertext, sealed.tag, time],
+    `WITH w AS (
+       INSERT INTO secrets (name, version, nonce, ciphertext, tag, created_at, updated_at) VALUES ($1, 1, $2, $3, $4, $5, $5)
+       ON CONFLICT (name) DO UPDATE SET version = secrets.version + 1, nonce = excluded.nonce, ciphertext = excluded.ciphertext, tag = excluded.tag, updated_at = excluded.updated_at
+       RETURNING version)
+     SELECT version, pg_notify($6, $1) FROM w`,
+    [name, sealed.nonce, sealed.ciphertext, sealed.tag, time, SECRETS_CHANNEL],
   );
   return rows[0]!.version;
 }
@@ -125,5 +130,6 @@ export async function listSecrets(db: Queryable): Promise<SecretSummary[]> {
 }
 
 export async function deleteSecret(db: Queryable, name: string): Promise<boolean> {
-  return (await db.query(`DELETE FROM secrets WHERE name = $1`, [name])).rowCount === 1;
+  const r = await db.query(`WITH d AS (DELETE FROM secrets WHERE name = $1 RETURNING name) SELECT pg_notify($2, name) FROM d`, [name, SECRETS_CHANNEL]);
+  return r.rowCount === 1;
 }
