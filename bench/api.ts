@@ -9,7 +9,7 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { MemoryDriver } from "../test/support/memory-driver.js";
-import { startTestGateway } from "../test/support/gateway-fixture.js";
+import { startTestGateway, type TestGateway } from "../test/support/gateway-fixture.js";
 import { BENCH_DIR, Cleanup, PROJECT_ROOT, machine, mapLimit, parseNumber, printTable, progress, sleep, stats, writeResult, type BenchOptions, type Stats } from "./lib.js";
 
 interface LoadResult {
@@ -54,6 +54,20 @@ export function runLoad(cfg: object): Promise<LoadResult & { gatewayCpuPct: numb
   });
 }
 
+/** Create `names` through the API, 8 at a time, until every one is Ready; the milliseconds it took. */
+export async function createReady(t: TestGateway, names: string[]): Promise<number> {
+  const t0 = performance.now();
+  await mapLimit(names, 8, async (name) => {
+    const r = await t.api("POST", "/v1/sandboxes", { name });
+    if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+  });
+  await t.gw.idle();
+  const ms = performance.now() - t0;
+  const notReady = (await t.gw.read.list()).filter((s) => s.phase !== "Ready").length;
+  if (notReady > 0) throw new Error(`${notReady} of ${names.length} sandboxes are not Ready`);
+  return ms;
+}
+
 export async function run(o: BenchOptions): Promise<void> {
   const count = parseNumber(o.flags.sandboxes, o.quick ? 50 : 1000);
   const reps = parseNumber(o.flags.reps, o.quick ? 1 : 3);
@@ -65,13 +79,7 @@ export async function run(o: BenchOptions): Promise<void> {
     const t = await startTestGateway(new MemoryDriver());
     cleanup.add("gateway", () => t.close());
     const names = Array.from({ length: count }, (_, i) => `api-${i}`);
-    await mapLimit(names, 8, async (name) => {
-      const r = await t.api("POST", "/v1/sandboxes", { name });
-      if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
-    });
-    await t.gw.idle();
-    const notReady = (await t.gw.read.list()).filter((s) => s.phase !== "Ready").length;
-    if (notReady > 0) throw new Error(`${notReady} of ${count} sandboxes are not Ready`);
+    await createReady(t, names);
     progress(`api: ${count} sandboxes Ready`);
 
     // The walk's page URLs, as the CLI follows them (`next` of each page).

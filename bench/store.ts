@@ -9,24 +9,11 @@
 
 import pg from "pg";
 import { MemoryDriver } from "../test/support/memory-driver.js";
-import { startTestGateway, type TestGateway } from "../test/support/gateway-fixture.js";
+import { startTestGateway } from "../test/support/gateway-fixture.js";
 import { startPostgres } from "../test/support/postgres.js";
 import type { StoreLocation } from "../src/util/store-url.js";
-import { runLoad } from "./api.js";
-import { Cleanup, machine, mapLimit, parseNumber, printTable, progress, stats, writeResult, type BenchOptions } from "./lib.js";
-
-async function createAll(t: TestGateway, names: string[]): Promise<number> {
-  const t0 = performance.now();
-  await mapLimit(names, 8, async (name) => {
-    const r = await t.api("POST", "/v1/sandboxes", { name });
-    if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
-  });
-  await t.gw.idle();
-  const ms = performance.now() - t0;
-  const notReady = (await t.gw.read.list()).filter((s) => s.phase !== "Ready").length;
-  if (notReady > 0) throw new Error(`${notReady} of ${names.length} sandboxes are not Ready`);
-  return ms;
-}
+import { createReady, runLoad } from "./api.js";
+import { Cleanup, machine, parseNumber, printTable, progress, stats, writeResult, type BenchOptions } from "./lib.js";
 
 /** The page query straight to PostgreSQL, 16 clients back to back: requests per second. */
 async function rawPages(url: string, durationS: number): Promise<number> {
@@ -69,7 +56,7 @@ export async function run(o: BenchOptions): Promise<void> {
         progress(`store: ${label}, run ${rep + 1}/${reps}: creating ${count} sandboxes`);
         const t = await startTestGateway(new MemoryDriver(), { store: loc });
         try {
-          r.createMsPerSandbox.push((await createAll(t, names)) / count);
+          r.createMsPerSandbox.push((await createReady(t, names)) / count);
           progress(`store: ${label}, run ${rep + 1}/${reps}: list pages (${durationS} s)`);
           const load = await runLoad({ url: t.url, token: t.token, paths: ["/v1/sandboxes?view=lean&limit=100"], concurrency: 16, durationS, warmupS: 1 });
           if (load.errors > 0) throw new Error(`${load.errors} non-200 answers`);
