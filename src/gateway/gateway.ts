@@ -229,7 +229,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const { service, read, runtime, monitor } = lifecycle;
   const audit = new AuditSink(store, log.child({ component: "audit" }), opts.audit);
   const delivery = new SecretDelivery(store, control?.boundary ?? null);
-  secrets.onChange((name) => void delivery.deliver(name, null).catch((err: unknown) => log.warn({ secret: name, err: (err as Error).message }, "pushing a secret another gateway changed failed")));
+  secrets.onChange(
+    (name) =>
+      void delivery.deliver(name, null).then(
+        (d) => log.info({ secret: name, pushed: d.pushed }, "a secret changed through another gateway: pushed to this gateway's sandboxes that use it"),
+        (err: unknown) => log.warn({ secret: name, err: (err as Error).message }, "pushing a secret another gateway changed failed"),
+      ),
+  );
   control?.boundary.onAudit((id, generation, event) => {
     // Egress is activity for --idle-stop, whether or not the audit rate limit keeps the record.
     lifecycle.activity.touch(id);

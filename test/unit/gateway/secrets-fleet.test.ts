@@ -9,11 +9,12 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SecretStore } from "../../../src/gateway/secrets/secret-store.js";
+import { SecretStore, ensureSecretsKey } from "../../../src/gateway/secrets/secret-store.js";
 import type { Store } from "../../../src/store/contract.js";
 import { PostgresStore } from "../../../src/store/postgres/postgres-store.js";
 import { SqliteStore } from "../../../src/store/store.js";
-import { eventually } from "../../support/gateway-fixture.js";
+import { eventually, startTestGateway } from "../../support/gateway-fixture.js";
+import { MemoryDriver } from "../../support/memory-driver.js";
 import { pgQuery, startPostgres, type PostgresCluster } from "../../support/postgres.js";
 
 const key = randomBytes(32);
@@ -52,6 +53,26 @@ describe("secrets across gateways", () => {
       await eventually(() => (notices.includes(null) ? true : undefined), 20_000, "the notice after re-listening");
     } finally {
       await Promise.all([sa.close(), sb.close()]);
+    }
+  });
+});
+
+describe("a gateway on a fleet's store", () => {
+  it("hears of a secret another gateway sets and pushes it to its own sandboxes that use it (logged by name, never the value)", async () => {
+    const url = pg.createDatabase("secrets_gateway");
+    const lines: string[] = [];
+    const t = await startTestGateway(new MemoryDriver(), { store: { kind: "postgres", url }, hostName: "h1", logSink: (l) => lines.push(l) });
+    const other = await PostgresStore.open(url);
+    try {
+      const elsewhere = await SecretStore.open(other, ensureSecretsKey(t.home.dir));
+      await elsewhere.set("tok", Buffer.from("value-from-h2"));
+      const line = await eventually(() => lines.find((l) => l.includes("a secret changed through another gateway")), 10_000, "the push logged");
+      expect(JSON.parse(line)).toMatchObject({ secret: "tok", pushed: [] });
+      expect(lines.join("\n")).not.toContain("value-from-h2");
+      elsewhere.close();
+    } finally {
+      await other.close();
+      await t.close();
     }
   });
 });
