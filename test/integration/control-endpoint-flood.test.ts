@@ -135,10 +135,13 @@ describe("a local user floods the supervisor endpoint and the API's TCP listener
     expect([await exited, await apiExited]).toEqual([0, 0]);
     expect(done.opened).toBeGreaterThanOrEqual(HELLOS + HEADERS);
     expect(apiDone.opened).toBeGreaterThanOrEqual(HELLOS + HEADERS);
-    const tcp = ((await fx.t.api("GET", "/v1/status")).body.api.connections as { url: string; open: unknown; closed: Record<string, number> }[]).find((c) => c.url === api.origin)!;
-    // Each by a bound, counted: evicted, timed out, or (a machine too busy to evict in time) refused at a full pool.
-    expect(tcp.closed.evicted! + tcp.closed.header_timeout! + tcp.closed.handshake_timeout! + tcp.closed.refused_full!).toBeGreaterThanOrEqual(apiDone.opened);
+    const tcp = ((await fx.t.api("GET", "/v1/status")).body.api.connections as { url: string; open: { unauthenticated: number }; closed: Record<string, number> }[]).find((c) => c.url === api.origin)!;
+    // None left, and the bounds closed them: evicted, timed out, or refused at a full pool. Not a
+    // count to match the attacker's: on a machine loaded enough (two suites at once) the
+    // kernel's accept queue overflows and drops connections the gateway never got to see.
+    expect(tcp.open.unauthenticated).toBe(0);
     expect(tcp.closed.evicted).toBeGreaterThan(0);
+    expect(tcp.closed.header_timeout! + tcp.closed.handshake_timeout!).toBeGreaterThan(0);
 
     const after = (await fx.t.api("GET", "/v1/status")).body.supervisorEndpoint;
     // The established session was never lost (it would have been accepted again), and the newcomer's is the second.
